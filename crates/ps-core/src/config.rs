@@ -1,0 +1,427 @@
+//! Settings of a node, read from MXNet's environment variables (or the binaries' flags).
+//!
+//! Every setting has one name, the environment variable MXNet's launch tools already set; the
+//! binaries accept the same settings as flags and feed them through [`Config::from_lookup`], so
+//! there is one parser and one set of error messages. A missing or malformed setting is an error
+//! that names the variable.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+use crate::error::{PsError, Result};
+
+/// Node role (`DMLC_ROLE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Scheduler,
+    Server,
+    Worker,
+}
+
+impl Role {
+    /// Lower-case name as in `DMLC_ROLE`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Scheduler => "scheduler",
+            Role::Server => "server",
+            Role::Worker => "worker",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Default heartbeat period when `PS_HEARTBEAT_INTERVAL` is unset.
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
+/// Default silence after which a node is declared lost.
+pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `MXNET_KVSTORE_BIGARRAY_BOUND`: arrays above it are sliced over all servers.
+pub const DEFAULT_BIGARRAY_BOUND: u64 = 1_000_000;
+/// Default cap on one data-plane frame.
+pub const DEFAULT_MAX_FRAME_BYTES: u64 = 1 << 31;
+
+/// All settings of one node.
+#[derive(Clone)]
+pub struct Config {
+    /// `DMLC_ROLE`; the binaries know their own role, so it may be absent for them.
+    pub role: Option<Role>,
+    /// `DMLC_PS_ROOT_URI`: host of the scheduler.
+    pub root_uri: String,
+    /// `DMLC_PS_ROOT_PORT`: gRPC port of the scheduler.
+    pub root_port: u16,
+    /// `DMLC_NUM_SERVER`.
+    pub num_servers: u32,
+    /// `DMLC_NUM_WORKER`.
+    pub num_workers: u32,
+    /// `DMLC_INTERFACE`: network interface whose address this node binds and advertises.
+    pub interface: Option<String>,
+    /// `DMLC_NODE_HOST`: address (or host name) this node binds and advertises.
+    pub node_host: Option<String>,
+    /// `DMLC_WORKER_ID`: fixes a worker's rank.
+    pub worker_id: Option<u32>,
+    /// `MXRS_PORT`: data-plane port of a server (0 picks a free one).
+    pub port: u16,
+    /// `PS_VERBOSE`: 0 quiet, 1 connection events, 2 every message.
+    pub verbose: u8,
+    /// `PS_HEARTBEAT_INTERVAL` (seconds; 0 turns heartbeats off).
+    pub heartbeat_interval: Duration,
+    /// `PS_HEARTBEAT_TIMEOUT` (seconds).
+    pub heartbeat_timeout: Duration,
+    /// `MXNET_KVSTORE_BIGARRAY_BOUND` (elements).
+    pub bigarray_bound: u64,
+    /// `MXRS_MAX_FRAME_BYTES`: larger data-plane frames are refused.
+    pub max_frame_bytes: u64,
+    /// `MXRS_SECRET`: the job's shared secret.
+    pub secret: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("role", &self.role)
+            .field("root", &format_args!("{}:{}", self.root_uri, self.root_port))
+            .field("num_servers", &self.num_servers)
+            .field("num_workers", &self.num_workers)
+            .field("interface", &self.interface)
+            .field("node_host", &self.node_host)
+            .field("worker_id", &self.worker_id)
+            .field("port", &self.port)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("heartbeat_timeout", &self.heartbeat_timeout)
+            .field("bigarray_bound", &self.bigarray_bound)
+            .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+/// Names of every variable [`Config`] reads, for documentation and for the binaries' flags.
+pub const VARIABLES: &[&str] = &[
+    "DMLC_ROLE",
+    "DMLC_PS_ROOT_URI",
+    "DMLC_PS_ROOT_PORT",
+    "DMLC_NUM_SERVER",
+    "DMLC_NUM_WORKER",
+    "DMLC_INTERFACE",
+    "DMLC_NODE_HOST",
+    "DMLC_WORKER_ID",
+    "MXRS_PORT",
+    "PS_VERBOSE",
+    "PS_HEARTBEAT_INTERVAL",
+    "PS_HEARTBEAT_TIMEOUT",
+    "MXNET_KVSTORE_BIGARRAY_BOUND",
+    "MXRS_MAX_FRAME_BYTES",
+    "MXRS_SECRET",
+];
+
+impl Config {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Result<Config> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup`, which maps a variable name to its value.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let role = get("DMLC_ROLE")
+            .map(|v| parse_role(v.trim()))
+            .transpose()?;
+        let root_uri = get("DMLC_PS_ROOT_URI").ok_or(PsError::Config {
+            var: "DMLC_PS_ROOT_URI",
+            reason: "not set (address of the scheduler)".into(),
+        })?;
+        let secret = lookup("MXRS_SECRET")
+            .filter(|s| !s.is_empty())
+            .map(String::into_bytes);
+        Ok(Config {
+            role,
+            root_uri: root_uri.trim().to_string(),
+            root_port: required(&get, "DMLC_PS_ROOT_PORT")?,
+            num_servers: positive(required(&get, "DMLC_NUM_SERVER")?, "DMLC_NUM_SERVER")?,
+            num_workers: positive(required(&get, "DMLC_NUM_WORKER")?, "DMLC_NUM_WORKER")?,
+            interface: get("DMLC_INTERFACE").map(|s| s.trim().to_string()),
+            node_host: get("DMLC_NODE_HOST").map(|s| s.trim().to_string()),
+            worker_id: optional(&get, "DMLC_WORKER_ID")?,
+            port: optional(&get, "MXRS_PORT")?.unwrap_or(0),
+            verbose: optional::<u8>(&get, "PS_VERBOSE")?.unwrap_or(0).min(2),
+            heartbeat_interval: seconds(&get, "PS_HEARTBEAT_INTERVAL")?
+                .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL),
+            heartbeat_timeout: seconds(&get, "PS_HEARTBEAT_TIMEOUT")?
+                .unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT),
+            bigarray_bound: positive(
+                optional(&get, "MXNET_KVSTORE_BIGARRAY_BOUND")?.unwrap_or(DEFAULT_BIGARRAY_BOUND),
+                "MXNET_KVSTORE_BIGARRAY_BOUND",
+            )?,
+            max_frame_bytes: positive(
+                optional(&get, "MXRS_MAX_FRAME_BYTES")?.unwrap_or(DEFAULT_MAX_FRAME_BYTES),
+                "MXRS_MAX_FRAME_BYTES",
+            )?,
+            secret,
+        })
+    }
+
+    /// Settings for an in-process job on 127.0.0.1 (tests and benchmarks).
+    pub fn local(root_port: u16, num_servers: u32, num_workers: u32) -> Config {
+        Config {
+            role: None,
+            root_uri: "127.0.0.1".into(),
+            root_port,
+            num_servers,
+            num_workers,
+            interface: None,
+            node_host: Some("127.0.0.1".into()),
+            worker_id: None,
+            port: 0,
+            verbose: 0,
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
+            heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
+            bigarray_bound: DEFAULT_BIGARRAY_BOUND,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            secret: None,
+        }
+    }
+
+    /// The scheduler's address, resolved.
+    pub fn root_addr(&self) -> Result<SocketAddr> {
+        resolve(&self.root_uri, self.root_port, "DMLC_PS_ROOT_URI")
+    }
+
+    /// The address this node binds and advertises: `DMLC_NODE_HOST`, else the address of
+    /// `DMLC_INTERFACE`, else the local address of the route to the scheduler.
+    pub fn node_ip(&self) -> Result<IpAddr> {
+        if let Some(host) = &self.node_host {
+            return Ok(resolve(host, 0, "DMLC_NODE_HOST")?.ip());
+        }
+        if let Some(name) = &self.interface {
+            return interface_ip(name);
+        }
+        let root = self.root_addr()?;
+        let probe = UdpSocket::bind(match root {
+            SocketAddr::V4(_) => "0.0.0.0:0",
+            SocketAddr::V6(_) => "[::]:0",
+        })
+        .and_then(|s| s.connect(root).map(|_| s))
+        .and_then(|s| s.local_addr())
+        .map_err(|e| PsError::Config {
+            var: "DMLC_PS_ROOT_URI",
+            reason: format!("no route to the scheduler at {root}: {e}"),
+        })?;
+        Ok(probe.ip())
+    }
+}
+
+fn parse_role(v: &str) -> Result<Role> {
+    match v.to_ascii_lowercase().as_str() {
+        "scheduler" => Ok(Role::Scheduler),
+        "server" => Ok(Role::Server),
+        "worker" => Ok(Role::Worker),
+        other => Err(PsError::Config {
+            var: "DMLC_ROLE",
+            reason: format!("'{other}' is not one of scheduler, server, worker"),
+        }),
+    }
+}
+
+fn optional<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<Option<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    get(var)
+        .map(|v| {
+            v.trim().parse::<T>().map_err(|e| PsError::Config {
+                var,
+                reason: format!("'{v}' is not a valid {}: {e}", type_word::<T>()),
+            })
+        })
+        .transpose()
+}
+
+fn required<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    var: &'static str,
+) -> Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    optional(get, var)?.ok_or(PsError::Config {
+        var,
+        reason: "not set".into(),
+    })
+}
+
+fn positive<T: PartialOrd + Default>(v: T, var: &'static str) -> Result<T> {
+    if v > T::default() {
+        Ok(v)
+    } else {
+        Err(PsError::Config {
+            var,
+            reason: "must be at least 1".into(),
+        })
+    }
+}
+
+fn seconds(get: &impl Fn(&str) -> Option<String>, var: &'static str) -> Result<Option<Duration>> {
+    let Some(secs) = optional::<f64>(get, var)? else {
+        return Ok(None);
+    };
+    Duration::try_from_secs_f64(secs)
+        .map(Some)
+        .map_err(|_| PsError::Config {
+            var,
+            reason: format!("'{secs}' is not a non-negative number of seconds"),
+        })
+}
+
+fn type_word<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    if name.starts_with('u') {
+        "non-negative integer"
+    } else if name.starts_with('f') {
+        "number"
+    } else {
+        "value"
+    }
+}
+
+fn resolve(host: &str, port: u16, var: &'static str) -> Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| PsError::Config {
+            var,
+            reason: format!("cannot resolve host '{host}'"),
+        })
+}
+
+fn interface_ip(name: &str) -> Result<IpAddr> {
+    let ifaces = if_addrs::get_if_addrs().map_err(|e| PsError::Config {
+        var: "DMLC_INTERFACE",
+        reason: format!("cannot list network interfaces: {e}"),
+    })?;
+    let mut addrs: Vec<IpAddr> = ifaces
+        .iter()
+        .filter(|i| i.name == name)
+        .map(|i| i.ip())
+        .collect();
+    addrs.sort_by_key(|ip| ip.is_ipv6());
+    addrs.first().copied().ok_or_else(|| PsError::Config {
+        var: "DMLC_INTERFACE",
+        reason: format!(
+            "no interface named '{name}' with an address (have: {})",
+            ifaces
+                .iter()
+                .map(|i| i.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const BASE: &[(&str, &str)] = &[
+        ("DMLC_PS_ROOT_URI", "127.0.0.1"),
+        ("DMLC_PS_ROOT_PORT", "9091"),
+        ("DMLC_NUM_SERVER", "2"),
+        ("DMLC_NUM_WORKER", "3"),
+    ];
+
+    fn with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        let mut v = BASE.to_vec();
+        v.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+        v.extend_from_slice(extra);
+        v
+    }
+
+    #[test]
+    fn reads_every_setting() {
+        let cfg = Config::from_lookup(lookup(&with(&[
+            ("DMLC_ROLE", "worker"),
+            ("DMLC_WORKER_ID", "2"),
+            ("PS_VERBOSE", "1"),
+            ("PS_HEARTBEAT_INTERVAL", "0.5"),
+            ("PS_HEARTBEAT_TIMEOUT", "3"),
+            ("MXNET_KVSTORE_BIGARRAY_BOUND", "1000"),
+            ("MXRS_SECRET", "s3cret"),
+            ("DMLC_NODE_HOST", "127.0.0.1"),
+        ])))
+        .unwrap();
+        assert_eq!(cfg.role, Some(Role::Worker));
+        assert_eq!(cfg.root_port, 9091);
+        assert_eq!((cfg.num_servers, cfg.num_workers), (2, 3));
+        assert_eq!(cfg.worker_id, Some(2));
+        assert_eq!(cfg.verbose, 1);
+        assert_eq!(cfg.heartbeat_interval, Duration::from_millis(500));
+        assert_eq!(cfg.heartbeat_timeout, Duration::from_secs(3));
+        assert_eq!(cfg.bigarray_bound, 1000);
+        assert_eq!(cfg.secret.as_deref(), Some(&b"s3cret"[..]));
+        assert_eq!(cfg.node_ip().unwrap(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn defaults() {
+        let cfg = Config::from_lookup(lookup(BASE)).unwrap();
+        assert_eq!(cfg.role, None);
+        assert_eq!(cfg.heartbeat_interval, DEFAULT_HEARTBEAT_INTERVAL);
+        assert_eq!(cfg.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT);
+        assert_eq!(cfg.bigarray_bound, DEFAULT_BIGARRAY_BOUND);
+        assert!(cfg.secret.is_none());
+        // With neither DMLC_NODE_HOST nor DMLC_INTERFACE, the route to the scheduler decides.
+        assert_eq!(cfg.node_ip().unwrap(), "127.0.0.1".parse::<IpAddr>().unwrap());
+    }
+
+    fn error_of(extra: &[(&'static str, &'static str)]) -> String {
+        Config::from_lookup(lookup(&with(extra)))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        let e = error_of(&[("DMLC_PS_ROOT_PORT", "ninety")]);
+        assert!(e.starts_with("DMLC_PS_ROOT_PORT: 'ninety' is not a valid"), "{e}");
+        let e = error_of(&[("DMLC_PS_ROOT_PORT", "70000")]);
+        assert!(e.starts_with("DMLC_PS_ROOT_PORT:"), "{e}");
+        let e = error_of(&[("DMLC_NUM_WORKER", "0")]);
+        assert_eq!(e, "DMLC_NUM_WORKER: must be at least 1");
+        let e = error_of(&[("DMLC_ROLE", "boss")]);
+        assert!(e.starts_with("DMLC_ROLE: 'boss'"), "{e}");
+        let e = error_of(&[("PS_HEARTBEAT_TIMEOUT", "-1")]);
+        assert!(e.starts_with("PS_HEARTBEAT_TIMEOUT:"), "{e}");
+        let e = Config::from_lookup(lookup(&[("DMLC_PS_ROOT_URI", "127.0.0.1")]))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "DMLC_PS_ROOT_PORT: not set");
+        let e = Config::from_lookup(lookup(&[])).unwrap_err().to_string();
+        assert!(e.starts_with("DMLC_PS_ROOT_URI: not set"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn unknown_interface_is_named() {
+        let cfg = Config::from_lookup(lookup(&with(&[("DMLC_INTERFACE", "nosuch0")]))).unwrap();
+        let e = cfg.node_ip().unwrap_err().to_string();
+        assert!(e.starts_with("DMLC_INTERFACE: no interface named 'nosuch0'"), "{e}");
+        let cfg = Config::from_lookup(lookup(&with(&[("DMLC_INTERFACE", "lo")]))).unwrap();
+        assert_eq!(cfg.node_ip().unwrap(), "127.0.0.1".parse::<IpAddr>().unwrap());
+    }
+}

@@ -1,0 +1,34 @@
+//! ps-core: the parameter server of mxrs.
+//!
+//! One scheduler, S servers and W workers train a model together: workers push gradients and pull
+//! weights, servers sum the pushes of a round and apply the optimizer, the scheduler introduces the
+//! nodes to each other and watches that they stay alive.
+//!
+//! # Layout
+//! - [`error`]: [`PsError`], the one error type, and [`Result`].
+//! - [`config`]: node settings from MXNet's `DMLC_*`/`PS_*` variables and `MXRS_*`.
+//! - [`dtype`]: element types and their conversions (float16/bfloat16 summed in float32).
+//! - [`protocol`]: data-plane frames and connections, the control-plane gRPC types, the
+//!   shared-secret handshake both planes open with.
+//! - [`partition`]: which server holds which key or slice of a big key.
+//! - [`updater`]: optimizers applied on the servers (SGD, NAG, Adam, AdaGrad, RMSProp, Signum).
+//! - [`scheduler`]: registration, ranks, barriers, heartbeats, node loss, orderly shutdown; and
+//!   the control client every node uses to talk to it.
+//! - [`server`]: sharded key store, sync merging, async apply, the data-plane request handlers.
+//! - [`worker`]: the client a training process uses: push/pull tickets, slicing, barriers.
+//! - [`node`]: logging and the entry points that run a whole scheduler or server process.
+
+pub mod config;
+pub mod dtype;
+pub mod error;
+pub mod node;
+pub mod partition;
+pub mod protocol;
+pub mod scheduler;
+pub mod server;
+pub mod updater;
+pub mod worker;
+
+pub use config::{Config, Role};
+pub use dtype::DType;
+pub use error::{PsError, Result};

@@ -1,0 +1,1 @@
+//! node (in progress)

@@ -1,0 +1,133 @@
+//! Placement of keys on servers.
+//!
+//! An array of up to `bound` elements (`MXNET_KVSTORE_BIGARRAY_BOUND`) lives whole on one server,
+//! chosen by hashing its key, so small keys spread evenly. A larger array is cut into S contiguous
+//! slices, slice i on server i, so one big layer loads every server alike. Every piece is also
+//! kept under [`MAX_PIECE_BYTES`], so a frame never has to carry more.
+
+/// Largest piece of one array in one frame entry.
+pub const MAX_PIECE_BYTES: u64 = 512 << 20;
+
+/// One contiguous piece of a key's flattened array and the server that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub server: usize,
+    pub offset: u64,
+    pub count: u64,
+}
+
+/// Maps keys to servers.
+#[derive(Debug, Clone)]
+pub struct Partitioner {
+    num_servers: usize,
+    bound: u64,
+}
+
+impl Partitioner {
+    /// Places keys over `num_servers` servers (at least one), slicing arrays above `bound`.
+    pub fn new(num_servers: usize, bound: u64) -> Self {
+        assert!(num_servers > 0, "a job has at least one server");
+        Partitioner { num_servers, bound }
+    }
+
+    /// Number of servers keys are spread over.
+    pub fn num_servers(&self) -> usize {
+        self.num_servers
+    }
+
+    /// The server that holds small key `key`.
+    pub fn server_of(&self, key: u64) -> usize {
+        (mix(key) % self.num_servers as u64) as usize
+    }
+
+    /// The pieces of an array of `numel` elements of `elem_bytes` bytes stored under `key`,
+    /// in order of offset; they cover `0..numel` exactly.
+    pub fn parts(&self, key: u64, numel: u64, elem_bytes: usize) -> Vec<Part> {
+        let max_piece = (MAX_PIECE_BYTES / elem_bytes.max(1) as u64).max(1);
+        if numel <= self.bound {
+            let server = self.server_of(key);
+            return pieces(server, 0, numel, max_piece).collect();
+        }
+        let s = self.num_servers as u64;
+        (0..s)
+            .flat_map(|i| {
+                let begin = numel * i / s;
+                let end = numel * (i + 1) / s;
+                pieces(i as usize, begin, end - begin, max_piece)
+            })
+            .collect()
+    }
+}
+
+fn pieces(server: usize, offset: u64, count: u64, max_piece: u64) -> impl Iterator<Item = Part> {
+    let n = count.div_ceil(max_piece).max(1);
+    (0..n).map(move |j| {
+        let begin = j * max_piece;
+        Part {
+            server,
+            offset: offset + begin,
+            count: max_piece.min(count - begin.min(count)),
+        }
+    })
+}
+
+/// SplitMix64's finaliser: consecutive keys land on unrelated servers.
+fn mix(key: u64) -> u64 {
+    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_arrays_go_whole_to_one_server() {
+        let p = Partitioner::new(3, 1000);
+        for key in 0..50 {
+            let parts = p.parts(key, 1000, 4);
+            assert_eq!(parts, vec![Part { server: p.server_of(key), offset: 0, count: 1000 }]);
+        }
+        let mut load = [0; 3];
+        for key in 0..3000 {
+            load[p.server_of(key)] += 1;
+        }
+        assert!(load.iter().all(|&n| (900..1100).contains(&n)), "{load:?}");
+    }
+
+    #[test]
+    fn big_arrays_are_cut_into_one_slice_per_server() {
+        let p = Partitioner::new(3, 1000);
+        let parts = p.parts(9, 1001, 4);
+        assert_eq!(
+            parts,
+            vec![
+                Part { server: 0, offset: 0, count: 333 },
+                Part { server: 1, offset: 333, count: 334 },
+                Part { server: 2, offset: 667, count: 334 },
+            ]
+        );
+    }
+
+    #[test]
+    fn pieces_cover_the_array_exactly() {
+        let p = Partitioner::new(2, 10);
+        for numel in [0u64, 1, 10, 11, 12, 1000] {
+            let parts = p.parts(5, numel, 4);
+            let mut next = 0;
+            for part in &parts {
+                assert_eq!(part.offset, next);
+                next += part.count;
+            }
+            assert_eq!(next, numel);
+        }
+        // Over MAX_PIECE_BYTES a slice is split further, still in order.
+        let huge = MAX_PIECE_BYTES; // elements of 8 bytes: 8x the piece limit
+        let p = Partitioner::new(1, u64::MAX);
+        let parts = p.parts(1, huge, 8);
+        assert_eq!(parts.len(), 8);
+        assert!(parts.iter().all(|x| x.count * 8 == MAX_PIECE_BYTES && x.server == 0));
+    }
+}

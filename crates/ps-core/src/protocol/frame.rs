@@ -1,0 +1,457 @@
+//! Data-plane frames: the one place that knows the wire format.
+//!
+//! ```text
+//! frame   := len:u32 op:u8 flags:u8 n_entries:u16 request_id:u64 entry*   (len counts what follows it)
+//! entry   := key:u64 round:u64 offset:u64 count:u64
+//!            dtype:u8 status:u8 ndim:u8 reserved:u8 payload_len:u32
+//!            dims:u64*ndim payload:u8*payload_len
+//! ```
+//! All integers little-endian. `offset`/`count` place the entry's elements inside the key's
+//! flattened array (sliced big keys); `round` is the sync round a push belongs to or a pull waits
+//! for. A request frame may carry many keys bound for one server; its reply carries one entry per
+//! request entry, in the same order, with `status` 0 for success or an [`ErrorCode`] whose
+//! message is the payload. Tensor payloads are `Bytes` slices of the read buffer: never copied.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+
+use crate::dtype::DType;
+use crate::error::{ErrorCode, PsError, Result};
+
+/// Bytes of the length prefix.
+pub const LEN_BYTES: usize = 4;
+/// Bytes of the frame header after the length prefix.
+pub const FRAME_HEADER: usize = 12;
+/// Bytes of an entry header before its dims.
+pub const ENTRY_HEADER: usize = 40;
+/// Most dimensions an array may have.
+pub const MAX_NDIM: usize = 32;
+/// `flags` bit marking a reply.
+const FLAG_REPLY: u8 = 1;
+
+/// What a frame asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    /// First frame of a worker: `key` = worker rank, `round` = [`Mode`] code.
+    Hello = 1,
+    /// Create keys; rank 0's values win, other ranks wait until the key exists.
+    Init = 2,
+    /// Add gradients to a key's round.
+    Push = 3,
+    /// Read a key once it has reached `round`.
+    Pull = 4,
+    /// Push, then pull the round that push completes: one round trip.
+    PushPull = 5,
+    /// Replace the updater: payload is an optimizer spec.
+    SetOptimizer = 6,
+    /// Change hyper-parameters of the current updater (for example the learning rate).
+    SetParams = 7,
+    /// Read the updater's per-key state.
+    SaveStates = 8,
+    /// Replace the updater's per-key state.
+    LoadStates = 9,
+}
+
+impl Op {
+    fn from_u8(v: u8) -> Result<Op> {
+        Ok(match v {
+            1 => Op::Hello,
+            2 => Op::Init,
+            3 => Op::Push,
+            4 => Op::Pull,
+            5 => Op::PushPull,
+            6 => Op::SetOptimizer,
+            7 => Op::SetParams,
+            8 => Op::SaveStates,
+            9 => Op::LoadStates,
+            _ => return Err(PsError::Protocol(format!("unknown op {v}"))),
+        })
+    }
+}
+
+/// Consistency mode a worker asks the servers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// dist_sync: pushes of a round are summed over all workers before one update.
+    Sync,
+    /// dist_async: every push is applied at once.
+    Async,
+}
+
+impl Mode {
+    /// Wire code, carried in the `round` field of a Hello.
+    pub fn code(self) -> u64 {
+        match self {
+            Mode::Sync => 0,
+            Mode::Async => 1,
+        }
+    }
+
+    /// Decodes the wire code.
+    pub fn from_code(v: u64) -> Result<Mode> {
+        match v {
+            0 => Ok(Mode::Sync),
+            1 => Ok(Mode::Async),
+            _ => Err(PsError::Protocol(format!("unknown mode {v}"))),
+        }
+    }
+}
+
+/// One key (or slice of a key) inside a frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub key: u64,
+    pub round: u64,
+    pub offset: u64,
+    pub count: u64,
+    pub dtype: DType,
+    /// 0 for success, else an [`ErrorCode`].
+    pub status: u8,
+    /// Shape of the whole array (not of the slice).
+    pub shape: Vec<u64>,
+    pub payload: Bytes,
+}
+
+impl Entry {
+    /// An entry with no payload and status 0.
+    pub fn new(key: u64, dtype: DType, shape: &[u64], offset: u64, count: u64) -> Entry {
+        Entry {
+            key,
+            round: 0,
+            offset,
+            count,
+            dtype,
+            status: 0,
+            shape: shape.to_vec(),
+            payload: Bytes::new(),
+        }
+    }
+
+    /// The reply to this entry carrying `payload`.
+    pub fn ok(&self, round: u64, payload: Bytes) -> Entry {
+        Entry {
+            key: self.key,
+            round,
+            offset: self.offset,
+            count: self.count,
+            dtype: self.dtype,
+            status: 0,
+            shape: Vec::new(),
+            payload,
+        }
+    }
+
+    /// The error reply to this entry.
+    pub fn error(&self, err: &PsError) -> Entry {
+        Entry {
+            key: self.key,
+            round: 0,
+            offset: self.offset,
+            count: self.count,
+            dtype: self.dtype,
+            status: err.code() as u8,
+            shape: Vec::new(),
+            payload: Bytes::from(err.to_string()),
+        }
+    }
+
+    /// `Ok(self)` for a successful reply entry, else the error the server reported.
+    pub fn into_result(self) -> Result<Entry> {
+        if self.status == 0 {
+            Ok(self)
+        } else {
+            let msg = String::from_utf8_lossy(&self.payload).into_owned();
+            Err(PsError::from_code(ErrorCode::from_u8(self.status), msg))
+        }
+    }
+
+    fn encoded_header_len(&self) -> usize {
+        ENTRY_HEADER + 8 * self.shape.len()
+    }
+}
+
+/// A data-plane message: a request or its reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub op: Op,
+    pub reply: bool,
+    pub request_id: u64,
+    pub entries: Vec<Entry>,
+}
+
+impl Frame {
+    /// A request frame.
+    pub fn request(op: Op, request_id: u64, entries: Vec<Entry>) -> Frame {
+        Frame {
+            op,
+            reply: false,
+            request_id,
+            entries,
+        }
+    }
+
+    /// The reply frame to a request with this op and id.
+    pub fn reply_to(op: Op, request_id: u64, entries: Vec<Entry>) -> Frame {
+        Frame {
+            op,
+            reply: true,
+            request_id,
+            entries,
+        }
+    }
+
+    /// Bytes this frame takes on the wire, length prefix included.
+    pub fn encoded_len(&self) -> usize {
+        LEN_BYTES
+            + FRAME_HEADER
+            + self
+                .entries
+                .iter()
+                .map(|e| e.encoded_header_len() + e.payload.len())
+                .sum::<usize>()
+    }
+
+    /// Cheap look at the start of `buf`: `Ok(Some(n))` when a whole frame of `n` bytes (prefix
+    /// included) is there, `Ok(None)` when more bytes are needed, an error when the length
+    /// prefix is impossible or above `max_bytes`.
+    pub fn check(buf: &[u8], max_bytes: u64) -> Result<Option<usize>> {
+        let Some(prefix) = buf.get(..LEN_BYTES) else {
+            return Ok(None);
+        };
+        let len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as u64;
+        if len < FRAME_HEADER as u64 {
+            return Err(PsError::Protocol(format!(
+                "frame length {len} is shorter than a frame header"
+            )));
+        }
+        if len > max_bytes {
+            return Err(PsError::Protocol(format!(
+                "frame of {len} bytes is over the limit of {max_bytes} (MXRS_MAX_FRAME_BYTES)"
+            )));
+        }
+        let total = LEN_BYTES + len as usize;
+        Ok((buf.len() >= total).then_some(total))
+    }
+
+    /// The frame length announced by a complete prefix, if `buf` holds one.
+    pub fn announced_len(buf: &[u8]) -> Option<usize> {
+        let prefix = buf.get(..LEN_BYTES)?;
+        Some(LEN_BYTES + u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize)
+    }
+
+    /// Parses one whole frame (as sized by [`Frame::check`]). Payloads are slices of `buf`.
+    pub fn parse(mut buf: Bytes) -> Result<Frame> {
+        let short = |what: &str| PsError::Protocol(format!("frame truncated inside {what}"));
+        if buf.len() < LEN_BYTES + FRAME_HEADER {
+            return Err(short("the frame header"));
+        }
+        let len = buf.get_u32_le() as usize;
+        if len != buf.len() {
+            return Err(PsError::Protocol(format!(
+                "frame length {len} does not match the {} bytes given",
+                buf.len()
+            )));
+        }
+        let op = Op::from_u8(buf.get_u8())?;
+        let flags = buf.get_u8();
+        if flags & !FLAG_REPLY != 0 {
+            return Err(PsError::Protocol(format!("unknown frame flags {flags:#x}")));
+        }
+        let n = buf.get_u16_le() as usize;
+        let request_id = buf.get_u64_le();
+        let mut entries = Vec::with_capacity(n.min(buf.len() / ENTRY_HEADER));
+        for i in 0..n {
+            if buf.len() < ENTRY_HEADER {
+                return Err(short(&format!("the header of entry {i}")));
+            }
+            let key = buf.get_u64_le();
+            let round = buf.get_u64_le();
+            let offset = buf.get_u64_le();
+            let count = buf.get_u64_le();
+            let dtype = DType::from_code(buf.get_u8())?;
+            let status = buf.get_u8();
+            let ndim = buf.get_u8() as usize;
+            let _reserved = buf.get_u8();
+            let payload_len = buf.get_u32_le() as usize;
+            if ndim > MAX_NDIM {
+                return Err(PsError::Protocol(format!(
+                    "entry {i} (key {key}) has {ndim} dimensions, more than {MAX_NDIM}"
+                )));
+            }
+            if buf.len() < 8 * ndim + payload_len {
+                return Err(short(&format!("entry {i} (key {key})")));
+            }
+            let shape = (0..ndim).map(|_| buf.get_u64_le()).collect();
+            let payload = buf.split_to(payload_len);
+            entries.push(Entry {
+                key,
+                round,
+                offset,
+                count,
+                dtype,
+                status,
+                shape,
+                payload,
+            });
+        }
+        if !buf.is_empty() {
+            return Err(PsError::Protocol(format!(
+                "{} stray bytes after the last entry",
+                buf.len()
+            )));
+        }
+        Ok(Frame {
+            op,
+            reply: flags & FLAG_REPLY != 0,
+            request_id,
+            entries,
+        })
+    }
+
+    /// Writes the frame as a list of chunks: headers are gathered into `scratch`, payloads at
+    /// or above `inline_limit` bytes are passed through as they are (no copy), smaller ones are
+    /// copied next to their header.
+    pub fn encode(&self, scratch: &mut BytesMut, inline_limit: usize, out: &mut Vec<Bytes>) {
+        let body = self.encoded_len() - LEN_BYTES;
+        let len = u32::try_from(body).expect("frame over 4 GiB; callers split frames");
+        let n = u16::try_from(self.entries.len()).expect("over 65535 entries; callers split");
+        scratch.reserve(LEN_BYTES + FRAME_HEADER + ENTRY_HEADER);
+        scratch.put_u32_le(len);
+        scratch.put_u8(self.op as u8);
+        scratch.put_u8(if self.reply { FLAG_REPLY } else { 0 });
+        scratch.put_u16_le(n);
+        scratch.put_u64_le(self.request_id);
+        for e in &self.entries {
+            scratch.reserve(e.encoded_header_len());
+            scratch.put_u64_le(e.key);
+            scratch.put_u64_le(e.round);
+            scratch.put_u64_le(e.offset);
+            scratch.put_u64_le(e.count);
+            scratch.put_u8(e.dtype as u8);
+            scratch.put_u8(e.status);
+            scratch.put_u8(e.shape.len() as u8);
+            scratch.put_u8(0);
+            scratch.put_u32_le(u32::try_from(e.payload.len()).expect("payload over 4 GiB"));
+            for d in &e.shape {
+                scratch.put_u64_le(*d);
+            }
+            if e.payload.len() < inline_limit {
+                scratch.extend_from_slice(&e.payload);
+            } else {
+                out.push(scratch.split().freeze());
+                out.push(e.payload.clone());
+            }
+        }
+        if !scratch.is_empty() {
+            out.push(scratch.split().freeze());
+        }
+    }
+
+    /// The frame as one contiguous buffer (tests, small control frames).
+    pub fn to_bytes(&self) -> Bytes {
+        let mut scratch = BytesMut::new();
+        let mut out = Vec::new();
+        self.encode(&mut scratch, usize::MAX, &mut out);
+        out.into_iter().next().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Frame {
+        let mut a = Entry::new(7, DType::F32, &[2, 3], 0, 6);
+        a.round = 4;
+        a.payload = Bytes::from((0..24u8).collect::<Vec<_>>());
+        let mut b = Entry::new(u64::MAX, DType::F16, &[5], 1, 4);
+        b.payload = Bytes::from(vec![9u8; 8]);
+        let c = Entry::new(3, DType::F64, &[], 0, 1);
+        Frame::request(Op::Push, 42, vec![a, b, c])
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = sample();
+        let bytes = f.to_bytes();
+        assert_eq!(bytes.len(), f.encoded_len());
+        assert_eq!(Frame::check(&bytes, 1 << 20).unwrap(), Some(bytes.len()));
+        assert_eq!(Frame::parse(bytes).unwrap(), f);
+        let reply = Frame::reply_to(Op::Pull, 1, vec![f.entries[0].error(&PsError::UnknownKey("key 7".into()))]);
+        let back = Frame::parse(reply.to_bytes()).unwrap();
+        assert!(back.reply);
+        let err = back.entries.into_iter().next().unwrap().into_result().unwrap_err();
+        assert!(matches!(err, PsError::UnknownKey(m) if m == "key 7"));
+    }
+
+    #[test]
+    fn chunked_encoding_passes_big_payloads_through() {
+        let f = sample();
+        let mut scratch = BytesMut::new();
+        let mut chunks = Vec::new();
+        f.encode(&mut scratch, 16, &mut chunks);
+        // The 24-byte payload is its own chunk and is the very same memory.
+        assert!(chunks.iter().any(|c| c.as_ptr() == f.entries[0].payload.as_ptr()));
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+        assert_eq!(Bytes::from(joined), f.to_bytes());
+    }
+
+    #[test]
+    fn incomplete_is_not_an_error() {
+        let bytes = sample().to_bytes();
+        for cut in 0..bytes.len() {
+            assert_eq!(Frame::check(&bytes[..cut], 1 << 20).unwrap(), None, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn limits_and_garbage() {
+        let bytes = sample().to_bytes();
+        let e = Frame::check(&bytes, 16).unwrap_err().to_string();
+        assert!(e.contains("over the limit"), "{e}");
+        assert!(Frame::check(&[1, 0, 0, 0], 1 << 20).is_err());
+        let mut bad = bytes.to_vec();
+        bad[4] = 99;
+        assert!(Frame::parse(Bytes::from(bad)).unwrap_err().to_string().contains("unknown op 99"));
+        let mut bad = bytes.to_vec();
+        bad.push(0);
+        bad[0] += 1;
+        assert!(Frame::parse(Bytes::from(bad)).unwrap_err().to_string().contains("stray"));
+        let mut bad = bytes.to_vec();
+        bad[6] = 200; // n_entries far beyond the bytes present
+        assert!(Frame::parse(Bytes::from(bad)).unwrap_err().to_string().contains("truncated"));
+    }
+
+    fn decode_all(data: &[u8]) {
+        let mut buf = data;
+        while let Ok(Some(n)) = Frame::check(buf, 1 << 16) {
+            let _ = Frame::parse(Bytes::copy_from_slice(&buf[..n]));
+            buf = &buf[n..];
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+            decode_all(&data);
+        }
+
+        #[test]
+        fn mutated_frames_never_panic(
+            flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            cut in any::<usize>(),
+        ) {
+            let mut bytes = sample().to_bytes().to_vec();
+            for (at, v) in flips {
+                let n = bytes.len();
+                bytes[at % n] = v;
+            }
+            let cut = cut % (bytes.len() + 1);
+            decode_all(&bytes[..cut]);
+            decode_all(&bytes);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! updater (in progress)

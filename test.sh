@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs mxrs into ./.venv (building the Rust extension) and runs every check and test.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+python3 -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q '.[test]'
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test -p ps-core
+ruff check .
+pytest -q
