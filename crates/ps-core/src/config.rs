@@ -83,7 +83,10 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("role", &self.role)
-            .field("root", &format_args!("{}:{}", self.root_uri, self.root_port))
+            .field(
+                "root",
+                &format_args!("{}:{}", self.root_uri, self.root_port),
+            )
             .field("num_servers", &self.num_servers)
             .field("num_workers", &self.num_workers)
             .field("interface", &self.interface)
@@ -126,9 +129,7 @@ impl Config {
     /// Reads the settings through `lookup`, which maps a variable name to its value.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let role = get("DMLC_ROLE")
-            .map(|v| parse_role(v.trim()))
-            .transpose()?;
+        let role = get("DMLC_ROLE").map(|v| parse_role(v.trim())).transpose()?;
         let root_uri = get("DMLC_PS_ROOT_URI").ok_or(PsError::Config {
             var: "DMLC_PS_ROOT_URI",
             reason: "not set (address of the scheduler)".into(),
@@ -373,7 +374,10 @@ mod tests {
         assert_eq!(cfg.heartbeat_timeout, Duration::from_secs(3));
         assert_eq!(cfg.bigarray_bound, 1000);
         assert_eq!(cfg.secret.as_deref(), Some(&b"s3cret"[..]));
-        assert_eq!(cfg.node_ip().unwrap(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            cfg.node_ip().unwrap(),
+            "127.0.0.1".parse::<IpAddr>().unwrap()
+        );
         assert!(!format!("{cfg:?}").contains("s3cret"));
     }
 
@@ -386,7 +390,10 @@ mod tests {
         assert_eq!(cfg.bigarray_bound, DEFAULT_BIGARRAY_BOUND);
         assert!(cfg.secret.is_none());
         // With neither DMLC_NODE_HOST nor DMLC_INTERFACE, the route to the scheduler decides.
-        assert_eq!(cfg.node_ip().unwrap(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            cfg.node_ip().unwrap(),
+            "127.0.0.1".parse::<IpAddr>().unwrap()
+        );
     }
 
     fn error_of(extra: &[(&'static str, &'static str)]) -> String {
@@ -398,7 +405,10 @@ mod tests {
     #[test]
     fn errors_name_the_variable() {
         let e = error_of(&[("DMLC_PS_ROOT_PORT", "ninety")]);
-        assert!(e.starts_with("DMLC_PS_ROOT_PORT: 'ninety' is not a valid"), "{e}");
+        assert!(
+            e.starts_with("DMLC_PS_ROOT_PORT: 'ninety' is not a valid"),
+            "{e}"
+        );
         let e = error_of(&[("DMLC_PS_ROOT_PORT", "70000")]);
         assert!(e.starts_with("DMLC_PS_ROOT_PORT:"), "{e}");
         let e = error_of(&[("DMLC_NUM_WORKER", "0")]);
@@ -420,8 +430,14 @@ mod tests {
     fn unknown_interface_is_named() {
         let cfg = Config::from_lookup(lookup(&with(&[("DMLC_INTERFACE", "nosuch0")]))).unwrap();
         let e = cfg.node_ip().unwrap_err().to_string();
-        assert!(e.starts_with("DMLC_INTERFACE: no interface named 'nosuch0'"), "{e}");
+        assert!(
+            e.starts_with("DMLC_INTERFACE: no interface named 'nosuch0'"),
+            "{e}"
+        );
         let cfg = Config::from_lookup(lookup(&with(&[("DMLC_INTERFACE", "lo")]))).unwrap();
-        assert_eq!(cfg.node_ip().unwrap(), "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            cfg.node_ip().unwrap(),
+            "127.0.0.1".parse::<IpAddr>().unwrap()
+        );
     }
 }

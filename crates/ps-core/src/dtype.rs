@@ -78,7 +78,9 @@ impl std::fmt::Display for DType {
 }
 
 /// A floating-point type the server computes in: `f32` or `f64`.
-pub trait Float: num_traits::Float + bytemuck::Pod + Send + Sync + std::fmt::Debug + 'static {
+pub trait Float:
+    num_traits::Float + bytemuck::Pod + Send + Sync + std::fmt::Debug + 'static
+{
     /// Converts wire bytes of `dtype` into `dst`, element by element (`dst.len()` elements).
     fn read_into(dst: &mut [Self], src: &[u8], dtype: DType);
     /// Adds wire bytes of `dtype` onto `dst`.
@@ -109,12 +111,12 @@ macro_rules! impl_float {
                     DType::F64 => src
                         .iter()
                         .for_each(|v| out.extend_from_slice(&(*v as f64).to_le_bytes())),
-                    DType::F16 => src
-                        .iter()
-                        .for_each(|v| out.extend_from_slice(&f16::from_f64(*v as f64).to_le_bytes())),
-                    DType::BF16 => src
-                        .iter()
-                        .for_each(|v| out.extend_from_slice(&bf16::from_f64(*v as f64).to_le_bytes())),
+                    DType::F16 => src.iter().for_each(|v| {
+                        out.extend_from_slice(&f16::from_f64(*v as f64).to_le_bytes())
+                    }),
+                    DType::BF16 => src.iter().for_each(|v| {
+                        out.extend_from_slice(&bf16::from_f64(*v as f64).to_le_bytes())
+                    }),
                 }
                 out
             }
@@ -171,8 +173,18 @@ mod tests {
             assert_eq!(DType::from_code(d as u8).unwrap(), d);
             assert_eq!(DType::from_name(d.name()).unwrap(), d);
         }
-        assert!(DType::from_code(4).unwrap_err().to_string().contains("dtype code 4"));
-        assert!(DType::from_name("int32").unwrap_err().to_string().contains("int32"));
+        assert!(
+            DType::from_code(4)
+                .unwrap_err()
+                .to_string()
+                .contains("dtype code 4")
+        );
+        assert!(
+            DType::from_name("int32")
+                .unwrap_err()
+                .to_string()
+                .contains("int32")
+        );
     }
 
     #[test]

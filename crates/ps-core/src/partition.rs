@@ -88,7 +88,14 @@ mod tests {
         let p = Partitioner::new(3, 1000);
         for key in 0..50 {
             let parts = p.parts(key, 1000, 4);
-            assert_eq!(parts, vec![Part { server: p.server_of(key), offset: 0, count: 1000 }]);
+            assert_eq!(
+                parts,
+                vec![Part {
+                    server: p.server_of(key),
+                    offset: 0,
+                    count: 1000
+                }]
+            );
         }
         let mut load = [0; 3];
         for key in 0..3000 {
@@ -104,9 +111,21 @@ mod tests {
         assert_eq!(
             parts,
             vec![
-                Part { server: 0, offset: 0, count: 333 },
-                Part { server: 1, offset: 333, count: 334 },
-                Part { server: 2, offset: 667, count: 334 },
+                Part {
+                    server: 0,
+                    offset: 0,
+                    count: 333
+                },
+                Part {
+                    server: 1,
+                    offset: 333,
+                    count: 334
+                },
+                Part {
+                    server: 2,
+                    offset: 667,
+                    count: 334
+                },
             ]
         );
     }
@@ -128,6 +147,10 @@ mod tests {
         let p = Partitioner::new(1, u64::MAX);
         let parts = p.parts(1, huge, 8);
         assert_eq!(parts.len(), 8);
-        assert!(parts.iter().all(|x| x.count * 8 == MAX_PIECE_BYTES && x.server == 0));
+        assert!(
+            parts
+                .iter()
+                .all(|x| x.count * 8 == MAX_PIECE_BYTES && x.server == 0)
+        );
     }
 }

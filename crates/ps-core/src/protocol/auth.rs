@@ -107,7 +107,9 @@ async fn accept_inner<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, secret: &[u8
         .verify_slice(their_mac)
         .map_err(|_| PsError::Auth("the peer does not know the job's secret".into()))?;
 
-    let proof = mac(secret, b"mxrs-acceptor", theirs, &ours).finalize().into_bytes();
+    let proof = mac(secret, b"mxrs-acceptor", theirs, &ours)
+        .finalize()
+        .into_bytes();
     s.write_all(&proof).await.map_err(closed)?;
     s.flush().await.map_err(closed)?;
     Ok(())
@@ -127,7 +129,9 @@ async fn connect_inner<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, secret: &[u
     }
     let theirs = &hello[5..];
     let ours = nonce();
-    let proof = mac(secret, b"mxrs-connector", theirs, &ours).finalize().into_bytes();
+    let proof = mac(secret, b"mxrs-connector", theirs, &ours)
+        .finalize()
+        .into_bytes();
     let mut answer = Vec::with_capacity(NONCE + MAC);
     answer.extend_from_slice(&ours);
     answer.extend_from_slice(&proof);

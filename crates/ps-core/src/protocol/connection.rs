@@ -95,7 +95,10 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
 
     /// Sends everything buffered.
     pub async fn flush(&mut self) -> Result<()> {
-        self.inner.flush().await.map_err(|e| PsError::io("write", e))
+        self.inner
+            .flush()
+            .await
+            .map_err(|e| PsError::io("write", e))
     }
 
     /// Flushes and closes the write side.
@@ -140,8 +143,11 @@ mod tests {
 
     #[tokio::test]
     async fn truncated_stream_is_an_error() {
-        let bytes = Frame::request(Op::Pull, 2, vec![Entry::new(2, DType::F64, &[3], 0, 3)]).to_bytes();
+        let bytes =
+            Frame::request(Op::Pull, 2, vec![Entry::new(2, DType::F64, &[3], 0, 3)]).to_bytes();
         let mut r = FrameReader::new(&bytes[..bytes.len() - 3], 1 << 30);
-        assert!(matches!(r.read_frame().await, Err(PsError::Protocol(m)) if m.contains("closed inside")));
+        assert!(
+            matches!(r.read_frame().await, Err(PsError::Protocol(m)) if m.contains("closed inside"))
+        );
     }
 }

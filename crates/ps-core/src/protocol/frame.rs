@@ -378,10 +378,20 @@ mod tests {
         assert_eq!(bytes.len(), f.encoded_len());
         assert_eq!(Frame::check(&bytes, 1 << 20).unwrap(), Some(bytes.len()));
         assert_eq!(Frame::parse(bytes).unwrap(), f);
-        let reply = Frame::reply_to(Op::Pull, 1, vec![f.entries[0].error(&PsError::UnknownKey("key 7".into()))]);
+        let reply = Frame::reply_to(
+            Op::Pull,
+            1,
+            vec![f.entries[0].error(&PsError::UnknownKey("key 7".into()))],
+        );
         let back = Frame::parse(reply.to_bytes()).unwrap();
         assert!(back.reply);
-        let err = back.entries.into_iter().next().unwrap().into_result().unwrap_err();
+        let err = back
+            .entries
+            .into_iter()
+            .next()
+            .unwrap()
+            .into_result()
+            .unwrap_err();
         assert!(matches!(err, PsError::UnknownKey(m) if m == "key 7"));
     }
 
@@ -392,7 +402,11 @@ mod tests {
         let mut chunks = Vec::new();
         f.encode(&mut scratch, 16, &mut chunks);
         // The 24-byte payload is its own chunk and is the very same memory.
-        assert!(chunks.iter().any(|c| c.as_ptr() == f.entries[0].payload.as_ptr()));
+        assert!(
+            chunks
+                .iter()
+                .any(|c| c.as_ptr() == f.entries[0].payload.as_ptr())
+        );
         let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
         assert_eq!(Bytes::from(joined), f.to_bytes());
     }
@@ -401,7 +415,11 @@ mod tests {
     fn incomplete_is_not_an_error() {
         let bytes = sample().to_bytes();
         for cut in 0..bytes.len() {
-            assert_eq!(Frame::check(&bytes[..cut], 1 << 20).unwrap(), None, "cut {cut}");
+            assert_eq!(
+                Frame::check(&bytes[..cut], 1 << 20).unwrap(),
+                None,
+                "cut {cut}"
+            );
         }
     }
 
@@ -413,14 +431,29 @@ mod tests {
         assert!(Frame::check(&[1, 0, 0, 0], 1 << 20).is_err());
         let mut bad = bytes.to_vec();
         bad[4] = 99;
-        assert!(Frame::parse(Bytes::from(bad)).unwrap_err().to_string().contains("unknown op 99"));
+        assert!(
+            Frame::parse(Bytes::from(bad))
+                .unwrap_err()
+                .to_string()
+                .contains("unknown op 99")
+        );
         let mut bad = bytes.to_vec();
         bad.push(0);
         bad[0] += 1;
-        assert!(Frame::parse(Bytes::from(bad)).unwrap_err().to_string().contains("stray"));
+        assert!(
+            Frame::parse(Bytes::from(bad))
+                .unwrap_err()
+                .to_string()
+                .contains("stray")
+        );
         let mut bad = bytes.to_vec();
         bad[6] = 200; // n_entries far beyond the bytes present
-        assert!(Frame::parse(Bytes::from(bad)).unwrap_err().to_string().contains("truncated"));
+        assert!(
+            Frame::parse(Bytes::from(bad))
+                .unwrap_err()
+                .to_string()
+                .contains("truncated")
+        );
     }
 
     fn decode_all(data: &[u8]) {

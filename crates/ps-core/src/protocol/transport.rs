@@ -86,7 +86,12 @@ pub async fn grpc_channel(addr: SocketAddr, secret: Option<Arc<[u8]>>) -> Result
     endpoint
         .connect_with_connector(connector)
         .await
-        .map_err(|e| PsError::Rpc(format!("cannot reach the scheduler at {addr}: {}", source_chain(&e))))
+        .map_err(|e| {
+            PsError::Rpc(format!(
+                "cannot reach the scheduler at {addr}: {}",
+                source_chain(&e)
+            ))
+        })
 }
 
 /// `e` and its sources joined, so a transport error shows its root cause.
