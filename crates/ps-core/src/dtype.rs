@@ -77,6 +77,17 @@ impl std::fmt::Display for DType {
     }
 }
 
+/// "[3, 4]".
+pub fn shape_str(shape: &[u64]) -> String {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+/// "float32 [3, 4]".
+pub fn describe_array(dtype: DType, shape: &[u64]) -> String {
+    format!("{dtype} {}", shape_str(shape))
+}
+
 /// A floating-point type the server computes in: `f32` or `f64`.
 pub trait Float:
     num_traits::Float + bytemuck::Pod + Send + Sync + std::fmt::Debug + 'static

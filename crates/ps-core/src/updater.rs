@@ -45,7 +45,11 @@ impl OptimizerSpec {
             let v = f64::from_le_bytes(take(8)?.try_into().unwrap());
             params.push((k, v));
         }
-        Ok(OptimizerSpec { name, params, key_mults: vec![] })
+        Ok(OptimizerSpec {
+            name,
+            params,
+            key_mults: vec![],
+        })
     }
 }
 
@@ -59,7 +63,10 @@ impl Updater {
     /// Builds the optimizer `spec` names.
     pub fn new(spec: &OptimizerSpec) -> Result<Updater> {
         if spec.name != "sgd" {
-            return Err(PsError::Optimizer(format!("optimizer '{}' cannot run on the parameter servers", spec.name)));
+            return Err(PsError::Optimizer(format!(
+                "optimizer '{}' cannot run on the parameter servers",
+                spec.name
+            )));
         }
         let mut u = Updater { lr: 0.01 };
         u.set_params(&spec.params, &[])?;
@@ -70,7 +77,11 @@ impl Updater {
         "sgd"
     }
     /// Changes hyper-parameters.
-    pub fn set_params(&mut self, params: &[(String, f64)], _key_mults: &[(u64, f64, f64)]) -> Result<()> {
+    pub fn set_params(
+        &mut self,
+        params: &[(String, f64)],
+        _key_mults: &[(u64, f64, f64)],
+    ) -> Result<()> {
         for (k, v) in params {
             match k.as_str() {
                 "learning_rate" => self.lr = *v,
@@ -85,7 +96,10 @@ impl Updater {
     }
     /// Fresh state.
     pub fn new_state<T: Float>(&self, _len: usize) -> State<T> {
-        State { steps: 0, buffers: vec![] }
+        State {
+            steps: 0,
+            buffers: vec![],
+        }
     }
     /// One update.
     pub fn update<T: Float>(&self, _key: u64, weight: &mut [T], grad: &[T], state: &mut State<T>) {
@@ -123,7 +137,11 @@ impl<T: Float> State<T> {
         let mut buffers = Vec::new();
         for _ in 0..nb {
             let raw = bytes.get(at..at + len * sz).ok_or_else(bad)?;
-            buffers.push(bytemuck::pod_collect_to_vec(raw));
+            buffers.push(
+                raw.chunks_exact(sz)
+                    .map(bytemuck::pod_read_unaligned)
+                    .collect(),
+            );
             at += len * sz;
         }
         Ok((State { steps, buffers }, at))

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod connection;
 pub mod frame;
+pub mod states;
 pub mod transport;
 
 /// Generated gRPC types and services of the control plane.

@@ -1,1 +1,373 @@
-//! worker (in progress)
+//! The worker client: what a training process uses to talk to the servers.
+//!
+//! Push, pull, pushpull and init return a [`Ticket`] at once and travel in the background; a
+//! request over many keys sends one frame per server, and keys above the big-array bound are
+//! sliced over the servers and put back together on pull.
+//!
+//! # Layout
+//! - `conn`: one pipelined connection per server.
+//! - `ticket`: [`Ticket`], the pending outcome of a request.
+//! - `batch`: groups the pieces of a request into frames per server.
+
+mod batch;
+mod conn;
+mod ticket;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+use crate::dtype::DType;
+use crate::dtype::describe_array;
+use crate::error::{PsError, Result};
+use crate::partition::{Part, Partitioner};
+use crate::protocol::frame::{Entry, Mode, Op};
+use crate::protocol::states;
+use crate::updater::OptimizerSpec;
+use batch::Batch;
+use conn::ServerConn;
+pub use ticket::Ticket;
+
+/// What a key was initialised as, and how many rounds this worker has pushed to it.
+struct KeyMeta {
+    dtype: DType,
+    shape: Vec<u64>,
+    parts: Vec<Part>,
+    pushes: AtomicU64,
+}
+
+impl KeyMeta {
+    fn numel(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    fn entry(&self, key: u64, part: &Part) -> Entry {
+        Entry::new(key, self.dtype, &self.shape, part.offset, part.count)
+    }
+}
+
+/// Where a worker's servers are and who the worker is.
+#[derive(Debug, Clone)]
+pub struct DataPlane {
+    /// Server addresses and names ("server 0 on HOST:PORT"), by server rank.
+    pub servers: Vec<(SocketAddr, String)>,
+    pub rank: u32,
+    pub num_workers: u32,
+    pub mode: Mode,
+    pub bigarray_bound: u64,
+    pub max_frame_bytes: u64,
+    pub secret: Option<Arc<[u8]>>,
+}
+
+/// A training process's handle on the parameter servers.
+pub struct Worker {
+    rank: u32,
+    num_workers: u32,
+    mode: Mode,
+    partitioner: Partitioner,
+    conns: Arc<Vec<ServerConn>>,
+    keys: Mutex<HashMap<u64, Arc<KeyMeta>>>,
+}
+
+impl Worker {
+    /// Connects to every server of `plane` and introduces itself.
+    pub async fn connect(plane: DataPlane) -> Result<Worker> {
+        let hello = Entry {
+            key: plane.rank as u64,
+            round: plane.mode.code(),
+            count: plane.num_workers as u64,
+            ..Entry::new(0, DType::F32, &[], 0, 0)
+        };
+        let mut conns = Vec::with_capacity(plane.servers.len());
+        for (addr, name) in &plane.servers {
+            let conn = ServerConn::open(
+                *addr,
+                name.clone(),
+                plane.secret.as_deref(),
+                plane.max_frame_bytes,
+                hello.clone(),
+            )
+            .await?;
+            conns.push(conn);
+        }
+        if conns.is_empty() {
+            return Err(PsError::Rejected("a job needs at least one server".into()));
+        }
+        Ok(Worker {
+            rank: plane.rank,
+            num_workers: plane.num_workers,
+            mode: plane.mode,
+            partitioner: Partitioner::new(conns.len(), plane.bigarray_bound),
+            conns: Arc::new(conns),
+            keys: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// This worker's rank, 0..num_workers.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// Number of workers in the job.
+    pub fn num_workers(&self) -> u32 {
+        self.num_workers
+    }
+
+    /// Number of servers in the job.
+    pub fn num_servers(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// dist_sync or dist_async.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Fails every waiting and later request with `why` (called when a node is lost).
+    pub fn fail(&self, why: &str) {
+        self.conns.iter().for_each(|c| c.fail(why));
+    }
+
+    fn meta(&self, key: u64) -> Result<Arc<KeyMeta>> {
+        self.keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| {
+                PsError::UnknownKey(format!(
+                    "key {key} has not been initialised on this worker (call init first)"
+                ))
+            })
+    }
+
+    /// Creates keys: `(key, dtype, shape, value)`. Rank 0's values are stored; every worker's
+    /// ticket completes once the key exists on its servers with this dtype and shape.
+    pub fn init(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>) -> Ticket {
+        let mut batch = Batch::new(Op::Init, self.conns.len());
+        for (key, dtype, shape, value) in items {
+            let numel: u64 = shape.iter().product();
+            if value.len() as u64 != numel * dtype.size() as u64 {
+                return Ticket::failed(PsError::ShapeMismatch(format!(
+                    "key {key}: init value of {} bytes for {}",
+                    value.len(),
+                    describe_array(dtype, &shape)
+                )));
+            }
+            let meta = {
+                let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+                let fresh = KeyMeta {
+                    dtype,
+                    parts: self.partitioner.parts(key, numel, dtype.size()),
+                    shape: shape.clone(),
+                    pushes: AtomicU64::new(0),
+                };
+                match keys.get(&key) {
+                    Some(m) if m.dtype != dtype || m.shape != shape => {
+                        return Ticket::failed(PsError::ShapeMismatch(format!(
+                            "key {key}: init with {} but it was initialised as {}",
+                            describe_array(dtype, &shape),
+                            describe_array(m.dtype, &m.shape)
+                        )));
+                    }
+                    Some(m) => m.clone(),
+                    None => keys.entry(key).or_insert(Arc::new(fresh)).clone(),
+                }
+            };
+            let sz = dtype.size();
+            for part in &meta.parts {
+                let mut e = meta.entry(key, part);
+                if self.rank == 0 {
+                    let at = part.offset as usize * sz;
+                    e.payload = value.slice(at..at + part.count as usize * sz);
+                }
+                batch.add(part.server, e);
+            }
+        }
+        batch.send(&self.conns, ticket::Plan::Ack)
+    }
+
+    /// Pushes `(key, dtype, data)`; `dtype` is the key's, or float16/bfloat16 for a float32
+    /// key (summed into its float32 value on the server).
+    pub fn push(&self, items: Vec<(u64, DType, Bytes)>) -> Ticket {
+        self.push_op(Op::Push, items)
+    }
+
+    /// Pushes, then pulls the value that round produces, in one round trip per server.
+    pub fn pushpull(&self, items: Vec<(u64, DType, Bytes)>) -> Ticket {
+        self.push_op(Op::PushPull, items)
+    }
+
+    fn push_op(&self, op: Op, items: Vec<(u64, DType, Bytes)>) -> Ticket {
+        let mut batch = Batch::new(op, self.conns.len());
+        let mut gathers = Vec::new();
+        for (key, dtype, data) in items {
+            let meta = match self.meta(key) {
+                Ok(m) => m,
+                Err(e) => return Ticket::failed(e),
+            };
+            if let Err(e) = check_push(key, &meta, dtype, data.len()) {
+                return Ticket::failed(e);
+            }
+            let round = meta.pushes.fetch_add(1, Ordering::Relaxed);
+            let sz = dtype.size();
+            let mut pieces = Vec::with_capacity(meta.parts.len());
+            for part in &meta.parts {
+                let mut e = meta.entry(key, part);
+                e.dtype = dtype;
+                e.round = round;
+                let at = part.offset as usize * sz;
+                e.payload = data.slice(at..at + part.count as usize * sz);
+                pieces.push(batch.add(part.server, e));
+            }
+            if op == Op::PushPull {
+                gathers.push(gather(key, &meta, pieces));
+            }
+        }
+        let plan = if op == Op::PushPull {
+            ticket::Plan::Values(gathers)
+        } else {
+            ticket::Plan::Ack
+        };
+        batch.send(&self.conns, plan)
+    }
+
+    /// Pulls keys. In dist_sync the value includes every push this worker made before (and
+    /// every other worker's push of the same rounds).
+    pub fn pull(&self, keys: &[u64]) -> Ticket {
+        let mut batch = Batch::new(Op::Pull, self.conns.len());
+        let mut gathers = Vec::with_capacity(keys.len());
+        for &key in keys {
+            let meta = match self.meta(key) {
+                Ok(m) => m,
+                Err(e) => return Ticket::failed(e),
+            };
+            let round = meta.pushes.load(Ordering::Relaxed);
+            let mut pieces = Vec::with_capacity(meta.parts.len());
+            for part in &meta.parts {
+                let mut e = meta.entry(key, part);
+                e.round = round;
+                pieces.push(batch.add(part.server, e));
+            }
+            gathers.push(gather(key, &meta, pieces));
+        }
+        batch.send(&self.conns, ticket::Plan::Values(gathers))
+    }
+
+    /// Sends the optimizer to every server (they keep the states if it is the one they run).
+    pub async fn set_optimizer(&self, spec: &OptimizerSpec) -> Result<()> {
+        self.broadcast(Op::SetOptimizer, Bytes::from(spec.encode()))
+            .wait()
+            .await
+            .map(drop)
+    }
+
+    /// Changes hyper-parameters (such as `learning_rate`) on every server, keeping states.
+    pub async fn set_params(&self, change: &OptimizerSpec) -> Result<()> {
+        self.broadcast(Op::SetParams, Bytes::from(change.encode()))
+            .wait()
+            .await
+            .map(drop)
+    }
+
+    /// The optimizer states of every server, as one blob for [`Worker::load_states`].
+    pub async fn save_states(&self) -> Result<Vec<u8>> {
+        let blobs = self.broadcast(Op::SaveStates, Bytes::new()).wait().await?;
+        let mut pieces = Vec::new();
+        for blob in &blobs {
+            pieces.extend(states::split(blob)?);
+        }
+        Ok(states::join(&pieces))
+    }
+
+    /// Restores optimizer states saved by [`Worker::save_states`], sending each key's state to
+    /// the server that holds it now.
+    pub async fn load_states(&self, blob: &[u8]) -> Result<()> {
+        let pieces = states::split(blob)?;
+        let mut per_server: Vec<Vec<_>> = vec![Vec::new(); self.conns.len()];
+        for piece in pieces {
+            let (key, offset, ..) = piece;
+            let meta = self.meta(key)?;
+            let part = meta
+                .parts
+                .iter()
+                .find(|p| p.offset == offset)
+                .ok_or_else(|| {
+                    PsError::Rejected(format!(
+                        "saved optimizer state for key {key} at element {offset} does not match \
+                     how this job places the key (was the number of servers different?)"
+                    ))
+                })?;
+            per_server[part.server].push(piece);
+        }
+        let replies = per_server
+            .iter()
+            .zip(self.conns.iter())
+            .map(|(pieces, conn)| {
+                let mut e = Entry::new(0, DType::F32, &[], 0, 0);
+                e.payload = Bytes::from(states::join(pieces));
+                conn.send(Op::LoadStates, vec![e])
+            })
+            .collect();
+        Ticket::new(replies, ticket::Plan::Ack)
+            .wait()
+            .await
+            .map(drop)
+    }
+
+    fn broadcast(&self, op: Op, payload: Bytes) -> Ticket {
+        let replies = self
+            .conns
+            .iter()
+            .map(|conn| {
+                let mut e = Entry::new(0, DType::F32, &[], 0, 0);
+                e.payload = payload.clone();
+                conn.send(op, vec![e])
+            })
+            .collect();
+        Ticket::new(replies, ticket::Plan::Payloads)
+    }
+
+    /// Names of the servers, by rank.
+    pub fn server_names(&self) -> Vec<String> {
+        self.conns.iter().map(|c| c.name().to_string()).collect()
+    }
+}
+
+fn check_push(key: u64, meta: &KeyMeta, dtype: DType, len: usize) -> Result<()> {
+    let family_ok = dtype == meta.dtype
+        || (matches!(meta.dtype, DType::F32 | DType::F16 | DType::BF16)
+            && matches!(dtype, DType::F32 | DType::F16 | DType::BF16));
+    let expected = meta.numel() as usize * dtype.size();
+    if !family_ok || len != expected {
+        return Err(PsError::ShapeMismatch(format!(
+            "key {key}: pushed {} bytes of {dtype} but the key holds {} ({expected} bytes of \
+             {dtype})",
+            len,
+            describe_array(meta.dtype, &meta.shape)
+        )));
+    }
+    Ok(())
+}
+
+fn gather(key: u64, meta: &KeyMeta, pieces: Vec<(usize, usize)>) -> ticket::Gather {
+    let sz = meta.dtype.size();
+    ticket::Gather {
+        key,
+        bytes: meta.numel() as usize * sz,
+        pieces: meta
+            .parts
+            .iter()
+            .zip(pieces)
+            .map(|(part, (frame, entry))| ticket::Piece {
+                frame,
+                entry,
+                at: part.offset as usize * sz,
+                len: part.count as usize * sz,
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,428 @@
+//! One key (or one slice of a big key) on a server: its value, its sync round, the pushes being
+//! summed, the pulls waiting for a round, and its optimizer state.
+//!
+//! Values are kept in the key's compute type (`f32`, or `f64` for float64 keys; float16 and
+//! bfloat16 keys keep a float32 master copy). A value is an `Arc<Vec<T>>`, so a pull reply
+//! borrows it without a copy and an update copies only while a reply is still being written.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::reply::ReplySlot;
+use crate::dtype::{DType, Float, describe_array, shape_str};
+use crate::error::{PsError, Result};
+use crate::protocol::frame::{Entry, Mode};
+use crate::updater::{State, Updater};
+
+/// How far ahead of a key's round a worker may push before it is refused.
+pub(crate) const MAX_AHEAD: u64 = 64;
+
+/// The verb of push checks (the only one that accepts a narrower dtype).
+const PUSHED: &str = "pushed";
+
+/// What a key operation needs to know about the server.
+pub(crate) struct Ctx<'a> {
+    pub num_workers: u32,
+    pub mode: Mode,
+    pub updater: Option<&'a Updater>,
+    /// Generation of the updater; state from another generation starts afresh.
+    pub epoch: u64,
+}
+
+/// A key's state in its compute type.
+pub(crate) enum KeyState {
+    F32(KeyData<f32>),
+    F64(KeyData<f64>),
+}
+
+macro_rules! each {
+    ($self:expr, $k:ident => $body:expr) => {
+        match $self {
+            KeyState::F32($k) => $body,
+            KeyState::F64($k) => $body,
+        }
+    };
+}
+
+impl KeyState {
+    /// A key created from rank 0's init entry.
+    pub(crate) fn create(e: &Entry, num_workers: u32) -> Result<KeyState> {
+        check_layout(e)?;
+        let expected = e.count as usize * e.dtype.size();
+        if e.payload.len() != expected {
+            return Err(PsError::ShapeMismatch(format!(
+                "key {}: init value of {} bytes for {} {}, expected {expected}",
+                e.key,
+                e.payload.len(),
+                e.dtype,
+                shape_str(&e.shape)
+            )));
+        }
+        Ok(if e.dtype.is_f64() {
+            KeyState::F64(KeyData::new(e, num_workers))
+        } else {
+            KeyState::F32(KeyData::new(e, num_workers))
+        })
+    }
+
+    /// Current sync round (number of completed rounds or applied async pushes).
+    pub(crate) fn round(&self) -> u64 {
+        each!(self, k => k.round)
+    }
+
+    /// Checks that `e` describes this key, `what` being e.g. "init with" or "pushed".
+    pub(crate) fn check(&self, e: &Entry, what: &str) -> Result<()> {
+        each!(self, k => k.check(e, what))
+    }
+
+    /// Adds a push of `worker`.
+    pub(crate) fn push(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
+        each!(self, k => k.push(ctx, worker, e))
+    }
+
+    /// Answers a pull for `round` now, or parks it until the round completes.
+    pub(crate) fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        each!(self, k => k.pull(ctx, round, e, slot))
+    }
+
+    /// Appends this key's optimizer state (if it has one of generation `epoch`).
+    pub(crate) fn save_state(&self, epoch: u64, out: &mut Vec<u8>) {
+        each!(self, k => k.save_state(epoch, out))
+    }
+
+    /// Decodes a state for this key from `bytes`; returns a closure-free installer.
+    pub(crate) fn decode_state(&self, bytes: &[u8]) -> Result<(LoadedState, usize)> {
+        match self {
+            KeyState::F32(k) => {
+                State::<f32>::decode(bytes, k.count as usize).map(|(s, n)| (LoadedState::F32(s), n))
+            }
+            KeyState::F64(k) => {
+                State::<f64>::decode(bytes, k.count as usize).map(|(s, n)| (LoadedState::F64(s), n))
+            }
+        }
+    }
+
+    /// Installs a decoded state as generation `epoch`.
+    pub(crate) fn install_state(&mut self, epoch: u64, state: LoadedState) {
+        match (self, state) {
+            (KeyState::F32(k), LoadedState::F32(s)) => k.opt = Some((epoch, s)),
+            (KeyState::F64(k), LoadedState::F64(s)) => k.opt = Some((epoch, s)),
+            _ => unreachable!("decode_state matches the key's type"),
+        }
+    }
+
+    /// Whether the key computes in float64 (tag in saved states).
+    pub(crate) fn is_f64(&self) -> bool {
+        matches!(self, KeyState::F64(_))
+    }
+}
+
+/// An optimizer state read from a saved blob.
+pub(crate) enum LoadedState {
+    F32(State<f32>),
+    F64(State<f64>),
+}
+
+struct Ahead {
+    worker: u32,
+    round: u64,
+    dtype: DType,
+    payload: Bytes,
+}
+
+struct PullWaiter {
+    round: u64,
+    request: Entry,
+    slot: ReplySlot,
+}
+
+/// A key's state in compute type `T`.
+pub(crate) struct KeyData<T> {
+    key: u64,
+    dtype: DType,
+    shape: Vec<u64>,
+    offset: u64,
+    count: u64,
+    round: u64,
+    value: Arc<Vec<T>>,
+    merge: Vec<T>,
+    pushed: Vec<bool>,
+    n_pushed: u32,
+    ahead: VecDeque<Ahead>,
+    pulls: Vec<PullWaiter>,
+    opt: Option<(u64, State<T>)>,
+}
+
+/// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
+struct SharedBytes<T>(Arc<Vec<T>>);
+
+impl<T: Float> AsRef<[u8]> for SharedBytes<T> {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(self.0.as_slice())
+    }
+}
+
+impl<T: Float> KeyData<T> {
+    fn new(e: &Entry, num_workers: u32) -> Self {
+        let mut value = vec![T::zero(); e.count as usize];
+        T::read_into(&mut value, &e.payload, e.dtype);
+        KeyData {
+            key: e.key,
+            dtype: e.dtype,
+            shape: e.shape.clone(),
+            offset: e.offset,
+            count: e.count,
+            round: 0,
+            value: Arc::new(value),
+            merge: Vec::new(),
+            pushed: vec![false; num_workers as usize],
+            n_pushed: 0,
+            ahead: VecDeque::new(),
+            pulls: Vec::new(),
+            opt: None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        describe(self.dtype, &self.shape, self.offset, self.count)
+    }
+
+    fn check(&self, e: &Entry, what: &str) -> Result<()> {
+        if !self.accepts(e.dtype, what) || e.shape != self.shape {
+            return Err(PsError::ShapeMismatch(format!(
+                "key {}: {what} {} {} but the key holds {}",
+                self.key,
+                e.dtype,
+                shape_str(&e.shape),
+                self.describe()
+            )));
+        }
+        if e.offset != self.offset || e.count != self.count {
+            return Err(PsError::ShapeMismatch(format!(
+                "key {}: {what} elements {}..{} but this server holds {}",
+                self.key,
+                e.offset,
+                e.offset.saturating_add(e.count),
+                self.describe()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether an entry of `dtype` fits: the key's own dtype, or for pushes into a key with a
+    /// float32 master copy any of float32, float16, bfloat16.
+    fn accepts(&self, dtype: DType, what: &str) -> bool {
+        let f32_family = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+        dtype == self.dtype || (what == PUSHED && f32_family(self.dtype) && f32_family(dtype))
+    }
+
+    fn check_payload(&self, e: &Entry) -> Result<()> {
+        let expected = self.count as usize * e.dtype.size();
+        if e.payload.len() != expected {
+            return Err(PsError::ShapeMismatch(format!(
+                "key {}: pushed {} bytes of {} but {} takes {expected}",
+                self.key,
+                e.payload.len(),
+                e.dtype,
+                self.describe()
+            )));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
+        self.check(e, PUSHED)?;
+        self.check_payload(e)?;
+        match ctx.mode {
+            Mode::Async => {
+                let Some(updater) = ctx.updater else {
+                    return Err(PsError::Rejected(format!(
+                        "key {}: dist_async push before any optimizer is set on the servers; \
+                         call set_optimizer first",
+                        self.key
+                    )));
+                };
+                self.merge.resize(self.count as usize, T::zero());
+                T::read_into(&mut self.merge, &e.payload, e.dtype);
+                self.apply(updater, ctx.epoch);
+                self.round += 1;
+                Ok(())
+            }
+            Mode::Sync => {
+                if e.round < self.round {
+                    return Err(PsError::Rejected(format!(
+                        "key {}: push for round {} but the key is already at round {}",
+                        self.key, e.round, self.round
+                    )));
+                }
+                if e.round > self.round {
+                    if e.round - self.round > MAX_AHEAD
+                        || self
+                            .ahead
+                            .iter()
+                            .any(|a| a.worker == worker && a.round == e.round)
+                    {
+                        return Err(PsError::Rejected(format!(
+                            "key {}: worker {worker} pushed round {} while the key is at round {}",
+                            self.key, e.round, self.round
+                        )));
+                    }
+                    self.ahead.push_back(Ahead {
+                        worker,
+                        round: e.round,
+                        dtype: e.dtype,
+                        payload: e.payload.clone(),
+                    });
+                    return Ok(());
+                }
+                if self.pushed[worker as usize] {
+                    return Err(PsError::Rejected(format!(
+                        "key {}: worker {worker} pushed round {} twice",
+                        self.key, e.round
+                    )));
+                }
+                self.merge_one(worker, e.dtype, &e.payload);
+                self.complete_rounds(ctx);
+                Ok(())
+            }
+        }
+    }
+
+    fn merge_one(&mut self, worker: u32, dtype: DType, payload: &[u8]) {
+        if self.n_pushed == 0 {
+            self.merge.resize(self.count as usize, T::zero());
+            T::read_into(&mut self.merge, payload, dtype);
+        } else {
+            T::add_into(&mut self.merge, payload, dtype);
+        }
+        self.pushed[worker as usize] = true;
+        self.n_pushed += 1;
+    }
+
+    /// Closes every round that has all its pushes, then answers the pulls that waited for them.
+    fn complete_rounds(&mut self, ctx: &Ctx) {
+        let mut completed = false;
+        while self.n_pushed == ctx.num_workers {
+            match ctx.updater {
+                Some(updater) => self.apply(updater, ctx.epoch),
+                None => {
+                    let sum = std::mem::take(&mut self.merge);
+                    let old = std::mem::replace(&mut self.value, Arc::new(sum));
+                    self.merge = Arc::try_unwrap(old).unwrap_or_default();
+                }
+            }
+            self.round += 1;
+            self.pushed.iter_mut().for_each(|p| *p = false);
+            self.n_pushed = 0;
+            completed = true;
+            let round = self.round;
+            let (now, later): (Vec<Ahead>, Vec<Ahead>) =
+                self.ahead.drain(..).partition(|a| a.round == round);
+            self.ahead = later.into();
+            for a in now {
+                self.merge_one(a.worker, a.dtype, &a.payload);
+            }
+        }
+        if completed && !self.pulls.is_empty() {
+            let round = self.round;
+            let (ready, waiting): (Vec<PullWaiter>, Vec<PullWaiter>) =
+                self.pulls.drain(..).partition(|w| w.round <= round);
+            self.pulls = waiting;
+            for w in ready {
+                let reply = w.request.ok(self.round, self.value_bytes());
+                w.slot.complete(reply);
+            }
+        }
+    }
+
+    fn apply(&mut self, updater: &Updater, epoch: u64) {
+        let fresh = !matches!(&self.opt, Some((e, _)) if *e == epoch);
+        if fresh {
+            self.opt = Some((epoch, updater.new_state(self.count as usize)));
+        }
+        let (_, state) = self.opt.as_mut().expect("state set above");
+        let value = Arc::make_mut(&mut self.value);
+        updater.update(self.key, value, &self.merge, state);
+    }
+
+    fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        if let Err(err) = self.check(e, "pulled") {
+            return slot.complete(e.error(&err));
+        }
+        if ctx.mode == Mode::Async || round <= self.round {
+            return slot.complete(e.ok(self.round, self.value_bytes()));
+        }
+        if round > self.round + MAX_AHEAD + 1 {
+            let err = PsError::Rejected(format!(
+                "key {}: pull waits for round {round} but the key is at round {}",
+                self.key, self.round
+            ));
+            return slot.complete(e.error(&err));
+        }
+        let mut request = e.clone();
+        request.payload = Bytes::new();
+        self.pulls.push(PullWaiter {
+            round,
+            request,
+            slot,
+        });
+    }
+
+    fn value_bytes(&self) -> Bytes {
+        if self.dtype.size() == std::mem::size_of::<T>() {
+            Bytes::from_owner(SharedBytes(self.value.clone()))
+        } else {
+            Bytes::from(T::write_as(&self.value, self.dtype))
+        }
+    }
+
+    fn save_state(&self, epoch: u64, out: &mut Vec<u8>) {
+        if let Some((e, state)) = &self.opt
+            && *e == epoch
+        {
+            state.encode(out);
+        }
+    }
+}
+
+/// Validates the layout fields of an entry that creates a key.
+fn check_layout(e: &Entry) -> Result<()> {
+    let numel = e
+        .shape
+        .iter()
+        .try_fold(1u64, |acc, d| acc.checked_mul(*d))
+        .ok_or_else(|| {
+            PsError::ShapeMismatch(format!(
+                "key {}: shape {} overflows",
+                e.key,
+                shape_str(&e.shape)
+            ))
+        })?;
+    if e.offset.checked_add(e.count).is_none_or(|end| end > numel) {
+        return Err(PsError::ShapeMismatch(format!(
+            "key {}: elements {}..{} lie outside {} {}",
+            e.key,
+            e.offset,
+            e.offset.saturating_add(e.count),
+            e.dtype,
+            shape_str(&e.shape)
+        )));
+    }
+    Ok(())
+}
+
+/// "float32 [3, 4]", with the slice when it is not the whole array.
+fn describe(dtype: DType, shape: &[u64], offset: u64, count: u64) -> String {
+    let numel: u64 = shape.iter().product();
+    if offset == 0 && count == numel {
+        describe_array(dtype, shape)
+    } else {
+        format!(
+            "{} (elements {offset}..{} on this server)",
+            describe_array(dtype, shape),
+            offset + count
+        )
+    }
+}

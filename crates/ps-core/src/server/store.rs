@@ -1,0 +1,172 @@
+//! The keys a server holds, sharded so that requests on different keys never wait on each other.
+//!
+//! A shard lock is held only to find or insert a key; the key's own mutex is held while it is
+//! summed or updated. A key that a non-zero rank initialises before rank 0 has is `Waiting`: the
+//! init replies are parked until rank 0's value arrives.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::key::{KeyState, LoadedState};
+use super::reply::ReplySlot;
+use crate::error::{PsError, Result};
+use crate::protocol::frame::Entry;
+use crate::protocol::states::{self, StatePiece};
+
+const SHARDS: usize = 64;
+
+/// Identity of a stored piece: the key and the element offset of its slice.
+type PieceId = (u64, u64);
+
+enum Slot {
+    Waiting(Vec<(Entry, ReplySlot)>),
+    Ready(Arc<Mutex<KeyState>>),
+}
+
+/// All pieces of all keys on one server.
+pub(crate) struct Store {
+    shards: Box<[Mutex<HashMap<PieceId, Slot>>]>,
+}
+
+/// Locks `m`, ignoring poisoning: key state stays consistent because no update panics midway.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Store {
+    pub(crate) fn new() -> Self {
+        Store {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    fn shard(&self, id: PieceId) -> &Mutex<HashMap<PieceId, Slot>> {
+        let h = id.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ id.1.rotate_left(17);
+        &self.shards[(h >> 58) as usize % SHARDS]
+    }
+
+    /// The piece `e` addresses, or an unknown-key error naming it.
+    pub(crate) fn get(&self, e: &Entry) -> Result<Arc<Mutex<KeyState>>> {
+        match lock(self.shard((e.key, e.offset))).get(&(e.key, e.offset)) {
+            Some(Slot::Ready(k)) => Ok(k.clone()),
+            _ => Err(PsError::UnknownKey(format!(
+                "key {} has not been initialised on this server (call init first)",
+                e.key
+            ))),
+        }
+    }
+
+    /// Handles an init entry from `worker`: rank 0's value creates the key; other ranks are
+    /// answered once it exists. Every init is checked against the key's dtype and shape.
+    pub(crate) fn init(&self, worker: u32, num_workers: u32, e: &Entry, slot: ReplySlot) {
+        let id = (e.key, e.offset);
+        let mut shard = lock(self.shard(id));
+        match shard.get_mut(&id) {
+            Some(Slot::Ready(k)) => {
+                let k = k.clone();
+                drop(shard);
+                let k = lock(&k);
+                slot.complete(match k.check(e, "init with") {
+                    Ok(()) => e.ok(k.round(), Default::default()),
+                    Err(err) => e.error(&err),
+                });
+            }
+            Some(Slot::Waiting(waiters)) if worker != 0 => waiters.push((header(e), slot)),
+            None if worker != 0 => {
+                shard.insert(id, Slot::Waiting(vec![(header(e), slot)]));
+            }
+            _ => match KeyState::create(e, num_workers) {
+                Err(err) => slot.complete(e.error(&err)),
+                Ok(state) => {
+                    let waiters = match shard.insert(id, Slot::Ready(Arc::new(Mutex::new(state)))) {
+                        Some(Slot::Waiting(w)) => w,
+                        _ => Vec::new(),
+                    };
+                    let Some(Slot::Ready(k)) = shard.get(&id) else {
+                        unreachable!("inserted above")
+                    };
+                    let k = k.clone();
+                    drop(shard);
+                    let k = lock(&k);
+                    slot.complete(e.ok(k.round(), Default::default()));
+                    for (req, slot) in waiters {
+                        slot.complete(match k.check(&req, "init with") {
+                            Ok(()) => req.ok(k.round(), Default::default()),
+                            Err(err) => req.error(&err),
+                        });
+                    }
+                }
+            },
+        }
+    }
+
+    /// Every ready piece, for saving optimizer states.
+    pub(crate) fn pieces(&self) -> Vec<(PieceId, Arc<Mutex<KeyState>>)> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            for (id, slot) in lock(shard).iter() {
+                if let Slot::Ready(k) = slot {
+                    out.push((*id, k.clone()));
+                }
+            }
+        }
+        out.sort_by_key(|(id, _)| *id);
+        out
+    }
+
+    /// The optimizer states of generation `epoch` of every piece, as a blob (`protocol::states`).
+    pub(crate) fn save_states(&self, epoch: u64) -> Vec<u8> {
+        let mut saved: Vec<(u64, u64, bool, Vec<u8>)> = Vec::new();
+        for ((key, offset), k) in self.pieces() {
+            let k = lock(&k);
+            let mut state = Vec::new();
+            k.save_state(epoch, &mut state);
+            if !state.is_empty() {
+                saved.push((key, offset, k.is_f64(), state));
+            }
+        }
+        let pieces: Vec<StatePiece> = saved
+            .iter()
+            .map(|(key, offset, is_f64, state)| (*key, *offset, *is_f64, state.as_slice()))
+            .collect();
+        states::join(&pieces)
+    }
+
+    /// Replaces optimizer states from a blob written by [`Store::save_states`]. Everything is
+    /// decoded and checked first; on any error nothing changes.
+    pub(crate) fn load_states(&self, epoch: u64, blob: &[u8]) -> Result<()> {
+        let mut staged: Vec<(Arc<Mutex<KeyState>>, LoadedState)> = Vec::new();
+        for piece in states::split(blob)? {
+            let (key, offset, is_f64, bytes) = piece;
+            let probe = Entry::new(key, crate::dtype::DType::F32, &[], offset, 0);
+            let k = self.get(&probe)?;
+            let guard = lock(&k);
+            if guard.is_f64() != is_f64 {
+                return Err(PsError::Rejected(format!(
+                    "optimizer state for key {key} has another precision than the key"
+                )));
+            }
+            let (state, used) = guard.decode_state(bytes).map_err(|e| {
+                PsError::Rejected(format!("optimizer state for key {key} does not fit: {e}"))
+            })?;
+            if used != bytes.len() {
+                return Err(PsError::Rejected(format!(
+                    "optimizer state for key {key} does not fit the key's size"
+                )));
+            }
+            drop(guard);
+            staged.push((k, state));
+        }
+        for (k, state) in staged {
+            lock(&k).install_state(epoch, state);
+        }
+        Ok(())
+    }
+}
+
+/// `e` without its payload, kept for a deferred reply.
+fn header(e: &Entry) -> Entry {
+    let mut h = e.clone();
+    h.payload = Default::default();
+    h
+}

@@ -1,0 +1,77 @@
+//! Groups the entries of one request into frames, one per server, split when a frame would grow
+//! past [`FRAME_PAYLOAD`] bytes or the entry limit, so large requests pipeline.
+
+use super::conn::{ReplyRx, ServerConn};
+use super::ticket::{Plan, Ticket};
+use crate::protocol::frame::{Entry, Op};
+
+/// Payload bytes after which a frame is closed and another begun.
+const FRAME_PAYLOAD: usize = 16 << 20;
+/// Entries per frame (the wire field is 16 bits).
+const FRAME_ENTRIES: usize = u16::MAX as usize;
+
+struct Open {
+    frame: usize,
+    entries: Vec<Entry>,
+    bytes: usize,
+}
+
+/// Frames under construction for one request.
+pub(crate) struct Batch {
+    op: Op,
+    open: Vec<Option<Open>>,
+    /// Closed frames: (server, frame index, entries).
+    closed: Vec<(usize, usize, Vec<Entry>)>,
+    frames: usize,
+}
+
+impl Batch {
+    pub(crate) fn new(op: Op, num_servers: usize) -> Batch {
+        Batch {
+            op,
+            open: (0..num_servers).map(|_| None).collect(),
+            closed: Vec::new(),
+            frames: 0,
+        }
+    }
+
+    /// Adds `e` for `server`; returns its (frame index, entry index) in the ticket's replies.
+    pub(crate) fn add(&mut self, server: usize, e: Entry) -> (usize, usize) {
+        let full = self.open[server].as_ref().is_some_and(|o| {
+            o.entries.len() == FRAME_ENTRIES
+                || (o.bytes > 0 && o.bytes + e.payload.len() > FRAME_PAYLOAD)
+        });
+        if full {
+            let o = self.open[server].take().expect("checked above");
+            self.closed.push((server, o.frame, o.entries));
+        }
+        let frames = &mut self.frames;
+        let o = self.open[server].get_or_insert_with(|| {
+            *frames += 1;
+            Open {
+                frame: *frames - 1,
+                entries: Vec::new(),
+                bytes: 0,
+            }
+        });
+        o.bytes += e.payload.len();
+        o.entries.push(e);
+        (o.frame, o.entries.len() - 1)
+    }
+
+    /// Sends every frame and returns the ticket for their replies.
+    pub(crate) fn send(mut self, conns: &[ServerConn], plan: Plan) -> Ticket {
+        for (server, o) in self.open.iter_mut().enumerate() {
+            if let Some(o) = o.take() {
+                self.closed.push((server, o.frame, o.entries));
+            }
+        }
+        self.closed.sort_by_key(|(_, frame, _)| *frame);
+        let replies: Vec<ReplyRx> = self
+            .closed
+            .into_iter()
+            .map(|(server, _, entries)| conns[server].send(self.op, entries))
+            .collect();
+        Ticket::new(replies, plan)
+    }
+}

@@ -1,0 +1,176 @@
+//! A worker's connection to one server: requests are pipelined and matched to replies by id.
+//!
+//! `send` registers the request's reply channel, then hands the frame to a writer task; a reader
+//! task routes each reply to its channel. When the connection breaks, or the job reports a lost
+//! node, every waiting request fails with an error that names the cause, and so does every later
+//! one.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::error::{PsError, Result};
+use crate::protocol::connection::{FrameReader, FrameWriter};
+use crate::protocol::frame::{Entry, Frame, Op};
+use crate::protocol::transport;
+
+/// The reply to one request frame.
+pub(crate) type ReplyRx = oneshot::Receiver<Result<Frame>>;
+
+#[derive(Default)]
+struct Table {
+    pending: HashMap<u64, oneshot::Sender<Result<Frame>>>,
+    /// Why the connection can no longer be used.
+    dead: Option<String>,
+}
+
+struct State {
+    name: String,
+    table: Mutex<Table>,
+    next_id: AtomicU64,
+}
+
+impl State {
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks the connection dead and fails everything waiting on it.
+    fn fail(&self, why: String) {
+        let pending = {
+            let mut t = self.table();
+            if t.dead.is_none() {
+                t.dead = Some(why);
+            }
+            std::mem::take(&mut t.pending)
+        };
+        let why = self.table().dead.clone().unwrap_or_default();
+        for (_, tx) in pending {
+            let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+        }
+    }
+}
+
+/// The connection to one server.
+pub(crate) struct ServerConn {
+    state: Arc<State>,
+    outbox: mpsc::UnboundedSender<Frame>,
+    reader: JoinHandle<()>,
+}
+
+impl ServerConn {
+    /// Connects to the server `name` at `addr`, authenticates and says hello.
+    pub(crate) async fn open(
+        addr: SocketAddr,
+        name: String,
+        secret: Option<&[u8]>,
+        max_frame: u64,
+        hello: Entry,
+    ) -> Result<ServerConn> {
+        let stream = transport::connect(addr, secret)
+            .await
+            .map_err(|e| match e {
+                PsError::Io { source, .. } => {
+                    PsError::NodeLost(format!("cannot connect to {name}: {source}"))
+                }
+                other => other,
+            })?;
+        let (read_half, write_half) = stream.into_split();
+        let state = Arc::new(State {
+            name,
+            table: Mutex::new(Table::default()),
+            next_id: AtomicU64::new(1),
+        });
+        let (outbox, mut frames) = mpsc::unbounded_channel::<Frame>();
+
+        let st = state.clone();
+        tokio::spawn(async move {
+            let mut w = FrameWriter::new(write_half);
+            let r: Result<()> = async {
+                while let Some(frame) = frames.recv().await {
+                    w.write_frame(&frame).await?;
+                    while let Ok(frame) = frames.try_recv() {
+                        w.write_frame(&frame).await?;
+                    }
+                    w.flush().await?;
+                }
+                Ok(())
+            }
+            .await;
+            if let Err(e) = r {
+                st.fail(format!("lost the connection to {}: {e}", st.name));
+            }
+        });
+
+        let st = state.clone();
+        let reader = tokio::spawn(async move {
+            let mut r = FrameReader::new(read_half, max_frame);
+            let why = loop {
+                match r.read_frame().await {
+                    Ok(Some(frame)) if frame.reply => {
+                        let tx = st.table().pending.remove(&frame.request_id);
+                        if let Some(tx) = tx {
+                            let _ = tx.send(Ok(frame));
+                        }
+                    }
+                    Ok(Some(_)) => break format!("{} sent a request frame to a worker", st.name),
+                    Ok(None) => break format!("{} closed the connection", st.name),
+                    Err(e) => break format!("lost the connection to {}: {e}", st.name),
+                }
+            };
+            st.fail(why);
+        });
+
+        let conn = ServerConn {
+            state,
+            outbox,
+            reader,
+        };
+        let reply = conn.send(Op::Hello, vec![hello]).await.map_err(|_| {
+            PsError::NodeLost(format!("{} went away during hello", conn.state.name))
+        })??;
+        for e in reply.entries {
+            e.into_result()?;
+        }
+        Ok(conn)
+    }
+
+    /// Sends a request; the receiver yields its reply frame or the connection's failure.
+    pub(crate) fn send(&self, op: Op, entries: Vec<Entry>) -> ReplyRx {
+        let (tx, rx) = oneshot::channel();
+        let id = self.state.next_id.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut t = self.state.table();
+            if let Some(why) = &t.dead {
+                let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+                return rx;
+            }
+            t.pending.insert(id, tx);
+        }
+        if self.outbox.send(Frame::request(op, id, entries)).is_err() {
+            self.state
+                .fail(format!("lost the connection to {}", self.state.name));
+        }
+        rx
+    }
+
+    /// Fails every waiting and later request with `why` (a lost node elsewhere in the job).
+    pub(crate) fn fail(&self, why: &str) {
+        self.state.fail(why.to_string());
+    }
+
+    /// "server 1 on 127.0.0.1:4000".
+    pub(crate) fn name(&self) -> &str {
+        &self.state.name
+    }
+}
+
+impl Drop for ServerConn {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}

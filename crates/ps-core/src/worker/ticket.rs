@@ -1,0 +1,126 @@
+//! Tickets: the handle a push, pull or init returns at once; `wait` yields its outcome.
+//!
+//! A request over many keys becomes one frame per server (more when large). The ticket keeps the
+//! frames' reply channels and a plan of where each key's pieces sit in the replies, so a pulled
+//! key spread over several servers is put back together, and a whole key from one server is
+//! handed over without a copy.
+
+use bytes::{Bytes, BytesMut};
+
+use super::conn::ReplyRx;
+use crate::error::{PsError, Result};
+use crate::protocol::frame::Frame;
+
+/// Where one piece of a pulled key is: frame, entry, byte offset inside the key, byte length.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Piece {
+    pub frame: usize,
+    pub entry: usize,
+    pub at: usize,
+    pub len: usize,
+}
+
+/// How one pulled key is gathered.
+#[derive(Debug)]
+pub(crate) struct Gather {
+    pub key: u64,
+    pub bytes: usize,
+    pub pieces: Vec<Piece>,
+}
+
+/// What the replies mean.
+#[derive(Debug)]
+pub(crate) enum Plan {
+    /// Success or the first error; no values.
+    Ack,
+    /// One value per key, in request order.
+    Values(Vec<Gather>),
+    /// The payload of every reply entry, in order (saved optimizer states per server).
+    Payloads,
+}
+
+/// The pending outcome of an asynchronous request.
+#[must_use = "a ticket does nothing unless waited on"]
+pub struct Ticket {
+    replies: Vec<ReplyRx>,
+    plan: Plan,
+    failed: Option<PsError>,
+}
+
+impl Ticket {
+    pub(crate) fn new(replies: Vec<ReplyRx>, plan: Plan) -> Ticket {
+        Ticket {
+            replies,
+            plan,
+            failed: None,
+        }
+    }
+
+    /// A ticket that fails with `err` (a request refused before anything was sent).
+    pub(crate) fn failed(err: PsError) -> Ticket {
+        Ticket {
+            replies: Vec::new(),
+            plan: Plan::Ack,
+            failed: Some(err),
+        }
+    }
+
+    /// Waits for every reply. Pulls yield one value per key (raw little-endian bytes of the
+    /// key's dtype), pushes and inits an empty list; the first error any server reported
+    /// fails the whole ticket.
+    pub async fn wait(self) -> Result<Vec<Bytes>> {
+        if let Some(err) = self.failed {
+            return Err(err);
+        }
+        let mut frames: Vec<Frame> = Vec::with_capacity(self.replies.len());
+        for rx in self.replies {
+            let frame = rx.await.map_err(|_| {
+                PsError::NodeLost("the connection to a server was dropped".into())
+            })??;
+            frames.push(frame);
+        }
+        for f in &frames {
+            if let Some(bad) = f.entries.iter().find(|e| e.status != 0) {
+                return Err(bad.clone().into_result().expect_err("status is non-zero"));
+            }
+        }
+        match self.plan {
+            Plan::Ack => Ok(Vec::new()),
+            Plan::Payloads => Ok(frames
+                .into_iter()
+                .flat_map(|f| f.entries.into_iter().map(|e| e.payload))
+                .collect()),
+            Plan::Values(gathers) => gathers.iter().map(|g| gather(g, &frames)).collect(),
+        }
+    }
+}
+
+fn gather(g: &Gather, frames: &[Frame]) -> Result<Bytes> {
+    let payload = |p: &Piece| -> Result<&Bytes> {
+        let e = frames
+            .get(p.frame)
+            .and_then(|f| f.entries.get(p.entry))
+            .ok_or_else(|| {
+                PsError::Protocol(format!("a reply lacks the entry for key {}", g.key))
+            })?;
+        if e.payload.len() != p.len {
+            return Err(PsError::Protocol(format!(
+                "a server sent {} bytes for key {} where {} were expected",
+                e.payload.len(),
+                g.key,
+                p.len
+            )));
+        }
+        Ok(&e.payload)
+    };
+    if let [only] = g.pieces.as_slice() {
+        return payload(only).cloned();
+    }
+    // Pieces are planned in offset order and cover the key exactly: append them.
+    let mut out = BytesMut::with_capacity(g.bytes);
+    for p in &g.pieces {
+        debug_assert_eq!(p.at, out.len());
+        out.extend_from_slice(payload(p)?);
+    }
+    Ok(out.freeze())
+}
