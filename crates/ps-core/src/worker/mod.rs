@@ -69,7 +69,7 @@ pub struct Worker {
     mode: Mode,
     partitioner: Partitioner,
     conns: Arc<Vec<ServerConn>>,
-    keys: Mutex<HashMap<u64, Arc<KeyMeta>>>,
+    keys: Arc<Mutex<HashMap<u64, Arc<KeyMeta>>>>,
 }
 
 impl Worker {
@@ -102,7 +102,7 @@ impl Worker {
             mode: plane.mode,
             partitioner: Partitioner::new(conns.len(), plane.bigarray_bound),
             conns: Arc::new(conns),
-            keys: Mutex::new(HashMap::new()),
+            keys: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
@@ -148,6 +148,7 @@ impl Worker {
     /// ticket completes once the key exists on its servers with this dtype and shape.
     pub fn init(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>) -> Ticket {
         let mut batch = Batch::new(Op::Init, self.conns.len());
+        let mut fresh_keys = Vec::new();
         for (key, dtype, shape, value) in items {
             let numel: u64 = shape.iter().product();
             if value.len() as u64 != numel * dtype.size() as u64 {
@@ -174,7 +175,12 @@ impl Worker {
                         )));
                     }
                     Some(m) => m.clone(),
-                    None => keys.entry(key).or_insert(Arc::new(fresh)).clone(),
+                    None => {
+                        let m = Arc::new(fresh);
+                        fresh_keys.push((key, m.clone()));
+                        keys.insert(key, m.clone());
+                        m
+                    }
                 }
             };
             let sz = dtype.size();
@@ -187,7 +193,18 @@ impl Worker {
                 batch.add(part.server, e);
             }
         }
-        batch.send(&self.conns, ticket::Plan::Ack)
+        // A refused init leaves the key unknown here, as it is on the servers.
+        let table = self.keys.clone();
+        batch
+            .send(&self.conns, ticket::Plan::Ack)
+            .on_error(move || {
+                let mut keys = table.lock().unwrap_or_else(|e| e.into_inner());
+                for (key, meta) in fresh_keys {
+                    if keys.get(&key).is_some_and(|m| Arc::ptr_eq(m, &meta)) {
+                        keys.remove(&key);
+                    }
+                }
+            })
     }
 
     /// Pushes `(key, dtype, data)`; `dtype` is the key's, or float16/bfloat16 for a float32

@@ -45,6 +45,7 @@ pub struct Ticket {
     replies: Vec<ReplyRx>,
     plan: Plan,
     failed: Option<PsError>,
+    on_error: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Ticket {
@@ -53,7 +54,14 @@ impl Ticket {
             replies,
             plan,
             failed: None,
+            on_error: None,
         }
+    }
+
+    /// Runs `undo` if the request fails (for example to forget a key whose init was refused).
+    pub(crate) fn on_error(mut self, undo: impl FnOnce() + Send + 'static) -> Ticket {
+        self.on_error = Some(Box::new(undo));
+        self
     }
 
     /// A ticket that fails with `err` (a request refused before anything was sent).
@@ -62,13 +70,23 @@ impl Ticket {
             replies: Vec::new(),
             plan: Plan::Ack,
             failed: Some(err),
+            on_error: None,
         }
     }
 
     /// Waits for every reply. Pulls yield one value per key (raw little-endian bytes of the
     /// key's dtype), pushes and inits an empty list; the first error any server reported
     /// fails the whole ticket.
-    pub async fn wait(self) -> Result<Vec<Bytes>> {
+    pub async fn wait(mut self) -> Result<Vec<Bytes>> {
+        let undo = self.on_error.take();
+        let r = self.outcome().await;
+        if let (Err(_), Some(undo)) = (&r, undo) {
+            undo();
+        }
+        r
+    }
+
+    async fn outcome(self) -> Result<Vec<Bytes>> {
         if let Some(err) = self.failed {
             return Err(err);
         }
