@@ -96,6 +96,8 @@ pub trait Float:
     fn read_into(dst: &mut [Self], src: &[u8], dtype: DType);
     /// Adds wire bytes of `dtype` onto `dst`.
     fn add_into(dst: &mut [Self], src: &[u8], dtype: DType);
+    /// Writes the sum of two wire arrays into `dst` in one pass.
+    fn sum_into(dst: &mut [Self], a: &[u8], da: DType, b: &[u8], db: DType);
     /// Converts `src` to wire bytes of `dtype`.
     fn write_as(src: &[Self], dtype: DType) -> Vec<u8>;
     /// From an `f64` hyper-parameter.
@@ -111,6 +113,19 @@ macro_rules! impl_float {
 
             fn add_into(dst: &mut [Self], src: &[u8], dtype: DType) {
                 convert(dst, src, dtype, |d, v| d + v);
+            }
+
+            fn sum_into(dst: &mut [Self], a: &[u8], da: DType, b: &[u8], db: DType) {
+                if da == db && da.size() == std::mem::size_of::<Self>() {
+                    let n = std::mem::size_of::<Self>();
+                    let load = |c: &[u8]| -> Self { bytemuck::pod_read_unaligned(c) };
+                    for ((d, x), y) in dst.iter_mut().zip(a.chunks_exact(n)).zip(b.chunks_exact(n)) {
+                        *d = load(x) + load(y);
+                    }
+                } else {
+                    Self::read_into(dst, a, da);
+                    Self::add_into(dst, b, db);
+                }
             }
 
             fn write_as(src: &[Self], dtype: DType) -> Vec<u8> {

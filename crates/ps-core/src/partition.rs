@@ -2,11 +2,15 @@
 //!
 //! An array of up to `bound` elements (`MXNET_KVSTORE_BIGARRAY_BOUND`) lives whole on one server,
 //! chosen by hashing its key, so small keys spread evenly. A larger array is cut into S contiguous
-//! slices, slice i on server i, so one big layer loads every server alike. Every piece is also
-//! kept under [`MAX_PIECE_BYTES`], so a frame never has to carry more.
+//! slices, slice i on server i, so one big layer loads every server alike.
+//!
+//! Whatever lies on one server also travels and is summed in pieces of at most [`PIECE_BYTES`]:
+//! each piece has its own sync round on the server, so the reply for the first piece of a large
+//! pushpull is on its way back while the last piece is still arriving (both directions of the
+//! connection busy at once).
 
 /// Largest piece of one array in one frame entry.
-pub const MAX_PIECE_BYTES: u64 = 512 << 20;
+pub const PIECE_BYTES: u64 = 4 << 20;
 
 /// One contiguous piece of a key's flattened array and the server that holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +47,7 @@ impl Partitioner {
     /// The pieces of an array of `numel` elements of `elem_bytes` bytes stored under `key`,
     /// in order of offset; they cover `0..numel` exactly.
     pub fn parts(&self, key: u64, numel: u64, elem_bytes: usize) -> Vec<Part> {
-        let max_piece = (MAX_PIECE_BYTES / elem_bytes.max(1) as u64).max(1);
+        let max_piece = (PIECE_BYTES / elem_bytes.max(1) as u64).max(1);
         if numel <= self.bound {
             let server = self.server_of(key);
             return pieces(server, 0, numel, max_piece).collect();
@@ -142,15 +146,15 @@ mod tests {
             }
             assert_eq!(next, numel);
         }
-        // Over MAX_PIECE_BYTES a slice is split further, still in order.
-        let huge = MAX_PIECE_BYTES; // elements of 8 bytes: 8x the piece limit
+        // Over PIECE_BYTES a slice is split further, still in order.
+        let huge = PIECE_BYTES; // elements of 8 bytes: 8x the piece limit
         let p = Partitioner::new(1, u64::MAX);
         let parts = p.parts(1, huge, 8);
         assert_eq!(parts.len(), 8);
         assert!(
             parts
                 .iter()
-                .all(|x| x.count * 8 == MAX_PIECE_BYTES && x.server == 0)
+                .all(|x| x.count * 8 == PIECE_BYTES && x.server == 0)
         );
     }
 }

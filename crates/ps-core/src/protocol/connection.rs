@@ -1,21 +1,19 @@
 //! Framed halves of a data-plane connection: a reader that owns the read buffer and a writer
 //! that owns the buffered writer (mini-redis style, split so one task reads and one writes).
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 
 use super::frame::Frame;
+use super::pool;
 use crate::error::{PsError, Result};
 
 /// Payloads at or above this size are written straight from their own memory.
 const INLINE_LIMIT: usize = 32 * 1024;
 /// Write buffer for headers and small payloads.
 const WRITE_BUFFER: usize = 256 * 1024;
-/// Read-buffer growth step when the next frame's size is not known yet.
+/// Read-buffer growth step for small frames (large ones get a buffer of their own).
 const READ_STEP: usize = 256 * 1024;
-/// Most that one read-buffer growth reserves, so a lying length prefix cannot make us allocate
-/// its whole claim up front.
-const MAX_RESERVE: usize = 64 << 20;
 
 /// Reads whole frames from a byte stream.
 pub struct FrameReader<R> {
@@ -41,27 +39,54 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 let bytes: Bytes = self.buf.split_to(n).freeze();
                 return Frame::parse(bytes).map(Some);
             }
-            let missing = Frame::announced_len(&self.buf)
-                .map(|n| n - self.buf.len())
-                .unwrap_or(0);
-            self.buf.reserve(missing.clamp(READ_STEP, MAX_RESERVE));
-            let n = self
-                .inner
-                .read_buf(&mut self.buf)
-                .await
-                .map_err(|e| PsError::io("read", e))?;
-            if n == 0 {
+            if let Some(total) = Frame::announced_len(&self.buf)
+                && total >= pool::POOLED_MIN
+            {
+                return self.read_large(total).await.map(Some);
+            }
+            self.buf.reserve(READ_STEP);
+            if self.fill().await? == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)
                 } else {
-                    Err(PsError::Protocol(format!(
-                        "connection closed inside a frame ({} bytes pending)",
-                        self.buf.len()
-                    )))
+                    Err(closed_inside(self.buf.len()))
                 };
             }
         }
     }
+
+    /// Reads a frame of `total` bytes (already checked against the limit) into a recycled
+    /// buffer, straight from the socket, so large tensors are neither copied nor page-faulted.
+    async fn read_large(&mut self, total: usize) -> Result<Frame> {
+        let mut frame = pool::take(total);
+        let have = self.buf.len().min(total);
+        frame.extend_from_slice(&self.buf.split_to(have));
+        while frame.len() < total {
+            let room = total - frame.len();
+            let n = self
+                .inner
+                .read_buf(&mut (&mut frame).limit(room))
+                .await
+                .map_err(|e| PsError::io("read", e))?;
+            if n == 0 {
+                return Err(closed_inside(frame.len()));
+            }
+        }
+        Frame::parse(pool::freeze(frame))
+    }
+
+    async fn fill(&mut self) -> Result<usize> {
+        self.inner
+            .read_buf(&mut self.buf)
+            .await
+            .map_err(|e| PsError::io("read", e))
+    }
+}
+
+fn closed_inside(pending: usize) -> PsError {
+    PsError::Protocol(format!(
+        "connection closed inside a frame ({pending} bytes pending)"
+    ))
 }
 
 /// Writes frames to a byte stream; call [`FrameWriter::flush`] when no more frames are queued.

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod connection;
 pub mod frame;
+pub mod pool;
 pub mod states;
 pub mod transport;
 

@@ -147,7 +147,11 @@ pub(crate) struct KeyData<T> {
     count: u64,
     round: u64,
     value: Arc<Vec<T>>,
+    /// Sum of the round's pushes once two have arrived (scratch space otherwise).
     merge: Vec<T>,
+    /// The round's first push, kept as it came until a second one arrives, so a sum of W
+    /// pushes costs W - 1 passes and a single push may feed the updater without a copy.
+    first: Option<(DType, Bytes)>,
     pushed: Vec<bool>,
     n_pushed: u32,
     ahead: VecDeque<Ahead>,
@@ -177,6 +181,7 @@ impl<T: Float> KeyData<T> {
             round: 0,
             value: Arc::new(value),
             merge: Vec::new(),
+            first: None,
             pushed: vec![false; num_workers as usize],
             n_pushed: 0,
             ahead: VecDeque::new(),
@@ -244,8 +249,7 @@ impl<T: Float> KeyData<T> {
                         self.key
                     )));
                 };
-                self.merge.resize(self.count as usize, T::zero());
-                T::read_into(&mut self.merge, &e.payload, e.dtype);
+                self.first = Some((e.dtype, e.payload.clone()));
                 self.apply(updater, ctx.epoch);
                 self.round += 1;
                 Ok(())
@@ -283,22 +287,32 @@ impl<T: Float> KeyData<T> {
                         self.key, e.round
                     )));
                 }
-                self.merge_one(worker, e.dtype, &e.payload);
+                self.merge_one(worker, e.dtype, e.payload.clone());
                 self.complete_rounds(ctx);
                 Ok(())
             }
         }
     }
 
-    fn merge_one(&mut self, worker: u32, dtype: DType, payload: &[u8]) {
-        if self.n_pushed == 0 {
-            self.merge.resize(self.count as usize, T::zero());
-            T::read_into(&mut self.merge, payload, dtype);
-        } else {
-            T::add_into(&mut self.merge, payload, dtype);
+    fn merge_one(&mut self, worker: u32, dtype: DType, payload: Bytes) {
+        match (self.n_pushed, self.first.take()) {
+            (0, _) => self.first = Some((dtype, payload)),
+            (_, Some((d0, p0))) => {
+                self.merge.resize(self.count as usize, T::zero());
+                T::sum_into(&mut self.merge, &p0, d0, &payload, dtype);
+            }
+            (_, None) => T::add_into(&mut self.merge, &payload, dtype),
         }
         self.pushed[worker as usize] = true;
         self.n_pushed += 1;
+    }
+
+    /// Makes `merge` hold the round's sum (it may still be only the first push's bytes).
+    fn settle(&mut self) {
+        if let Some((dtype, payload)) = self.first.take() {
+            self.merge.resize(self.count as usize, T::zero());
+            T::read_into(&mut self.merge, &payload, dtype);
+        }
     }
 
     /// Closes every round that has all its pushes, then answers the pulls that waited for them.
@@ -308,6 +322,7 @@ impl<T: Float> KeyData<T> {
             match ctx.updater {
                 Some(updater) => self.apply(updater, ctx.epoch),
                 None => {
+                    self.settle();
                     let sum = std::mem::take(&mut self.merge);
                     let old = std::mem::replace(&mut self.value, Arc::new(sum));
                     self.merge = Arc::try_unwrap(old).unwrap_or_default();
@@ -322,7 +337,7 @@ impl<T: Float> KeyData<T> {
                 self.ahead.drain(..).partition(|a| a.round == round);
             self.ahead = later.into();
             for a in now {
-                self.merge_one(a.worker, a.dtype, &a.payload);
+                self.merge_one(a.worker, a.dtype, a.payload);
             }
         }
         if completed && !self.pulls.is_empty() {
@@ -342,9 +357,26 @@ impl<T: Float> KeyData<T> {
         if fresh {
             self.opt = Some((epoch, updater.new_state(self.count as usize)));
         }
+        // A single push in the key's own type is used in place when its bytes are aligned.
+        let direct = match &self.first {
+            Some((dtype, payload)) if dtype.size() == std::mem::size_of::<T>() => {
+                bytemuck::try_cast_slice::<u8, T>(payload).ok().map(|_| payload.clone())
+            }
+            _ => None,
+        };
+        if direct.is_none() {
+            self.settle();
+        }
+        self.first = None;
         let (_, state) = self.opt.as_mut().expect("state set above");
         let value = Arc::make_mut(&mut self.value);
-        updater.update(self.key, value, &self.merge, state);
+        match &direct {
+            Some(bytes) => {
+                let grad: &[T] = bytemuck::cast_slice(bytes);
+                updater.update(self.key, value, grad, state)
+            }
+            None => updater.update(self.key, value, &self.merge, state),
+        }
     }
 
     fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {

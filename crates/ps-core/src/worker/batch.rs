@@ -5,8 +5,9 @@ use super::conn::{ReplyRx, ServerConn};
 use super::ticket::{Plan, Ticket};
 use crate::protocol::frame::{Entry, Op};
 
-/// Payload bytes after which a frame is closed and another begun.
-const FRAME_PAYLOAD: usize = 16 << 20;
+/// Payload bytes after which a frame is closed and another begun: one large piece per frame,
+/// so the server starts on it while the next is still on the wire.
+const FRAME_PAYLOAD: usize = crate::partition::PIECE_BYTES as usize;
 /// Entries per frame (the wire field is 16 bits).
 const FRAME_ENTRIES: usize = u16::MAX as usize;
 

@@ -5,11 +5,12 @@
 //! key spread over several servers is put back together, and a whole key from one server is
 //! handed over without a copy.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::conn::ReplyRx;
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Frame;
+use crate::protocol::pool;
 
 /// Where one piece of a pulled key is: frame, entry, byte offset inside the key, byte length.
 #[derive(Debug, Clone, Copy)]
@@ -135,10 +136,10 @@ fn gather(g: &Gather, frames: &[Frame]) -> Result<Bytes> {
         return payload(only).cloned();
     }
     // Pieces are planned in offset order and cover the key exactly: append them.
-    let mut out = BytesMut::with_capacity(g.bytes);
+    let mut out = pool::take(g.bytes);
     for p in &g.pieces {
         debug_assert_eq!(p.at, out.len());
         out.extend_from_slice(payload(p)?);
     }
-    Ok(out.freeze())
+    Ok(pool::freeze(out))
 }
