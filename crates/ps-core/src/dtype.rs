@@ -119,7 +119,8 @@ macro_rules! impl_float {
                 if da == db && da.size() == std::mem::size_of::<Self>() {
                     let n = std::mem::size_of::<Self>();
                     let load = |c: &[u8]| -> Self { bytemuck::pod_read_unaligned(c) };
-                    for ((d, x), y) in dst.iter_mut().zip(a.chunks_exact(n)).zip(b.chunks_exact(n)) {
+                    for ((d, x), y) in dst.iter_mut().zip(a.chunks_exact(n)).zip(b.chunks_exact(n))
+                    {
                         *d = load(x) + load(y);
                     }
                 } else {

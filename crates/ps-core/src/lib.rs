@@ -7,6 +7,7 @@
 //! # Layout
 //! - [`error`]: [`PsError`], the one error type, and [`Result`].
 //! - [`config`]: node settings from MXNet's `DMLC_*`/`PS_*` variables and `MXRS_*`.
+//! - [`cli`]: the same settings as command-line flags of the binaries.
 //! - [`dtype`]: element types and their conversions (float16/bfloat16 summed in float32).
 //! - [`protocol`]: data-plane frames and connections, the control-plane gRPC types, the
 //!   shared-secret handshake both planes open with.
@@ -18,6 +19,7 @@
 //! - [`worker`]: the client a training process uses: push/pull tickets, slicing, barriers.
 //! - [`node`]: logging and the entry points that run a whole scheduler or server process.
 
+pub mod cli;
 pub mod config;
 pub mod dtype;
 pub mod error;

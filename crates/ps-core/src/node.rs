@@ -1,1 +1,161 @@
-//! node (in progress)
+//! Whole-process entry points: logging, and running a scheduler, a server or a worker's
+//! connection to the job from a [`Config`].
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::config::{Config, Role};
+use crate::error::{PsError, Result};
+use crate::protocol::frame::Mode;
+use crate::protocol::{auth, transport};
+use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
+use crate::server::Server;
+use crate::worker::{DataPlane, Worker};
+
+/// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
+/// message; `RUST_LOG` overrides. Safe to call more than once.
+pub fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("ps_core={level},warn")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn secret(cfg: &Config) -> Option<Arc<[u8]>> {
+    auth::warn_if_open(cfg.secret.as_deref());
+    cfg.secret.as_deref().map(Arc::from)
+}
+
+/// Runs the scheduler of the job `cfg` describes until every worker has finished.
+pub async fn run_scheduler(cfg: &Config) -> Result<Outcome> {
+    let root = cfg.root_addr()?;
+    let listener = transport::listen(root.ip(), root.port()).await?;
+    tracing::info!("scheduler listening on {root}");
+    scheduler::serve(cfg, listener, std::future::pending()).await
+}
+
+/// Runs a server: binds its data port, joins the job, serves until the scheduler ends the job
+/// (or is lost).
+pub async fn run_server(cfg: &Config) -> Result<Outcome> {
+    let secret = secret(cfg);
+    let ip = cfg.node_ip()?;
+    let listener = transport::listen(ip, cfg.port).await?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| PsError::io("local address", e))?
+        .port();
+    let control = ControlClient::join(cfg, Role::Server, &ip.to_string(), port).await?;
+    tracing::info!("{} serving", control.membership().me);
+    let mut health = control.health();
+    let server = Server::new(cfg.num_workers, cfg.max_frame_bytes);
+    let ended = async {
+        let _ = health
+            .wait_for(|h| h.shutdown.is_some() || h.scheduler_lost())
+            .await;
+    };
+    server.serve(listener, secret, ended).await?;
+    let end = control.health().borrow().clone();
+    Ok(match (end.shutdown, end.lost) {
+        (Some(s), _) if !s.failed => Outcome::Completed,
+        (Some(s), _) => Outcome::Failed(s.reason),
+        (None, lost) => Outcome::Failed(lost.unwrap_or_else(|| "the job ended".into())),
+    })
+}
+
+/// A worker that joined a job through its scheduler.
+pub struct JobWorker {
+    worker: Arc<Worker>,
+    control: ControlClient,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl JobWorker {
+    /// Joins the job `cfg` describes and connects to every server, in `mode`.
+    pub async fn join(cfg: &Config, mode: Mode) -> Result<JobWorker> {
+        let secret = secret(cfg);
+        let ip = cfg.node_ip()?;
+        let control = ControlClient::join(cfg, Role::Worker, &ip.to_string(), 0).await?;
+        let m = control.membership().clone();
+        let plane = DataPlane {
+            servers: m
+                .servers
+                .iter()
+                .map(|s| {
+                    let addr = format!("{}:{}", s.host, s.port)
+                        .parse()
+                        .map_err(|_| PsError::Rpc(format!("bad address for {s}")))?;
+                    Ok((addr, s.to_string()))
+                })
+                .collect::<Result<_>>()?,
+            rank: m.me.rank,
+            num_workers: m.num_workers,
+            mode,
+            bigarray_bound: cfg.bigarray_bound,
+            max_frame_bytes: cfg.max_frame_bytes,
+            secret,
+        };
+        let worker = Arc::new(Worker::connect(plane).await?);
+        let watcher = tokio::spawn(watch_health(control.health(), worker.clone()));
+        Ok(JobWorker {
+            worker,
+            control,
+            watcher,
+        })
+    }
+
+    /// The data-plane client.
+    pub fn worker(&self) -> &Worker {
+        &self.worker
+    }
+
+    /// Waits until every worker reached the barrier.
+    pub async fn barrier(&self) -> Result<()> {
+        self.control.barrier(Group::Workers).await
+    }
+
+    /// Waits until every node (workers and servers) reached the barrier.
+    pub async fn barrier_all(&self) -> Result<()> {
+        self.control.barrier(Group::All).await
+    }
+
+    /// Tells the scheduler this worker is done; when all are, the job ends.
+    pub async fn finish(&self) -> Result<()> {
+        self.control.finish().await
+    }
+}
+
+impl Drop for JobWorker {
+    fn drop(&mut self) {
+        self.watcher.abort();
+    }
+}
+
+/// Fails the worker's requests as soon as the job reports a lost node or a failed shutdown.
+async fn watch_health(mut health: watch::Receiver<JobHealth>, worker: Arc<Worker>) {
+    let why = loop {
+        {
+            let h = health.borrow_and_update();
+            if let Some(lost) = &h.lost {
+                break lost.clone();
+            }
+            if let Some(s) = &h.shutdown
+                && s.failed
+            {
+                break s.reason.clone();
+            }
+        }
+        if health.changed().await.is_err() {
+            return;
+        }
+    };
+    worker.fail(&why);
+}

@@ -42,20 +42,14 @@ pub(crate) fn dispatch(
             slot.complete(answer(e, r.map(|round| (round, Bytes::new()))));
         }),
         Op::Pull => entries.for_each(|(e, slot)| pull(shared, e, e.round, slot)),
-        Op::PushPull => entries.for_each(|(e, slot)| {
-            let mut rejected = None;
-            let got = with_key(shared, e, |k, ctx| {
-                k.push(ctx, rank, e)?;
-                Ok(())
-            });
-            if let Err(err) = got {
-                rejected = Some(err);
-            }
-            match rejected {
-                Some(err) => slot.complete(e.error(&err)),
-                None => pull(shared, e, e.round + 1, slot),
-            }
-        }),
+        Op::PushPull => {
+            entries.for_each(
+                |(e, slot)| match with_key(shared, e, |k, ctx| k.push(ctx, rank, e)) {
+                    Ok(()) => pull(shared, e, e.round + 1, slot),
+                    Err(err) => slot.complete(e.error(&err)),
+                },
+            )
+        }
         Op::SetOptimizer => entries.for_each(|(e, slot)| {
             slot.complete(answer(
                 e,
