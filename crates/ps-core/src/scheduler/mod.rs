@@ -24,9 +24,13 @@
 //!
 //! [`PsError::NodeLost`]: crate::PsError::NodeLost
 
-#![allow(dead_code)] // the service and client that use these come next
-
+mod client;
+mod closer;
 mod membership;
+mod service;
+
+pub use client::ControlClient;
+pub use service::serve;
 
 use std::fmt;
 
