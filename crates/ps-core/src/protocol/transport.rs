@@ -34,7 +34,8 @@ pub async fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<TcpStrea
 
 /// Accepts connections on `listener` forever and yields those that pass the handshake. Each
 /// handshake runs in its own task, so a silent or hostile peer delays nobody; failures are
-/// logged and the connection dropped. Ends when the receiver is dropped.
+/// logged and the connection dropped. Ends, handshakes in progress included, when the receiver
+/// is dropped.
 pub fn authenticated(
     listener: TcpListener,
     secret: Option<Arc<[u8]>>,
@@ -57,7 +58,11 @@ pub fn authenticated(
             let secret = secret.clone();
             tokio::spawn(async move {
                 let _ = stream.set_nodelay(true);
-                match auth::accept(&mut stream, secret.as_deref()).await {
+                let handshake = tokio::select! {
+                    r = auth::accept(&mut stream, secret.as_deref()) => r,
+                    _ = tx.closed() => return,
+                };
+                match handshake {
                     Ok(()) => {
                         tracing::debug!("accepted connection from {peer}");
                         let _ = tx.send(Ok(stream)).await;
@@ -71,6 +76,10 @@ pub fn authenticated(
 }
 
 /// A gRPC channel to `addr` whose every connection runs the handshake first.
+///
+/// # Errors
+/// [`PsError::Auth`] when the handshake fails (a different secret, or not an mxrs node);
+/// [`PsError::Rpc`] when `addr` cannot be reached.
 pub async fn grpc_channel(addr: SocketAddr, secret: Option<Arc<[u8]>>) -> Result<Channel> {
     let endpoint = Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| PsError::Rpc(format!("bad scheduler address {addr}: {e}")))?;
@@ -86,12 +95,30 @@ pub async fn grpc_channel(addr: SocketAddr, secret: Option<Arc<[u8]>>) -> Result
     endpoint
         .connect_with_connector(connector)
         .await
-        .map_err(|e| {
-            PsError::Rpc(format!(
+        .map_err(|e| match auth_failure(&e) {
+            Some(reason) => PsError::Auth(format!("scheduler at {addr}: {reason}")),
+            None => PsError::Rpc(format!(
                 "cannot reach the scheduler at {addr}: {}",
                 source_chain(&e)
-            ))
+            )),
         })
+}
+
+/// The handshake failure somewhere in `e`'s chain of sources. The connector carries its
+/// [`PsError`] through tonic inside an `io::Error`, so look inside those too.
+fn auth_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        let inner = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<PsError>());
+        if let Some(PsError::Auth(reason)) = err.downcast_ref::<PsError>().or(inner) {
+            return Some(reason.clone());
+        }
+        cur = err.source();
+    }
+    None
 }
 
 /// `e` and its sources joined, so a transport error shows its root cause.

@@ -1,0 +1,495 @@
+//! The job's state as pure logic: who registered, which rank each node got, who waits in which
+//! barrier, who is alive, and when the job is over. No sockets and no clock of its own (callers
+//! pass `now`), so every rule here is unit-tested directly.
+//!
+//! Answers that arrive later (a registration completed when the last node joins, a barrier
+//! released when the last member enters) go out through oneshot channels; notices for every node
+//! (a node was lost, the job is over) go out through a broadcast channel.
+
+use tokio::sync::{broadcast, oneshot, watch};
+use tokio::time::{Duration, Instant};
+
+use super::{Group, Membership, NodeInfo, Shutdown};
+use crate::config::Role;
+use crate::error::{PsError, Result};
+
+/// Longest host name a node may advertise.
+const MAX_HOST_LEN: usize = 255;
+/// Notices a slow event stream may fall behind by before it skips some.
+const NOTICE_BACKLOG: usize = 64;
+
+/// A registration as a node sent it.
+#[derive(Debug, Clone)]
+pub(crate) struct Registration {
+    pub role: Role,
+    pub host: String,
+    /// Data-plane port (servers); ignored for workers.
+    pub port: u32,
+    /// `DMLC_WORKER_ID` (workers); ignored for servers.
+    pub worker_id: Option<u32>,
+    /// The node's `DMLC_NUM_WORKER` and `DMLC_NUM_SERVER`.
+    pub num_workers: u32,
+    pub num_servers: u32,
+}
+
+/// What every node hears about.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Notice {
+    /// A node was declared lost; `message` names it and says why.
+    Lost { node: NodeInfo, message: String },
+    /// The job is over.
+    Shutdown(Shutdown),
+}
+
+/// What a node gets when it subscribes to events.
+pub(crate) struct Subscription {
+    /// Tells this subscription apart from a later one of the same node.
+    pub id: u64,
+    /// Notices sent before the subscription that the node must still hear.
+    pub backlog: Vec<Notice>,
+    pub notices: broadcast::Receiver<Notice>,
+}
+
+type Reply<T> = oneshot::Sender<Result<T>>;
+
+struct Pending {
+    ticket: u64,
+    reg: Registration,
+    reply: Reply<Membership>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    Alive,
+    Finished,
+    Lost(String),
+}
+
+struct Member {
+    info: NodeInfo,
+    state: State,
+    last_seen: Instant,
+    subscription: Option<u64>,
+}
+
+/// The whole job, from the first registration to the shutdown order.
+pub(crate) struct Job {
+    num_workers: u32,
+    num_servers: u32,
+    /// Registrations waiting for the job to form, in arrival order.
+    pending: Vec<Pending>,
+    /// Once formed: every node, indexed by `node_id - 1` (servers by rank, then workers).
+    members: Vec<Member>,
+    /// Waiting members of each group's barrier, by node id.
+    barriers: [Vec<(u32, Reply<()>)>; 3],
+    lost: Vec<NodeInfo>,
+    first_lost: Option<String>,
+    next_ticket: u64,
+    notices: broadcast::Sender<Notice>,
+    ended: watch::Sender<Option<Shutdown>>,
+}
+
+impl Job {
+    /// A job of `num_workers` workers and `num_servers` servers, none registered yet.
+    pub fn new(num_workers: u32, num_servers: u32) -> Job {
+        Job {
+            num_workers,
+            num_servers,
+            pending: Vec::new(),
+            members: Vec::new(),
+            barriers: Default::default(),
+            lost: Vec::new(),
+            first_lost: None,
+            next_ticket: 1,
+            notices: broadcast::channel(NOTICE_BACKLOG).0,
+            ended: watch::channel(None).0,
+        }
+    }
+
+    /// Watches for the end of the job.
+    pub fn ended(&self) -> watch::Receiver<Option<Shutdown>> {
+        self.ended.subscribe()
+    }
+
+    fn is_over(&self) -> bool {
+        self.ended.borrow().is_some()
+    }
+
+    /// Takes a registration. The receiver gets the node's membership once the last node of the
+    /// job has registered; the ticket withdraws the registration if the node goes away first.
+    pub fn register(
+        &mut self,
+        reg: Registration,
+        now: Instant,
+    ) -> Result<(u64, oneshot::Receiver<Result<Membership>>)> {
+        self.check(&reg)?;
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let (reply, rx) = oneshot::channel();
+        self.pending.push(Pending { ticket, reg, reply });
+        if self.pending.len() as u64 == u64::from(self.num_workers) + u64::from(self.num_servers) {
+            self.form(now);
+        }
+        Ok((ticket, rx))
+    }
+
+    fn check(&self, reg: &Registration) -> Result<()> {
+        let refuse = |msg: String| Err(PsError::Rejected(msg));
+        if self.is_over() {
+            return Err(PsError::Shutdown);
+        }
+        if reg.role == Role::Scheduler {
+            return refuse("only workers and servers register with the scheduler; this node's DMLC_ROLE is scheduler".into());
+        }
+        for (var, theirs, ours) in [
+            ("DMLC_NUM_WORKER", reg.num_workers, self.num_workers),
+            ("DMLC_NUM_SERVER", reg.num_servers, self.num_servers),
+        ] {
+            if theirs != ours {
+                return refuse(format!(
+                    "{var} is {theirs} on this node but {ours} at the scheduler"
+                ));
+            }
+        }
+        if !self.members.is_empty() {
+            return refuse(format!(
+                "the job ({} workers, {} servers) has already formed; a {} cannot join it now",
+                self.num_workers, self.num_servers, reg.role
+            ));
+        }
+        if reg.host.len() > MAX_HOST_LEN {
+            return refuse(format!("host name of {} bytes is too long", reg.host.len()));
+        }
+        if reg.role == Role::Server && !(1..=u32::from(u16::MAX)).contains(&reg.port) {
+            return refuse(format!(
+                "a server must advertise its data-plane port (1-65535), not {}",
+                reg.port
+            ));
+        }
+        let (same_role, limit, var) = match reg.role {
+            Role::Worker => (Role::Worker, self.num_workers, "DMLC_NUM_WORKER"),
+            _ => (Role::Server, self.num_servers, "DMLC_NUM_SERVER"),
+        };
+        let registered = self.pending.iter().filter(|p| p.reg.role == same_role);
+        if registered.count() as u32 >= limit {
+            return refuse(format!(
+                "the job has {limit} {same_role} places and all are taken; \
+                 is {var} the same on every node?"
+            ));
+        }
+        if let (Role::Worker, Some(id)) = (reg.role, reg.worker_id) {
+            if id >= self.num_workers {
+                return refuse(format!(
+                    "DMLC_WORKER_ID is {id} but the job has {} workers (ids 0..{})",
+                    self.num_workers,
+                    self.num_workers - 1
+                ));
+            }
+            let taken = self
+                .pending
+                .iter()
+                .find(|p| p.reg.role == Role::Worker && p.reg.worker_id == Some(id));
+            if let Some(other) = taken {
+                return refuse(format!(
+                    "DMLC_WORKER_ID {id} is already taken by the worker on {}",
+                    other.reg.host
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws a registration whose node went away before the job formed.
+    pub fn withdraw(&mut self, ticket: u64) {
+        self.pending.retain(|p| p.ticket != ticket);
+    }
+
+    /// Everyone has registered: assign ranks and node ids, answer every registration.
+    fn form(&mut self, now: Instant) {
+        let pending = std::mem::take(&mut self.pending);
+        let (workers, servers): (Vec<Pending>, Vec<Pending>) = pending
+            .into_iter()
+            .partition(|p| p.reg.role == Role::Worker);
+        // Workers that asked for a rank get it; the others fill the gaps in arrival order.
+        let mut taken = vec![false; self.num_workers as usize];
+        for w in &workers {
+            if let Some(id) = w.reg.worker_id {
+                taken[id as usize] = true;
+            }
+        }
+        let mut free = (0..self.num_workers).filter(|&r| !taken[r as usize]);
+        let mut ranked: Vec<(u32, Pending)> = Vec::with_capacity(workers.len());
+        for w in workers {
+            let rank = w.reg.worker_id.or_else(|| free.next()).unwrap_or(0);
+            ranked.push((rank, w));
+        }
+        ranked.sort_by_key(|(rank, _)| *rank);
+        let ordered = servers.into_iter().enumerate().map(|(r, p)| (r as u32, p));
+        let ordered: Vec<(u32, Pending)> = ordered.chain(ranked).collect();
+
+        let mut replies = Vec::with_capacity(ordered.len());
+        for (i, (rank, p)) in ordered.into_iter().enumerate() {
+            let port = match p.reg.role {
+                Role::Server => p.reg.port as u16,
+                _ => 0,
+            };
+            let info = NodeInfo {
+                node_id: i as u32 + 1,
+                role: p.reg.role,
+                rank,
+                host: p.reg.host,
+                port,
+            };
+            self.members.push(Member {
+                info,
+                state: State::Alive,
+                last_seen: now,
+                subscription: None,
+            });
+            replies.push(p.reply);
+        }
+        let servers: Vec<NodeInfo> = self.members[..self.num_servers as usize]
+            .iter()
+            .map(|m| m.info.clone())
+            .collect();
+        for (i, reply) in replies.into_iter().enumerate() {
+            let me = self.members[i].info.clone();
+            let membership = Membership {
+                me,
+                num_workers: self.num_workers,
+                num_servers: self.num_servers,
+                servers: servers.clone(),
+            };
+            if reply.send(Ok(membership)).is_err() {
+                // Its node went away just as the job formed.
+                self.declare_lost(i as u32 + 1, "disconnected while the job formed");
+            }
+        }
+    }
+
+    fn member(&self, node_id: u32) -> Result<&Member> {
+        let index = node_id.checked_sub(1).map(|i| i as usize);
+        index.and_then(|i| self.members.get(i)).ok_or_else(|| {
+            PsError::Rejected(format!("node id {node_id} is not a member of this job"))
+        })
+    }
+
+    fn member_mut(&mut self, node_id: u32) -> Result<&mut Member> {
+        self.member(node_id)?;
+        Ok(&mut self.members[node_id as usize - 1])
+    }
+
+    /// Notes that `node_id` is alive.
+    fn seen(&mut self, node_id: u32, now: Instant) -> Result<&mut Member> {
+        let m = self.member_mut(node_id)?;
+        m.last_seen = now;
+        Ok(m)
+    }
+
+    /// A heartbeat from `node_id`. Returns the nodes lost so far and the message about the first.
+    pub fn heartbeat(
+        &mut self,
+        node_id: u32,
+        now: Instant,
+    ) -> Result<(Vec<NodeInfo>, Option<String>)> {
+        self.seen(node_id, now)?;
+        Ok((self.lost.clone(), self.first_lost.clone()))
+    }
+
+    /// `node_id` enters its group's barrier. The receiver is answered when every member of the
+    /// group has entered, or with an error when a member is lost or finishes first.
+    pub fn enter_barrier(
+        &mut self,
+        node_id: u32,
+        group: Group,
+        now: Instant,
+    ) -> Result<oneshot::Receiver<Result<()>>> {
+        if self.is_over() {
+            return Err(PsError::Shutdown);
+        }
+        let me = self.seen(node_id, now)?.info.clone();
+        if !group.contains(me.role) {
+            return Err(PsError::Rejected(format!(
+                "{me} is not a member of the {group} barrier"
+            )));
+        }
+        for m in self.members.iter().filter(|m| group.contains(m.info.role)) {
+            match &m.state {
+                State::Alive => {}
+                State::Lost(message) => return Err(PsError::NodeLost(message.clone())),
+                State::Finished => return Err(finished_error(&m.info, group)),
+            }
+        }
+        let size = self
+            .members
+            .iter()
+            .filter(|m| group.contains(m.info.role))
+            .count();
+        let waiting = &mut self.barriers[group.index()];
+        // Drop members whose call went away, and an earlier entry of this node.
+        waiting.retain(|(id, tx)| !tx.is_closed() && *id != node_id);
+        let (tx, rx) = oneshot::channel();
+        waiting.push((node_id, tx));
+        if waiting.len() == size {
+            for (_, tx) in waiting.drain(..) {
+                let _ = tx.send(Ok(()));
+            }
+        }
+        Ok(rx)
+    }
+
+    /// Fails the barriers of every group `role` belongs to.
+    fn fail_barriers(&mut self, role: Role, err: impl Fn() -> PsError) {
+        for group in [Group::Workers, Group::Servers, Group::All] {
+            if group.contains(role) {
+                for (_, tx) in self.barriers[group.index()].drain(..) {
+                    let _ = tx.send(Err(err()));
+                }
+            }
+        }
+    }
+
+    /// Worker `node_id` is done.
+    pub fn finish(&mut self, node_id: u32, now: Instant) -> Result<()> {
+        let m = self.seen(node_id, now)?;
+        let info = m.info.clone();
+        if info.role != Role::Worker {
+            return Err(PsError::Rejected(format!(
+                "only workers finish; node {node_id} is {info}"
+            )));
+        }
+        match &m.state {
+            State::Finished => return Ok(()),
+            State::Lost(message) => return Err(PsError::NodeLost(message.clone())),
+            State::Alive => m.state = State::Finished,
+        }
+        tracing::debug!("{info} (node {node_id}) finished");
+        self.fail_barriers(Role::Worker, || finished_error(&info, Group::Workers));
+        self.check_end();
+        Ok(())
+    }
+
+    /// `node_id` opens its event stream.
+    pub fn subscribe(&mut self, node_id: u32, now: Instant) -> Result<Subscription> {
+        let id = self.next_ticket;
+        self.next_ticket += 1;
+        self.seen(node_id, now)?.subscription = Some(id);
+        let mut backlog = Vec::new();
+        if let (Some(node), Some(message)) = (self.lost.first(), &self.first_lost) {
+            backlog.push(Notice::Lost {
+                node: node.clone(),
+                message: message.clone(),
+            });
+        }
+        if let Some(shutdown) = self.ended.borrow().clone() {
+            backlog.push(Notice::Shutdown(shutdown));
+        }
+        Ok(Subscription {
+            id,
+            backlog,
+            notices: self.notices.subscribe(),
+        })
+    }
+
+    /// The event stream `subscription` of `node_id` closed: the node is gone unless it finished,
+    /// opened a newer stream, or the job is over.
+    pub fn disconnected(&mut self, node_id: u32, subscription: u64) {
+        let current = self.member(node_id).map(|m| m.subscription);
+        if matches!(current, Ok(Some(id)) if id == subscription) {
+            self.declare_lost(node_id, "disconnected");
+        }
+    }
+
+    /// Declares lost every live node silent for longer than `timeout`.
+    pub fn check_timeouts(&mut self, now: Instant, timeout: Duration) {
+        let silent: Vec<u32> = self
+            .members
+            .iter()
+            .filter(|m| m.state == State::Alive && now.duration_since(m.last_seen) > timeout)
+            .map(|m| m.info.node_id)
+            .collect();
+        for node_id in silent {
+            self.declare_lost(node_id, &format!("stopped heart-beating for {timeout:?}"));
+        }
+    }
+
+    /// Declares a live node lost: everyone hears of it and its barriers fail.
+    fn declare_lost(&mut self, node_id: u32, why: &str) {
+        if self.is_over() {
+            return;
+        }
+        let Ok(m) = self.member_mut(node_id) else {
+            return;
+        };
+        if m.state != State::Alive {
+            return;
+        }
+        let message = format!("{} (node {node_id}) {why}", m.info);
+        m.state = State::Lost(message.clone());
+        let node = m.info.clone();
+        tracing::error!("lost {message}");
+        self.lost.push(node.clone());
+        self.first_lost.get_or_insert_with(|| message.clone());
+        self.fail_barriers(node.role, || PsError::NodeLost(message.clone()));
+        let _ = self.notices.send(Notice::Lost { node, message });
+        self.check_end();
+    }
+
+    /// Ends the job once no worker is still working.
+    fn check_end(&mut self) {
+        let working = self
+            .members
+            .iter()
+            .any(|m| m.info.role == Role::Worker && m.state == State::Alive);
+        if working {
+            return;
+        }
+        let shutdown = match &self.first_lost {
+            Some(message) => Shutdown {
+                failed: true,
+                reason: message.clone(),
+            },
+            None => Shutdown {
+                failed: false,
+                reason: format!("all {} workers finished", self.num_workers),
+            },
+        };
+        self.end(shutdown);
+    }
+
+    /// Stops the job from outside (the scheduler was told to stop).
+    pub fn stop(&mut self, reason: &str) {
+        self.end(Shutdown {
+            failed: true,
+            reason: reason.into(),
+        });
+    }
+
+    fn end(&mut self, shutdown: Shutdown) {
+        if self.is_over() {
+            return;
+        }
+        tracing::info!("job over: {}", shutdown.reason);
+        for p in self.pending.drain(..) {
+            let _ = p.reply.send(Err(PsError::Shutdown));
+        }
+        for waiting in &mut self.barriers {
+            for (_, tx) in waiting.drain(..) {
+                let _ = tx.send(Err(PsError::Shutdown));
+            }
+        }
+        let _ = self.notices.send(Notice::Shutdown(shutdown.clone()));
+        self.ended.send_replace(Some(shutdown));
+    }
+}
+
+fn finished_error(info: &NodeInfo, group: Group) -> PsError {
+    PsError::Rejected(format!(
+        "{info} (node {}) has finished, so the {group} barrier cannot complete",
+        info.node_id
+    ))
+}
+
+#[cfg(test)]
+#[path = "membership_tests.rs"]
+mod tests;
