@@ -59,7 +59,7 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
     let server = Server::new(cfg.num_workers, cfg.max_frame_bytes);
     let ended = async {
         let _ = health
-            .wait_for(|h| h.shutdown.is_some() || h.scheduler_lost())
+            .wait_for(|h| h.shutdown.is_some() || h.scheduler_lost)
             .await;
     };
     server.serve(listener, secret, ended).await?;

@@ -14,7 +14,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Kills the processes it started when dropped (a failing test leaves nothing behind).
 struct Job {
-    port: u16,
     secret: String,
     children: Vec<(String, Child)>,
     env: Vec<(String, String)>,

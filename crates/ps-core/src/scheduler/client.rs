@@ -69,6 +69,8 @@ impl Watch {
         let message = format!("{} {why}", self.scheduler);
         self.scheduler_lost.send_replace(Some(message.clone()));
         self.lost(message);
+        self.health
+            .send_if_modified(|h| !std::mem::replace(&mut h.scheduler_lost, true));
     }
 
     fn shutdown(&self, order: Shutdown) {

@@ -126,6 +126,8 @@ pub struct JobHealth {
     /// `worker 1 on 127.0.0.1 (node 4) stopped heart-beating for 10s`. Names the scheduler when
     /// the scheduler itself stopped answering.
     pub lost: Option<String>,
+    /// True once the scheduler itself is lost: no shutdown order will come, so servers exit.
+    pub scheduler_lost: bool,
     /// Set when the scheduler ordered the job to end; servers exit on it.
     pub shutdown: Option<Shutdown>,
 }
