@@ -38,7 +38,6 @@ impl Job {
         ];
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         Job {
-            port,
             secret,
             children: Vec::new(),
             env,
