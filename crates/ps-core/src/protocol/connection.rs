@@ -1,17 +1,24 @@
 //! Framed halves of a data-plane connection: a reader that owns the read buffer and a writer
-//! that owns the buffered writer (mini-redis style, split so one task reads and one writes).
+//! that owns the queue of outgoing bytes (mini-redis style, split so one task reads and one
+//! writes).
 
-use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use std::collections::VecDeque;
+use std::io::IoSlice;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::frame::Frame;
 use super::pool;
 use crate::error::{PsError, Result};
 
-/// Payloads at or above this size are written straight from their own memory.
-const INLINE_LIMIT: usize = 32 * 1024;
-/// Write buffer for headers and small payloads.
-const WRITE_BUFFER: usize = 256 * 1024;
+/// Payloads at or above this size are written straight from their own memory; smaller ones are
+/// copied next to their header (cheaper than an I/O vector of their own).
+const INLINE_LIMIT: usize = 512;
+/// Queued bytes that trigger a send before `flush`.
+const SEND_AT: usize = 1 << 20;
+/// I/O vectors per write call (Linux accepts 1024).
+const MAX_IOV: usize = 1024;
 /// Read-buffer growth step for small frames (large ones get a buffer of their own).
 const READ_STEP: usize = 256 * 1024;
 
@@ -89,37 +96,69 @@ fn closed_inside(pending: usize) -> PsError {
     ))
 }
 
-/// Writes frames to a byte stream; call [`FrameWriter::flush`] when no more frames are queued.
-pub struct FrameWriter<W: AsyncWrite> {
-    inner: BufWriter<W>,
+/// Writes frames to a byte stream with vectored writes: headers are gathered into one buffer and
+/// payloads are handed to the kernel from their own memory, so no tensor byte is copied in user
+/// space. Call [`FrameWriter::flush`] when no more frames are queued.
+pub struct FrameWriter<W> {
+    inner: W,
     scratch: BytesMut,
-    chunks: Vec<Bytes>,
+    chunks: VecDeque<Bytes>,
+    queued: usize,
 }
 
 impl<W: AsyncWrite + Unpin> FrameWriter<W> {
-    /// Wraps `inner` in a write buffer.
+    /// Writes to `inner`.
     pub fn new(inner: W) -> Self {
         FrameWriter {
-            inner: BufWriter::with_capacity(WRITE_BUFFER, inner),
-            scratch: BytesMut::with_capacity(4096),
-            chunks: Vec::new(),
+            inner,
+            scratch: BytesMut::with_capacity(64 * 1024),
+            chunks: VecDeque::new(),
+            queued: 0,
         }
     }
 
-    /// Queues `frame`; large payloads go to the socket directly, without a copy.
+    /// Queues `frame`, sending once enough has gathered.
     pub async fn write_frame(&mut self, frame: &Frame) -> Result<()> {
-        frame.encode(&mut self.scratch, INLINE_LIMIT, &mut self.chunks);
-        for chunk in self.chunks.drain(..) {
-            self.inner
-                .write_all(&chunk)
-                .await
-                .map_err(|e| PsError::io("write", e))?;
+        let mut out = Vec::with_capacity(2 * frame.entries.len() + 1);
+        frame.encode(&mut self.scratch, INLINE_LIMIT, &mut out);
+        self.queued += out.iter().map(Bytes::len).sum::<usize>();
+        self.chunks.extend(out);
+        if self.queued >= SEND_AT || self.chunks.len() >= MAX_IOV {
+            self.flush().await?;
         }
         Ok(())
     }
 
-    /// Sends everything buffered.
+    /// Sends everything queued.
     pub async fn flush(&mut self) -> Result<()> {
+        while !self.chunks.is_empty() {
+            let slices: Vec<IoSlice<'_>> = self
+                .chunks
+                .iter()
+                .take(MAX_IOV)
+                .map(|c| IoSlice::new(c))
+                .collect();
+            let mut n = self
+                .inner
+                .write_vectored(&slices)
+                .await
+                .map_err(|e| PsError::io("write", e))?;
+            drop(slices);
+            if n == 0 {
+                return Err(PsError::io("write", std::io::ErrorKind::WriteZero.into()));
+            }
+            self.queued -= n;
+            while n > 0 {
+                let front = self.chunks.front_mut().expect("written bytes were queued");
+                if n >= front.len() {
+                    n -= front.len();
+                    self.chunks.pop_front();
+                } else {
+                    front.advance(n);
+                    n = 0;
+                }
+            }
+        }
         self.inner
             .flush()
             .await
@@ -128,6 +167,7 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
 
     /// Flushes and closes the write side.
     pub async fn shutdown(&mut self) -> Result<()> {
+        self.flush().await?;
         self.inner
             .shutdown()
             .await
