@@ -1,6 +1,7 @@
 //! Whole-process entry points: logging, and running a scheduler, a server or a worker's
 //! connection to the job from a [`Config`].
 
+use std::net::ToSocketAddrs;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -90,9 +91,13 @@ impl JobWorker {
                 .servers
                 .iter()
                 .map(|s| {
-                    let addr = format!("{}:{}", s.host, s.port)
-                        .parse()
-                        .map_err(|_| PsError::Rpc(format!("bad address for {s}")))?;
+                    let addr = (s.host.as_str(), s.port)
+                        .to_socket_addrs()
+                        .ok()
+                        .and_then(|mut a| a.next())
+                        .ok_or_else(|| {
+                            PsError::Rpc(format!("cannot resolve the address of {s}"))
+                        })?;
                     Ok((addr, s.to_string()))
                 })
                 .collect::<Result<_>>()?,
