@@ -1,1 +1,0 @@
-//! updater (in progress)
