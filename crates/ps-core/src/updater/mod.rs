@@ -19,6 +19,13 @@
 //! `clip_gradient` (or `clip_weights`) turns clipping off. A zero bound follows MXNet too: the
 //! fused kernels (every optimizer but AdaGrad) treat 0 as off, AdaGrad's dense update clips every
 //! gradient to 0.
+//!
+//! # Precision and validation
+//! Hyper-parameters are kept in f64 and converted once per update to the array's type, so f32
+//! keys compute in f32 as MXNet's kernels do; f64 keys get f64 hyper-parameters where MXNet's
+//! kernels would round them to f32 first. Values MXNet would take silently but that cannot be
+//! meant (NaN, infinities, a negative learning rate or weight decay, decay rates outside
+//! [0, 1), a non-positive epsilon or `rescale_grad`) are refused with a message naming them.
 
 mod adagrad;
 mod adam;
