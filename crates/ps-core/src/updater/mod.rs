@@ -1,0 +1,406 @@
+//! Optimizers applied on the servers, with Apache MXNet 1.x's update rules.
+//!
+//! With `update_on_kvstore` a worker sends its optimizer once, as an [`OptimizerSpec`]: MXNet's
+//! lower-case name and its hyper-parameters as numbers, under MXNet's constructor names. Each
+//! server builds an [`Updater`] from it and applies it to every merged push: `update` changes a
+//! key's weights in place and keeps the key's [`State`] (update count and element buffers).
+//!
+//! The rules are MXNet's to the formula: where weight decay enters, whether clipping comes before
+//! or after it, Adam's bias correction folded into the learning rate with the key's own update
+//! count. Each optimizer file states its rule above its loop.
+//!
+//! # Layout
+//! - `spec`: [`OptimizerSpec`] and its binary encoding.
+//! - `state`: [`State`] and its binary encoding (for `save_optimizer_states`).
+//! - `sgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `signum`: one update rule each.
+//!
+//! # Clipping
+//! MXNet writes "no clipping" as `clip_gradient=None` or `-1`; so do we: an absent or negative
+//! `clip_gradient` (or `clip_weights`) turns clipping off. A zero bound follows MXNet too: the
+//! fused kernels (every optimizer but AdaGrad) treat 0 as off, AdaGrad's dense update clips every
+//! gradient to 0.
+//!
+//! # Precision and validation
+//! Hyper-parameters are kept in f64 and converted once per update to the array's type, so f32
+//! keys compute in f32 as MXNet's kernels do; f64 keys get f64 hyper-parameters where MXNet's
+//! kernels would round them to f32 first. Values MXNet would take silently but that cannot be
+//! meant (NaN, infinities, a negative learning rate or weight decay, decay rates outside
+//! [0, 1), a non-positive epsilon or `rescale_grad`) are refused with a message naming them.
+
+mod adagrad;
+mod adam;
+mod nag;
+mod rmsprop;
+mod sgd;
+mod signum;
+mod spec;
+mod state;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use crate::dtype::Float;
+use crate::error::{PsError, Result};
+
+pub use spec::OptimizerSpec;
+pub use state::State;
+
+/// The optimizers the servers run, in the order error messages list them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Sgd,
+    Nag,
+    Adam,
+    AdaGrad,
+    RmsProp,
+    Signum,
+}
+
+/// Hyper-parameters every optimizer takes (MXNet's `Optimizer.__init__`).
+const COMMON: &[&str] = &[
+    "learning_rate",
+    "wd",
+    "rescale_grad",
+    "clip_gradient",
+    "begin_num_update",
+    "multi_precision",
+];
+
+impl Kind {
+    const ALL: [Kind; 6] = [
+        Kind::Sgd,
+        Kind::Nag,
+        Kind::Adam,
+        Kind::AdaGrad,
+        Kind::RmsProp,
+        Kind::Signum,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Sgd => "sgd",
+            Kind::Nag => "nag",
+            Kind::Adam => "adam",
+            Kind::AdaGrad => "adagrad",
+            Kind::RmsProp => "rmsprop",
+            Kind::Signum => "signum",
+        }
+    }
+
+    /// Hyper-parameters this optimizer's constructor adds to [`COMMON`].
+    fn own_params(self) -> &'static [&'static str] {
+        match self {
+            Kind::Sgd => &["momentum", "lazy_update"],
+            Kind::Nag => &["momentum"],
+            Kind::Adam => &["beta1", "beta2", "epsilon", "lazy_update"],
+            Kind::AdaGrad => &["eps"],
+            Kind::RmsProp => &["gamma1", "gamma2", "epsilon", "centered", "clip_weights"],
+            Kind::Signum => &["momentum", "wd_lh"],
+        }
+    }
+
+    fn takes(self, param: &str) -> bool {
+        COMMON.contains(&param) || self.own_params().contains(&param)
+    }
+}
+
+/// All hyper-parameters, with MXNet 1.9.1's defaults; each optimizer reads the ones it takes.
+#[derive(Debug, Clone, PartialEq)]
+struct Hyper {
+    learning_rate: f64,
+    wd: f64,
+    rescale_grad: f64,
+    /// `None` when absent or negative; `Some(0.0)` is kept (AdaGrad clips to zero).
+    clip_gradient: Option<f64>,
+    begin_num_update: u64,
+    momentum: f64,
+    beta1: f64,
+    beta2: f64,
+    /// Adam's and RMSProp's `epsilon`.
+    epsilon: f64,
+    /// AdaGrad's `eps`.
+    eps: f64,
+    gamma1: f64,
+    gamma2: f64,
+    centered: bool,
+    /// `None` when absent, zero or negative (MXNet passes it to the kernel only when truthy).
+    clip_weights: Option<f64>,
+    wd_lh: f64,
+    /// Accepted for MXNet compatibility; arrays on the servers are dense, so it changes nothing.
+    lazy_update: bool,
+    /// Accepted for MXNet compatibility; float16 keys already update a float32 master copy.
+    multi_precision: bool,
+}
+
+impl Hyper {
+    fn defaults(kind: Kind) -> Hyper {
+        let (learning_rate, momentum) = match kind {
+            Kind::Sgd | Kind::Nag | Kind::AdaGrad => (0.01, 0.0),
+            Kind::Adam | Kind::RmsProp => (0.001, 0.0),
+            Kind::Signum => (0.01, 0.9),
+        };
+        Hyper {
+            learning_rate,
+            wd: 0.0,
+            rescale_grad: 1.0,
+            clip_gradient: None,
+            begin_num_update: 0,
+            momentum,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            eps: 1e-7,
+            gamma1: 0.9,
+            gamma2: 0.9,
+            centered: false,
+            clip_weights: None,
+            wd_lh: 0.0,
+            lazy_update: true,
+            multi_precision: false,
+        }
+    }
+
+    /// Sets one hyper-parameter after checking that `kind` takes it and that the value is valid.
+    fn set(&mut self, kind: Kind, name: &str, v: f64) -> Result<()> {
+        let opt = kind.name();
+        let unknown = || {
+            let accepted: Vec<&str> = COMMON.iter().chain(kind.own_params()).copied().collect();
+            PsError::Optimizer(format!(
+                "optimizer '{opt}' does not take hyper-parameter '{name}'; it takes {}",
+                accepted.join(", ")
+            ))
+        };
+        if !kind.takes(name) {
+            return Err(unknown());
+        }
+        let bad = |rule: &str| {
+            PsError::Optimizer(format!(
+                "optimizer '{opt}': {name} must be {rule}, got {v:?}"
+            ))
+        };
+        if !v.is_finite() {
+            return Err(bad("a finite number"));
+        }
+        let non_negative = || if v >= 0.0 { Ok(v) } else { Err(bad(">= 0")) };
+        let positive = || if v > 0.0 { Ok(v) } else { Err(bad("> 0")) };
+        let decay = || {
+            if (0.0..1.0).contains(&v) {
+                Ok(v)
+            } else {
+                Err(bad("in [0, 1)"))
+            }
+        };
+        let flag = || {
+            if v == 0.0 || v == 1.0 {
+                Ok(v == 1.0)
+            } else {
+                Err(bad("0 or 1"))
+            }
+        };
+        match name {
+            "learning_rate" => self.learning_rate = non_negative()?,
+            "wd" => self.wd = non_negative()?,
+            "rescale_grad" => self.rescale_grad = positive()?,
+            "clip_gradient" => self.clip_gradient = (v >= 0.0).then_some(v),
+            "begin_num_update" => {
+                if v < 0.0 || v.fract() != 0.0 || v > 9_007_199_254_740_992.0 {
+                    return Err(bad("a whole number >= 0"));
+                }
+                self.begin_num_update = v as u64;
+            }
+            "multi_precision" => self.multi_precision = flag()?,
+            "lazy_update" => self.lazy_update = flag()?,
+            "centered" => self.centered = flag()?,
+            "momentum" => self.momentum = decay()?,
+            "beta1" => self.beta1 = decay()?,
+            "beta2" => self.beta2 = decay()?,
+            "gamma1" => self.gamma1 = decay()?,
+            "gamma2" => self.gamma2 = decay()?,
+            "epsilon" => self.epsilon = positive()?,
+            "eps" => self.eps = positive()?,
+            "clip_weights" => self.clip_weights = (v > 0.0).then_some(v),
+            "wd_lh" => self.wd_lh = non_negative()?,
+            _ => return Err(unknown()),
+        }
+        Ok(())
+    }
+
+    /// Bound the fused MXNet kernels clip to: `clip_gradient` when positive, else none
+    /// (an infinite bound leaves every value, NaN included, as it is).
+    fn kernel_clip(&self) -> f64 {
+        match self.clip_gradient {
+            Some(c) if c > 0.0 => c,
+            _ => f64::INFINITY,
+        }
+    }
+
+    /// Buffers per key for `kind` under these hyper-parameters.
+    fn buffer_count(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::Sgd | Kind::Nag | Kind::Signum => usize::from(self.momentum != 0.0),
+            Kind::Adam => 2,
+            Kind::AdaGrad => 1,
+            Kind::RmsProp if self.centered => 3,
+            Kind::RmsProp => 1,
+        }
+    }
+}
+
+/// The learning rate and weight decay of one update of one key, its multipliers applied, and
+/// the key's update count `t` including this update.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    lr: f64,
+    wd: f64,
+    t: u64,
+}
+
+/// Clips `x` into `[-bound, bound]`; NaN passes through, as in MXNet's `clip` kernel.
+#[inline(always)]
+fn clip<T: Float>(x: T, bound: T) -> T {
+    if x > bound {
+        bound
+    } else if x < -bound {
+        -bound
+    } else {
+        x
+    }
+}
+
+/// An optimizer ready to run on a server: hyper-parameters and per-key multipliers.
+#[derive(Debug, Clone)]
+pub struct Updater {
+    kind: Kind,
+    hyper: Hyper,
+    /// key -> (lr_mult, wd_mult); keys not here use 1.0 for both.
+    mults: HashMap<u64, (f64, f64)>,
+}
+
+impl Updater {
+    /// Builds the updater `spec` names, starting from MXNet's defaults.
+    ///
+    /// Fails with [`PsError::Optimizer`] for an optimizer the servers do not run, a
+    /// hyper-parameter it does not take or an invalid value.
+    pub fn new(spec: &OptimizerSpec) -> Result<Updater> {
+        let wanted = spec.name.to_ascii_lowercase();
+        let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == wanted) else {
+            let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+            return Err(PsError::Optimizer(format!(
+                "optimizer '{}' cannot run on the parameter servers (they run {}); \
+                 use update_on_kvstore=False to update on the workers",
+                spec.name,
+                names.join(", ")
+            )));
+        };
+        let mut updater = Updater {
+            kind,
+            hyper: Hyper::defaults(kind),
+            mults: HashMap::new(),
+        };
+        updater.set_params(&spec.params, &spec.key_mults)?;
+        Ok(updater)
+    }
+
+    /// MXNet's lower-case name of the optimizer.
+    pub fn name(&self) -> &str {
+        self.kind.name()
+    }
+
+    /// Changes hyper-parameters (e.g. `("learning_rate", 0.05)`) and/or per-key multipliers,
+    /// keeping all state. A multiplier entry replaces that key's pair; other keys keep theirs.
+    /// Validates everything first: on error nothing changes.
+    ///
+    /// Changing `momentum` between zero and non-zero, or RMSProp's `centered`, changes how many
+    /// buffers a key needs; [`Updater::update`] then starts the new buffers from zero.
+    pub fn set_params(
+        &mut self,
+        params: &[(String, f64)],
+        key_mults: &[(u64, f64, f64)],
+    ) -> Result<()> {
+        let mut hyper = self.hyper.clone();
+        for (name, value) in params {
+            hyper.set(self.kind, name, *value)?;
+        }
+        for &(key, lr_mult, wd_mult) in key_mults {
+            for (what, v) in [("lr_mult", lr_mult), ("wd_mult", wd_mult)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(PsError::Optimizer(format!(
+                        "{what} of key {key} must be a finite number >= 0, got {v:?}"
+                    )));
+                }
+            }
+        }
+        self.hyper = hyper;
+        self.mults
+            .extend(key_mults.iter().map(|&(key, lr, wd)| (key, (lr, wd))));
+        Ok(())
+    }
+
+    /// The base learning rate (before any key's `lr_mult`).
+    pub fn learning_rate(&self) -> f64 {
+        self.hyper.learning_rate
+    }
+
+    /// Fresh per-key state for an array slice of `len` elements (zeros; right number of buffers
+    /// for this optimizer). Its update count starts at `begin_num_update`, as in MXNet.
+    pub fn new_state<T: Float>(&self, len: usize) -> State<T> {
+        State {
+            steps: self.hyper.begin_num_update,
+            buffers: vec![vec![T::zero(); len]; self.hyper.buffer_count(self.kind)],
+        }
+    }
+
+    /// One update of `weight` with (already summed over workers) gradient `grad`, in place.
+    /// `key` selects lr_mult/wd_mult (default 1.0).
+    ///
+    /// `grad` must have `weight`'s length (only the common prefix is updated otherwise). A
+    /// `state` whose buffers do not fit this optimizer and length (after `set_params` changed
+    /// the layout, or one decoded for another optimizer) gets zeroed buffers of the right shape;
+    /// that is the only case that allocates.
+    pub fn update<T: Float>(&self, key: u64, weight: &mut [T], grad: &[T], state: &mut State<T>) {
+        debug_assert_eq!(
+            weight.len(),
+            grad.len(),
+            "gradient length differs from weight"
+        );
+        let n = weight.len().min(grad.len());
+        let (weight, grad) = (&mut weight[..n], &grad[..n]);
+        self.fit_state(state, n);
+        state.steps = state.steps.saturating_add(1);
+        let (lr_mult, wd_mult) = self.mults.get(&key).copied().unwrap_or((1.0, 1.0));
+        let step = Step {
+            lr: self.hyper.learning_rate * lr_mult,
+            wd: self.hyper.wd * wd_mult,
+            t: state.steps,
+        };
+        let h = &self.hyper;
+        match (self.kind, state.buffers.as_mut_slice()) {
+            (Kind::Sgd | Kind::Nag, []) => sgd::plain(h, step, weight, grad),
+            (Kind::Sgd, [mom]) => sgd::momentum(h, step, weight, grad, mom),
+            (Kind::Nag, [mom]) => nag::momentum(h, step, weight, grad, mom),
+            (Kind::Adam, [mean, var]) => adam::update(h, step, weight, grad, mean, var),
+            (Kind::AdaGrad, [history]) => adagrad::update(h, step, weight, grad, history),
+            (Kind::RmsProp, [n]) => rmsprop::plain(h, step, weight, grad, n),
+            (Kind::RmsProp, [n, g, delta]) => rmsprop::centered(h, step, weight, grad, n, g, delta),
+            (Kind::Signum, []) => signum::sign_sgd(h, step, weight, grad),
+            (Kind::Signum, [mom]) => signum::momentum(h, step, weight, grad, mom),
+            _ => debug_assert!(false, "fit_state gives every optimizer its buffers"),
+        }
+    }
+
+    /// Gives `state` this optimizer's number of buffers, each of `len` elements.
+    fn fit_state<T: Float>(&self, state: &mut State<T>, len: usize) {
+        let want = self.hyper.buffer_count(self.kind);
+        if state.buffers.len() != want {
+            state.buffers.resize_with(want, Vec::new);
+        }
+        for buf in &mut state.buffers {
+            if buf.len() != len {
+                buf.clear();
+                buf.resize(len, T::zero());
+            }
+        }
+    }
+}
