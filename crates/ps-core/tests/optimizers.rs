@@ -118,8 +118,8 @@ async fn optimizer_states_survive_save_and_load() {
         .await
         .unwrap();
     within(w.set_optimizer(&opt)).await.unwrap();
-    for r in 0..2 {
-        let sum: Vec<f32> = g[r][0].iter().zip(&g[r][1]).map(|(a, b)| a + b).collect();
+    for gr in &g[..2] {
+        let sum: Vec<f32> = gr[0].iter().zip(&gr[1]).map(|(a, b)| a + b).collect();
         within(w.push(vec![(11, DType::F32, f32s(&sum))]).wait())
             .await
             .unwrap();
