@@ -13,6 +13,7 @@
 //! message is the payload. Tensor payloads are `Bytes` slices of the read buffer: never copied.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
+use smallvec::SmallVec;
 
 use crate::dtype::DType;
 use crate::error::{ErrorCode, PsError, Result};
@@ -97,6 +98,9 @@ impl Mode {
     }
 }
 
+/// An array shape; four dimensions or fewer need no allocation.
+pub type Shape = SmallVec<[u64; 4]>;
+
 /// One key (or slice of a key) inside a frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -107,8 +111,8 @@ pub struct Entry {
     pub dtype: DType,
     /// 0 for success, else an [`ErrorCode`].
     pub status: u8,
-    /// Shape of the whole array (not of the slice).
-    pub shape: Vec<u64>,
+    /// Shape of the whole array (not of the slice); up to four dimensions stay inline.
+    pub shape: Shape,
     pub payload: Bytes,
 }
 
@@ -122,7 +126,7 @@ impl Entry {
             count,
             dtype,
             status: 0,
-            shape: shape.to_vec(),
+            shape: Shape::from_slice(shape),
             payload: Bytes::new(),
         }
     }
@@ -136,7 +140,7 @@ impl Entry {
             count: self.count,
             dtype: self.dtype,
             status: 0,
-            shape: Vec::new(),
+            shape: Shape::new(),
             payload,
         }
     }
@@ -150,7 +154,7 @@ impl Entry {
             count: self.count,
             dtype: self.dtype,
             status: err.code() as u8,
-            shape: Vec::new(),
+            shape: Shape::new(),
             payload: Bytes::from(err.to_string()),
         }
     }

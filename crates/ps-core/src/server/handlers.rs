@@ -32,24 +32,40 @@ pub(crate) fn dispatch(
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
     };
     let entries = frame.entries.iter().zip(slots);
+    let installed = current(shared);
+    let ctx = Ctx {
+        num_workers: shared.num_workers,
+        mode: lock(&shared.mode).unwrap_or(Mode::Sync),
+        updater: installed.as_ref().map(|i| i.updater.as_ref()),
+        epoch: installed.as_ref().map_or(0, |i| i.epoch),
+    };
     match frame.op {
         Op::Hello => unreachable!("handled above"),
         Op::Init => {
             entries.for_each(|(e, slot)| shared.store.init(rank, shared.num_workers, e, slot))
         }
         Op::Push => entries.for_each(|(e, slot)| {
-            let r = with_key(shared, e, |k, ctx| k.push(ctx, rank, e).map(|()| k.round()));
+            let r = shared.store.get(e).and_then(|key| {
+                let mut k = lock(&key);
+                k.push(&ctx, rank, e).map(|()| k.round())
+            });
             slot.complete(answer(e, r.map(|round| (round, Bytes::new()))));
         }),
-        Op::Pull => entries.for_each(|(e, slot)| pull(shared, e, e.round, slot)),
-        Op::PushPull => {
-            entries.for_each(
-                |(e, slot)| match with_key(shared, e, |k, ctx| k.push(ctx, rank, e)) {
-                    Ok(()) => pull(shared, e, e.round + 1, slot),
+        Op::Pull => entries.for_each(|(e, slot)| match shared.store.get(e) {
+            Ok(key) => lock(&key).pull(&ctx, e.round, e, slot),
+            Err(err) => slot.complete(e.error(&err)),
+        }),
+        // Push, then the pull of the round it completes, under one lock of the key.
+        Op::PushPull => entries.for_each(|(e, slot)| match shared.store.get(e) {
+            Ok(key) => {
+                let mut k = lock(&key);
+                match k.push(&ctx, rank, e) {
+                    Ok(()) => k.pull(&ctx, e.round + 1, e, slot),
                     Err(err) => slot.complete(e.error(&err)),
-                },
-            )
-        }
+                }
+            }
+            Err(err) => slot.complete(e.error(&err)),
+        }),
         Op::SetOptimizer => entries.for_each(|(e, slot)| {
             slot.complete(answer(
                 e,
@@ -140,7 +156,7 @@ fn mode_name(m: Mode) -> &'static str {
     }
 }
 
-fn current(shared: &Shared) -> Option<Installed> {
+fn current(shared: &Shared) -> Option<Arc<Installed>> {
     shared
         .updater
         .read()
@@ -150,35 +166,6 @@ fn current(shared: &Shared) -> Option<Installed> {
 
 fn no_optimizer() -> PsError {
     PsError::Rejected("no optimizer is set on the servers".into())
-}
-
-/// Runs `f` on the key `e` addresses with the server's current context.
-fn with_key<R>(
-    shared: &Shared,
-    e: &Entry,
-    f: impl FnOnce(&mut super::key::KeyState, &Ctx) -> Result<R>,
-) -> Result<R> {
-    let key = shared.store.get(e)?;
-    let installed = current(shared);
-    let ctx = Ctx {
-        num_workers: shared.num_workers,
-        mode: lock(&shared.mode).unwrap_or(Mode::Sync),
-        updater: installed.as_ref().map(|i| i.updater.as_ref()),
-        epoch: installed.as_ref().map_or(0, |i| i.epoch),
-    };
-    let mut k = lock(&key);
-    f(&mut k, &ctx)
-}
-
-fn pull(shared: &Shared, e: &Entry, round: u64, slot: ReplySlot) {
-    let mut slot = Some(slot);
-    let r = with_key(shared, e, |k, ctx| {
-        k.pull(ctx, round, e, slot.take().expect("slot used once"));
-        Ok(())
-    });
-    if let (Err(err), Some(slot)) = (r, slot) {
-        slot.complete(e.error(&err));
-    }
 }
 
 fn answer(e: &Entry, r: Result<(u64, Bytes)>) -> Entry {
@@ -198,20 +185,21 @@ fn set_optimizer(shared: &Shared, payload: &[u8]) -> Result<()> {
     let updater = Updater::new(&spec)?;
     let epoch = slot.as_ref().map_or(1, |i| i.epoch + 1);
     tracing::info!("optimizer {} installed", updater.name());
-    *slot = Some(Installed {
+    *slot = Some(Arc::new(Installed {
         spec,
         updater: Arc::new(updater),
         epoch,
-    });
+    }));
     Ok(())
 }
 
 fn set_params(shared: &Shared, payload: &[u8]) -> Result<()> {
     let change = OptimizerSpec::decode(payload)?;
     let mut slot = shared.updater.write().unwrap_or_else(|e| e.into_inner());
-    let Some(installed) = slot.as_mut() else {
+    let Some(current) = slot.as_mut() else {
         return Err(no_optimizer());
     };
+    let installed = Arc::make_mut(current);
     let mut updater = (*installed.updater).clone();
     updater.set_params(&change.params, &change.key_mults)?;
     installed.updater = Arc::new(updater);

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::reply::ReplySlot;
 use crate::dtype::{DType, Float, describe_array, shape_str};
 use crate::error::{PsError, Result};
-use crate::protocol::frame::{Entry, Mode};
+use crate::protocol::frame::{Entry, Mode, Shape};
 use crate::updater::{State, Updater};
 
 /// How far ahead of a key's round a worker may push before it is refused.
@@ -142,7 +142,7 @@ struct PullWaiter {
 pub(crate) struct KeyData<T> {
     key: u64,
     dtype: DType,
-    shape: Vec<u64>,
+    shape: Shape,
     offset: u64,
     count: u64,
     round: u64,
@@ -333,21 +333,26 @@ impl<T: Float> KeyData<T> {
             self.n_pushed = 0;
             completed = true;
             let round = self.round;
-            let (now, later): (Vec<Ahead>, Vec<Ahead>) =
-                self.ahead.drain(..).partition(|a| a.round == round);
-            self.ahead = later.into();
-            for a in now {
-                self.merge_one(a.worker, a.dtype, a.payload);
+            let mut i = 0;
+            while i < self.ahead.len() {
+                if self.ahead[i].round == round {
+                    let a = self.ahead.remove(i).expect("index in range");
+                    self.merge_one(a.worker, a.dtype, a.payload);
+                } else {
+                    i += 1;
+                }
             }
         }
-        if completed && !self.pulls.is_empty() {
-            let round = self.round;
-            let (ready, waiting): (Vec<PullWaiter>, Vec<PullWaiter>) =
-                self.pulls.drain(..).partition(|w| w.round <= round);
-            self.pulls = waiting;
-            for w in ready {
-                let reply = w.request.ok(self.round, self.value_bytes());
-                w.slot.complete(reply);
+        if completed {
+            let mut i = 0;
+            while i < self.pulls.len() {
+                if self.pulls[i].round <= self.round {
+                    let w = self.pulls.swap_remove(i);
+                    w.slot
+                        .complete(w.request.ok(self.round, self.value_bytes()));
+                } else {
+                    i += 1;
+                }
             }
         }
     }

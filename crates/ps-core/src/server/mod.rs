@@ -32,7 +32,7 @@ pub(crate) struct Shared {
     max_frame: u64,
     mode: Mutex<Option<Mode>>,
     store: Store,
-    updater: RwLock<Option<Installed>>,
+    updater: RwLock<Option<Arc<Installed>>>,
 }
 
 /// The optimizer in use and its generation.

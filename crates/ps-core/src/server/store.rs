@@ -4,7 +4,7 @@
 //! summed or updated. A key that a non-zero rank initialises before rank 0 has is `Waiting`: the
 //! init replies are parked until rank 0's value arrives.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::key::{KeyState, LoadedState};
@@ -25,7 +25,7 @@ enum Slot {
 
 /// All pieces of all keys on one server.
 pub(crate) struct Store {
-    shards: Box<[Mutex<HashMap<PieceId, Slot>>]>,
+    shards: Box<[Mutex<FxHashMap<PieceId, Slot>>]>,
 }
 
 /// Locks `m`, ignoring poisoning: key state stays consistent because no update panics midway.
@@ -36,11 +36,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Store {
     pub(crate) fn new() -> Self {
         Store {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(FxHashMap::default()))
+                .collect(),
         }
     }
 
-    fn shard(&self, id: PieceId) -> &Mutex<HashMap<PieceId, Slot>> {
+    fn shard(&self, id: PieceId) -> &Mutex<FxHashMap<PieceId, Slot>> {
         let h = id.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ id.1.rotate_left(17);
         &self.shards[(h >> 58) as usize % SHARDS]
     }

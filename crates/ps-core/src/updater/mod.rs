@@ -39,7 +39,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::dtype::Float;
 use crate::error::{PsError, Result};
@@ -275,7 +275,7 @@ pub struct Updater {
     kind: Kind,
     hyper: Hyper,
     /// key -> (lr_mult, wd_mult); keys not here use 1.0 for both.
-    mults: HashMap<u64, (f64, f64)>,
+    mults: FxHashMap<u64, (f64, f64)>,
 }
 
 impl Updater {
@@ -297,7 +297,7 @@ impl Updater {
         let mut updater = Updater {
             kind,
             hyper: Hyper::defaults(kind),
-            mults: HashMap::new(),
+            mults: FxHashMap::default(),
         };
         updater.set_params(&spec.params, &spec.key_mults)?;
         Ok(updater)

@@ -5,7 +5,7 @@
 //! node, every waiting request fails with an error that names the cause, and so does every later
 //! one.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +23,7 @@ pub(crate) type ReplyRx = oneshot::Receiver<Result<Frame>>;
 
 #[derive(Default)]
 struct Table {
-    pending: HashMap<u64, oneshot::Sender<Result<Frame>>>,
+    pending: FxHashMap<u64, oneshot::Sender<Result<Frame>>>,
     /// Why the connection can no longer be used.
     dead: Option<String>,
 }

@@ -13,7 +13,7 @@ mod batch;
 mod conn;
 mod ticket;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,7 +69,7 @@ pub struct Worker {
     mode: Mode,
     partitioner: Partitioner,
     conns: Arc<Vec<ServerConn>>,
-    keys: Arc<Mutex<HashMap<u64, Arc<KeyMeta>>>>,
+    keys: Arc<Mutex<FxHashMap<u64, Arc<KeyMeta>>>>,
 }
 
 impl Worker {
@@ -102,7 +102,7 @@ impl Worker {
             mode: plane.mode,
             partitioner: Partitioner::new(conns.len(), plane.bigarray_bound),
             conns: Arc::new(conns),
-            keys: Arc::new(Mutex::new(HashMap::new())),
+            keys: Arc::new(Mutex::new(FxHashMap::default())),
         })
     }
 
