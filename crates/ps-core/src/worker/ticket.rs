@@ -87,7 +87,56 @@ impl Ticket {
         r
     }
 
-    async fn outcome(self) -> Result<Vec<Bytes>> {
+    /// Waits for a pull (or pushpull) and copies each key's value straight into `outs` (one
+    /// buffer per key, in request order, each exactly the key's size): one copy from the
+    /// received frames, no intermediate buffer for keys spread over several servers.
+    pub async fn wait_into(mut self, outs: &mut [&mut [u8]]) -> Result<()> {
+        let undo = self.on_error.take();
+        let r = self.copy_into(outs).await;
+        if let (Err(_), Some(undo)) = (&r, undo) {
+            undo();
+        }
+        r
+    }
+
+    async fn copy_into(mut self, outs: &mut [&mut [u8]]) -> Result<()> {
+        if let Some(err) = self.failed.take() {
+            return Err(err);
+        }
+        let gathers = match &self.plan {
+            Plan::Values(g) => g,
+            _ => return Err(PsError::Rejected("only pulls have values to copy".into())),
+        };
+        if gathers.len() != outs.len() {
+            return Err(PsError::ShapeMismatch(format!(
+                "{} destination buffers for {} keys",
+                outs.len(),
+                gathers.len()
+            )));
+        }
+        for (g, out) in gathers.iter().zip(outs.iter()) {
+            if out.len() != g.bytes {
+                return Err(PsError::ShapeMismatch(format!(
+                    "key {}: destination of {} bytes for a value of {}",
+                    g.key,
+                    out.len(),
+                    g.bytes
+                )));
+            }
+        }
+        let (frames, Plan::Values(gathers)) = self.frames().await? else {
+            unreachable!("checked above")
+        };
+        for (g, out) in gathers.iter().zip(outs.iter_mut()) {
+            for p in &g.pieces {
+                out[p.at..p.at + p.len].copy_from_slice(payload(g, p, &frames)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every reply frame, checked for errors, with the plan.
+    async fn frames(self) -> Result<(Vec<Frame>, Plan)> {
         if let Some(err) = self.failed {
             return Err(err);
         }
@@ -103,7 +152,12 @@ impl Ticket {
                 return Err(bad.clone().into_result().expect_err("status is non-zero"));
             }
         }
-        match self.plan {
+        Ok((frames, self.plan))
+    }
+
+    async fn outcome(self) -> Result<Vec<Bytes>> {
+        let (frames, plan) = self.frames().await?;
+        match plan {
             Plan::Ack => Ok(Vec::new()),
             Plan::Payloads => Ok(frames
                 .into_iter()
@@ -114,32 +168,32 @@ impl Ticket {
     }
 }
 
+/// The payload of piece `p` of key `g`, checked for size.
+fn payload<'a>(g: &Gather, p: &Piece, frames: &'a [Frame]) -> Result<&'a Bytes> {
+    let e = frames
+        .get(p.frame)
+        .and_then(|f| f.entries.get(p.entry))
+        .ok_or_else(|| PsError::Protocol(format!("a reply lacks the entry for key {}", g.key)))?;
+    if e.payload.len() != p.len {
+        return Err(PsError::Protocol(format!(
+            "a server sent {} bytes for key {} where {} were expected",
+            e.payload.len(),
+            g.key,
+            p.len
+        )));
+    }
+    Ok(&e.payload)
+}
+
 fn gather(g: &Gather, frames: &[Frame]) -> Result<Bytes> {
-    let payload = |p: &Piece| -> Result<&Bytes> {
-        let e = frames
-            .get(p.frame)
-            .and_then(|f| f.entries.get(p.entry))
-            .ok_or_else(|| {
-                PsError::Protocol(format!("a reply lacks the entry for key {}", g.key))
-            })?;
-        if e.payload.len() != p.len {
-            return Err(PsError::Protocol(format!(
-                "a server sent {} bytes for key {} where {} were expected",
-                e.payload.len(),
-                g.key,
-                p.len
-            )));
-        }
-        Ok(&e.payload)
-    };
     if let [only] = g.pieces.as_slice() {
-        return payload(only).cloned();
+        return payload(g, only, frames).cloned();
     }
     // Pieces are planned in offset order and cover the key exactly: append them.
     let mut out = pool::take(g.bytes);
     for p in &g.pieces {
         debug_assert_eq!(p.at, out.len());
-        out.extend_from_slice(payload(p)?);
+        out.extend_from_slice(payload(g, p, frames)?);
     }
     Ok(pool::freeze(out))
 }
