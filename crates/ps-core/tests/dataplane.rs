@@ -285,3 +285,36 @@ async fn a_worker_with_another_mode_is_refused() {
     assert!(err.to_string().contains("rank 2"), "{err}");
     servers.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_copy_straight_into_caller_buffers() {
+    let servers = Servers::start(2, 1, None).await;
+    let w = servers.workers(1, Mode::Sync, 4).await.remove(0);
+    // Key 1 is sliced (10 elements over bound 4), key 2 is whole.
+    let a: Vec<f32> = (0..10).map(|i| i as f32).collect();
+    let items = vec![
+        (1, DType::F32, vec![10], f32s(&a)),
+        (2, DType::F32, vec![2], f32s(&[5.0, 6.0])),
+    ];
+    within(w.init(items).wait()).await.unwrap();
+    let mut x = vec![0u8; 40];
+    let mut y = vec![0u8; 8];
+    within(w.pull(&[1, 2]).wait_into(&mut [&mut x, &mut y]))
+        .await
+        .unwrap();
+    assert_eq!(to_f32(&x), a);
+    assert_eq!(to_f32(&y), [5.0, 6.0]);
+    let mut short = vec![0u8; 4];
+    let err = within(w.pull(&[1, 2]).wait_into(&mut [&mut x, &mut short]))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("key 2") && err.to_string().contains("4 bytes"),
+        "{err}"
+    );
+    let err = within(w.pull(&[9]).wait_into(&mut [&mut y]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PsError::UnknownKey(_)), "{err}");
+    servers.stop().await;
+}
