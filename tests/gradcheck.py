@@ -5,9 +5,8 @@ gradient, and compares every input's gradient with central differences of
 ``sum(head * op(inputs))``.
 """
 
-import numpy as np
-
 import mxrs as mx
+import numpy as np
 from mxrs import autograd, nd
 
 

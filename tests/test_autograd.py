@@ -1,9 +1,8 @@
 """Recording scopes, grad_req semantics, retain_graph, autograd.grad and gradient routing."""
 
+import mxrs as mx
 import numpy as np
 import pytest
-
-import mxrs as mx
 from mxrs import autograd, nd
 
 

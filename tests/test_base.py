@@ -1,8 +1,7 @@
 """The error hierarchy in mxrs.base."""
 
-import pytest
-
 import mxrs as mx
+import pytest
 from mxrs import base
 
 

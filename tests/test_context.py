@@ -2,10 +2,9 @@
 
 import importlib.util
 
+import mxrs as mx
 import numpy as np
 import pytest
-
-import mxrs as mx
 from mxrs import nd
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None

@@ -1,9 +1,8 @@
 """The NDArray class: creation, dtypes, conversions, repr, indexing and in-place updates."""
 
+import mxrs as mx
 import numpy as np
 import pytest
-
-import mxrs as mx
 from mxrs import nd
 
 

@@ -1,10 +1,9 @@
 """Binary elementwise ops and comparisons: forward values with broadcasting, gradients."""
 
+import mxrs as mx
 import numpy as np
 import pytest
 from gradcheck import check_grad, rand
-
-import mxrs as mx
 from mxrs import nd
 
 SHAPES = [((2, 3), (2, 3)), ((2, 3), (1, 3)), ((4, 1, 3), (2, 1)), ((3,), (2, 3))]

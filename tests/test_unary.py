@@ -1,10 +1,9 @@
 """One-input elementwise ops: forward values against NumPy and gradients."""
 
+import mxrs as mx
 import numpy as np
 import pytest
 from gradcheck import check_grad, rand
-
-import mxrs as mx
 from mxrs import nd
 
 POS = dict(low=0.2, high=2.0)
