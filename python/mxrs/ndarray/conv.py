@@ -5,9 +5,9 @@ copy into a ``(C*KH*KW, N*OH*OW)`` column matrix, then does one GEMM per group (
 matmul). The backward pass is two GEMMs and a scatter of the column gradient back onto the input,
 looping only over the KH*KW kernel offsets, each step a strided add over the whole batch.
 
-Pooling loops over the kernel offsets as well: each offset is one strided slice of the whole
-batch, so max, average and sum pooling cost KH*KW vectorised passes. Max pooling remembers which
-offset won (the first maximum, as MXNet) and sends the gradient there.
+Pooling is separable: each window is reduced over its columns (KW strided passes over the whole
+batch), then over its rows (KH passes). Max pooling's gradient goes to the first maximum of each
+window in row-major order, as MXNet's does.
 
 The same code runs on NumPy and CuPy; inputs are ``(N, C, H, W)`` (or ``(N, C, W)`` for 1-D,
 run as a height-1 2-D op).
@@ -154,7 +154,22 @@ def _counts(size, k, s, out, lo, hi):
     return [max(0, min(o * s + k, hi) - max(o * s, lo)) for o in range(out)]
 
 
+def _tap(axis, t, s, n):
+    """Index selecting tap ``t`` of ``n`` windows at stride ``s`` along ``axis`` of a 4-D array."""
+    key = [slice(None)] * 4
+    key[axis] = slice(t, t + s * (n - 1) + 1, s)
+    return tuple(key)
+
+
 class _Pool(Op):
+    """Separable pooling: reduce the window's columns, then its rows.
+
+    A 2-D window's max (or sum) is the max (or sum) over rows of the per-row results, so the
+    forward pass is KW strided passes over ``(N, C, Hp, OW)`` and KH over ``(N, C, OH, OW)``.
+    Max pooling's backward pass routes the gradient to the first maximal row, then to the first
+    maximal column in it: the first maximum in row-major order, as MXNet picks.
+    """
+
     def forward(self, x, kernel, stride, pad, pool_type, full, count_include_pad):
         xp = self.xp
         n, c, h, w = x.shape
@@ -162,32 +177,21 @@ class _Pool(Op):
         rnd = (lambda a, b: -(-a // b)) if full else (lambda a, b: a // b)
         oh = rnd(h + 2 * ph - kh, sh) + 1
         ow = rnd(w + 2 * pw - kw, sw) + 1
+        if oh <= 0 or ow <= 0:
+            raise MXNetError(f"Pooling: kernel {kernel} larger than padded input "
+                             f"{(h + 2 * ph, w + 2 * pw)}")
         eh = max(0, (oh - 1) * sh + kh - (h + 2 * ph))
         ew = max(0, (ow - 1) * sw + kw - (w + 2 * pw))
         is_max = pool_type == "max"
-        fill = -xp.inf if is_max else 0
-        xpad = _padded(xp, x, ph, pw, fill, eh, ew)
-        self.geom = (x.shape, xpad.shape, kernel, stride, pad, oh, ow)
+        xpad = _padded(xp, x, ph, pw, -xp.inf if is_max else 0, eh, ew)
+        cols = self._reduce(xpad, 3, kw, sw, ow, is_max)
+        out = self._reduce(cols, 2, kh, sh, oh, is_max)
+        self.geom = (x.shape, kernel, stride, pad, oh, ow)
         self.is_max = is_max
-        track = is_max and self.needs[0]
-        out = idx = None
-        for i in range(kh):
-            for j in range(kw):
-                win = xpad[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw]
-                if out is None:
-                    out = win.copy()
-                    if track:
-                        idx = xp.zeros(out.shape, dtype=xp.int16)
-                elif is_max:
-                    if track:
-                        better = win > out
-                        out = xp.where(better, win, out)
-                        idx[better] = i * kw + j
-                    else:
-                        xp.maximum(out, win, out=out)
-                else:
-                    out += win
-        self.idx = idx
+        if self.needs[0] and is_max:
+            self.xpad, self.cols, self.out = xpad, cols, out
+        self.pshape, self.cshape = xpad.shape, cols.shape
+        self.scale = None
         if pool_type == "avg":
             if count_include_pad:
                 ch = _counts(h, kh, sh, oh, 0, h + 2 * ph)
@@ -195,31 +199,63 @@ class _Pool(Op):
             else:
                 ch = _counts(h, kh, sh, oh, ph, ph + h)
                 cw = _counts(w, kw, sw, ow, pw, pw + w)
-            div = xp.asarray([[a * b for b in cw] for a in ch], dtype=x.dtype)
-            self.scale = 1 / div
+            self.scale = 1 / xp.asarray([[a * b for b in cw] for a in ch], dtype=x.dtype)
             out *= self.scale
-        else:
-            self.scale = None
         return out
+
+    def _reduce(self, x, axis, k, s, n, is_max):
+        xp = self.xp
+        if k == 1:
+            return x[_tap(axis, 0, s, n)].copy()
+        fn = xp.maximum if is_max else xp.add
+        out = fn(x[_tap(axis, 0, s, n)], x[_tap(axis, 1, s, n)])
+        for t in range(2, k):
+            fn(out, x[_tap(axis, t, s, n)], out=out)
+        return out
+
+    def _route(self, g, shape, axis, k, s, n, src, best):
+        """Spread ``g`` over the ``k`` taps along ``axis`` into a zero array of ``shape``."""
+        xp = self.xp
+        dx = xp.zeros(shape, dtype=g.dtype)
+        overlap = s < k
+        taken = None
+        for t in range(k):
+            key = _tap(axis, t, s, n)
+            if not self.is_max:
+                if overlap:
+                    dx[key] += g
+                else:
+                    dx[key] = g
+                continue
+            if t == k - 1:
+                m = None if taken is None else ~taken
+            else:
+                m = src[key] == best
+                if taken is not None:
+                    m &= ~taken
+                    taken |= m
+                else:
+                    taken = m.copy()
+            part = g if m is None else g * m
+            if overlap:
+                dx[key] += part
+            else:
+                dx[key] = part
+        return dx
 
     def backward(self, g):
         xp = self.xp
-        xshape, pshape, (kh, kw), (sh, sw), (ph, pw), oh, ow = self.geom
-        dxp = xp.zeros(pshape, dtype=g.dtype)
+        xshape, (kh, kw), (sh, sw), (ph, pw), oh, ow = self.geom
         if self.scale is not None:
             g = g * self.scale
-        for i in range(kh):
-            for j in range(kw):
-                sl = (slice(None), slice(None), slice(i, i + sh * (oh - 1) + 1, sh),
-                      slice(j, j + sw * (ow - 1) + 1, sw))
-                if self.is_max:
-                    dxp[sl] += g * (self.idx == i * kw + j)
-                else:
-                    dxp[sl] += g
+        src = self.cols if self.is_max else None
+        gcols = self._route(g, self.cshape, 2, kh, sh, oh, src, getattr(self, "out", None))
+        src = self.xpad if self.is_max else None
+        gx = self._route(gcols, self.pshape, 3, kw, sw, ow, src, getattr(self, "cols", None))
         h, w = xshape[2:]
-        if pshape == xshape:
-            return dxp
-        return xp.ascontiguousarray(dxp[:, :, ph:ph + h, pw:pw + w])
+        if self.pshape == xshape:
+            return gx
+        return xp.ascontiguousarray(gx[:, :, ph:ph + h, pw:pw + w])
 
 
 class _GlobalPool(Op):
