@@ -177,9 +177,10 @@ def _run(heads, head_grads, retain_graph):
     pending = {}
     leaves = {}
     for h, hg in zip(heads, head_grads, strict=True):
-        xp = h._ctx.backend.xp
+        be = h._ctx.backend
         if hg is None:
-            g = xp.ones_like(h._data)
+            with be.guard(h._ctx.device_id):
+                g = be.xp.ones_like(h._data)
         else:
             if hg._ctx != h._ctx:
                 raise MXNetError(f"head gradient on {hg._ctx} for a head on {h._ctx}")
@@ -200,8 +201,10 @@ def _run(heads, head_grads, retain_graph):
         gouts = pending.pop(id(node), None)
         if gouts is None:
             continue
-        if node.nout == 1:
-            gins = node.backward(gouts[0])
+        ctx = node.ctx
+        if ctx.device_typeid == 2:
+            with ctx.backend.guard(ctx.device_id):
+                gins = node.backward(*gouts)
         else:
             gins = node.backward(*gouts)
         if type(gins) is not tuple:
@@ -299,7 +302,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     out = []
     for v in variables:
         entry = leaves.get(id(v))
-        xp = v._ctx.backend.xp
-        g = xp.zeros_like(v._data) if entry is None else xp.array(entry[1], copy=True)
+        be = v._ctx.backend
+        with be.guard(v._ctx.device_id):
+            g = be.xp.zeros_like(v._data) if entry is None else be.xp.array(entry[1], copy=True)
         out.append(_wrap(g, v._ctx))
     return out[0] if single else out

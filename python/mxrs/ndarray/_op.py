@@ -19,7 +19,7 @@ __all__ = ["Op", "apply", "unbroadcast"]
 class Op:
     """Base class of primitive ops: one forward, one hand-written backward.
 
-    Attributes set by :func:`apply`: ``xp`` (array module), ``be`` (backend), ``needs``
+    Attributes set by :func:`apply`: ``xp`` (array module), ``be`` (backend), ``ctx``, ``needs``
     (per-input bool, only when recorded), ``inputs`` (input NDArrays, only when recorded),
     ``nout`` (number of outputs).
     """
@@ -61,6 +61,7 @@ def apply(op_cls, arrays, **attrs):
     op = op_cls()
     op.xp = be.xp
     op.be = be
+    op.ctx = ctx
     rec = False
     if _state.recording:
         needs = tuple([a._node is not None or a._grad is not None for a in arrays])

@@ -235,12 +235,13 @@ class _Pool(Op):
                     m &= ~taken
                     taken |= m
                 else:
-                    taken = m.copy()
-            part = g if m is None else g * m
+                    taken = m
             if overlap:
-                dx[key] += part
+                dx[key] += g if m is None else g * m
+            elif m is None:
+                dx[key] = g
             else:
-                dx[key] = part
+                xp.multiply(g, m, out=dx[key])
         return dx
 
     def backward(self, g):

@@ -111,19 +111,25 @@ def empty(shape, ctx=None, dtype=None):
     return _filled(None, shape, ctx, dtype)
 
 
+def _like(data, make):
+    be, ctx = data._ctx.backend, data._ctx
+    with be.guard(ctx.device_id):
+        return _wrap(make(be.xp, data._data), ctx)
+
+
 def zeros_like(data):
     """Return zeros with the shape, dtype and context of ``data``."""
-    return _wrap(data._ctx.backend.xp.zeros_like(data._data), data._ctx)
+    return _like(data, lambda xp, x: xp.zeros_like(x))
 
 
 def ones_like(data):
     """Return ones with the shape, dtype and context of ``data``."""
-    return _wrap(data._ctx.backend.xp.ones_like(data._data), data._ctx)
+    return _like(data, lambda xp, x: xp.ones_like(x))
 
 
 def full_like(data, fill_value):
     """Return ``fill_value`` with the shape, dtype and context of ``data``."""
-    return _wrap(data._ctx.backend.xp.full_like(data._data, fill_value), data._ctx)
+    return _like(data, lambda xp, x: xp.full_like(x, fill_value))
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
@@ -187,7 +193,7 @@ def _to_context(x, ctx, force_copy=False):
     """Copy ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
     op = _ToContext()
     sbe = x._ctx.backend
-    op.xp, op.be = sbe.xp, sbe
+    op.xp, op.be, op.ctx = sbe.xp, sbe, x._ctx
     out = _wrap(op.forward(x._data, x._ctx, ctx), ctx)
     if _state.recording and (x._node is not None or x._grad is not None):
         op.needs = (True,)

@@ -214,7 +214,9 @@ class NDArray:
             self._grad_req = "null"
             self._node = None
             return
-        grad = _wrap(self._ctx.backend.xp.zeros_like(self._data), self._ctx)
+        be = self._ctx.backend
+        with be.guard(self._ctx.device_id):
+            grad = _wrap(be.xp.zeros_like(self._data), self._ctx)
         self._mark_variable(grad, grad_req)
 
     def _mark_variable(self, grad, grad_req):
