@@ -158,3 +158,13 @@ def test_pooling_1d_and_errors():
         nd.Pooling(nd.ones((1, 1, 4, 4)), kernel=(2, 2), pool_type="lp")
     with pytest.raises(mx.MXNetError, match="kernel"):
         nd.Pooling(nd.ones((1, 1, 4, 4)))
+
+
+def test_lower_case_names():
+    x, w = nd.ones((1, 1, 4, 4)), nd.ones((2, 1, 3, 3))
+    a = nd.convolution(x, w, kernel=(3, 3), num_filter=2, no_bias=True)
+    np.testing.assert_array_equal(a.asnumpy(), np.full((1, 2, 2, 2), 9.0))
+    np.testing.assert_array_equal(nd.pooling(a, kernel=(2, 2), pool_type="avg").asnumpy(),
+                                  np.full((1, 2, 1, 1), 9.0))
+    assert nd.fully_connected(x, nd.ones((3, 16)), num_hidden=3, no_bias=True).shape == (1, 3)
+    assert nd.random_uniform(shape=(2,)).shape == (2,)

@@ -42,3 +42,17 @@ from .shape import *  # noqa: F403
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
 
+# Lower-case names of the layer operators (as ``mx.npx`` spells them) and legacy random names.
+convolution = Convolution  # noqa: F405
+pooling = Pooling  # noqa: F405
+fully_connected = FullyConnected  # noqa: F405
+batch_norm = BatchNorm  # noqa: F405
+layer_norm = LayerNorm  # noqa: F405
+dropout = Dropout  # noqa: F405
+embedding = Embedding
+leaky_relu = LeakyReLU  # noqa: F405
+activation = Activation  # noqa: F405
+random_uniform = random.uniform
+random_normal = random.normal
+random_randint = random.randint
+shuffle = random.shuffle
