@@ -34,9 +34,11 @@ def test_unary_forward_and_grad(name, ref, kw):
 def test_piecewise_constant_ops():
     x = np.array([-1.5, -0.2, 0.0, 0.4, 2.5])
     for name, ref in (("sign", np.sign), ("floor", np.floor), ("ceil", np.ceil),
-                      ("round", np.rint)):
+                      ("rint", np.rint), ("trunc", np.trunc)):
         np.testing.assert_array_equal(getattr(nd, name)(nd.array(x)).asnumpy(), ref(x))
     check_grad(lambda a: nd.sign(a) + a, [rand(4)])
+    halves = nd.array([0.5, 1.5, -0.5, 2.5, 0.49999997, -1.2])
+    np.testing.assert_array_equal(nd.round(halves).asnumpy(), [1, 2, -1, 3, 0, -1])
 
 
 def test_sigmoid_and_softrelu_do_not_overflow():

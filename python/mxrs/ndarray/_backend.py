@@ -22,9 +22,11 @@ class _NumpyBackend:
     xp = numpy
 
     def guard(self, device_id):
+        """Context manager making ``device_id`` current (nothing to do on the host)."""
         return _NULL_GUARD
 
     def asarray(self, data, dtype, device_id):
+        """Copy ``data`` (list, scalar, host or device array) into a new array of ``dtype``."""
         if isinstance(data, numpy.ndarray):
             return numpy.array(data, dtype=dtype, copy=True)
         if not isinstance(data, (list, tuple, int, float, bool, numpy.generic)):
@@ -32,21 +34,27 @@ class _NumpyBackend:
         return numpy.array(data, dtype=dtype)
 
     def to_host(self, arr):
+        """Return ``arr`` as a NumPy array."""
         return arr
 
     def synchronize(self, device_id):
+        """Wait for the device's queued work."""
         pass
 
     def scatter_add(self, target, index, values):
+        """``target[index] += values`` with repeated indices accumulating."""
         numpy.add.at(target, index, values)
 
     def as_strided(self, arr, shape, strides):
+        """A read-only strided view of ``arr`` (receptive fields for im2col)."""
         return numpy.lib.stride_tricks.as_strided(arr, shape, strides, writeable=False)
 
     def make_rng(self, seed, device_id):
+        """A new random generator (``seed`` None draws fresh entropy)."""
         return numpy.random.default_rng(seed)
 
     def uniform(self, rng, low, high, shape, dtype):
+        """Samples from U[low, high) of ``dtype``."""
         dt = numpy.dtype(dtype)
         if dt.kind == "f" and dt.itemsize >= 4:
             out = rng.random(shape, dtype=dt)
@@ -58,6 +66,7 @@ class _NumpyBackend:
         return out
 
     def normal(self, rng, loc, scale, shape, dtype):
+        """Samples from N(loc, scale^2) of ``dtype``."""
         dt = numpy.dtype(dtype)
         if dt.kind == "f" and dt.itemsize >= 4:
             out = rng.standard_normal(shape, dtype=dt)
@@ -70,13 +79,15 @@ class _NumpyBackend:
         return out
 
     def randint(self, rng, low, high, shape, dtype):
+        """Integers from [low, high)."""
         return rng.integers(low, high, size=shape, dtype=dtype)
 
     def permutation(self, rng, n):
+        """A random permutation of ``range(n)``."""
         return rng.permutation(n)
 
     def empty_cache(self, device_id):
-        pass
+        """Return cached device memory to the driver."""
 
 
 def _to_host(data):

@@ -27,9 +27,15 @@ class Op:
     nout = 1
 
     def forward(self, *arrays, **attrs):
+        """Compute the output(s) from raw input arrays; save what backward needs on ``self``."""
         raise NotImplementedError
 
     def backward(self, *out_grads):
+        """Return the gradient of each input given the outputs' gradients.
+
+        Multi-output ops receive None for outputs that got no gradient. Return None for an
+        input that needs no gradient; never modify ``out_grads`` in place.
+        """
         raise NotImplementedError
 
 

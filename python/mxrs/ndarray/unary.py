@@ -11,8 +11,8 @@ from ._op import Op, apply, unbroadcast
 
 __all__ = [
     "negative", "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p",
-    "expm1", "sin", "cos", "floor", "ceil", "round", "relu", "sigmoid", "tanh", "softrelu",
-    "softsign", "Activation", "LeakyReLU", "clip", "where", "cast",
+    "expm1", "sin", "cos", "floor", "ceil", "round", "rint", "trunc", "relu", "sigmoid", "tanh",
+    "softrelu", "softsign", "Activation", "LeakyReLU", "clip", "where", "cast",
 ]
 
 
@@ -125,9 +125,13 @@ class _Cos(Op):
 
 
 class _NoGrad(Op):
-    """Piecewise-constant functions (sign, floor, ceil, round): zero gradient."""
+    """Piecewise-constant functions (sign, floor, ceil, rint, round): zero gradient."""
 
     def forward(self, x, fn):
+        if fn == "round":
+            xp = self.xp
+            t = xp.trunc(x)
+            return xp.where(xp.abs(x - t) >= 0.5, t + xp.sign(x), t)
         return getattr(self.xp, fn)(x)
 
     def backward(self, g):
@@ -310,8 +314,18 @@ def ceil(data):
 
 
 def round(data):
-    """Return each element rounded to the nearest integer (zero gradient)."""
+    """Round to the nearest integer, halves away from zero (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="round")
+
+
+def rint(data):
+    """Round to the nearest integer, halves to even (zero gradient)."""
     return apply(_NoGrad, (data,), fn="rint")
+
+
+def trunc(data):
+    """Round toward zero (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="trunc")
 
 
 def reciprocal(data):
