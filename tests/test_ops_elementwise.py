@@ -84,3 +84,15 @@ def test_aliases():
     assert nd.broadcast_minimum(a, b).asnumpy().tolist() == [1, 2]
     with pytest.raises(TypeError):
         nd.add(1, 2)
+
+
+def test_incompatible_shapes_raise_mxnet_error():
+    with pytest.raises(mx.MXNetError, match=r"\(4, 3\).*\(2, 3\)"):
+        nd.ones((4, 3)) + nd.ones((2, 3))
+
+
+def test_modulo_takes_the_divisor_sign():
+    x = nd.array([-3.5, 3.5, -1.0])
+    np.testing.assert_allclose((x % 2).asnumpy(), [0.5, 1.5, 1.0])
+    np.testing.assert_allclose((5 % nd.array([-3.0, 3.0])).asnumpy(), [-1, 2])
+    np.testing.assert_allclose(nd.modulo(x, nd.array([-2.0])).asnumpy(), [-1.5, -0.5, -1.0])

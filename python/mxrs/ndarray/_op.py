@@ -10,7 +10,7 @@ tells whether input ``i`` wants one, so unneeded gradients are never computed.
 """
 
 from ..autograd import _state
-from ..base import ContextError
+from ..base import ContextError, MXNetError
 from .ndarray import _wrap
 
 __all__ = ["Op", "apply", "unbroadcast"]
@@ -75,11 +75,15 @@ def apply(op_cls, arrays, **attrs):
         op.needs = needs
     else:
         op.needs = (False,) * len(arrays)
-    if ctx.device_typeid == 2:
-        with be.guard(ctx.device_id):
+    try:
+        if ctx.device_typeid == 2:
+            with be.guard(ctx.device_id):
+                out = op.forward(*[a._data for a in arrays], **attrs)
+        else:
             out = op.forward(*[a._data for a in arrays], **attrs)
-    else:
-        out = op.forward(*[a._data for a in arrays], **attrs)
+    except ValueError as err:  # the array library's shape errors, e.g. broadcasting
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise MXNetError(f"{op_cls.__name__.lstrip('_')} on shapes {shapes}: {err}") from None
     if type(out) is tuple:
         res = [_wrap(o, ctx) for o in out]
         if rec:

@@ -102,12 +102,12 @@ class _Minimum(Op):
 class _Mod(Op):
     def forward(self, a, b):
         self.a, self.b = a, b
-        return self.xp.fmod(a, b) if a.dtype.kind == "f" else a % b
+        return self.xp.mod(a, b)
 
     def backward(self, g):
         a, b = self.a, self.b
         return (unbroadcast(g, a.shape) if self.needs[0] else None,
-                unbroadcast(-g * self.xp.trunc(a / b), b.shape) if self.needs[1] else None)
+                unbroadcast(-g * self.xp.floor(a / b), b.shape) if self.needs[1] else None)
 
 
 class _Compare(Op):
@@ -196,7 +196,7 @@ class _MinS(Op):
 
 class _ModS(Op):
     def forward(self, a, s):
-        return self.xp.fmod(a, s) if a.dtype.kind == "f" else a % s
+        return self.xp.mod(a, s)
 
     def backward(self, g):
         return g
@@ -205,10 +205,10 @@ class _ModS(Op):
 class _RModS(Op):
     def forward(self, a, s):
         self.a, self.s = a, s
-        return self.xp.fmod(s, a) if a.dtype.kind == "f" else s % a
+        return self.xp.mod(s, a)
 
     def backward(self, g):
-        return -g * self.xp.trunc(self.s / self.a)
+        return -g * self.xp.floor(self.s / self.a)
 
 
 class _CompareS(Op):
@@ -289,7 +289,7 @@ class _DivIntS(Op):
 
 
 def modulo(lhs, rhs):
-    """Return the remainder of ``lhs / rhs`` (sign of the dividend, as C's fmod)."""
+    """Return the remainder of ``lhs / rhs`` with the sign of ``rhs``, as Python's ``%``."""
     return _binary(lhs, rhs, _Mod, _ModS, _RModS)
 
 
