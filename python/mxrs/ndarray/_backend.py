@@ -4,9 +4,19 @@ Every operation gets ``xp`` (the array module) and, for the few things whose spe
 between the libraries (scatter-add, strided views, random generators, host transfer), the backend
 object. CPU contexts share the NumPy backend; GPU contexts share the CuPy backend, created the
 first time a GPU context holds data. CuPy is never imported before that.
+
+Host memory: a training step allocates and frees the same large temporaries (im2col columns,
+activations, gradients) every iteration. With glibc's defaults each of them is a fresh ``mmap``
+whose pages fault in on first touch, which costs as much as the arithmetic on them. When the
+first CPU array is made, mxrs therefore asks glibc (``mallopt``) to serve blocks up to 32 MiB
+from the heap and to keep freed memory for reuse, much as a pooled allocator would. Set
+``MXRS_HOST_ALLOCATOR=default`` to leave the allocator alone.
 """
 
 import contextlib
+import ctypes
+import os
+import sys
 
 import numpy
 
@@ -157,6 +167,27 @@ NUMPY = _NumpyBackend()
 _cupy_backend = None
 
 
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+_allocator_tuned = [False]
+
+
+def _tune_host_allocator():
+    """Keep large host blocks in glibc's heap for reuse (see the module docstring)."""
+    _allocator_tuned[0] = True
+    if os.environ.get("MXRS_HOST_ALLOCATOR", "pooled") == "default":
+        return
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+    mallopt(_M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
+    mallopt(_M_TOP_PAD, 64 * 1024 * 1024)
+
+
 def backend_for(ctx):
     """Return the backend serving context ``ctx``.
 
@@ -167,6 +198,8 @@ def backend_for(ctx):
     """
     global _cupy_backend
     if ctx.device_typeid != 2:
+        if not _allocator_tuned[0]:
+            _tune_host_allocator()
         return NUMPY
     try:
         import cupy
