@@ -203,6 +203,14 @@ def SoftmaxOutput(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=F
                  use_ignore=use_ignore, normalization=normalization, multi=multi_output)
 
 
+class _Identity(Op):
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return g
+
+
 class _Dropout(Op):
     def forward(self, x, p, axes, rng):
         shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
@@ -219,11 +227,11 @@ class _Dropout(Op):
 def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
     """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
-    Active only in training mode unless ``mode='always'``; otherwise returns ``data`` itself.
+    Active only in training mode unless ``mode='always'``; otherwise returns a copy of ``data``.
     ``axes`` lists axes along which one mask value is shared.
     """
     if not (mode == "always" or _state.training) or p <= 0:
-        return data
+        return apply(_Identity, (data,))
     if p >= 1:
         return data * 0
     from .random import _generator
