@@ -90,3 +90,13 @@ def test_nansum():
     x = nd.array([1.0, np.nan, 2.0])
     assert nd.nansum(x).asscalar() == 3
     check_grad(lambda a: nd.nansum(a, axis=1), [rand(2, 3)])
+
+
+def test_axis_out_of_range_raises():
+    with pytest.raises(mx.MXNetError, match="axis 1"):
+        nd.sum(nd.ones((3,)), axis=1)
+    with pytest.raises(mx.MXNetError, match="axis 2"):
+        nd.concat(nd.ones((2, 2)), nd.ones((2, 2)), dim=2)
+    with pytest.raises(mx.MXNetError, match="axis -3"):
+        nd.softmax_ce_loss(nd.ones((2, 2)), nd.ones((2,)), axis=-3)
+    assert nd.sum(nd.ones((2, 3)), axis=-1).shape == (2,)

@@ -13,7 +13,7 @@ from ..autograd import _state
 from ..base import ContextError, MXNetError
 from .ndarray import _wrap
 
-__all__ = ["Op", "apply", "unbroadcast"]
+__all__ = ["Op", "apply", "unbroadcast", "axis_index"]
 
 
 class Op:
@@ -111,3 +111,16 @@ def unbroadcast(g, shape):
         g = g.sum(axis=axes)
     return g.reshape(shape)
 
+
+def axis_index(axis, ndim):
+    """Return ``axis`` as an index in ``[0, ndim)``; negative values count from the end.
+
+    Raises
+    ------
+    MXNetError
+        When ``axis`` is out of range.
+    """
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise MXNetError(f"axis {axis} is out of range for an array of {ndim} dimension(s)")
+    return a + ndim if a < 0 else a

@@ -9,7 +9,7 @@ element gives shape ``(1,)``, as MXNet 1.x does.
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply
+from ._op import Op, apply, axis_index
 from .ndarray import NDArray
 
 __all__ = ["getitem", "setitem", "take", "Embedding", "pick", "one_hot"]
@@ -141,7 +141,7 @@ def take(a, indices, axis=0, mode="clip"):
     array([[3., 4.],
            [3., 4.]], dtype=float32)
     """
-    return apply(_Take, (a, indices), axis=axis % a.ndim, mode=mode)
+    return apply(_Take, (a, indices), axis=axis_index(axis, a.ndim), mode=mode)
 
 
 def Embedding(data, weight, input_dim=None, output_dim=None, dtype="float32",
@@ -195,7 +195,8 @@ def pick(data, index, axis=-1, keepdims=False, mode="clip"):
     keepdims : bool, default False
     mode : {'clip', 'wrap'}, default 'clip'
     """
-    return apply(_Pick, (data, index), axis=axis % data.ndim, keepdims=keepdims, mode=mode)
+    return apply(_Pick, (data, index), axis=axis_index(axis, data.ndim), keepdims=keepdims,
+                 mode=mode)
 
 
 class _OneHot(Op):

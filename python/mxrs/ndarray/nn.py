@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd import _state
 from ..base import ContextError, MXNetError
-from ._op import Op, apply
+from ._op import Op, apply, axis_index
 
 __all__ = ["softmax", "log_softmax", "softmax_cross_entropy", "softmax_ce_loss",
            "SoftmaxOutput", "SoftmaxActivation", "Dropout", "BatchNorm", "LayerNorm"]
@@ -148,7 +148,7 @@ def softmax_ce_loss(pred, label, axis=-1, sparse_label=True, from_logits=False, 
     keepdims : bool, default True
         Keep ``axis`` with length 1 in the result.
     """
-    return apply(_SoftmaxCE, (pred, label), axis=axis % pred.ndim, sparse=sparse_label,
+    return apply(_SoftmaxCE, (pred, label), axis=axis_index(axis, pred.ndim), sparse=sparse_label,
                  from_logits=from_logits, keepdims=keepdims)
 
 
@@ -237,7 +237,7 @@ def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
     from .random import _generator
 
     ctx = data._ctx
-    return apply(_Dropout, (data,), p=float(p), axes={a % data.ndim for a in axes},
+    return apply(_Dropout, (data,), p=float(p), axes={axis_index(a, data.ndim) for a in axes},
                  rng=_generator(ctx))
 
 
@@ -315,7 +315,7 @@ def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9
             raise ContextError(f"BatchNorm: running statistics on {aux._ctx} for data on "
                                f"{data._ctx}")
     use_global = bool(use_global_stats) or not _state.training
-    out = apply(_BatchNorm, (data, gamma, beta), axis=axis % data.ndim, eps=float(eps),
+    out = apply(_BatchNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps),
                 momentum=None if use_global else float(momentum), fix_gamma=bool(fix_gamma),
                 use_global=use_global, mm=moving_mean, mv=moving_var,
                 output_mean_var=output_mean_var)
@@ -348,4 +348,4 @@ def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
     """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
     if output_mean_var:
         raise MXNetError("LayerNorm(output_mean_var=True) is not supported")
-    return apply(_LayerNorm, (data, gamma, beta), axis=axis % data.ndim, eps=float(eps))
+    return apply(_LayerNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps))

@@ -8,7 +8,7 @@ shape ``(1,)``, as MXNet 1.x has no zero-dimensional arrays. Index results are f
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply
+from ._op import Op, apply, axis_index
 
 __all__ = ["sum", "nansum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "topk",
            "sort", "argsort"]
@@ -18,9 +18,9 @@ def _axes(ndim, axis, exclude=False):
     if axis is None or axis == ():
         axes = tuple(range(ndim))
     elif isinstance(axis, (int, np.integer)):
-        axes = (int(axis) % ndim,)
+        axes = (axis_index(axis, ndim),)
     else:
-        axes = tuple(sorted(int(a) % ndim for a in axis))
+        axes = tuple(sorted(axis_index(a, ndim) for a in axis))
     if exclude:
         axes = tuple(i for i in range(ndim) if i not in axes)
     return axes
@@ -252,7 +252,7 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
         raise MXNetError(f"unknown topk ret_typ {ret_typ!r}")
     if axis is None:
         data, axis = data.reshape((-1,)), 0
-    axis = int(axis) % data.ndim
+    axis = axis_index(axis, data.ndim)
     k = int(k) if k > 0 else data.shape[axis]
     return apply(_TopK, (data,), axis=axis, k=k, ret_typ=ret_typ, is_ascend=is_ascend,
                  dtype=np.dtype(dtype))

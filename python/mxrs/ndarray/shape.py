@@ -8,7 +8,7 @@ remaining ones, -3 merges two, -4 splits one into the next two values (one of wh
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, unbroadcast
+from ._op import Op, apply, axis_index, unbroadcast
 
 __all__ = ["reshape", "Reshape", "reshape_like", "flatten", "Flatten", "transpose",
            "swapaxes", "expand_dims", "squeeze", "broadcast_to", "broadcast_like", "concat",
@@ -117,7 +117,10 @@ class _Transpose(Op):
 
 def transpose(data, axes=None):
     """Permute axes (reverse them when ``axes`` is None or empty)."""
-    axes = tuple(range(data.ndim))[::-1] if not axes else tuple(a % data.ndim for a in axes)
+    if not axes:
+        axes = tuple(range(data.ndim))[::-1]
+    else:
+        axes = tuple(axis_index(a, data.ndim) for a in axes)
     return apply(_Transpose, (data,), axes=axes)
 
 
@@ -131,7 +134,7 @@ def swapaxes(data, dim1=0, dim2=0):
 def expand_dims(data, axis):
     """Insert a length-1 axis at position ``axis``."""
     ndim = data.ndim + 1
-    axis = axis % ndim
+    axis = axis_index(axis, ndim)
     shape = data.shape[:axis] + (1,) + data.shape[axis:]
     return apply(_Reshape, (data,), shape=shape)
 
@@ -141,7 +144,7 @@ def squeeze(data, axis=None):
     if axis is None:
         shape = tuple(s for s in data.shape if s != 1)
     else:
-        axes = {a % data.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+        axes = {axis_index(a, data.ndim) for a in ((axis,) if isinstance(axis, int) else axis)}
         for a in axes:
             if data.shape[a] != 1:
                 raise MXNetError(f"squeeze: axis {a} has length {data.shape[a]}, not 1")
@@ -191,7 +194,7 @@ def concat(*data, dim=1, **kwargs):
     """
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
-    return apply(_Concat, tuple(data), axis=dim % data[0].ndim)
+    return apply(_Concat, tuple(data), axis=axis_index(dim, data[0].ndim))
 
 
 Concat = concat
@@ -212,7 +215,7 @@ def stack(*data, axis=0, **kwargs):
     """Join arrays of one shape along a new axis ``axis``."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
-    return apply(_Stack, tuple(data), axis=axis % (data[0].ndim + 1))
+    return apply(_Stack, tuple(data), axis=axis_index(axis, data[0].ndim + 1))
 
 
 class _Split(Op):
@@ -241,7 +244,7 @@ def split(data, num_outputs, axis=1, squeeze_axis=False):
 
     Returns a list of arrays, or the array itself when ``num_outputs`` is 1.
     """
-    out = apply(_Split, (data,), num=int(num_outputs), axis=axis % data.ndim,
+    out = apply(_Split, (data,), num=int(num_outputs), axis=axis_index(axis, data.ndim),
                 squeeze=squeeze_axis)
     return out[0] if len(out) == 1 else out
 
@@ -275,7 +278,7 @@ def slice(data, begin, end, step=None):
 
 def slice_axis(data, axis, begin, end):
     """Take ``begin:end`` along one axis (``end=None`` means to the end)."""
-    axis %= data.ndim
+    axis = axis_index(axis, data.ndim)
     key = (np.s_[:],) * axis + (np.s_[begin:end],)
     return apply(_Slice, (data,), key=key)
 
@@ -315,7 +318,7 @@ class _Repeat(Op):
 def repeat(data, repeats, axis=None):
     """Repeat each element ``repeats`` times along ``axis`` (of the flattened array if None)."""
     return apply(_Repeat, (data,), repeats=int(repeats),
-                 axis=None if axis is None else axis % data.ndim)
+                 axis=None if axis is None else axis_index(axis, data.ndim))
 
 
 class _Flip(Op):
@@ -330,7 +333,7 @@ class _Flip(Op):
 def flip(data, axis):
     """Reverse the order of elements along ``axis`` (an int or a tuple)."""
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    return apply(_Flip, (data,), axes=tuple(a % data.ndim for a in axes))
+    return apply(_Flip, (data,), axes=tuple(axis_index(a, data.ndim) for a in axes))
 
 
 reverse = flip
