@@ -96,3 +96,10 @@ def test_modulo_takes_the_divisor_sign():
     np.testing.assert_allclose((x % 2).asnumpy(), [0.5, 1.5, 1.0])
     np.testing.assert_allclose((5 % nd.array([-3.0, 3.0])).asnumpy(), [-1, 2])
     np.testing.assert_allclose(nd.modulo(x, nd.array([-2.0])).asnumpy(), [-1.5, -0.5, -1.0])
+
+
+def test_integer_division_truncates_and_keeps_dtype():
+    a, b = nd.array([7, -7], dtype="int32"), nd.array([2, 2], dtype="int32")
+    r = a / b
+    assert r.dtype == np.int32
+    np.testing.assert_array_equal(r.asnumpy(), [3, -3])

@@ -55,6 +55,8 @@ class _Mul(Op):
 class _Div(Op):
     def forward(self, a, b):
         self.a, self.b = a, b
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            return self.xp.trunc(a / b).astype(self.xp.result_type(a, b))
         return a / b
 
     def backward(self, g):
