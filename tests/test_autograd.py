@@ -175,3 +175,46 @@ def test_unused_variable_keeps_its_gradient():
         y = x * 2
     y.backward()
     assert w.grad.asscalar() == 7
+
+
+class _Sigmoid(autograd.Function):
+    def forward(self, x):
+        y = 1 / (1 + nd.exp(-x))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, dy):
+        (y,) = self.saved_tensors
+        return dy * y * (1 - y)
+
+
+class _SplitScale(autograd.Function):
+    def forward(self, a, b):
+        return a * 2, a + b
+
+    def backward(self, g1, g2):
+        return g1 * 2 + g2, g2
+
+
+def test_custom_function():
+    x = nd.array([-1.0, 0.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = _Sigmoid()(x) * 3
+    y.backward()
+    s = 1 / (1 + np.exp(-np.array([-1.0, 0.0, 2.0])))
+    np.testing.assert_allclose(x.grad.asnumpy(), 3 * s * (1 - s), rtol=1e-6)
+    a, b = nd.array([1.0, 2.0]), nd.array([3.0, 4.0])
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        p, q = _SplitScale()(a, b)
+        z = (p * q).sum()
+    z.backward()
+    av, bv = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    np.testing.assert_allclose(a.grad.asnumpy(), 2 * (av + bv) + 2 * av, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), 2 * av, rtol=1e-6)
+    with autograd.record():
+        p, q = _SplitScale()(a, b)
+    q.backward()  # p gets no gradient: passed as zeros
+    np.testing.assert_allclose(a.grad.asnumpy(), [1, 1])

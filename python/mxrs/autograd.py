@@ -23,7 +23,7 @@ from .base import MXNetError
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-    "set_recording", "set_training", "mark_variables", "backward", "grad",
+    "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
 ]
 
 _NOT_IN_GRAPH = (
@@ -307,3 +307,81 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
             g = be.xp.zeros_like(v._data) if entry is None else be.xp.array(entry[1], copy=True)
         out.append(_wrap(g, v._ctx))
     return out[0] if single else out
+
+
+class Function:
+    """A differentiable operation with a hand-written backward, written with NDArrays.
+
+    Subclass it, define ``forward(*inputs)`` and ``backward(*output_grads)`` (each taking and
+    returning NDArrays, one gradient per input), and call an instance on NDArrays. Both run
+    without recording; ``save_for_backward`` keeps arrays for the backward pass.
+
+    Examples
+    --------
+    >>> class Sigmoid(autograd.Function):
+    ...     def forward(self, x):
+    ...         y = 1 / (1 + mx.nd.exp(-x))
+    ...         self.save_for_backward(y)
+    ...         return y
+    ...     def backward(self, dy):
+    ...         y, = self.saved_tensors
+    ...         return dy * y * (1 - y)
+    """
+
+    saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        """Keep ``args`` as ``self.saved_tensors`` for :meth:`backward`."""
+        self.saved_tensors = args
+
+    def forward(self, *inputs):
+        """Compute the outputs from input NDArrays."""
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        """Return the gradient of each input given the gradient of each output."""
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        from .ndarray.ndarray import _wrap
+
+        with _Scope(False, None):
+            outputs = self.forward(*inputs)
+        single = not isinstance(outputs, (list, tuple))
+        outs = [outputs] if single else list(outputs)
+        needs = tuple(x._node is not None or x._grad is not None for x in inputs)
+        if _state.recording and any(needs):
+            node = _FunctionNode(self, inputs, needs, outs)
+            outs = [_wrap(o._data, o._ctx) for o in outs]
+            for i, o in enumerate(outs):
+                o._node = node
+                o._oidx = i
+        return outs[0] if single else outs
+
+
+class _FunctionNode:
+    """Graph node adapting a :class:`Function` to the primitive-op protocol."""
+
+    def __init__(self, fn, inputs, needs, outs):
+        self.fn, self.inputs, self.needs = fn, tuple(inputs), needs
+        self.nout = len(outs)
+        self.ctx = inputs[0]._ctx
+        self.outs = [(o._ctx, o._data.shape, o._data.dtype) for o in outs]
+
+    def backward(self, *gouts):
+        from .ndarray.ndarray import _wrap
+
+        grads = []
+        for g, (ctx, shape, dtype) in zip(gouts, self.outs, strict=True):
+            if g is None:
+                g = ctx.backend.xp.zeros(shape, dtype)
+            grads.append(_wrap(g, ctx))
+        with _Scope(False, None):
+            gins = self.fn.backward(*grads)
+        if not isinstance(gins, (list, tuple)):
+            gins = (gins,)
+        if len(gins) != len(self.inputs):
+            raise MXNetError(f"{type(self.fn).__name__}.backward returned {len(gins)} "
+                             f"gradients for {len(self.inputs)} inputs")
+        return tuple(None if g is None else g._data for g in gins)
+
