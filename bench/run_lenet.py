@@ -36,7 +36,12 @@ With 2 threads only the GEMMs run in parallel in mxrs (NumPy's elementwise kerne
 single-threaded), while MXNet parallelises every operator. This 2-core machine is shared with
 other jobs; when another process holds a core, OpenBLAS's second thread waits for it and a step
 can take several times longer, so the 2-thread medians swing widely from run to run for both
-libraries (look at the per-run lines the runner prints).
+libraries (look at the per-run lines).
+
+Issue 3 quotes 12,305 samples/s for a whole MXNet training step with 2 threads on this machine
+kind. Side by side in the runs above MXNet reaches the numbers in the table, not that figure (a
+spot check of MXNet's own Gluon `HybridSequential` version of the step, hybridized, gave about
+4,100 samples/s at 1 thread), so the ratio column is the comparison that holds.
 """
 
 
