@@ -55,6 +55,10 @@ class _NumpyBackend:
         """``target[index] += values`` with repeated indices accumulating."""
         numpy.add.at(target, index, values)
 
+    def argsort(self, arr):
+        """Stable argsort along the last axis (ties keep their order)."""
+        return numpy.argsort(arr, axis=-1, kind="stable")
+
     def as_strided(self, arr, shape, strides):
         """A read-only strided view of ``arr`` (receptive fields for im2col)."""
         return numpy.lib.stride_tricks.as_strided(arr, shape, strides, writeable=False)
@@ -135,6 +139,9 @@ class _CupyBackend:
 
     def scatter_add(self, target, index, values):
         self._cupyx.scatter_add(target, index, values)
+
+    def argsort(self, arr):
+        return self.xp.argsort(arr, axis=-1)  # CuPy's sort is a stable radix sort
 
     def as_strided(self, arr, shape, strides):
         return self.xp.lib.stride_tricks.as_strided(arr, shape, strides)

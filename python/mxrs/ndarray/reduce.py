@@ -202,7 +202,7 @@ class _TopK(Op):
         xp = self.xp
         xt = xp.moveaxis(x, axis, -1)
         n = xt.shape[-1]
-        order = xp.argsort(xt if is_ascend else -xt, axis=-1, kind="stable")[..., :k]
+        order = self.be.argsort(xt if is_ascend else -xt)[..., :k]
         self.axis, self.shape, self.order, self.ret = axis, x.shape, order, ret_typ
         if ret_typ == "mask":
             mask = xp.zeros(xt.shape, dtype=x.dtype)
