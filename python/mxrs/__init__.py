@@ -4,8 +4,25 @@ Layout
 ------
 _native
     The Rust extension (parameter-server bindings).
+base
+    ``MXNetError`` and its subclasses.
+context
+    ``Context``, ``cpu``, ``gpu``, ``current_context``, ``num_gpus``.
+ndarray (``nd``)
+    ``NDArray`` and the array operations, on NumPy (CPU) or CuPy (GPU).
+autograd
+    Recording scopes and the backward pass.
+random
+    Seeding and sampling, one generator per context.
 """
 
-from . import _native
+from . import _native, autograd, base, context, ndarray, random
+from .base import MXNetError
+from .context import Context, cpu, cpu_pinned, current_context, gpu
+
+nd = ndarray
 
 __version__ = _native.__version__
+
+__all__ = ["Context", "MXNetError", "autograd", "base", "context", "cpu", "cpu_pinned",
+           "current_context", "gpu", "nd", "ndarray", "random"]

@@ -1,0 +1,387 @@
+"""Imperative automatic differentiation: recording scopes and the backward pass.
+
+Operations run inside :func:`record` are taped when at least one input needs a gradient (an array
+with :meth:`~mxrs.ndarray.NDArray.attach_grad`, or the output of a taped operation). Each taped
+operation is a primitive op object holding its inputs and what its hand-written backward needs;
+:func:`backward` walks that graph in reverse topological order, sums the gradients reaching every
+array, and stores them into each variable's ``.grad`` per its ``grad_req`` ('write' overwrites,
+'add' accumulates, 'null' skips). Without ``retain_graph`` the graph is freed afterwards.
+
+Examples
+--------
+>>> x = mx.nd.array([1.0, 2.0]); x.attach_grad()
+>>> with autograd.record():
+...     y = (x * x).sum()
+>>> y.backward()
+>>> x.grad.asnumpy()
+array([2., 4.], dtype=float32)
+"""
+
+import threading
+
+from .base import MXNetError
+
+__all__ = [
+    "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+    "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
+]
+
+_NOT_IN_GRAPH = (
+    "Cannot differentiate node because it is not in a computational graph. You need to set "
+    "is_recording to true or use autograd.record() to save computational graphs for backward. "
+    "If you want to differentiate the same graph twice, you need to pass retain_graph=True to "
+    "backward.")
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.recording = False
+        self.training = False
+
+
+_state = _State()
+
+
+class _Scope:
+    """Sets the recording and/or training flags for the duration of a ``with`` block."""
+
+    __slots__ = ("_rec", "_train", "_prev")
+
+    def __init__(self, recording, training):
+        self._rec = recording
+        self._train = training
+        self._prev = None
+
+    def __enter__(self):
+        self._prev = (_state.recording, _state.training)
+        if self._rec is not None:
+            _state.recording = self._rec
+        if self._train is not None:
+            _state.training = self._train
+        return self
+
+    def __exit__(self, *exc):
+        _state.recording, _state.training = self._prev
+        return False
+
+
+def record(train_mode=True):
+    """Return a scope in which operations are recorded for differentiation.
+
+    Parameters
+    ----------
+    train_mode : bool, default True
+        Also switch to training mode (Dropout active, BatchNorm uses batch statistics).
+    """
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    """Return a scope in which nothing is recorded, e.g. for metric computations."""
+    return _Scope(False, train_mode)
+
+
+def train_mode():
+    """Return a scope in training mode, without changing whether operations are recorded."""
+    return _Scope(None, True)
+
+
+def predict_mode():
+    """Return a scope in inference mode, without changing whether operations are recorded."""
+    return _Scope(None, False)
+
+
+def is_recording():
+    """Return whether operations are being recorded."""
+    return _state.recording
+
+
+def is_training():
+    """Return whether operations run in training mode."""
+    return _state.training
+
+
+def set_recording(is_recording):
+    """Set the recording flag and return its previous value."""
+    prev = _state.recording
+    _state.recording = bool(is_recording)
+    return prev
+
+
+def set_training(train_mode):
+    """Set the training flag and return its previous value."""
+    prev = _state.training
+    _state.training = bool(train_mode)
+    return prev
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Mark arrays as variables whose gradients go into the given gradient arrays.
+
+    Parameters
+    ----------
+    variables : NDArray or list of NDArray
+    gradients : NDArray or list of NDArray
+        Buffers of the same shapes that receive the gradients.
+    grad_reqs : str or list of str, default 'write'
+    """
+    if not isinstance(variables, (list, tuple)):
+        variables, gradients = [variables], [gradients]
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    for var, g, req in zip(variables, gradients, grad_reqs, strict=True):
+        var._mark_variable(g, req)
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _toposort(heads):
+    """Return the op nodes reachable from ``heads``, every node after all of its inputs' nodes."""
+    order = []
+    visited = set()
+    for h in heads:
+        node = h._node
+        if node is None or id(node) in visited:
+            continue
+        stack = [(node, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in visited:
+                continue
+            inputs = node.inputs
+            if inputs is None:
+                raise MXNetError(_NOT_IN_GRAPH)
+            visited.add(id(node))
+            stack.append((node, True))
+            for a in inputs:
+                p = a._node
+                if p is not None and id(p) not in visited:
+                    stack.append((p, False))
+    return order
+
+
+def _run(heads, head_grads, retain_graph):
+    """Propagate gradients from ``heads``; return {id(variable): (variable, gradient)}."""
+    heads = _as_list(heads)
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    else:
+        head_grads = _as_list(head_grads)
+        if len(head_grads) != len(heads):
+            raise MXNetError(f"backward got {len(heads)} heads but {len(head_grads)} head_grads")
+    pending = {}
+    leaves = {}
+    for h, hg in zip(heads, head_grads, strict=True):
+        be = h._ctx.backend
+        if hg is None:
+            with be.guard(h._ctx.device_id):
+                g = be.xp.ones_like(h._data)
+        else:
+            if hg._ctx != h._ctx:
+                raise MXNetError(f"head gradient on {hg._ctx} for a head on {h._ctx}")
+            g = hg._data
+        node = h._node
+        if node is None:
+            if h._grad is None:
+                raise MXNetError(_NOT_IN_GRAPH)
+            _accumulate(leaves, h, g)
+            continue
+        if node.inputs is None:
+            raise MXNetError(_NOT_IN_GRAPH)
+        slot = pending.setdefault(id(node), [None] * node.nout)
+        k = h._oidx
+        slot[k] = g if slot[k] is None else slot[k] + g
+    order = _toposort(heads)
+    for node in reversed(order):
+        gouts = pending.pop(id(node), None)
+        if gouts is None:
+            continue
+        ctx = node.ctx
+        if ctx.device_typeid == 2:
+            with ctx.backend.guard(ctx.device_id):
+                gins = node.backward(*gouts)
+        else:
+            gins = node.backward(*gouts)
+        if type(gins) is not tuple:
+            gins = (gins,)
+        for a, gi, need in zip(node.inputs, gins, node.needs, strict=True):
+            if gi is None or not need:
+                continue
+            p = a._node
+            if p is not None:
+                slot = pending.get(id(p))
+                if slot is None:
+                    slot = pending[id(p)] = [None] * p.nout
+                k = a._oidx
+                slot[k] = gi if slot[k] is None else slot[k] + gi
+            elif a._grad is not None:
+                _accumulate(leaves, a, gi)
+    if not retain_graph:
+        for node in order:
+            node.__dict__.clear()
+            node.inputs = None
+    return leaves
+
+
+def _accumulate(leaves, var, g):
+    entry = leaves.get(id(var))
+    if entry is None:
+        leaves[id(var)] = (var, g)
+    else:
+        leaves[id(var)] = (var, entry[1] + g)
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
+    """Compute the gradients of ``heads`` with respect to the marked variables.
+
+    Parameters
+    ----------
+    heads : NDArray or list of NDArray
+        Outputs to differentiate.
+    head_grads : NDArray or list of NDArray or None
+        Gradients flowing into the heads; ones when None.
+    retain_graph : bool, default False
+        Keep the recorded graph so it can be differentiated again.
+    train_mode : bool, default True
+        Accepted for compatibility; primitive backward passes do not depend on it.
+
+    Raises
+    ------
+    MXNetError
+        When a head was not computed inside :func:`record` or its graph was already freed.
+    """
+    leaves = _run(heads, head_grads, retain_graph)
+    for var, g in leaves.values():
+        req = var._grad_req
+        if req == "write":
+            var._ctx.backend.xp.copyto(var._grad._data, g)
+        elif req == "add":
+            var._grad._data += g
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):
+    """Return the gradients of ``heads`` with respect to ``variables`` (first order only).
+
+    The variables' ``.grad`` buffers are left untouched.
+
+    Parameters
+    ----------
+    heads : NDArray or list of NDArray
+    variables : NDArray or list of NDArray
+        Arrays marked with ``attach_grad`` before recording.
+    head_grads : NDArray or list of NDArray or None
+    retain_graph : bool or None
+        Defaults to ``create_graph``.
+    create_graph : bool, default False
+        Higher-order gradients are not supported; True raises.
+
+    Returns
+    -------
+    NDArray or list of NDArray
+        One gradient per variable (a single array when ``variables`` is one array).
+    """
+    from .ndarray.ndarray import _wrap
+
+    if create_graph:
+        raise MXNetError("autograd.grad: create_graph=True (higher-order gradients) is not "
+                         "supported")
+    if retain_graph is None:
+        retain_graph = create_graph
+    single = not isinstance(variables, (list, tuple))
+    variables = _as_list(variables)
+    for v in variables:
+        if v._grad is None:
+            raise MXNetError("autograd.grad: every variable needs attach_grad() before record()")
+    leaves = _run(heads, head_grads, retain_graph)
+    out = []
+    for v in variables:
+        entry = leaves.get(id(v))
+        be = v._ctx.backend
+        with be.guard(v._ctx.device_id):
+            g = be.xp.zeros_like(v._data) if entry is None else be.xp.array(entry[1], copy=True)
+        out.append(_wrap(g, v._ctx))
+    return out[0] if single else out
+
+
+class Function:
+    """A differentiable operation with a hand-written backward, written with NDArrays.
+
+    Subclass it, define ``forward(*inputs)`` and ``backward(*output_grads)`` (each taking and
+    returning NDArrays, one gradient per input), and call an instance on NDArrays. Both run
+    without recording; ``save_for_backward`` keeps arrays for the backward pass.
+
+    Examples
+    --------
+    >>> class Sigmoid(autograd.Function):
+    ...     def forward(self, x):
+    ...         y = 1 / (1 + mx.nd.exp(-x))
+    ...         self.save_for_backward(y)
+    ...         return y
+    ...     def backward(self, dy):
+    ...         y, = self.saved_tensors
+    ...         return dy * y * (1 - y)
+    """
+
+    saved_tensors = ()
+
+    def save_for_backward(self, *args):
+        """Keep ``args`` as ``self.saved_tensors`` for :meth:`backward`."""
+        self.saved_tensors = args
+
+    def forward(self, *inputs):
+        """Compute the outputs from input NDArrays."""
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        """Return the gradient of each input given the gradient of each output."""
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        from .ndarray.ndarray import _wrap
+
+        with _Scope(False, None):
+            outputs = self.forward(*inputs)
+        single = not isinstance(outputs, (list, tuple))
+        outs = [outputs] if single else list(outputs)
+        needs = tuple(x._node is not None or x._grad is not None for x in inputs)
+        if _state.recording and any(needs):
+            node = _FunctionNode(self, inputs, needs, outs)
+            outs = [_wrap(o._data, o._ctx) for o in outs]
+            for i, o in enumerate(outs):
+                o._node = node
+                o._oidx = i
+        return outs[0] if single else outs
+
+
+class _FunctionNode:
+    """Graph node adapting a :class:`Function` to the primitive-op protocol."""
+
+    def __init__(self, fn, inputs, needs, outs):
+        self.fn, self.inputs, self.needs = fn, tuple(inputs), needs
+        self.nout = len(outs)
+        self.ctx = inputs[0]._ctx
+        self.outs = [(o._ctx, o._data.shape, o._data.dtype) for o in outs]
+
+    def backward(self, *gouts):
+        from .ndarray.ndarray import _wrap
+
+        grads = []
+        for g, (ctx, shape, dtype) in zip(gouts, self.outs, strict=True):
+            if g is None:
+                g = ctx.backend.xp.zeros(shape, dtype)
+            grads.append(_wrap(g, ctx))
+        with _Scope(False, None):
+            gins = self.fn.backward(*grads)
+        if not isinstance(gins, (list, tuple)):
+            gins = (gins,)
+        if len(gins) != len(self.inputs):
+            raise MXNetError(f"{type(self.fn).__name__}.backward returned {len(gins)} "
+                             f"gradients for {len(self.inputs)} inputs")
+        return tuple(None if g is None else g._data for g in gins)
+

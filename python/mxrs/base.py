@@ -1,0 +1,39 @@
+"""Error hierarchy shared by every part of mxrs.
+
+All errors mxrs raises on purpose derive from :class:`MXNetError`, so code written for MXNet 1.x
+that catches ``mx.base.MXNetError`` keeps working. The subclasses name the failure more precisely;
+the parameter-server bindings map each of their error kinds to one of them.
+"""
+
+__all__ = [
+    "MXNetError",
+    "ContextError",
+    "KVStoreError",
+    "ShapeMismatchError",
+    "NodeLostError",
+    "AuthenticationError",
+]
+
+
+class MXNetError(Exception):
+    """Base class of every error raised by mxrs."""
+
+
+class ContextError(MXNetError):
+    """Arrays of different contexts were mixed, or a context's device is unavailable."""
+
+
+class KVStoreError(MXNetError):
+    """A key-value store operation failed (unknown key, bad request, server error)."""
+
+
+class ShapeMismatchError(KVStoreError):
+    """A push or init whose shape or dtype differs from what the key holds."""
+
+
+class NodeLostError(KVStoreError):
+    """A worker, server or the scheduler stopped answering within the heartbeat timeout."""
+
+
+class AuthenticationError(KVStoreError):
+    """A connection could not prove it belongs to the job (wrong or missing secret)."""

@@ -1,0 +1,155 @@
+"""Device contexts: where an array lives and where its operations run.
+
+``cpu(i)`` contexts hold NumPy arrays, ``gpu(i)`` contexts hold CuPy arrays on CUDA device ``i``.
+CuPy is imported only when a GPU context is first used for data, so mxrs imports and runs on
+machines without CuPy or a GPU. ``cpu(0)`` and ``cpu(1)`` are distinct contexts: arrays on them
+cannot be mixed in one operation, which lets multi-device code be tested without GPUs.
+"""
+
+import threading
+
+from .base import MXNetError
+
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "gpu_memory_info"]
+
+
+class _DefaultStack(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_default = _DefaultStack()
+
+
+class Context:
+    """A device on which arrays are stored and computed.
+
+    Parameters
+    ----------
+    device_type : {'cpu', 'gpu', 'cpu_pinned', 'cpu_shared'} or Context
+        The kind of device, or a context to copy.
+    device_id : int, default 0
+        The index of the device among those of its kind.
+
+    Examples
+    --------
+    >>> ctx = Context('gpu', 1)
+    >>> ctx
+    gpu(1)
+    >>> with mx.cpu(1):
+    ...     a = mx.nd.zeros((2, 3))   # created on cpu(1)
+    """
+
+    __slots__ = ("device_typeid", "device_id", "_backend")
+
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+
+    def __init__(self, device_type, device_id=0):
+        if isinstance(device_type, Context):
+            self.device_typeid = device_type.device_typeid
+            self.device_id = device_type.device_id
+        else:
+            try:
+                self.device_typeid = Context.devstr2type[device_type]
+            except KeyError:
+                raise MXNetError(f"unknown device type {device_type!r}; expected one of "
+                                 f"{sorted(Context.devstr2type)}") from None
+            self.device_id = int(device_id)
+        self._backend = None
+
+    @property
+    def device_type(self):
+        """str: ``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'``."""
+        return Context.devtype2str[self.device_typeid]
+
+    def __hash__(self):
+        return hash((self.device_typeid, self.device_id))
+
+    def __eq__(self, other):
+        return (isinstance(other, Context) and self.device_typeid == other.device_typeid
+                and self.device_id == other.device_id)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __repr__(self):
+        return f"{Context.devtype2str[self.device_typeid]}({self.device_id})"
+
+    __str__ = __repr__
+
+    def __enter__(self):
+        _default.stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default.stack.pop()
+        return False
+
+    def empty_cache(self):
+        """Release cached device memory back to the driver (a no-op on CPU)."""
+        if self.device_typeid == 2:
+            self.backend.empty_cache(self.device_id)
+
+    @property
+    def backend(self):
+        """The array-library backend (NumPy or CuPy) that runs operations on this context.
+
+        Raises
+        ------
+        MXNetError
+            For a GPU context when CuPy is not installed or the device does not exist.
+        """
+        be = self._backend
+        if be is None:
+            from .ndarray._backend import backend_for
+
+            be = self._backend = backend_for(self)
+        return be
+
+
+def cpu(device_id=0):
+    """Return the CPU context ``cpu(device_id)``.
+
+    Parameters
+    ----------
+    device_id : int, default 0
+        Distinct ids name distinct contexts, all backed by host memory.
+    """
+    return Context("cpu", device_id)
+
+
+def cpu_pinned(device_id=0):
+    """Return the pinned-host-memory context (host memory; kept for API compatibility)."""
+    return Context("cpu_pinned", device_id)
+
+
+def gpu(device_id=0):
+    """Return the GPU context ``gpu(device_id)``.
+
+    Creating the context always works; creating arrays on it needs CuPy and a CUDA device.
+    """
+    return Context("gpu", device_id)
+
+
+def current_context():
+    """Return the context of the innermost ``with ctx:`` block, or ``cpu(0)`` outside any."""
+    stack = _default.stack
+    return stack[-1] if stack else Context("cpu", 0)
+
+
+def num_gpus():
+    """Return the number of CUDA GPUs visible through CuPy, or 0 without CuPy or a driver."""
+    try:
+        import cupy
+    except ImportError:
+        return 0
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # no driver, no device: CuPy raises its own runtime errors
+        return 0
+
+
+def gpu_memory_info(device_id=0):
+    """Return ``(free, total)`` bytes of GPU ``device_id``."""
+    return gpu(device_id).backend.memory_info(device_id)

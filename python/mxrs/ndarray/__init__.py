@@ -1,0 +1,58 @@
+"""Arrays on devices and the operations on them (``mx.nd``).
+
+Layout
+------
+ndarray
+    The :class:`NDArray` class: attributes, conversions, operators, autograd hooks.
+_backend
+    NumPy and CuPy backends: the only code that tells the two libraries apart.
+_op
+    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
+creation
+    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, context moves,
+    ``save``/``load``, ``waitall``.
+elementwise, unary
+    Arithmetic with broadcasting, comparisons, math functions, activations, clip, where.
+reduce
+    ``sum, mean, max, min, prod, norm, argmax, argmin, topk, sort``.
+shape
+    ``reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack, split, slice``...
+indexing
+    ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot``.
+matmul
+    ``dot, batch_dot, FullyConnected``.
+conv
+    ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
+nn
+    Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
+random
+    Per-context generators: ``seed, uniform, normal, randint, shuffle``.
+"""
+
+from . import random  # noqa: F401
+from .conv import *  # noqa: F403
+from .creation import *  # noqa: F403
+from .elementwise import *  # noqa: F403
+from .indexing import Embedding, one_hot, pick, take  # noqa: F401
+from .matmul import *  # noqa: F403
+from .ndarray import NDArray  # noqa: F401
+from .nn import *  # noqa: F403
+from .reduce import *  # noqa: F403
+from .shape import *  # noqa: F403
+from .unary import *  # noqa: F403
+from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
+
+# Lower-case names of the layer operators (as ``mx.npx`` spells them) and legacy random names.
+convolution = Convolution  # noqa: F405
+pooling = Pooling  # noqa: F405
+fully_connected = FullyConnected  # noqa: F405
+batch_norm = BatchNorm  # noqa: F405
+layer_norm = LayerNorm  # noqa: F405
+dropout = Dropout  # noqa: F405
+embedding = Embedding
+leaky_relu = LeakyReLU  # noqa: F405
+activation = Activation  # noqa: F405
+random_uniform = random.uniform
+random_normal = random.normal
+random_randint = random.randint
+shuffle = random.shuffle

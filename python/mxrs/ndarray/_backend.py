@@ -1,0 +1,225 @@
+"""Array-library backends: the one place that knows NumPy from CuPy.
+
+Every operation gets ``xp`` (the array module) and, for the few things whose spelling differs
+between the libraries (scatter-add, strided views, random generators, host transfer), the backend
+object. CPU contexts share the NumPy backend; GPU contexts share the CuPy backend, created the
+first time a GPU context holds data. CuPy is never imported before that.
+
+Host memory: a training step allocates and frees the same large temporaries (im2col columns,
+activations, gradients) every iteration. With glibc's defaults each of them is a fresh ``mmap``
+whose pages fault in on first touch, which costs as much as the arithmetic on them. When the
+first CPU array is made, mxrs therefore asks glibc (``mallopt``) to serve blocks up to 32 MiB
+from the heap and to keep freed memory for reuse, much as a pooled allocator would. Set
+``MXRS_HOST_ALLOCATOR=default`` to leave the allocator alone.
+"""
+
+import contextlib
+import ctypes
+import os
+import sys
+
+import numpy
+
+from ..base import ContextError
+
+_NULL_GUARD = contextlib.nullcontext()
+
+
+class _NumpyBackend:
+    """Host arrays through NumPy."""
+
+    name = "numpy"
+    xp = numpy
+
+    def guard(self, device_id):
+        """Context manager making ``device_id`` current (nothing to do on the host)."""
+        return _NULL_GUARD
+
+    def asarray(self, data, dtype, device_id):
+        """Copy ``data`` (list, scalar, host or device array) into a new array of ``dtype``."""
+        if isinstance(data, numpy.ndarray):
+            return numpy.array(data, dtype=dtype, copy=True)
+        if not isinstance(data, (list, tuple, int, float, bool, numpy.generic)):
+            data = _to_host(data)
+        return numpy.array(data, dtype=dtype)
+
+    def to_host(self, arr):
+        """Return ``arr`` as a NumPy array."""
+        return arr
+
+    def synchronize(self, device_id):
+        """Wait for the device's queued work."""
+        pass
+
+    def scatter_add(self, target, index, values):
+        """``target[index] += values`` with repeated indices accumulating."""
+        numpy.add.at(target, index, values)
+
+    def argsort(self, arr):
+        """Stable argsort along the last axis (ties keep their order)."""
+        return numpy.argsort(arr, axis=-1, kind="stable")
+
+    def as_strided(self, arr, shape, strides):
+        """A read-only strided view of ``arr`` (receptive fields for im2col)."""
+        return numpy.lib.stride_tricks.as_strided(arr, shape, strides, writeable=False)
+
+    def make_rng(self, seed, device_id):
+        """A new random generator (``seed`` None draws fresh entropy)."""
+        return numpy.random.default_rng(seed)
+
+    def uniform(self, rng, low, high, shape, dtype):
+        """Samples from U[low, high) of ``dtype``."""
+        dt = numpy.dtype(dtype)
+        if dt.kind == "f" and dt.itemsize >= 4:
+            out = rng.random(shape, dtype=dt)
+        else:
+            out = rng.random(shape).astype(dt)
+        if low != 0.0 or high != 1.0:
+            out *= high - low
+            out += low
+        return out
+
+    def normal(self, rng, loc, scale, shape, dtype):
+        """Samples from N(loc, scale^2) of ``dtype``."""
+        dt = numpy.dtype(dtype)
+        if dt.kind == "f" and dt.itemsize >= 4:
+            out = rng.standard_normal(shape, dtype=dt)
+        else:
+            out = rng.standard_normal(shape).astype(dt)
+        if scale != 1.0:
+            out *= scale
+        if loc != 0.0:
+            out += loc
+        return out
+
+    def randint(self, rng, low, high, shape, dtype):
+        """Integers from [low, high)."""
+        return rng.integers(low, high, size=shape, dtype=dtype)
+
+    def permutation(self, rng, n):
+        """A random permutation of ``range(n)``."""
+        return rng.permutation(n)
+
+    def empty_cache(self, device_id):
+        """Return cached device memory to the driver."""
+
+
+def _to_host(data):
+    """Turn a CuPy array (or anything with ``get``) into a NumPy array; pass others through."""
+    get = getattr(data, "get", None)
+    return get() if callable(get) and not isinstance(data, dict) else data
+
+
+class _CupyBackend:
+    """CUDA arrays through CuPy (imported when the first GPU array is made)."""
+
+    name = "cupy"
+
+    def __init__(self, cupy):
+        import cupyx
+
+        self.xp = cupy
+        self._cupyx = cupyx
+
+    def guard(self, device_id):
+        return self.xp.cuda.Device(device_id)
+
+    def asarray(self, data, dtype, device_id):
+        with self.xp.cuda.Device(device_id):
+            if isinstance(data, self.xp.ndarray):
+                return self.xp.array(data, dtype=dtype, copy=True)
+            return self.xp.asarray(numpy.asarray(data, dtype=dtype))
+
+    def to_host(self, arr):
+        return arr.get()
+
+    def synchronize(self, device_id):
+        with self.xp.cuda.Device(device_id) as dev:
+            dev.synchronize()
+
+    def scatter_add(self, target, index, values):
+        self._cupyx.scatter_add(target, index, values)
+
+    def argsort(self, arr):
+        return self.xp.argsort(arr, axis=-1)  # CuPy's sort is a stable radix sort
+
+    def as_strided(self, arr, shape, strides):
+        return self.xp.lib.stride_tricks.as_strided(arr, shape, strides)
+
+    def make_rng(self, seed, device_id):
+        with self.xp.cuda.Device(device_id):
+            return self.xp.random.RandomState(seed)
+
+    def uniform(self, rng, low, high, shape, dtype):
+        return rng.uniform(low, high, size=shape, dtype=dtype)
+
+    def normal(self, rng, loc, scale, shape, dtype):
+        return rng.normal(loc, scale, size=shape, dtype=dtype)
+
+    def randint(self, rng, low, high, shape, dtype):
+        return rng.randint(low, high, size=shape).astype(dtype)
+
+    def permutation(self, rng, n):
+        return rng.permutation(n)
+
+    def empty_cache(self, device_id):
+        self.xp.get_default_memory_pool().free_all_blocks()
+
+    def memory_info(self, device_id):
+        with self.xp.cuda.Device(device_id):
+            return self.xp.cuda.runtime.memGetInfo()
+
+
+NUMPY = _NumpyBackend()
+_cupy_backend = None
+
+
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+_allocator_tuned = [False]
+
+
+def _tune_host_allocator():
+    """Keep large host blocks in glibc's heap for reuse (see the module docstring)."""
+    _allocator_tuned[0] = True
+    if os.environ.get("MXRS_HOST_ALLOCATOR", "pooled") == "default":
+        return
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+    mallopt(_M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
+    mallopt(_M_TOP_PAD, 64 * 1024 * 1024)
+
+
+def backend_for(ctx):
+    """Return the backend serving context ``ctx``.
+
+    Raises
+    ------
+    ContextError
+        For a GPU context without CuPy, without a CUDA driver, or past the last device.
+    """
+    global _cupy_backend
+    if ctx.device_typeid != 2:
+        if not _allocator_tuned[0]:
+            _tune_host_allocator()
+        return NUMPY
+    try:
+        import cupy
+    except ImportError:
+        raise ContextError(
+            f"{ctx} needs CuPy, which is not installed: install mxrs[gpu] (cupy-cuda12x) on a "
+            "machine with a CUDA GPU, or use mx.cpu()") from None
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as err:  # CuPy raises its own runtime error types without a driver
+        raise ContextError(f"{ctx} is unavailable: CUDA reports {err}") from None
+    if not 0 <= ctx.device_id < count:
+        raise ContextError(f"{ctx} does not exist: {count} GPU(s) are visible")
+    if _cupy_backend is None:
+        _cupy_backend = _CupyBackend(cupy)
+    return _cupy_backend

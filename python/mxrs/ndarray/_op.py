@@ -1,0 +1,126 @@
+"""The primitive-op protocol and its dispatcher.
+
+A primitive op is a subclass of :class:`Op` with ``forward(*arrays, **attrs)`` and
+``backward(*out_grads)`` working on raw arrays of the inputs' library (``self.xp`` is NumPy or
+CuPy, ``self.be`` the backend for the few calls that differ). :func:`apply` checks that all input
+arrays share one context, picks that context's backend once, runs ``forward`` and, inside
+``autograd.record()`` when some input needs a gradient, keeps the op object as the outputs' graph
+node. ``backward`` returns one gradient per input (a bare array for one input); ``self.needs[i]``
+tells whether input ``i`` wants one, so unneeded gradients are never computed.
+"""
+
+from ..autograd import _state
+from ..base import ContextError, MXNetError
+from .ndarray import _wrap
+
+__all__ = ["Op", "apply", "unbroadcast", "axis_index"]
+
+
+class Op:
+    """Base class of primitive ops: one forward, one hand-written backward.
+
+    Attributes set by :func:`apply`: ``xp`` (array module), ``be`` (backend), ``ctx``, ``needs``
+    (per-input bool, only when recorded), ``inputs`` (input NDArrays, only when recorded),
+    ``nout`` (number of outputs).
+    """
+
+    nout = 1
+
+    def forward(self, *arrays, **attrs):
+        """Compute the output(s) from raw input arrays; save what backward needs on ``self``."""
+        raise NotImplementedError
+
+    def backward(self, *out_grads):
+        """Return the gradient of each input given the outputs' gradients.
+
+        Multi-output ops receive None for outputs that got no gradient. Return None for an
+        input that needs no gradient; never modify ``out_grads`` in place.
+        """
+        raise NotImplementedError
+
+
+def _mixed(op_cls, ctx, other):
+    name = op_cls.__name__.lstrip("_")
+    return ContextError(
+        f"operation {name} got arrays on two contexts, {ctx} and {other}; move one with "
+        "as_in_context() or copyto() first")
+
+
+def apply(op_cls, arrays, **attrs):
+    """Run primitive op ``op_cls`` on NDArrays ``arrays`` with keyword ``attrs``.
+
+    Returns
+    -------
+    NDArray or list of NDArray
+        One array, or a list when the op's forward returns a tuple.
+
+    Raises
+    ------
+    ContextError
+        When the arrays live on different contexts.
+    """
+    ctx = arrays[0]._ctx
+    for a in arrays:
+        if a._ctx is not ctx and a._ctx != ctx:
+            raise _mixed(op_cls, ctx, a._ctx)
+    be = ctx._backend or ctx.backend
+    op = op_cls()
+    op.xp = be.xp
+    op.be = be
+    op.ctx = ctx
+    rec = False
+    if _state.recording:
+        needs = tuple([a._node is not None or a._grad is not None for a in arrays])
+        rec = True in needs
+        op.needs = needs
+    else:
+        op.needs = (False,) * len(arrays)
+    try:
+        if ctx.device_typeid == 2:
+            with be.guard(ctx.device_id):
+                out = op.forward(*[a._data for a in arrays], **attrs)
+        else:
+            out = op.forward(*[a._data for a in arrays], **attrs)
+    except ValueError as err:  # the array library's shape errors, e.g. broadcasting
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise MXNetError(f"{op_cls.__name__.lstrip('_')} on shapes {shapes}: {err}") from None
+    if type(out) is tuple:
+        res = [_wrap(o, ctx) for o in out]
+        if rec:
+            op.nout = len(out)
+            op.inputs = arrays
+            for i, r in enumerate(res):
+                r._node = op
+                r._oidx = i
+        return res
+    res = _wrap(out, ctx)
+    if rec:
+        op.inputs = arrays
+        res._node = op
+    return res
+
+
+def unbroadcast(g, shape):
+    """Sum gradient ``g`` over the axes that broadcasting expanded so it gets ``shape``."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+    if axes:
+        g = g.sum(axis=axes)
+    return g.reshape(shape)
+
+
+def axis_index(axis, ndim):
+    """Return ``axis`` as an index in ``[0, ndim)``; negative values count from the end.
+
+    Raises
+    ------
+    MXNetError
+        When ``axis`` is out of range.
+    """
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise MXNetError(f"axis {axis} is out of range for an array of {ndim} dimension(s)")
+    return a + ndim if a < 0 else a

@@ -1,0 +1,231 @@
+"""Creating arrays, moving them between contexts, saving and loading them.
+
+Float32 is the default element type everywhere, as in MXNet 1.x: ``array`` of a Python list or
+of a NumPy array gives float32 unless ``dtype`` says otherwise (an NDArray source keeps its dtype).
+"""
+
+import numpy as np
+
+from ..autograd import _state
+from ..base import MXNetError
+from ..context import Context, current_context
+from ._op import Op
+from .ndarray import NDArray, _wrap
+
+__all__ = ["array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
+           "full_like", "eye", "linspace", "waitall", "save", "load"]
+
+
+def _dtype(dtype, default=np.float32):
+    return np.dtype(default if dtype is None else dtype)
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _ctx(ctx):
+    if ctx is None:
+        return current_context()
+    return ctx if isinstance(ctx, Context) else Context(ctx)
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    out[:] = result
+    return out
+
+
+def array(source_array, ctx=None, dtype=None):
+    """Create an array from a list, tuple, NumPy array, scalar or NDArray.
+
+    Parameters
+    ----------
+    source_array : array_like or NDArray
+    ctx : Context, optional
+        Defaults to the current context.
+    dtype : str or numpy.dtype, optional
+        Defaults to float32, or the source's dtype when it is an NDArray.
+
+    Examples
+    --------
+    >>> mx.nd.array([1, 2, 3], ctx=mx.cpu(1))
+    <BLANKLINE>
+    [1. 2. 3.]
+    <NDArray 3 @cpu(1)>
+    """
+    ctx = _ctx(ctx)
+    if isinstance(source_array, NDArray):
+        dt = source_array._data.dtype if dtype is None else np.dtype(dtype)
+        data = _move_data(source_array._data, source_array._ctx, ctx)
+        be = ctx.backend
+        return _wrap(be.asarray(data, dt, ctx.device_id), ctx)
+    be = ctx.backend
+    data = be.asarray(source_array, _dtype(dtype), ctx.device_id)
+    if data.ndim == 0:
+        data = data.reshape(1)
+    return _wrap(data, ctx)
+
+
+def _filled(fill, shape, ctx, dtype):
+    ctx = _ctx(ctx)
+    be = ctx.backend
+    with be.guard(ctx.device_id):
+        if fill is None:
+            data = be.xp.empty(_shape(shape), dtype=_dtype(dtype))
+        else:
+            data = be.xp.full(_shape(shape), fill, dtype=_dtype(dtype))
+    return _wrap(data, ctx)
+
+
+def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """Return an array of zeros.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    ctx : Context, optional
+        Defaults to the current context.
+    dtype : str or numpy.dtype, default float32
+    out : NDArray, optional
+        Array to fill instead of allocating.
+    """
+    return _out(_filled(0, shape, ctx, dtype), out)
+
+
+def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """Return an array of ones; parameters as :func:`zeros`."""
+    return _out(_filled(1, shape, ctx, dtype), out)
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    """Return an array filled with ``val``; parameters as :func:`zeros`."""
+    return _out(_filled(val, shape, ctx, dtype), out)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """Return an uninitialised array; parameters as :func:`zeros`."""
+    return _filled(None, shape, ctx, dtype)
+
+
+def _like(data, make):
+    be, ctx = data._ctx.backend, data._ctx
+    with be.guard(ctx.device_id):
+        return _wrap(make(be.xp, data._data), ctx)
+
+
+def zeros_like(data):
+    """Return zeros with the shape, dtype and context of ``data``."""
+    return _like(data, lambda xp, x: xp.zeros_like(x))
+
+
+def ones_like(data):
+    """Return ones with the shape, dtype and context of ``data``."""
+    return _like(data, lambda xp, x: xp.ones_like(x))
+
+
+def full_like(data, fill_value):
+    """Return ``fill_value`` with the shape, dtype and context of ``data``."""
+    return _like(data, lambda xp, x: xp.full_like(x, fill_value))
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
+    """Return evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times.
+
+    Examples
+    --------
+    >>> mx.nd.arange(2, 6, 2, repeat=2).asnumpy()
+    array([2., 2., 4., 4.], dtype=float32)
+    """
+    if stop is None:
+        start, stop = 0, start
+    host = np.arange(start, stop, step, dtype=np.float64).astype(_dtype(dtype))
+    if repeat != 1:
+        host = np.repeat(host, int(repeat))
+    return array(host, ctx=ctx, dtype=host.dtype)
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None):
+    """Return a 2-D array with ones on diagonal ``k`` (``M=0`` means ``M=N``)."""
+    return array(np.eye(N, M or N, k), ctx=ctx, dtype=_dtype(dtype))
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """Return ``num`` evenly spaced values from ``start`` to ``stop``."""
+    return array(np.linspace(start, stop, num, endpoint=endpoint), ctx=ctx,
+                 dtype=_dtype(dtype))
+
+
+def waitall():
+    """Block until all pending computation on every device has finished."""
+    from . import _backend
+
+    be = _backend._cupy_backend
+    if be is not None:
+        for i in range(be.xp.cuda.runtime.getDeviceCount()):
+            be.synchronize(i)
+
+
+# ----------------------------------------------------------------- moving between contexts
+def _move_data(data, src, dst):
+    """Return raw ``data`` of context ``src`` as an array of ``dst``'s library and device."""
+    sbe, dbe = src.backend, dst.backend
+    if sbe is dbe and dbe.xp is np:
+        return data
+    host = sbe.to_host(data) if dbe is not sbe else data
+    return dbe.asarray(host, data.dtype, dst.device_id)
+
+
+class _ToContext(Op):
+    def forward(self, x, src, dst):
+        self.src, self.dst = src, dst
+        out = _move_data(x, src, dst)
+        return out.copy() if out is x else out
+
+    def backward(self, g):
+        return _move_data(g, self.dst, self.src)
+
+
+def _to_context(x, ctx, force_copy=False):
+    """Copy ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
+    op = _ToContext()
+    sbe = x._ctx.backend
+    op.xp, op.be, op.ctx = sbe.xp, sbe, x._ctx
+    out = _wrap(op.forward(x._data, x._ctx, ctx), ctx)
+    if _state.recording and (x._node is not None or x._grad is not None):
+        op.needs = (True,)
+        op.inputs = (x,)
+        out._node = op
+    return out
+
+
+# ----------------------------------------------------------------- save / load
+def save(fname, data):
+    """Save an NDArray, a list of NDArrays or a dict of str to NDArray to file ``fname``.
+
+    The file is a NumPy ``.npz`` archive; :func:`load` restores the same structure.
+    """
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        arrays = {f"d:{k}": v.asnumpy() for k, v in data.items()}
+    elif isinstance(data, (list, tuple)):
+        arrays = {f"l:{i:08d}": v.asnumpy() for i, v in enumerate(data)}
+    else:
+        raise TypeError("save expects an NDArray, a list of NDArrays or a dict of NDArrays")
+    with open(fname, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def load(fname, ctx=None):
+    """Load what :func:`save` wrote: a list or a dict of NDArrays (on ``ctx``, default cpu)."""
+    with np.load(fname, allow_pickle=False) as z:
+        keys = list(z.keys())
+        if any(k.startswith("d:") for k in keys):
+            return {k[2:]: array(z[k], ctx=ctx, dtype=z[k].dtype) for k in keys}
+        if all(k.startswith("l:") for k in keys):
+            return [array(z[k], ctx=ctx, dtype=z[k].dtype) for k in sorted(keys)]
+    raise MXNetError(f"{fname} is not a file written by mxrs.nd.save")

@@ -1,0 +1,411 @@
+"""Elementwise operations: arithmetic with broadcasting, comparisons, math and activations.
+
+Binary ops broadcast like NumPy and sum their gradients back to each input's shape. A Python
+scalar operand becomes an attribute of a scalar op (no array is made for it) and keeps the array's
+dtype. Comparisons return 0/1 arrays of the left operand's dtype, as MXNet does, and pass no
+gradient.
+"""
+
+import numpy as np
+
+from ._op import Op, apply, unbroadcast
+from .ndarray import NDArray
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum",
+    "negative", "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
+    "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p", "expm1",
+    "sin", "cos", "floor", "ceil", "round", "relu", "sigmoid", "tanh", "softrelu", "softsign",
+    "Activation", "LeakyReLU", "clip", "where", "cast", "elemwise_add", "elemwise_sub",
+    "elemwise_mul", "elemwise_div", "broadcast_add", "broadcast_sub", "broadcast_mul",
+    "broadcast_div", "broadcast_maximum", "broadcast_minimum", "broadcast_power", "plus", "minus",
+]
+
+
+# ----------------------------------------------------------------- binary array-array ops
+class _Add(Op):
+    def forward(self, a, b):
+        self.sa, self.sb = a.shape, b.shape
+        return a + b
+
+    def backward(self, g):
+        return unbroadcast(g, self.sa), unbroadcast(g, self.sb)
+
+
+class _Sub(Op):
+    def forward(self, a, b):
+        self.sa, self.sb = a.shape, b.shape
+        return a - b
+
+    def backward(self, g):
+        return unbroadcast(g, self.sa), (unbroadcast(-g, self.sb) if self.needs[1] else None)
+
+
+class _Mul(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return a * b
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        return (unbroadcast(g * b, a.shape) if self.needs[0] else None,
+                unbroadcast(g * a, b.shape) if self.needs[1] else None)
+
+
+class _Div(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            return self.xp.trunc(a / b).astype(self.xp.result_type(a, b))
+        return a / b
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        ga = g / b
+        return (unbroadcast(ga, a.shape) if self.needs[0] else None,
+                unbroadcast(-ga * a / b, b.shape) if self.needs[1] else None)
+
+
+class _Pow(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        self.y = a ** b
+        return self.y
+
+    def backward(self, g):
+        a, b, xp = self.a, self.b, self.xp
+        ga = unbroadcast(g * b * a ** (b - 1), a.shape) if self.needs[0] else None
+        gb = unbroadcast(g * self.y * xp.log(a), b.shape) if self.needs[1] else None
+        return ga, gb
+
+
+class _Maximum(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return self.xp.maximum(a, b)
+
+    def backward(self, g):
+        mask = self.a >= self.b
+        return (unbroadcast(g * mask, self.a.shape) if self.needs[0] else None,
+                unbroadcast(g * ~mask, self.b.shape) if self.needs[1] else None)
+
+
+class _Minimum(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return self.xp.minimum(a, b)
+
+    def backward(self, g):
+        mask = self.a <= self.b
+        return (unbroadcast(g * mask, self.a.shape) if self.needs[0] else None,
+                unbroadcast(g * ~mask, self.b.shape) if self.needs[1] else None)
+
+
+class _Mod(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        return self.xp.mod(a, b)
+
+    def backward(self, g):
+        a, b = self.a, self.b
+        return (unbroadcast(g, a.shape) if self.needs[0] else None,
+                unbroadcast(-g * self.xp.floor(a / b), b.shape) if self.needs[1] else None)
+
+
+class _Compare(Op):
+    def forward(self, a, b, fn):
+        return fn(a, b).astype(a.dtype)
+
+    def backward(self, g):
+        return None, None
+
+
+# ----------------------------------------------------------------- array-scalar ops
+class _AddS(Op):
+    def forward(self, a, s):
+        return a + s
+
+    def backward(self, g):
+        return g
+
+
+class _MulS(Op):
+    def forward(self, a, s):
+        self.s = s
+        return a * s
+
+    def backward(self, g):
+        return g * self.s
+
+
+class _RSubS(Op):
+    def forward(self, a, s):
+        return s - a
+
+    def backward(self, g):
+        return -g
+
+
+class _RDivS(Op):
+    def forward(self, a, s):
+        self.y = s / a
+        self.a = a
+        return self.y
+
+    def backward(self, g):
+        return -g * self.y / self.a
+
+
+class _PowS(Op):
+    def forward(self, a, s):
+        self.a, self.s = a, s
+        return a ** s
+
+    def backward(self, g):
+        s = self.s
+        if s == 2:
+            return g * (2 * self.a)
+        return g * (s * self.a ** (s - 1))
+
+
+class _RPowS(Op):
+    def forward(self, a, s):
+        self.y = s ** a
+        self.s = s
+        return self.y
+
+    def backward(self, g):
+        return g * self.y * float(np.log(self.s))
+
+
+class _MaxS(Op):
+    def forward(self, a, s):
+        self.a, self.s = a, s
+        return self.xp.maximum(a, s)
+
+    def backward(self, g):
+        return g * (self.a >= self.s)
+
+
+class _MinS(Op):
+    def forward(self, a, s):
+        self.a, self.s = a, s
+        return self.xp.minimum(a, s)
+
+    def backward(self, g):
+        return g * (self.a <= self.s)
+
+
+class _ModS(Op):
+    def forward(self, a, s):
+        return self.xp.mod(a, s)
+
+    def backward(self, g):
+        return g
+
+
+class _RModS(Op):
+    def forward(self, a, s):
+        self.a, self.s = a, s
+        return self.xp.mod(s, a)
+
+    def backward(self, g):
+        return -g * self.xp.floor(self.s / self.a)
+
+
+class _CompareS(Op):
+    def forward(self, a, s, fn):
+        return fn(a, s).astype(a.dtype)
+
+    def backward(self, g):
+        return None
+
+
+def _scalar(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _other(x, like):
+    """Turn a NumPy array operand into an NDArray on ``like``'s context."""
+    from .creation import array
+
+    return array(x, ctx=like._ctx, dtype=like.dtype)
+
+
+def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
+    if isinstance(lhs, np.ndarray):
+        lhs = _other(lhs, rhs)
+    if isinstance(rhs, np.ndarray):
+        rhs = _other(rhs, lhs)
+    if isinstance(lhs, NDArray):
+        if isinstance(rhs, NDArray):
+            return apply(op, (lhs, rhs))
+        s = _scalar(rhs)
+        if neg:
+            return apply(op_s, (lhs,), s=-s)
+        return apply(op_s, (lhs,), s=s)
+    if isinstance(rhs, NDArray):
+        return apply(op_rs, (rhs,), s=_scalar(lhs))
+    raise TypeError(f"expected an NDArray operand, got {type(lhs).__name__} and "
+                    f"{type(rhs).__name__}")
+
+
+def add(lhs, rhs):
+    """Return ``lhs + rhs`` with broadcasting; either side may be a scalar."""
+    return _binary(lhs, rhs, _Add, _AddS, _AddS)
+
+
+def subtract(lhs, rhs):
+    """Return ``lhs - rhs`` with broadcasting; either side may be a scalar."""
+    return _binary(lhs, rhs, _Sub, _AddS, _RSubS, neg=True)
+
+
+def multiply(lhs, rhs):
+    """Return ``lhs * rhs`` with broadcasting; either side may be a scalar."""
+    return _binary(lhs, rhs, _Mul, _MulS, _MulS)
+
+
+def divide(lhs, rhs):
+    """Return ``lhs / rhs`` with broadcasting; integer arrays divided by a scalar truncate."""
+    if isinstance(lhs, NDArray) and not isinstance(rhs, (NDArray, np.ndarray)) \
+            and lhs._data.dtype.kind in "iu":
+        return apply(_DivIntS, (lhs,), s=_scalar(rhs))
+    return _binary(lhs, rhs, _Div, _DivS, _RDivS)
+
+
+class _DivS(Op):
+    def forward(self, a, s):
+        self.s = s
+        return a / s
+
+    def backward(self, g):
+        return g / self.s
+
+
+class _DivIntS(Op):
+    def forward(self, a, s):
+        return self.xp.trunc(a / s).astype(a.dtype)
+
+    def backward(self, g):
+        return None
+
+
+def modulo(lhs, rhs):
+    """Return the remainder of ``lhs / rhs`` with the sign of ``rhs``, as Python's ``%``."""
+    return _binary(lhs, rhs, _Mod, _ModS, _RModS)
+
+
+def power(base, exp):
+    """Return ``base ** exp`` with broadcasting; either side may be a scalar."""
+    return _binary(base, exp, _Pow, _PowS, _RPowS)
+
+
+def maximum(lhs, rhs):
+    """Return the elementwise maximum; ties send the gradient to ``lhs``."""
+    return _binary(lhs, rhs, _Maximum, _MaxS, _MaxS)
+
+
+def minimum(lhs, rhs):
+    """Return the elementwise minimum; ties send the gradient to ``lhs``."""
+    return _binary(lhs, rhs, _Minimum, _MinS, _MinS)
+
+
+def _compare(lhs, rhs, fn, rfn):
+    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+        return apply(_Compare, (lhs, rhs), fn=fn)
+    if isinstance(lhs, NDArray):
+        return apply(_CompareS, (lhs,), s=_scalar(rhs), fn=fn)
+    return apply(_CompareS, (rhs,), s=_scalar(lhs), fn=rfn)
+
+
+def equal(lhs, rhs):
+    """Return 1 where ``lhs == rhs`` else 0, in ``lhs``'s dtype."""
+    return _compare(lhs, rhs, _eq, _eq)
+
+
+def not_equal(lhs, rhs):
+    """Return 1 where ``lhs != rhs`` else 0."""
+    return _compare(lhs, rhs, _ne, _ne)
+
+
+def greater(lhs, rhs):
+    """Return 1 where ``lhs > rhs`` else 0."""
+    return _compare(lhs, rhs, _gt, _lt)
+
+
+def greater_equal(lhs, rhs):
+    """Return 1 where ``lhs >= rhs`` else 0."""
+    return _compare(lhs, rhs, _ge, _le)
+
+
+def lesser(lhs, rhs):
+    """Return 1 where ``lhs < rhs`` else 0."""
+    return _compare(lhs, rhs, _lt, _gt)
+
+
+def lesser_equal(lhs, rhs):
+    """Return 1 where ``lhs <= rhs`` else 0."""
+    return _compare(lhs, rhs, _le, _ge)
+
+
+def _eq(a, b):
+    return a == b
+
+
+def _ne(a, b):
+    return a != b
+
+
+def _gt(a, b):
+    return a > b
+
+
+def _ge(a, b):
+    return a >= b
+
+
+def _lt(a, b):
+    return a < b
+
+
+def _le(a, b):
+    return a <= b
+
+
+elemwise_add = broadcast_add = plus = add
+elemwise_sub = broadcast_sub = minus = subtract
+elemwise_mul = broadcast_mul = multiply
+elemwise_div = broadcast_div = divide
+broadcast_maximum = maximum
+broadcast_minimum = minimum
+broadcast_power = power
+
+from .unary import (  # noqa: E402
+    Activation,
+    LeakyReLU,
+    abs,
+    cast,
+    ceil,
+    clip,
+    cos,
+    exp,
+    expm1,
+    floor,
+    log,
+    log1p,
+    negative,
+    reciprocal,
+    relu,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    softrelu,
+    softsign,
+    sqrt,
+    square,
+    tanh,
+    where,
+)
+

@@ -1,0 +1,122 @@
+"""Matrix products: dot, batch_dot and the fully connected layer.
+
+Each is one GEMM forward and (at most) two GEMMs backward; transposed operands are passed to
+BLAS as transposed views, not copies.
+"""
+
+from ._op import Op, apply
+
+__all__ = ["dot", "batch_dot", "FullyConnected"]
+
+
+class _Dot(Op):
+    def forward(self, a, b, ta, tb):
+        A = a.T if ta else a
+        B = b.T if tb else b
+        k = A.shape[-1]
+        if B.shape[0] != k:
+            from ..base import MXNetError
+
+            raise MXNetError(f"dot: shapes {A.shape} and {B.shape} do not align")
+        self.ta, self.tb = ta, tb
+        self.A2 = A.reshape(-1, k)
+        self.B2 = B.reshape(k, -1)
+        self.Ashape, self.Bshape = A.shape, B.shape
+        y = (self.A2 @ self.B2).reshape(A.shape[:-1] + B.shape[1:])
+        return y if y.ndim else y.reshape(1)
+
+    def backward(self, g):
+        g2 = g.reshape(self.A2.shape[0], self.B2.shape[1])
+        ga = gb = None
+        if self.needs[0]:
+            ga = (g2 @ self.B2.T).reshape(self.Ashape)
+            if self.ta:
+                ga = ga.T
+        if self.needs[1]:
+            gb = (self.A2.T @ g2).reshape(self.Bshape)
+            if self.tb:
+                gb = gb.T
+        return ga, gb
+
+
+def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+    """Dot product: contracts the last axis of ``lhs`` with the first axis of ``rhs``.
+
+    For 2-D arrays this is the matrix product; ``transpose_a``/``transpose_b`` reverse the axes
+    of an operand first. Two vectors give shape ``(1,)``.
+
+    Examples
+    --------
+    >>> mx.nd.dot(mx.nd.ones((2, 3, 4)), mx.nd.ones((4, 5))).shape
+    (2, 3, 5)
+    """
+    return apply(_Dot, (lhs, rhs), ta=transpose_a, tb=transpose_b)
+
+
+class _BatchDot(Op):
+    def forward(self, a, b, ta, tb):
+        self.A = a.swapaxes(-1, -2) if ta else a
+        self.B = b.swapaxes(-1, -2) if tb else b
+        self.ta, self.tb = ta, tb
+        return self.xp.matmul(self.A, self.B)
+
+    def backward(self, g):
+        xp = self.xp
+        ga = gb = None
+        if self.needs[0]:
+            ga = xp.matmul(g, self.B.swapaxes(-1, -2))
+            if self.ta:
+                ga = ga.swapaxes(-1, -2)
+        if self.needs[1]:
+            gb = xp.matmul(self.A.swapaxes(-1, -2), g)
+            if self.tb:
+                gb = gb.swapaxes(-1, -2)
+        return ga, gb
+
+
+def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+    """Batched matrix product of ``(B, N, K)`` and ``(B, K, M)`` arrays: ``(B, N, M)``."""
+    return apply(_BatchDot, (lhs, rhs), ta=transpose_a, tb=transpose_b)
+
+
+class _FC(Op):
+    def forward(self, x, w, *b, flatten):
+        self.xshape = x.shape
+        x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
+        self.x2, self.w = x2, w
+        y = x2 @ w.T
+        if b:
+            y += b[0]
+        if not flatten:
+            y = y.reshape(x.shape[:-1] + (w.shape[0],))
+        return y
+
+    def backward(self, g):
+        g2 = g.reshape(-1, self.w.shape[0])
+        needs = self.needs
+        gx = (g2 @ self.w).reshape(self.xshape) if needs[0] else None
+        gw = g2.T @ self.x2 if needs[1] else None
+        if len(needs) == 3:
+            return gx, gw, (g2.sum(axis=0) if needs[2] else None)
+        return gx, gw
+
+
+def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True,
+                   **kwargs):
+    """Fully connected layer: ``data @ weight.T + bias``.
+
+    Parameters
+    ----------
+    data : NDArray
+        ``(N, ...)``; flattened to ``(N, in_units)`` when ``flatten`` (else the last axis is
+        the input axis).
+    weight : NDArray
+        ``(num_hidden, in_units)``.
+    bias : NDArray, optional
+        ``(num_hidden,)``; ignored when ``no_bias``.
+    num_hidden : int
+        Number of outputs (taken from ``weight`` when omitted).
+    """
+    if bias is None or no_bias:
+        return apply(_FC, (data, weight), flatten=flatten)
+    return apply(_FC, (data, weight, bias), flatten=flatten)

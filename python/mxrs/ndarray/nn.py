@@ -1,0 +1,351 @@
+"""Neural-network layers that are not convolutions: softmax family, fused softmax cross-entropy,
+Dropout, BatchNorm and LayerNorm.
+
+Softmax and its cross-entropy are computed in one pass with the max subtracted, so they do not
+overflow; the fused cross-entropy's backward is ``softmax - one_hot`` without forming the one-hot.
+Dropout is active only in training mode (``autograd.record()`` or ``autograd.train_mode()``), or
+always with ``mode='always'``. BatchNorm normalises with batch statistics in training mode and
+updates the running statistics in place, and uses the running statistics otherwise.
+"""
+
+import numpy as np
+
+from ..autograd import _state
+from ..base import ContextError, MXNetError
+from ._op import Op, apply, axis_index
+
+__all__ = ["softmax", "log_softmax", "softmax_cross_entropy", "softmax_ce_loss",
+           "SoftmaxOutput", "SoftmaxActivation", "Dropout", "BatchNorm", "LayerNorm"]
+
+
+def _log_softmax(xp, x, axis):
+    z = x - x.max(axis=axis, keepdims=True)
+    z -= xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+    return z
+
+
+class _Softmax(Op):
+    def forward(self, x, axis, temperature):
+        xp = self.xp
+        if temperature != 1.0:
+            x = x / temperature
+        z = xp.exp(x - x.max(axis=axis, keepdims=True))
+        z /= z.sum(axis=axis, keepdims=True)
+        self.y, self.axis, self.t = z, axis, temperature
+        return z
+
+    def backward(self, g):
+        y = self.y
+        gx = y * (g - (g * y).sum(axis=self.axis, keepdims=True))
+        return gx / self.t if self.t != 1.0 else gx
+
+
+class _LogSoftmax(Op):
+    def forward(self, x, axis, temperature):
+        if temperature != 1.0:
+            x = x / temperature
+        self.y, self.axis, self.t = _log_softmax(self.xp, x, axis), axis, temperature
+        return self.y
+
+    def backward(self, g):
+        gx = g - self.xp.exp(self.y) * g.sum(axis=self.axis, keepdims=True)
+        return gx / self.t if self.t != 1.0 else gx
+
+
+def softmax(data, axis=-1, temperature=None, **kwargs):
+    """Softmax along ``axis``: ``exp(x/T) / sum(exp(x/T))``.
+
+    Parameters
+    ----------
+    axis : int, default -1
+    temperature : float, optional
+        Divides the input first; 1 when None.
+    """
+    return apply(_Softmax, (data,), axis=axis, temperature=float(temperature or 1.0))
+
+
+def log_softmax(data, axis=-1, temperature=None, **kwargs):
+    """Logarithm of :func:`softmax`, computed stably."""
+    return apply(_LogSoftmax, (data,), axis=axis, temperature=float(temperature or 1.0))
+
+
+def SoftmaxActivation(data, mode="instance"):
+    """Softmax over axis 1 ('channel') or over each flattened instance ('instance')."""
+    if mode == "channel":
+        return softmax(data, axis=1)
+    return softmax(data.reshape((data.shape[0], -1)), axis=-1).reshape(data.shape)
+
+
+class _SoftmaxCE(Op):
+    """Per-position cross-entropy of softmax(pred) against labels, reduced along ``axis``.
+
+    Works in a layout with ``axis`` last; the gradient is moved back at the end.
+    """
+
+    def forward(self, pred, label, axis, sparse, from_logits, keepdims):
+        xp = self.xp
+        moved = axis != pred.ndim - 1
+        if moved:
+            pred = xp.moveaxis(pred, axis, -1)
+            if not sparse:
+                label = xp.moveaxis(label, axis, -1)
+        self.axis, self.moved, self.sparse, self.keepdims = axis, moved, sparse, keepdims
+        self.from_logits = from_logits
+        logp = pred if from_logits else _log_softmax(xp, pred, -1)
+        self.logp = logp
+        n = logp.shape[-1]
+        if sparse:
+            idx = xp.clip(label.astype(np.int64).reshape(-1), 0, n - 1)
+            self.flat = xp.arange(idx.size, dtype=np.int64) * n + idx
+            loss = -logp.reshape(-1)[self.flat].reshape(logp.shape[:-1])
+        else:
+            self.label = label
+            loss = -(logp * label).sum(axis=-1)
+        return xp.expand_dims(loss, axis) if keepdims else loss
+
+    def backward(self, g):
+        xp = self.xp
+        if self.keepdims:
+            g = g.squeeze(self.axis)
+        g = g[..., None]
+        gl = None
+        if self.sparse:
+            if self.from_logits:
+                gx = xp.zeros(self.logp.shape, self.logp.dtype)
+            else:
+                gx = xp.ascontiguousarray(xp.exp(self.logp))
+            flat = gx.reshape(-1)
+            flat[self.flat] -= 1
+            gx *= g
+        else:
+            lab = self.label
+            if self.from_logits:
+                gx = -lab * g
+            else:
+                gx = (xp.exp(self.logp) * lab.sum(axis=-1, keepdims=True) - lab) * g
+            if self.needs[1]:
+                gl = -self.logp * g
+                if self.moved:
+                    gl = xp.moveaxis(gl, -1, self.axis)
+        if self.moved:
+            gx = xp.moveaxis(gx, -1, self.axis)
+        return (gx if self.needs[0] else None), gl
+
+
+def softmax_ce_loss(pred, label, axis=-1, sparse_label=True, from_logits=False, keepdims=True):
+    """Fused softmax cross-entropy per position (mxrs extension used by Gluon's loss).
+
+    Computes ``-pick(log_softmax(pred, axis), label, axis)`` (sparse labels) or
+    ``-sum(log_softmax(pred, axis) * label, axis)`` (dense labels) in one op whose backward is
+    ``softmax(pred) - label`` scaled by the incoming gradient.
+
+    Parameters
+    ----------
+    pred : NDArray
+        Scores (or log-probabilities when ``from_logits``).
+    label : NDArray
+        Class indices shaped like ``pred`` without ``axis`` (sparse), or ``pred``'s shape.
+    keepdims : bool, default True
+        Keep ``axis`` with length 1 in the result.
+    """
+    return apply(_SoftmaxCE, (pred, label), axis=axis_index(axis, pred.ndim), sparse=sparse_label,
+                 from_logits=from_logits, keepdims=keepdims)
+
+
+def softmax_cross_entropy(data, label):
+    """Total cross-entropy of ``softmax(data)`` against class indices ``label``, shape (1,).
+
+    Examples
+    --------
+    >>> x = mx.nd.array([[1, 2, 3], [11, 7, 5]])
+    >>> mx.nd.softmax_cross_entropy(x, mx.nd.array([2, 0])).asnumpy()
+    array([0.42818713], dtype=float32)
+    """
+    from .reduce import sum as _sum
+
+    return _sum(softmax_ce_loss(data, label, axis=-1, keepdims=False))
+
+
+class _SoftmaxOutput(Op):
+    def forward(self, x, label, grad_scale, ignore_label, use_ignore, normalization, multi):
+        xp = self.xp
+        axis = 1 if multi else -1
+        z = xp.exp(x - x.max(axis=axis, keepdims=True))
+        z /= z.sum(axis=axis, keepdims=True)
+        self.y, self.label, self.axis = z, label, axis
+        self.cfg = (grad_scale, ignore_label, use_ignore, normalization)
+        return z
+
+    def backward(self, g):
+        xp, y, axis = self.xp, self.y, self.axis
+        grad_scale, ignore_label, use_ignore, norm = self.cfg
+        lab = self.label.astype(np.int64)
+        onehot = xp.moveaxis(xp.eye(y.shape[axis], dtype=y.dtype)[lab], -1, axis) \
+            if lab.ndim == y.ndim - 1 else self.label
+        gx = y - onehot
+        valid = None
+        if use_ignore:
+            valid = xp.expand_dims(lab != ignore_label, axis)
+            gx *= valid
+        if norm == "batch":
+            gx /= y.shape[0]
+        elif norm == "valid":
+            count = float(valid.sum()) if valid is not None else lab.size
+            gx /= max(count, 1.0)
+        return gx * grad_scale, None
+
+
+def SoftmaxOutput(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
+                  use_ignore=False, normalization="null", **kwargs):
+    """Softmax forward whose backward is the cross-entropy gradient ``softmax - one_hot(label)``
+    (scaled by ``grad_scale``, ignoring the incoming gradient, as MXNet's output layer)."""
+    return apply(_SoftmaxOutput, (data, label), grad_scale=grad_scale, ignore_label=ignore_label,
+                 use_ignore=use_ignore, normalization=normalization, multi=multi_output)
+
+
+class _Identity(Op):
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return g
+
+
+class _Dropout(Op):
+    def forward(self, x, p, axes, rng):
+        shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+        keep = self.be.uniform(rng, 0.0, 1.0, shape, x.dtype) >= p
+        mask = keep.astype(x.dtype)
+        mask *= 1.0 / (1.0 - p)
+        self.mask = mask
+        return x * mask
+
+    def backward(self, g):
+        return g * self.mask
+
+
+def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
+    """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``.
+
+    Active only in training mode unless ``mode='always'``; otherwise returns a copy of ``data``.
+    ``axes`` lists axes along which one mask value is shared.
+    """
+    if not (mode == "always" or _state.training) or p <= 0:
+        return apply(_Identity, (data,))
+    if p >= 1:
+        return data * 0
+    from .random import _generator
+
+    ctx = data._ctx
+    return apply(_Dropout, (data,), p=float(p), axes={axis_index(a, data.ndim) for a in axes},
+                 rng=_generator(ctx))
+
+
+class _BatchNorm(Op):
+    def forward(self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv,
+                output_mean_var):
+        xp = self.xp
+        axes = tuple(i for i in range(x.ndim) if i != axis)
+        bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
+        self.axes, self.bshape, self.fix, self.use_global = axes, bshape, fix_gamma, use_global
+        g = xp.ones_like(gamma) if fix_gamma else gamma
+        if use_global:
+            mean, var = mm._data, mv._data
+        else:
+            mean = x.mean(axis=axes)
+            xc = x - mean.reshape(bshape)
+            var = (xc * xc).mean(axis=axes)
+            if momentum is not None:
+                for aux, stat in ((mm, mean), (mv, var)):
+                    aux._data *= momentum
+                    aux._data += (1 - momentum) * stat
+        inv = 1.0 / xp.sqrt(var + eps)
+        self.xhat = (x - mean.reshape(bshape)) * inv.reshape(bshape)
+        self.scale = (g * inv).reshape(bshape)
+        self.g = g
+        y = self.xhat * g.reshape(bshape) + beta.reshape(bshape)
+        if output_mean_var:
+            return y, mean, var
+        return y
+
+    def backward(self, gy, *unused):
+        xp, axes = self.xp, self.axes
+        if gy is None:
+            return None, None, None
+        gbeta = gy.sum(axis=axes)
+        ggamma = (gy * self.xhat).sum(axis=axes)
+        gx = None
+        if self.needs[0]:
+            if self.use_global:
+                gx = gy * self.scale
+            else:
+                m = gy.size // gbeta.size
+                gx = self.scale * (gy - (gbeta / m).reshape(self.bshape)
+                                   - self.xhat * (ggamma / m).reshape(self.bshape))
+        if self.fix:
+            ggamma = xp.zeros_like(ggamma)
+        return gx, ggamma, gbeta
+
+
+def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
+              fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, **kwargs):
+    """Batch normalisation over every axis but ``axis``.
+
+    In training mode (and without ``use_global_stats``) normalises with the batch mean and
+    (biased) variance and updates ``moving_mean``/``moving_var`` in place:
+    ``moving = momentum * moving + (1 - momentum) * batch``. Otherwise uses the moving values.
+
+    Parameters
+    ----------
+    gamma, beta : NDArray
+        Scale and shift, one per channel.
+    moving_mean, moving_var : NDArray
+        Running statistics (auxiliary state, not differentiated).
+    eps : float, default 1e-3
+    momentum : float, default 0.9
+    fix_gamma : bool, default True
+        Treat gamma as 1 (its gradient is 0), as MXNet's operator does by default.
+    use_global_stats : bool, default False
+    output_mean_var : bool, default False
+        Also return the mean and variance used.
+    axis : int, default 1
+    """
+    for aux in (moving_mean, moving_var):
+        if aux._ctx != data._ctx:
+            raise ContextError(f"BatchNorm: running statistics on {aux._ctx} for data on "
+                               f"{data._ctx}")
+    use_global = bool(use_global_stats) or not _state.training
+    out = apply(_BatchNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps),
+                momentum=None if use_global else float(momentum), fix_gamma=bool(fix_gamma),
+                use_global=use_global, mm=moving_mean, mv=moving_var,
+                output_mean_var=output_mean_var)
+    return out
+
+
+class _LayerNorm(Op):
+    def forward(self, x, gamma, beta, axis, eps):
+        xp = self.xp
+        mean = x.mean(axis=axis, keepdims=True)
+        xc = x - mean
+        inv = 1.0 / xp.sqrt((xc * xc).mean(axis=axis, keepdims=True) + eps)
+        bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
+        self.xhat, self.inv, self.axis, self.bshape = xc * inv, inv, axis, bshape
+        self.gamma = gamma.reshape(bshape)
+        return self.xhat * self.gamma + beta.reshape(bshape)
+
+    def backward(self, g):
+        axis, xhat = self.axis, self.xhat
+        red = tuple(i for i in range(g.ndim) if i != axis)
+        gg = (g * xhat).sum(axis=red)
+        gb = g.sum(axis=red)
+        dxh = g * self.gamma
+        gx = self.inv * (dxh - dxh.mean(axis=axis, keepdims=True)
+                         - xhat * (dxh * xhat).mean(axis=axis, keepdims=True))
+        return gx, gg, gb
+
+
+def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
+    """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
+    if output_mean_var:
+        raise MXNetError("LayerNorm(output_mean_var=True) is not supported")
+    return apply(_LayerNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps))

@@ -1,0 +1,134 @@
+"""Random sampling into NDArrays, with one generator per context.
+
+Each context draws from its own generator, created on first use. :func:`seed` resets the
+generators of every context (or of one), so a seeded program draws the same numbers on each run;
+contexts seeded with the same value still get distinct streams.
+"""
+
+import numpy as np
+
+from ..context import Context, current_context
+from .ndarray import NDArray, _wrap
+
+__all__ = ["seed", "uniform", "normal", "randn", "randint", "shuffle"]
+
+_generators = {}
+_base_seed = [None]
+
+
+def _derive(seed_state, ctx):
+    seq = np.random.SeedSequence([int(seed_state) & 0xFFFFFFFF, ctx.device_typeid,
+                                  ctx.device_id])
+    return int(seq.generate_state(1, dtype=np.uint32)[0])
+
+
+def _generator(ctx):
+    gen = _generators.get(ctx)
+    if gen is None:
+        base = _base_seed[0]
+        seed_value = None if base is None else _derive(base, ctx)
+        gen = _generators[ctx] = ctx.backend.make_rng(seed_value, ctx.device_id)
+    return gen
+
+
+def seed(seed_state, ctx="all"):
+    """Seed the random generators.
+
+    Parameters
+    ----------
+    seed_state : int
+    ctx : Context or 'all', default 'all'
+        Seed only this context's generator, or every context's (including ones not used yet).
+    """
+    if ctx == "all":
+        _base_seed[0] = int(seed_state)
+        _generators.clear()
+        return
+    ctx = ctx if isinstance(ctx, Context) else Context(ctx)
+    _generators[ctx] = ctx.backend.make_rng(_derive(seed_state, ctx), ctx.device_id)
+
+
+def _shape(shape):
+    if shape is None or shape == ():
+        return (1,)
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+
+def _result(data, ctx, out):
+    if out is None:
+        return _wrap(data, ctx)
+    out[:] = _wrap(data, ctx)
+    return out
+
+
+def _target(ctx, out):
+    if out is not None:
+        return out._ctx
+    if ctx is None:
+        return current_context()
+    return ctx if isinstance(ctx, Context) else Context(ctx)
+
+
+def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Draw from the uniform distribution on ``[low, high)``.
+
+    Parameters
+    ----------
+    low, high : float
+    shape : int or tuple of int, optional
+        Defaults to ``(1,)``.
+    dtype : str or numpy.dtype, default float32
+    ctx : Context, optional
+        Defaults to the current context.
+    out : NDArray, optional
+        Array to fill (its shape and context win).
+
+    Examples
+    --------
+    >>> mx.random.seed(42)
+    >>> mx.random.uniform(-1, 1, shape=(2, 3)).shape
+    (2, 3)
+    """
+    ctx = _target(ctx, out)
+    shape = out.shape if out is not None else _shape(shape)
+    dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
+    with ctx.backend.guard(ctx.device_id):
+        data = ctx.backend.uniform(_generator(ctx), float(low), float(high), shape, dt)
+    return _result(data, ctx, out)
+
+
+def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Draw from the normal distribution with mean ``loc`` and deviation ``scale``.
+
+    Parameters as :func:`uniform`.
+    """
+    ctx = _target(ctx, out)
+    shape = out.shape if out is not None else _shape(shape)
+    dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
+    with ctx.backend.guard(ctx.device_id):
+        data = ctx.backend.normal(_generator(ctx), float(loc), float(scale), shape, dt)
+    return _result(data, ctx, out)
+
+
+def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, **kwargs):
+    """Draw normal samples of shape ``shape`` (given as separate ints)."""
+    return normal(loc, scale, shape or None, dtype=dtype, ctx=ctx)
+
+
+def randint(low, high, shape=None, dtype="int32", ctx=None, out=None, **kwargs):
+    """Draw integers uniformly from ``[low, high)``; parameters as :func:`uniform`."""
+    ctx = _target(ctx, out)
+    shape = out.shape if out is not None else _shape(shape)
+    with ctx.backend.guard(ctx.device_id):
+        data = ctx.backend.randint(_generator(ctx), int(low), int(high), shape, np.dtype(dtype))
+    return _result(data, ctx, out)
+
+
+def shuffle(data, **kwargs):
+    """Return a copy of ``data`` with its first axis randomly permuted."""
+    if not isinstance(data, NDArray):
+        raise TypeError("shuffle expects an NDArray")
+    ctx = data._ctx
+    with ctx.backend.guard(ctx.device_id):
+        perm = ctx.backend.permutation(_generator(ctx), data.shape[0])
+        return _wrap(data._data[perm], ctx)

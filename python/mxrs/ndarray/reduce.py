@@ -1,0 +1,268 @@
+"""Reductions: sum, mean, max, min, prod, norm, argmax, argmin, topk and sort.
+
+``axis`` is None (all axes), an int or a tuple; ``exclude=True`` reduces over every axis *not*
+listed, and ``keepdims`` keeps reduced axes with length 1. A reduction to a single value returns
+shape ``(1,)``, as MXNet 1.x has no zero-dimensional arrays. Index results are float32.
+"""
+
+import numpy as np
+
+from ..base import MXNetError
+from ._op import Op, apply, axis_index
+
+__all__ = ["sum", "nansum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "topk",
+           "sort", "argsort"]
+
+
+def _axes(ndim, axis, exclude=False):
+    if axis is None or axis == ():
+        axes = tuple(range(ndim))
+    elif isinstance(axis, (int, np.integer)):
+        axes = (axis_index(axis, ndim),)
+    else:
+        axes = tuple(sorted(axis_index(a, ndim) for a in axis))
+    if exclude:
+        axes = tuple(i for i in range(ndim) if i not in axes)
+    return axes
+
+
+def _finish(y):
+    return y if y.ndim else y.reshape(1)
+
+
+class _Reduce(Op):
+    """Common forward bookkeeping: input shape and the shape with reduced axes kept."""
+
+    def _setup(self, x, axes):
+        self.shape = x.shape
+        self.kshape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+
+    def _expand(self, g):
+        return self.xp.broadcast_to(g.reshape(self.kshape), self.shape)
+
+
+class _Sum(_Reduce):
+    def forward(self, x, axes, keepdims):
+        self._setup(x, axes)
+        return _finish(x.sum(axis=axes, keepdims=keepdims))
+
+    def backward(self, g):
+        return self._expand(g)
+
+
+class _NanSum(_Reduce):
+    def forward(self, x, axes, keepdims):
+        self._setup(x, axes)
+        self.ok = ~self.xp.isnan(x)
+        return _finish(self.xp.nansum(x, axis=axes, keepdims=keepdims))
+
+    def backward(self, g):
+        return self._expand(g) * self.ok
+
+
+class _Mean(_Reduce):
+    def forward(self, x, axes, keepdims):
+        self._setup(x, axes)
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        self.n = n
+        return _finish(x.mean(axis=axes, keepdims=keepdims))
+
+    def backward(self, g):
+        return self._expand(g / self.n)
+
+
+class _Extreme(_Reduce):
+    def forward(self, x, axes, keepdims, fn):
+        self._setup(x, axes)
+        y = getattr(x, fn)(axis=axes, keepdims=True)
+        self.x, self.y = x, y
+        return _finish(y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
+                                                          if i not in axes)))
+
+    def backward(self, g):
+        return (self.x == self.y) * g.reshape(self.kshape)
+
+
+class _Prod(_Reduce):
+    def forward(self, x, axes, keepdims):
+        self._setup(x, axes)
+        y = x.prod(axis=axes, keepdims=True)
+        self.x, self.y = x, y
+        return _finish(y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
+                                                          if i not in axes)))
+
+    def backward(self, g):
+        return g.reshape(self.kshape) * self.y / self.x
+
+
+class _Norm(_Reduce):
+    def forward(self, x, axes, keepdims, ord):
+        self._setup(x, axes)
+        xp = self.xp
+        self.x, self.ord = x, ord
+        if ord == 1:
+            y = xp.abs(x).sum(axis=axes, keepdims=True)
+        else:
+            y = xp.sqrt((x * x).sum(axis=axes, keepdims=True))
+        self.y = y
+        return _finish(y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
+                                                          if i not in axes)))
+
+    def backward(self, g):
+        g = g.reshape(self.kshape)
+        if self.ord == 1:
+            return g * self.xp.sign(self.x)
+        return g * self.x / self.y
+
+
+class _ArgExtreme(Op):
+    def forward(self, x, axis, keepdims, fn):
+        if axis is None:
+            return getattr(x.reshape(-1), fn)().reshape(1).astype(np.float32)
+        y = getattr(x, fn)(axis=axis)
+        if keepdims:
+            y = self.xp.expand_dims(y, axis)
+        return _finish(y).astype(np.float32)
+
+    def backward(self, g):
+        return None
+
+
+def sum(data, axis=None, keepdims=False, exclude=False):
+    """Sum over ``axis`` (all axes when None).
+
+    Parameters
+    ----------
+    data : NDArray
+    axis : int or tuple of int, optional
+    keepdims : bool, default False
+        Keep the reduced axes with length 1.
+    exclude : bool, default False
+        Reduce over the axes *not* in ``axis``.
+
+    Examples
+    --------
+    >>> mx.nd.sum(mx.nd.ones((2, 3)), axis=1).asnumpy()
+    array([3., 3.], dtype=float32)
+    """
+    return apply(_Sum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
+
+
+def nansum(data, axis=None, keepdims=False, exclude=False):
+    """Sum over ``axis`` treating NaN as zero; parameters as :func:`sum`."""
+    return apply(_NanSum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
+
+
+def mean(data, axis=None, keepdims=False, exclude=False):
+    """Average over ``axis``; parameters as :func:`sum`."""
+    return apply(_Mean, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
+
+
+def max(data, axis=None, keepdims=False, exclude=False):
+    """Maximum over ``axis``; every tied maximum receives the gradient. Parameters as
+    :func:`sum`."""
+    return apply(_Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims,
+                 fn="max")
+
+
+def min(data, axis=None, keepdims=False, exclude=False):
+    """Minimum over ``axis``; parameters as :func:`max`."""
+    return apply(_Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims,
+                 fn="min")
+
+
+def prod(data, axis=None, keepdims=False, exclude=False):
+    """Product over ``axis``; parameters as :func:`sum`."""
+    return apply(_Prod, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
+
+
+def norm(data, ord=2, axis=None, keepdims=False):
+    """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements when None)."""
+    if ord not in (1, 2):
+        raise MXNetError(f"norm supports ord=1 and ord=2, not {ord!r}")
+    return apply(_Norm, (data,), axes=_axes(data.ndim, axis), keepdims=keepdims, ord=ord)
+
+
+def argmax(data, axis=None, keepdims=False):
+    """Index of the maximum along ``axis`` (of the flattened array when None), as float32."""
+    return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmax")
+
+
+def argmin(data, axis=None, keepdims=False):
+    """Index of the minimum along ``axis`` (of the flattened array when None), as float32."""
+    return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmin")
+
+
+class _TopK(Op):
+    """Values and indices of the k largest (or smallest) entries along one axis."""
+
+    def forward(self, x, axis, k, ret_typ, is_ascend, dtype):
+        xp = self.xp
+        xt = xp.moveaxis(x, axis, -1)
+        n = xt.shape[-1]
+        order = self.be.argsort(xt if is_ascend else -xt)[..., :k]
+        self.axis, self.shape, self.order, self.ret = axis, x.shape, order, ret_typ
+        if ret_typ == "mask":
+            mask = xp.zeros(xt.shape, dtype=x.dtype)
+            self._scatter(mask, xp.ones(order.shape, dtype=x.dtype))
+            return xp.moveaxis(mask, -1, axis)
+        idx = xp.moveaxis(order, -1, axis).astype(dtype)
+        if ret_typ == "indices":
+            return idx
+        vals = xp.moveaxis(xp.take_along_axis(xt, order, axis=-1), -1, axis)
+        self.n = n
+        if ret_typ == "value":
+            return vals
+        return vals, idx
+
+    def _scatter(self, target_t, values_t):
+        xp = self.xp
+        n, k = target_t.shape[-1], self.order.shape[-1]
+        rows = xp.arange(target_t.size // n).reshape(-1, 1) * n
+        flat = (rows + self.order.reshape(-1, k)).reshape(-1)
+        target_t.reshape(-1)[flat] = values_t.reshape(-1)
+
+    def backward(self, gv, gi=None):
+        if self.ret not in ("value", "both") or gv is None:
+            return None
+        xp = self.xp
+        shape_t = self.shape[:self.axis] + self.shape[self.axis + 1:] + (self.shape[self.axis],)
+        dx = xp.zeros(shape_t, dtype=gv.dtype)
+        self._scatter(dx, xp.ascontiguousarray(xp.moveaxis(gv, self.axis, -1)))
+        return xp.moveaxis(dx, -1, self.axis)
+
+
+def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+    """The ``k`` largest (or, with ``is_ascend``, smallest) entries along ``axis``.
+
+    Parameters
+    ----------
+    ret_typ : {'indices', 'value', 'both', 'mask'}, default 'indices'
+        What to return: indices (as ``dtype``), values, ``[values, indices]``, or a 0/1 mask of
+        ``data``'s shape marking the chosen entries.
+
+    Examples
+    --------
+    >>> mx.nd.topk(mx.nd.array([[3, 1, 2]]), k=2, ret_typ='value').asnumpy()
+    array([[3., 2.]], dtype=float32)
+    """
+    if ret_typ not in ("indices", "value", "both", "mask"):
+        raise MXNetError(f"unknown topk ret_typ {ret_typ!r}")
+    if axis is None:
+        data, axis = data.reshape((-1,)), 0
+    axis = axis_index(axis, data.ndim)
+    k = int(k) if k > 0 else data.shape[axis]
+    return apply(_TopK, (data,), axis=axis, k=k, ret_typ=ret_typ, is_ascend=is_ascend,
+                 dtype=np.dtype(dtype))
+
+
+def sort(data, axis=-1, is_ascend=True):
+    """Sort along ``axis`` (ascending by default); differentiable."""
+    return topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend)
+
+
+def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
+    """Indices that sort ``data`` along ``axis``, as ``dtype``."""
+    return topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)

@@ -1,0 +1,444 @@
+"""One-input elementwise ops: math functions, activations, clip, where and casts.
+
+Backward passes reuse the forward output where that is cheaper (exp, sqrt, sigmoid, tanh) and
+never modify the incoming gradient in place, since one gradient array may feed several inputs.
+"""
+
+import numpy as np
+
+from ..base import MXNetError
+from ._op import Op, apply, unbroadcast
+
+__all__ = [
+    "negative", "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p",
+    "expm1", "sin", "cos", "floor", "ceil", "round", "rint", "trunc", "relu", "sigmoid", "tanh",
+    "softrelu", "softsign", "Activation", "LeakyReLU", "clip", "where", "cast",
+]
+
+
+class _Neg(Op):
+    def forward(self, x):
+        return -x
+
+    def backward(self, g):
+        return -g
+
+
+class _Exp(Op):
+    def forward(self, x):
+        self.y = self.xp.exp(x)
+        return self.y
+
+    def backward(self, g):
+        return g * self.y
+
+
+class _Log(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.log(x)
+
+    def backward(self, g):
+        return g / self.x
+
+
+class _Sqrt(Op):
+    def forward(self, x):
+        self.y = self.xp.sqrt(x)
+        return self.y
+
+    def backward(self, g):
+        return g / (2 * self.y)
+
+
+class _Rsqrt(Op):
+    def forward(self, x):
+        self.x = x
+        self.y = 1 / self.xp.sqrt(x)
+        return self.y
+
+    def backward(self, g):
+        return g * (-0.5 * self.y / self.x)
+
+
+class _Square(Op):
+    def forward(self, x):
+        self.x = x
+        return x * x
+
+    def backward(self, g):
+        return g * (2 * self.x)
+
+
+class _Abs(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.abs(x)
+
+    def backward(self, g):
+        return g * self.xp.sign(self.x)
+
+
+class _Reciprocal(Op):
+    def forward(self, x):
+        self.y = 1 / x
+        return self.y
+
+    def backward(self, g):
+        return -g * self.y * self.y
+
+
+class _Log1p(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.log1p(x)
+
+    def backward(self, g):
+        return g / (1 + self.x)
+
+
+class _Expm1(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.expm1(x)
+
+    def backward(self, g):
+        return g * self.xp.exp(self.x)
+
+
+class _Sin(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.sin(x)
+
+    def backward(self, g):
+        return g * self.xp.cos(self.x)
+
+
+class _Cos(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.cos(x)
+
+    def backward(self, g):
+        return -g * self.xp.sin(self.x)
+
+
+class _NoGrad(Op):
+    """Piecewise-constant functions (sign, floor, ceil, rint, round): zero gradient."""
+
+    def forward(self, x, fn):
+        if fn == "round":
+            xp = self.xp
+            t = xp.trunc(x)
+            return xp.where(xp.abs(x - t) >= 0.5, t + xp.sign(x), t)
+        return getattr(self.xp, fn)(x)
+
+    def backward(self, g):
+        return None
+
+
+class _Relu(Op):
+    def forward(self, x):
+        self.y = y = self.xp.maximum(x, 0)
+        return y
+
+    def backward(self, g):
+        return g * (self.y > 0)
+
+
+class _Sigmoid(Op):
+    def forward(self, x):
+        xp = self.xp
+        y = xp.tanh(x * 0.5)
+        y += 1
+        y *= 0.5
+        self.y = y
+        return y
+
+    def backward(self, g):
+        y = self.y
+        return g * (y * (1 - y))
+
+
+class _Tanh(Op):
+    def forward(self, x):
+        self.y = self.xp.tanh(x)
+        return self.y
+
+    def backward(self, g):
+        y = self.y
+        return g * (1 - y * y)
+
+
+class _Softrelu(Op):
+    def forward(self, x):
+        self.x = x
+        return self.xp.logaddexp(0, x)
+
+    def backward(self, g):
+        return g * (0.5 * (1 + self.xp.tanh(self.x * 0.5)))
+
+
+class _Softsign(Op):
+    def forward(self, x):
+        self.x = x
+        return x / (1 + self.xp.abs(x))
+
+    def backward(self, g):
+        d = 1 + self.xp.abs(self.x)
+        return g / (d * d)
+
+
+class _Leaky(Op):
+    def forward(self, x, slope):
+        self.x, self.slope = x, slope
+        return self.xp.where(x > 0, x, x * slope)
+
+    def backward(self, g):
+        return self.xp.where(self.x > 0, g, g * self.slope)
+
+
+class _Elu(Op):
+    def forward(self, x, slope, scale):
+        xp = self.xp
+        self.x, self.slope, self.scale = x, slope, scale
+        self.neg = slope * xp.expm1(xp.minimum(x, 0))
+        return scale * xp.where(x > 0, x, self.neg)
+
+    def backward(self, g):
+        return (self.scale * g) * self.xp.where(self.x > 0, 1, self.neg + self.slope)
+
+
+class _Prelu(Op):
+    def forward(self, x, gamma):
+        self.x, self.gshape = x, gamma.shape
+        shape = [1] * x.ndim
+        if x.ndim > 1:
+            shape[1] = -1
+        self.gamma = gamma.reshape(shape) if gamma.size > 1 else gamma
+        return self.xp.where(x > 0, x, x * self.gamma)
+
+    def backward(self, g):
+        x, xp = self.x, self.xp
+        pos = x > 0
+        gx = xp.where(pos, g, g * self.gamma) if self.needs[0] else None
+        gg = None
+        if self.needs[1]:
+            gg = unbroadcast(xp.where(pos, 0, g * x), self.gamma.shape).reshape(self.gshape)
+        return gx, gg
+
+
+class _Clip(Op):
+    def forward(self, x, a_min, a_max):
+        self.x, self.lo, self.hi = x, a_min, a_max
+        return self.xp.clip(x, a_min, a_max)
+
+    def backward(self, g):
+        x = self.x
+        return g * ((x >= self.lo) & (x <= self.hi))
+
+
+class _Where(Op):
+    def forward(self, cond, x, y):
+        self.cond = cond != 0
+        if self.cond.ndim == 1 and x.ndim > 1:
+            self.cond = self.cond.reshape((-1,) + (1,) * (x.ndim - 1))
+        self.sx, self.sy = x.shape, y.shape
+        return self.xp.where(self.cond, x, y)
+
+    def backward(self, g):
+        xp = self.xp
+        gx = unbroadcast(xp.where(self.cond, g, 0), self.sx) if self.needs[1] else None
+        gy = unbroadcast(xp.where(self.cond, 0, g), self.sy) if self.needs[2] else None
+        return None, gx, gy
+
+
+class _Cast(Op):
+    def forward(self, x, dtype):
+        self.src = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, g):
+        return g.astype(self.src)
+
+
+def negative(data):
+    """Return ``-data``."""
+    return apply(_Neg, (data,))
+
+
+def exp(data):
+    """Return ``e ** data`` elementwise."""
+    return apply(_Exp, (data,))
+
+
+def log(data):
+    """Return the natural logarithm elementwise."""
+    return apply(_Log, (data,))
+
+
+def sqrt(data):
+    """Return the square root elementwise."""
+    return apply(_Sqrt, (data,))
+
+
+def rsqrt(data):
+    """Return ``1 / sqrt(data)`` elementwise."""
+    return apply(_Rsqrt, (data,))
+
+
+def square(data):
+    """Return ``data * data`` elementwise."""
+    return apply(_Square, (data,))
+
+
+def abs(data):
+    """Return the absolute value elementwise (gradient ``sign(data)``, 0 at 0)."""
+    return apply(_Abs, (data,))
+
+
+def sign(data):
+    """Return -1, 0 or 1 by the sign of each element (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="sign")
+
+
+def floor(data):
+    """Return the floor elementwise (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="floor")
+
+
+def ceil(data):
+    """Return the ceiling elementwise (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="ceil")
+
+
+def round(data):
+    """Round to the nearest integer, halves away from zero (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="round")
+
+
+def rint(data):
+    """Round to the nearest integer, halves to even (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="rint")
+
+
+def trunc(data):
+    """Round toward zero (zero gradient)."""
+    return apply(_NoGrad, (data,), fn="trunc")
+
+
+def reciprocal(data):
+    """Return ``1 / data`` elementwise."""
+    return apply(_Reciprocal, (data,))
+
+
+def log1p(data):
+    """Return ``log(1 + data)`` elementwise."""
+    return apply(_Log1p, (data,))
+
+
+def expm1(data):
+    """Return ``exp(data) - 1`` elementwise."""
+    return apply(_Expm1, (data,))
+
+
+def sin(data):
+    """Return the sine elementwise."""
+    return apply(_Sin, (data,))
+
+
+def cos(data):
+    """Return the cosine elementwise."""
+    return apply(_Cos, (data,))
+
+
+def relu(data):
+    """Return ``max(data, 0)`` elementwise."""
+    return apply(_Relu, (data,))
+
+
+def sigmoid(data):
+    """Return ``1 / (1 + exp(-data))`` elementwise (computed without overflow)."""
+    return apply(_Sigmoid, (data,))
+
+
+def tanh(data):
+    """Return the hyperbolic tangent elementwise."""
+    return apply(_Tanh, (data,))
+
+
+def softrelu(data):
+    """Return ``log(1 + exp(data))`` elementwise (computed without overflow)."""
+    return apply(_Softrelu, (data,))
+
+
+def softsign(data):
+    """Return ``data / (1 + |data|)`` elementwise."""
+    return apply(_Softsign, (data,))
+
+
+_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softrelu": softrelu,
+                "softsign": softsign}
+
+
+def Activation(data, act_type="relu", **kwargs):
+    """Apply the activation ``act_type``: 'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'."""
+    try:
+        fn = _ACTIVATIONS[act_type]
+    except KeyError:
+        raise MXNetError(f"unknown act_type {act_type!r}; expected one of "
+                         f"{sorted(_ACTIVATIONS)}") from None
+    return fn(data)
+
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_LAMBDA = 1.0507009873554805
+
+
+def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125,
+              upper_bound=0.334, **kwargs):
+    """Leaky rectified linear units and relatives.
+
+    Parameters
+    ----------
+    data : NDArray
+    gamma : NDArray, optional
+        Learned slopes for ``act_type='prelu'`` (one per channel of axis 1, or one in all).
+    act_type : {'leaky', 'elu', 'selu', 'prelu', 'rrelu'}, default 'leaky'
+        'leaky': ``x`` if ``x > 0`` else ``slope * x``; 'elu': ``slope * (exp(x) - 1)`` for
+        negatives; 'selu': scaled ELU with the fixed SELU constants; 'rrelu' uses the mean of
+        ``lower_bound`` and ``upper_bound`` as its slope.
+    slope : float, default 0.25
+    """
+    if act_type == "leaky":
+        return apply(_Leaky, (data,), slope=float(slope))
+    if act_type == "elu":
+        return apply(_Elu, (data,), slope=float(slope), scale=1.0)
+    if act_type == "selu":
+        return apply(_Elu, (data,), slope=_SELU_ALPHA, scale=_SELU_LAMBDA)
+    if act_type == "prelu":
+        if gamma is None:
+            raise MXNetError("LeakyReLU(act_type='prelu') needs gamma")
+        return apply(_Prelu, (data, gamma))
+    if act_type == "rrelu":
+        return apply(_Leaky, (data,), slope=(lower_bound + upper_bound) / 2.0)
+    raise MXNetError(f"unknown LeakyReLU act_type {act_type!r}")
+
+
+def clip(data, a_min, a_max):
+    """Clip values to ``[a_min, a_max]``; the gradient passes where ``a_min <= x <= a_max``."""
+    return apply(_Clip, (data,), a_min=a_min, a_max=a_max)
+
+
+def where(condition, x, y):
+    """Return ``x`` where ``condition`` is non-zero, else ``y``.
+
+    ``condition`` has ``x``'s shape, or is 1-D and selects whole rows along the first axis.
+    """
+    return apply(_Where, (condition, x, y))
+
+
+def cast(data, dtype):
+    """Return ``data`` converted to ``dtype`` (the gradient converts back)."""
+    return apply(_Cast, (data,), dtype=np.dtype(dtype))

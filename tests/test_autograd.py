@@ -1,0 +1,220 @@
+"""Recording scopes, grad_req semantics, retain_graph, autograd.grad and gradient routing."""
+
+import mxrs as mx
+import numpy as np
+import pytest
+from mxrs import autograd, nd
+
+
+def test_scopes_set_and_restore_flags():
+    assert not autograd.is_recording() and not autograd.is_training()
+    with autograd.record():
+        assert autograd.is_recording() and autograd.is_training()
+        with autograd.pause():
+            assert not autograd.is_recording() and not autograd.is_training()
+        with autograd.predict_mode():
+            assert autograd.is_recording() and not autograd.is_training()
+    with autograd.record(train_mode=False):
+        assert autograd.is_recording() and not autograd.is_training()
+    with autograd.train_mode():
+        assert autograd.is_training() and not autograd.is_recording()
+    assert not autograd.is_recording() and not autograd.is_training()
+    assert autograd.set_recording(True) is False
+    assert autograd.set_recording(False) is True
+    assert autograd.set_training(True) is False
+    assert autograd.set_training(False) is True
+
+
+def test_simple_gradient_and_write_overwrites():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    for _ in range(2):
+        with autograd.record():
+            y = (x * x).sum()
+        y.backward()
+        np.testing.assert_allclose(x.grad.asnumpy(), [2, 4])
+
+
+def test_grad_req_add_accumulates():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad(grad_req="add")
+    for _ in range(3):
+        with autograd.record():
+            y = (x * x).sum()
+        y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [6, 12])
+
+
+def test_grad_req_null_gets_nothing():
+    x, w = nd.array([1.0, 2.0]), nd.array([3.0, 4.0])
+    x.attach_grad(grad_req="null")
+    w.attach_grad()
+    with autograd.record():
+        y = (x * w).sum()
+    y.backward()
+    assert x.grad is None
+    np.testing.assert_allclose(w.grad.asnumpy(), [1, 2])
+
+
+def test_pause_records_nothing():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        with autograd.pause():
+            z = x * 3
+        y = x * 2
+    assert z._node is None and y._node is not None
+    with pytest.raises(mx.MXNetError, match="not in a computational graph"):
+        z.backward()
+    outside = x * 5
+    with pytest.raises(mx.MXNetError, match="not in a computational graph"):
+        outside.backward()
+
+
+def test_retain_graph():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad(grad_req="add")
+    with autograd.record():
+        y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [4, 8])
+    with pytest.raises(mx.MXNetError, match="retain_graph"):
+        y.backward()
+
+
+def test_shared_subexpression_sums_paths_and_head_grad():
+    x = nd.array([1.0, -2.0, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        h = x * x
+        y = h * x + h  # x^3 + x^2
+    y.backward(nd.array([1.0, 2.0, 3.0]))
+    xv = np.array([1.0, -2.0, 3.0])
+    np.testing.assert_allclose(x.grad.asnumpy(), (3 * xv ** 2 + 2 * xv) * [1, 2, 3], rtol=1e-6)
+
+
+def test_backward_of_several_heads():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        a = x * 2
+        b = x * x
+    autograd.backward([a, b])
+    np.testing.assert_allclose(x.grad.asnumpy(), [4, 6])
+
+
+def test_autograd_grad_returns_without_touching_grad():
+    x = nd.array([1.0, 2.0])
+    w = nd.array([0.5, -1.0])
+    x.attach_grad()
+    w.attach_grad()
+    with autograd.record():
+        y = (x * w).sum()
+    gx, gw = autograd.grad(y, [x, w])
+    np.testing.assert_allclose(gx.asnumpy(), [0.5, -1.0])
+    np.testing.assert_allclose(gw.asnumpy(), [1, 2])
+    assert x.grad.asnumpy().sum() == 0
+    with autograd.record():
+        y = (x * x).sum()
+    g = autograd.grad(y, x)
+    np.testing.assert_allclose(g.asnumpy(), [2, 4])
+    with pytest.raises(mx.MXNetError, match="create_graph"):
+        autograd.grad(y, x, create_graph=True)
+
+
+def test_attach_grad_detaches_and_inplace_in_record():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * 3
+        y.attach_grad()  # y becomes a leaf
+        z = (y * y).sum()
+    z.backward()
+    np.testing.assert_allclose(y.grad.asnumpy(), [6, 12])
+    assert x.grad.asnumpy().sum() == 0
+    with autograd.record():
+        u = x * 1
+        u += x  # recorded: a new node, not a silent mutation
+        s = u.sum()
+    s.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [2, 2])
+
+
+def test_gradient_crosses_contexts_through_as_in_context():
+    x = nd.array([1.0, 2.0], ctx=mx.cpu(0))
+    x.attach_grad()
+    with autograd.record():
+        y = x.as_in_context(mx.cpu(1)) * nd.array([3.0, 4.0], ctx=mx.cpu(1))
+        z = y.sum()
+    assert z.context == mx.cpu(1)
+    z.backward()
+    assert x.grad.context == mx.cpu(0)
+    np.testing.assert_allclose(x.grad.asnumpy(), [3, 4])
+
+
+def test_mark_variables_and_head_grad_context_check():
+    x, gx = nd.array([1.0, 2.0]), nd.zeros((2,))
+    autograd.mark_variables([x], [gx])
+    with autograd.record():
+        y = x * 4
+    y.backward()
+    np.testing.assert_allclose(gx.asnumpy(), [4, 4])
+    with autograd.record():
+        y = x * 4
+    with pytest.raises(mx.MXNetError, match="cpu"):
+        y.backward(nd.ones((2,), ctx=mx.cpu(1)))
+
+
+def test_unused_variable_keeps_its_gradient():
+    x, w = nd.array([1.0]), nd.array([2.0])
+    x.attach_grad()
+    w.attach_grad()
+    w.grad[:] = 7
+    with autograd.record():
+        y = x * 2
+    y.backward()
+    assert w.grad.asscalar() == 7
+
+
+class _Sigmoid(autograd.Function):
+    def forward(self, x):
+        y = 1 / (1 + nd.exp(-x))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, dy):
+        (y,) = self.saved_tensors
+        return dy * y * (1 - y)
+
+
+class _SplitScale(autograd.Function):
+    def forward(self, a, b):
+        return a * 2, a + b
+
+    def backward(self, g1, g2):
+        return g1 * 2 + g2, g2
+
+
+def test_custom_function():
+    x = nd.array([-1.0, 0.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = _Sigmoid()(x) * 3
+    y.backward()
+    s = 1 / (1 + np.exp(-np.array([-1.0, 0.0, 2.0])))
+    np.testing.assert_allclose(x.grad.asnumpy(), 3 * s * (1 - s), rtol=1e-6)
+    a, b = nd.array([1.0, 2.0]), nd.array([3.0, 4.0])
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        p, q = _SplitScale()(a, b)
+        z = (p * q).sum()
+    z.backward()
+    av, bv = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    np.testing.assert_allclose(a.grad.asnumpy(), 2 * (av + bv) + 2 * av, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), 2 * av, rtol=1e-6)
+    with autograd.record():
+        p, q = _SplitScale()(a, b)
+    q.backward()  # p gets no gradient: passed as zeros
+    np.testing.assert_allclose(a.grad.asnumpy(), [1, 1])

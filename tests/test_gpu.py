@@ -1,0 +1,119 @@
+"""GPU contexts through CuPy: the same ops give the CPU's numbers and gradients.
+
+Every test here carries the ``gpu`` marker and is skipped when CuPy or a CUDA GPU is missing.
+"""
+
+import mxrs as mx
+import numpy as np
+import pytest
+from gradcheck import rand
+from mxrs import autograd, nd
+
+pytestmark = pytest.mark.gpu
+cupy = pytest.importorskip("cupy", reason="GPU tests need CuPy and a CUDA GPU")
+if mx.context.num_gpus() == 0:
+    pytest.skip("GPU tests need a CUDA GPU", allow_module_level=True)
+
+
+def _run(fn, inputs, ctx, nondiff=()):
+    arrays = [nd.array(v, ctx=ctx, dtype=np.asarray(v).dtype) for v in inputs]
+    for i, a in enumerate(arrays):
+        if i not in nondiff:
+            a.attach_grad()
+    with autograd.record():
+        out = fn(*arrays)
+    head = nd.array(rand(*out.shape, seed=7), ctx=ctx, dtype=out.dtype)
+    out.backward(head)
+    grads = [None if i in nondiff else a.grad.asnumpy() for i, a in enumerate(arrays)]
+    assert out.context == ctx
+    return out.asnumpy(), grads
+
+
+def check_same(fn, inputs, nondiff=(), rtol=1e-9):
+    """Run ``fn`` on cpu(0) and gpu(0) in float64 and compare outputs and gradients."""
+    cpu_out, cpu_grads = _run(fn, inputs, mx.cpu(0), nondiff)
+    gpu_out, gpu_grads = _run(fn, inputs, mx.gpu(0), nondiff)
+    np.testing.assert_allclose(gpu_out, cpu_out, rtol=rtol, atol=1e-12)
+    for c, g in zip(cpu_grads, gpu_grads, strict=True):
+        if c is not None:
+            np.testing.assert_allclose(g, c, rtol=rtol, atol=1e-12)
+
+
+def test_arrays_live_on_the_gpu():
+    a = nd.array([1, 2, 3], ctx=mx.gpu(0))
+    assert a.context == mx.gpu(0) and isinstance(a._data, cupy.ndarray)
+    assert repr(a) == "\n[1. 2. 3.]\n<NDArray 3 @gpu(0)>"
+    b = a.as_in_context(mx.cpu())
+    assert isinstance(b._data, np.ndarray)
+    np.testing.assert_array_equal((a * 2).asnumpy(), [2, 4, 6])
+    with mx.gpu(0):
+        assert nd.zeros((2,)).context == mx.gpu(0)
+    a.wait_to_read()
+    nd.waitall()
+
+
+def test_mixing_gpu_and_cpu_raises():
+    a = nd.array([1, 2, 3], ctx=mx.gpu(0))
+    b = nd.array([5, 6, 7], ctx=mx.cpu(0))
+    with pytest.raises(mx.MXNetError) as info:
+        a + b
+    assert "gpu(0)" in str(info.value) and "cpu(0)" in str(info.value)
+    c = a + b.as_in_context(a.context)
+    np.testing.assert_array_equal(c.asnumpy(), [6, 8, 10])
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda a, b: a * b + a / (b * b + 1), [(2, 3), (1, 3)]),
+    (lambda a: nd.relu(a) + nd.sigmoid(a) * nd.tanh(a), [(3, 4)]),
+    (lambda a: nd.softmax(a) + nd.log_softmax(a, axis=0), [(3, 4)]),
+    (lambda a: nd.sum(a, axis=1) + nd.max(a, axis=1) + nd.mean(a, axis=1), [(3, 4)]),
+    (lambda a, b: nd.dot(a, b), [(3, 4), (4, 2)]),
+    (lambda a: nd.topk(a, k=2, ret_typ="value"), [(3, 5)]),
+    (lambda a: a[1:, [0, 2, 2]], [(3, 4)]),
+])
+def test_ops_match_cpu(fn, shapes):
+    check_same(fn, [rand(*s, seed=i) for i, s in enumerate(shapes)])
+
+
+def test_conv_pool_match_cpu():
+    x, w, b = rand(2, 4, 9, 8), rand(6, 2, 3, 3, seed=1), rand(6, seed=2)
+
+    def net(d, wt, bias):
+        h = nd.Convolution(d, wt, bias, kernel=(3, 3), num_filter=6, stride=(2, 1), pad=(1, 1),
+                           dilate=(1, 2), num_group=2)
+        return nd.Pooling(nd.relu(h), kernel=(2, 2), stride=(2, 2)) + nd.Pooling(
+            h, kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type="avg")
+    check_same(net, [x, w, b])
+
+
+def test_indexing_nn_match_cpu():
+    check_same(lambda wt, i: nd.Embedding(i, wt, input_dim=5, output_dim=3),
+               [rand(5, 3), np.array([[1, 4], [1, 1]])], nondiff=(1,))
+    check_same(lambda a, lab: nd.softmax_ce_loss(a, lab), [rand(4, 5), np.array([0, 4, 2, 2])],
+               nondiff=(1,))
+    check_same(lambda a, i: nd.pick(a, i), [rand(4, 5), np.array([0, 4, 2, 2])], nondiff=(1,))
+    check_same(lambda d, g, bt, m, v: nd.BatchNorm(d, g, bt, m, v, fix_gamma=False),
+               [rand(4, 3, 2), rand(3) + 2, rand(3), np.zeros(3), np.ones(3)], nondiff=(3, 4))
+
+
+def test_gradient_flows_back_from_gpu_to_cpu():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = (x.as_in_context(mx.gpu(0)) * 3).sum()
+    y.backward()
+    assert x.grad.context == mx.cpu(0)
+    np.testing.assert_allclose(x.grad.asnumpy(), [3, 3])
+
+
+def test_random_and_dropout_on_gpu():
+    mx.random.seed(5)
+    a = mx.random.uniform(shape=(4, 4), ctx=mx.gpu(0))
+    mx.random.seed(5)
+    b = mx.random.uniform(shape=(4, 4), ctx=mx.gpu(0))
+    assert a.context == mx.gpu(0)
+    np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    assert mx.random.normal(shape=(3,), ctx=mx.gpu(0)).shape == (3,)
+    with autograd.train_mode():
+        y = nd.Dropout(nd.ones((100,), ctx=mx.gpu(0)), p=0.5).asnumpy()
+    assert set(np.unique(y)) <= {0.0, 2.0}
