@@ -81,8 +81,10 @@ def test_conv_pool_match_cpu():
     def net(d, wt, bias):
         h = nd.Convolution(d, wt, bias, kernel=(3, 3), num_filter=6, stride=(2, 1), pad=(1, 1),
                            dilate=(1, 2), num_group=2)
-        return nd.Pooling(nd.relu(h), kernel=(2, 2), stride=(2, 2)) + nd.Pooling(
-            h, kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type="avg")
+        # h is (2, 6, 5, 6); both poolings keep that shape so they can be added.
+        return nd.Pooling(nd.relu(h), kernel=(3, 3), stride=(1, 1), pad=(1, 1)) + nd.Pooling(
+            h, kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type="avg") + nd.Pooling(
+            h, kernel=(2, 2), stride=(2, 2)).sum()
     check_same(net, [x, w, b])
 
 

@@ -116,10 +116,14 @@ class _CupyBackend:
     name = "cupy"
 
     def __init__(self, cupy):
-        import cupyx
-
         self.xp = cupy
-        self._cupyx = cupyx
+        # CuPy 13+ has ufunc.at; older releases only cupyx.scatter_add (deprecated since).
+        add_at = getattr(cupy.add, "at", None)
+        if add_at is None:
+            import cupyx
+
+            add_at = cupyx.scatter_add
+        self._add_at = add_at
 
     def guard(self, device_id):
         return self.xp.cuda.Device(device_id)
@@ -138,7 +142,7 @@ class _CupyBackend:
             dev.synchronize()
 
     def scatter_add(self, target, index, values):
-        self._cupyx.scatter_add(target, index, values)
+        self._add_at(target, index, values)
 
     def argsort(self, arr):
         return self.xp.argsort(arr, axis=-1)  # CuPy's sort is a stable radix sort
