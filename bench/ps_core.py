@@ -4,7 +4,7 @@ TCP ceiling (iperf3), takes medians over repeats and writes them into ``bench/RE
 Usage::
 
     cargo build --release -p ps-core
-    python bench/ps_core.py [--repeats 3] [--rounds 30]
+    python bench/ps_core.py [--repeats 3] [--op fused|push-pull]
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ BEGIN, END = "<!-- ps-core:begin -->", "<!-- ps-core:end -->"
 
 OPS = {"fused": "one pushpull request", "push-pull": "a push and a pull in flight"}
 RUNS = ["4096", "1048576", "16777216", "67108864", "4096x1000"]
+# Rounds per run: enough that each job measures for about a second or more.
+ROUNDS = {"4096": 2000, "1048576": 300, "16777216": 40, "67108864": 15, "4096x1000": 150}
 JOBS = [(1, 1), (2, 2)]
 # Apache MXNet 1.9.1 (ps-lite) on this machine kind, as given in issue 2: GB/s per worker,
 # key-ops/s, p50 ms.
@@ -76,6 +78,7 @@ def iperf3() -> float | None:
 
 
 def ps_bench(exe: Path, w: int, s: int, run: str, rounds: int, op: str) -> dict:
+    """One job; returns ps-bench's JSON line."""
     out = subprocess.run(
         [
             str(exe),
@@ -108,7 +111,7 @@ def label(run: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies the rounds per run")
     ap.add_argument("--op", default="fused", choices=["fused", "push-pull"])
     args = ap.parse_args()
     exe = ROOT / "target" / "release" / "ps-bench"
@@ -126,7 +129,7 @@ def main() -> None:
         if rep % 2:
             jobs.reverse()
         for w, s, run in jobs:
-            r = ps_bench(exe, w, s, run, args.rounds, args.op)
+            r = ps_bench(exe, w, s, run, max(3, int(ROUNDS[run] * args.scale)), args.op)
             samples.setdefault((w, s, run), []).append(r)
             print(json.dumps(r), flush=True)
 
@@ -139,14 +142,14 @@ def main() -> None:
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}; "
         f"{datetime.date.today().isoformat()}. Command: `python bench/ps_core.py --repeats "
-        f"{args.repeats} --rounds {args.rounds} --op {args.op}` after `cargo build --release "
+        f"{args.repeats} --op {args.op}` after `cargo build --release "
         "-p ps-core`.",
         "",
         "Whole jobs on 127.0.0.1 (scheduler, S server processes, W worker processes), dist_sync, "
         f"float32, `{args.op}` rounds ({OPS[args.op]} per key per round), every pulled value "
         "checked. GB/s per worker counts pushed plus "
         "pulled bytes; a key-op is one key pushed and pulled. Medians of "
-        f"{args.repeats} runs of {args.rounds} rounds each.",
+        f"{args.repeats} jobs per row (15 to 2,000 rounds each, by size, after 3 warm-up rounds).",
         "",
     ]
     if ceiling:

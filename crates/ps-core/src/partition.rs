@@ -10,7 +10,7 @@
 //! connection busy at once).
 
 /// Largest piece of one array in one frame entry.
-pub const PIECE_BYTES: u64 = 4 << 20;
+pub const PIECE_BYTES: u64 = 1 << 20;
 
 /// One contiguous piece of a key's flattened array and the server that holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,16 @@
-//! Groups the entries of one request into frames, one per server, split when a frame would grow
-//! past [`FRAME_PAYLOAD`] bytes or the entry limit, so large requests pipeline.
+//! Groups the entries of one request into frames, one per server. Small entries share a frame
+//! (up to [`FRAME_PAYLOAD`] bytes or the entry limit); an entry that moves [`OWN_FRAME`] bytes
+//! or more (its payload, or its reply's for a pull) travels alone, so the server starts on one piece of a large array while the next is still on
+//! the wire.
 
 use super::conn::{ReplyRx, ServerConn};
 use super::ticket::{Plan, Ticket};
 use crate::protocol::frame::{Entry, Op};
 
-/// Payload bytes after which a frame is closed and another begun: one large piece per frame,
-/// so the server starts on it while the next is still on the wire.
-const FRAME_PAYLOAD: usize = crate::partition::PIECE_BYTES as usize;
+/// Payload bytes after which a frame of small entries is closed and another begun.
+const FRAME_PAYLOAD: usize = 4 << 20;
+/// Entries at least this large get a frame of their own.
+const OWN_FRAME: usize = 256 << 10;
 /// Entries per frame (the wire field is 16 bits).
 const FRAME_ENTRIES: usize = u16::MAX as usize;
 
@@ -38,8 +41,11 @@ impl Batch {
 
     /// Adds `e` for `server`; returns its (frame index, entry index) in the ticket's replies.
     pub(crate) fn add(&mut self, server: usize, e: Entry) -> (usize, usize) {
+        // Pulls carry no payload but their replies do: size entries by the piece they move.
+        let large = e.count as usize * e.dtype.size() >= OWN_FRAME;
         let full = self.open[server].as_ref().is_some_and(|o| {
-            o.entries.len() == FRAME_ENTRIES
+            large
+                || o.entries.len() == FRAME_ENTRIES
                 || (o.bytes > 0 && o.bytes + e.payload.len() > FRAME_PAYLOAD)
         });
         if full {
@@ -57,7 +63,12 @@ impl Batch {
         });
         o.bytes += e.payload.len();
         o.entries.push(e);
-        (o.frame, o.entries.len() - 1)
+        let at = (o.frame, o.entries.len() - 1);
+        if large {
+            let o = self.open[server].take().expect("opened above");
+            self.closed.push((server, o.frame, o.entries));
+        }
+        at
     }
 
     /// Sends every frame and returns the ticket for their replies.
