@@ -318,3 +318,40 @@ async fn pulls_copy_straight_into_caller_buffers() {
     assert!(matches!(err, PsError::UnknownKey(_)), "{err}");
     servers.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_keys_travel_in_pieces_and_come_back_whole() {
+    // 600,000 float32 (2.4 MB) over two servers: two slices of 1.2 MB, each in two pieces.
+    let n = 600_000usize;
+    let servers = Servers::start(2, 2, None).await;
+    let workers = servers.workers(2, Mode::Sync, 100_000).await;
+    let init: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    for wk in &workers {
+        let items = vec![(1, DType::F32, vec![n as u64], f32s(&init))];
+        within(wk.init(items).wait()).await.unwrap();
+    }
+    for round in 0..2u32 {
+        let t: Vec<_> = workers
+            .iter()
+            .enumerate()
+            .map(|(r, wk)| {
+                let g: Vec<f32> = (0..n)
+                    .map(|i| (i % 1000) as f32 + r as f32 + round as f32)
+                    .collect();
+                wk.pushpull(vec![(1, DType::F32, f32s(&g))])
+            })
+            .collect();
+        for t in t {
+            let v = to_f32(&within(t.wait()).await.unwrap()[0]);
+            assert_eq!(v.len(), n);
+            for i in [0, 1, 262_143, 262_144, 299_999, 300_000, 562_144, n - 1] {
+                assert_eq!(
+                    v[i],
+                    2.0 * (i % 1000) as f32 + 1.0 + 2.0 * round as f32,
+                    "element {i}"
+                );
+            }
+        }
+    }
+    servers.stop().await;
+}
