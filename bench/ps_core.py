@@ -19,7 +19,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,16 +53,16 @@ def iperf3() -> float | None:
         return None
     port = free_port()
     server = subprocess.Popen(
-        ["iperf3", "-s", "-1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
+        ["iperf3", "-s", "-1", "-p", str(port), "--forceflush"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
-        for _ in range(50):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+        # Wait for "Server listening"; probing the port would count as the one client.
+        for line in server.stdout:
+            if "listening" in line:
+                break
         out = subprocess.run(
             ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "3", "-J"],
             capture_output=True,

@@ -65,8 +65,10 @@ def machine():
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"load average {load:.2f} at start")
+    return (
+        f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {load:.2f} at start"
+    )
 
 
 def write_section(path, text):
@@ -74,7 +76,7 @@ def write_section(path, text):
     if SECTION in body:
         start = body.index(SECTION)
         nxt = body.find("\n## ", start + len(SECTION))
-        body = body[:start] + text + (body[nxt + 1:] if nxt >= 0 else "")
+        body = body[:start] + text + (body[nxt + 1 :] if nxt >= 0 else "")
     else:
         body = body.rstrip("\n") + "\n\n" + text
     with open(path, "w") as f:
@@ -93,8 +95,10 @@ def main():
     if os.path.exists(args.mxnet_python):
         pythons["mxnet"] = args.mxnet_python
     else:
-        print(f"no MXNet interpreter at {args.mxnet_python}; run bench/setup_mxnet.sh",
-              file=sys.stderr)
+        print(
+            f"no MXNet interpreter at {args.mxnet_python}; run bench/setup_mxnet.sh",
+            file=sys.stderr,
+        )
     header = machine()
     rows = []
     for threads in args.threads:
@@ -103,29 +107,39 @@ def main():
             order = list(pythons) if r % 2 == 0 else list(reversed(pythons))
             for lib in order:
                 rates[lib].append(run_worker(pythons[lib], lib, threads, args.batch))
-                print(f"threads={threads} repeat={r} {lib}: {rates[lib][-1]:.0f} samples/s",
-                      flush=True)
+                print(
+                    f"threads={threads} repeat={r} {lib}: {rates[lib][-1]:.0f} samples/s",
+                    flush=True,
+                )
         med = {lib: statistics.median(v) for lib, v in rates.items()}
         ratio = med["mxrs"] / med["mxnet"] if "mxnet" in med else float("nan")
         rows.append((threads, med.get("mxrs"), med.get("mxnet"), ratio, rates))
-    lines = [SECTION, "", f"- Machine: {header}",
-             f"- Date: {datetime.date.today().isoformat()}",
-             f"- Workload: seeds' LeNet (Conv 6x5 relu, MaxPool 2, Conv 16x3 relu, MaxPool 2, "
-             f"Dense 120 relu, Dense 84 relu, Dense 10), batch {args.batch} of 1x28x28, "
-             "forward + backward + plain SGD update of every parameter, written once with "
-             "`mx.nd` operators and run with `import mxrs as mx` and `import mxnet as mx` "
-             "(Apache MXNet 1.9.1, numpy 1.23.5).",
-             f"- Median over {args.repeats} fresh processes per library and thread count, "
-             "alternating which library runs first; each process reports the median of 5 "
-             "timed windows of 20 steps after 5 warm-up steps.",
-             "- Command: `bash bench/setup_mxnet.sh && .venv/bin/python bench/run_lenet.py "
-             f"--repeats {args.repeats} --threads {' '.join(map(str, args.threads))} --write`",
-             "", "| threads | mxrs samples/s | MXNet 1.9.1 samples/s | mxrs / MXNet | runs: mxrs; "
-             "MXNet |", "|---:|---:|---:|---:|---|"]
+    lines = [
+        SECTION,
+        "",
+        f"- Machine: {header}",
+        f"- Date: {datetime.date.today().isoformat()}",
+        f"- Workload: seeds' LeNet (Conv 6x5 relu, MaxPool 2, Conv 16x3 relu, MaxPool 2, "
+        f"Dense 120 relu, Dense 84 relu, Dense 10), batch {args.batch} of 1x28x28, "
+        "forward + backward + plain SGD update of every parameter, written once with "
+        "`mx.nd` operators and run with `import mxrs as mx` and `import mxnet as mx` "
+        "(Apache MXNet 1.9.1, numpy 1.23.5).",
+        f"- Median over {args.repeats} fresh processes per library and thread count, "
+        "alternating which library runs first; each process reports the median of 5 "
+        "timed windows of 20 steps after 5 warm-up steps.",
+        "- Command: `bash bench/setup_mxnet.sh && .venv/bin/python bench/run_lenet.py "
+        f"--repeats {args.repeats} --threads {' '.join(map(str, args.threads))} --write`",
+        "",
+        "| threads | mxrs samples/s | MXNet 1.9.1 samples/s | mxrs / MXNet | runs: mxrs; MXNet |",
+        "|---:|---:|---:|---:|---|",
+    ]
     for threads, a, b, ratio, rates in rows:
         runs = "; ".join(", ".join(f"{v:,.0f}" for v in rates[lib]) for lib in rates)
-        lines.append(f"| {threads} | {a:,.0f} | {b:,.0f} | {ratio:.2f} | {runs} |" if b else
-                     f"| {threads} | {a:,.0f} | n/a | n/a | {runs} |")
+        lines.append(
+            f"| {threads} | {a:,.0f} | {b:,.0f} | {ratio:.2f} | {runs} |"
+            if b
+            else f"| {threads} | {a:,.0f} | n/a | n/a | {runs} |"
+        )
     lines += ["", NOTES]
     text = "\n".join(lines)
     print(text)
