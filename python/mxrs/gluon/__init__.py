@@ -1,0 +1,1 @@
+"""Gluon: MXNet's imperative interface (blocks, parameters, losses, data, Trainer)."""
