@@ -36,6 +36,32 @@ fn secret(cfg: &Config) -> Option<Arc<[u8]>> {
     cfg.secret.as_deref().map(Arc::from)
 }
 
+/// The `main` of the `ps-scheduler` and `ps-server` binaries: reads the settings, runs `role`
+/// and exits 0 when the job completed, 1 when it failed, 2 on a bad setting or a start-up error.
+pub fn main(role: Role, settings: &crate::cli::Settings) -> ! {
+    let name = format!("ps-{role}");
+    let fail = |code: i32, msg: &str| -> ! {
+        eprintln!("{name}: {msg}");
+        std::process::exit(code)
+    };
+    let cfg = settings
+        .config()
+        .unwrap_or_else(|e| fail(2, &e.to_string()));
+    init_logging(cfg.verbose);
+    let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| fail(2, &format!("runtime: {e}")));
+    let outcome = rt.block_on(async {
+        match role {
+            Role::Scheduler => run_scheduler(&cfg).await,
+            _ => run_server(&cfg).await,
+        }
+    });
+    match outcome {
+        Ok(Outcome::Completed) => std::process::exit(0),
+        Ok(Outcome::Failed(why)) => fail(1, &format!("job failed: {why}")),
+        Err(e) => fail(2, &e.to_string()),
+    }
+}
+
 /// Runs the scheduler of the job `cfg` describes until every worker has finished.
 pub async fn run_scheduler(cfg: &Config) -> Result<Outcome> {
     let root = cfg.root_addr()?;

@@ -3,9 +3,8 @@
 //! Exits 0 when every worker has finished, 1 when the job failed, 2 on a bad setting.
 
 use clap::Parser;
+use ps_core::Role;
 use ps_core::cli::Settings;
-use ps_core::node;
-use ps_core::scheduler::Outcome;
 
 /// Runs the scheduler of an mxrs parameter-server job.
 #[derive(Parser)]
@@ -15,22 +14,6 @@ struct Args {
     settings: Settings,
 }
 
-#[tokio::main]
-async fn main() {
-    let args = Args::parse();
-    let cfg = match args.settings.config() {
-        Ok(cfg) => cfg,
-        Err(e) => exit(2, &e.to_string()),
-    };
-    node::init_logging(cfg.verbose);
-    match node::run_scheduler(&cfg).await {
-        Ok(Outcome::Completed) => {}
-        Ok(Outcome::Failed(why)) => exit(1, &format!("job failed: {why}")),
-        Err(e) => exit(2, &e.to_string()),
-    }
-}
-
-fn exit(code: i32, msg: &str) -> ! {
-    eprintln!("ps-scheduler: {msg}");
-    std::process::exit(code)
+fn main() {
+    ps_core::node::main(Role::Scheduler, &Args::parse().settings)
 }
