@@ -4,6 +4,8 @@ Layout
 ------
 _native
     The Rust extension (parameter-server bindings).
+_role
+    ``import mxrs`` in a process whose ``DMLC_ROLE`` is scheduler or server runs that role.
 base
     ``MXNetError`` and its subclasses.
 context
@@ -16,9 +18,13 @@ random
     Seeding and sampling, one generator per context.
 """
 
-from . import _native, autograd, base, context, ndarray, random
-from .base import MXNetError
-from .context import Context, cpu, cpu_pinned, current_context, gpu
+from . import _role
+
+_role.run_if_scheduler_or_server()
+
+from . import _native, autograd, base, context, ndarray, random  # noqa: E402
+from .base import MXNetError  # noqa: E402
+from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
 
 nd = ndarray
 

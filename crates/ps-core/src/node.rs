@@ -36,19 +36,19 @@ fn secret(cfg: &Config) -> Option<Arc<[u8]>> {
     cfg.secret.as_deref().map(Arc::from)
 }
 
-/// The `main` of the `ps-scheduler` and `ps-server` binaries: reads the settings, runs `role`
-/// and exits 0 when the job completed, 1 when it failed, 2 on a bad setting or a start-up error.
-pub fn main(role: Role, settings: &crate::cli::Settings) -> ! {
-    let name = format!("ps-{role}");
-    let fail = |code: i32, msg: &str| -> ! {
-        eprintln!("{name}: {msg}");
-        std::process::exit(code)
+/// Runs `role` (scheduler or server) to the end of its job: returns the exit status (0 the job
+/// completed, 1 it failed, 2 a bad setting or a start-up error) and, unless 0, the one line
+/// that says why.
+pub fn run(role: Role, settings: &crate::cli::Settings) -> (i32, Option<String>) {
+    let cfg = match settings.config() {
+        Ok(cfg) => cfg,
+        Err(e) => return (2, Some(e.to_string())),
     };
-    let cfg = settings
-        .config()
-        .unwrap_or_else(|e| fail(2, &e.to_string()));
     init_logging(cfg.verbose);
-    let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| fail(2, &format!("runtime: {e}")));
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return (2, Some(format!("runtime: {e}"))),
+    };
     let outcome = rt.block_on(async {
         match role {
             Role::Scheduler => run_scheduler(&cfg).await,
@@ -56,10 +56,19 @@ pub fn main(role: Role, settings: &crate::cli::Settings) -> ! {
         }
     });
     match outcome {
-        Ok(Outcome::Completed) => std::process::exit(0),
-        Ok(Outcome::Failed(why)) => fail(1, &format!("job failed: {why}")),
-        Err(e) => fail(2, &e.to_string()),
+        Ok(Outcome::Completed) => (0, None),
+        Ok(Outcome::Failed(why)) => (1, Some(format!("job failed: {why}"))),
+        Err(e) => (2, Some(e.to_string())),
     }
+}
+
+/// The `main` of the `ps-scheduler` and `ps-server` binaries: [`run`], then exit with its status.
+pub fn main(role: Role, settings: &crate::cli::Settings) -> ! {
+    let (code, why) = run(role, settings);
+    if let Some(why) = why {
+        eprintln!("ps-{role}: {why}");
+    }
+    std::process::exit(code)
 }
 
 /// Runs the scheduler of the job `cfg` describes until every worker has finished.

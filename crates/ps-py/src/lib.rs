@@ -1,7 +1,21 @@
-//! `mxrs._native`: the Rust side of mxrs seen from Python.
+//! `mxrs._native`: the parameter server of mxrs seen from Python.
+//!
+//! A thin layer over `ps-core`: Python objects are read (buffers, shapes, dtypes) while the GIL
+//! is held, then the GIL is released around every network wait.
 //!
 //! # Layout
-//! - `lib.rs`: the module and its version.
+//! - `errors`: `PsError` to the `MXNetError` subclasses of `mxrs.base`.
+//! - `runtime`: the process-wide tokio runtime (rebuilt in forked children).
+//! - `arrays`: NumPy arrays as byte views, without copies.
+//! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
+//! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
+//!   `ps-scheduler` / `ps-server` console scripts).
+
+mod arrays;
+mod errors;
+mod kvstore;
+mod roles;
+mod runtime;
 
 use pyo3::prelude::*;
 
@@ -9,5 +23,9 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<kvstore::Worker>()?;
+    m.add_class::<kvstore::Ticket>()?;
+    m.add_function(wrap_pyfunction!(roles::run_role, m)?)?;
+    m.add_function(wrap_pyfunction!(roles::node_main, m)?)?;
     Ok(())
 }

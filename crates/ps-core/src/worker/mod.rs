@@ -348,6 +348,11 @@ impl Worker {
         Ticket::new(replies, ticket::Plan::Payloads)
     }
 
+    /// The dtype and shape `key` was initialised with on this worker.
+    pub fn key_layout(&self, key: u64) -> Option<(DType, Vec<u64>)> {
+        self.meta(key).ok().map(|m| (m.dtype, m.shape.clone()))
+    }
+
     /// Names of the servers, by rank.
     pub fn server_names(&self) -> Vec<String> {
         self.conns.iter().map(|c| c.name().to_string()).collect()

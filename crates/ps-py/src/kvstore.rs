@@ -1,0 +1,324 @@
+//! `Worker` and `Ticket`: a distributed KVStore's connection to its job, from Python.
+
+use std::sync::{Arc, Mutex};
+
+use numpy::PyUntypedArray;
+use ps_core::node::JobWorker;
+use ps_core::protocol::frame::Mode;
+use ps_core::updater::OptimizerSpec;
+use ps_core::{Config, PsError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::arrays::ArrayInfo;
+use crate::errors::{KVStoreError, to_py};
+use crate::runtime;
+
+/// A worker of a parameter-server job, joined through the scheduler named by the `DMLC_*`
+/// environment variables (`mode` is "sync" or "async").
+#[pyclass(module = "mxrs._native", frozen)]
+pub struct Worker {
+    job: Arc<JobWorker>,
+    pid: u32,
+}
+
+/// A pending push, pull or init; `wait()` blocks (without the GIL) until it is done.
+#[pyclass(module = "mxrs._native", frozen)]
+pub struct Ticket {
+    state: Mutex<Option<Pending>>,
+}
+
+struct Pending {
+    ticket: ps_core::worker::Ticket,
+    /// Destinations of pulled values, with references that keep them alive.
+    outs: Vec<ArrayInfo>,
+    _keep: Vec<Py<PyAny>>,
+}
+
+impl Worker {
+    fn job(&self) -> PyResult<&JobWorker> {
+        if runtime::is_owner(self.pid) {
+            Ok(&self.job)
+        } else {
+            Err(KVStoreError::new_err(
+                "this distributed KVStore belongs to the process that created it; a forked \
+                 child (such as a DataLoader worker) cannot use it",
+            ))
+        }
+    }
+
+    fn ticket(t: ps_core::worker::Ticket, outs: Vec<ArrayInfo>, keep: Vec<Py<PyAny>>) -> Ticket {
+        Ticket {
+            state: Mutex::new(Some(Pending {
+                ticket: t,
+                outs,
+                _keep: keep,
+            })),
+        }
+    }
+
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl std::future::Future<Output = ps_core::Result<T>> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| runtime::get().block_on(f)).map_err(to_py)
+    }
+}
+
+fn check_lengths(what: &str, keys: usize, arrays: usize) -> PyResult<()> {
+    if keys == arrays {
+        Ok(())
+    } else {
+        Err(KVStoreError::new_err(format!(
+            "{what}: {keys} keys but {arrays} arrays"
+        )))
+    }
+}
+
+/// Checks pushed arrays against the shapes their keys were initialised with, so the error names
+/// both shapes (the data plane itself only sees bytes).
+fn check_shapes(job: &JobWorker, items: &[(u64, ArrayInfo, bytes::Bytes)]) -> PyResult<()> {
+    for (key, info, _) in items {
+        if let Some((dtype, shape)) = job.worker().key_layout(*key)
+            && shape != info.shape
+        {
+            return Err(to_py(PsError::ShapeMismatch(format!(
+                "key {key}: pushed {} but the key holds {}",
+                ps_core::dtype::describe_array(info.dtype, &info.shape),
+                ps_core::dtype::describe_array(dtype, &shape)
+            ))));
+        }
+    }
+    Ok(())
+}
+
+/// Reads `arrays` (one per key) as lent byte views.
+fn lend(
+    keys: &[u64],
+    arrays: &[Bound<'_, PyUntypedArray>],
+) -> PyResult<Vec<(u64, ArrayInfo, bytes::Bytes)>> {
+    keys.iter()
+        .zip(arrays)
+        .map(|(&key, arr)| {
+            let info = ArrayInfo::of(arr, key, false)?;
+            let bytes = info.lend(arr.clone().into_any().unbind());
+            Ok((key, info, bytes))
+        })
+        .collect()
+}
+
+/// Reads `outs` (one per key) as writable destinations.
+fn destinations(
+    keys: &[u64],
+    outs: &[Bound<'_, PyUntypedArray>],
+) -> PyResult<(Vec<ArrayInfo>, Vec<Py<PyAny>>)> {
+    let infos = keys
+        .iter()
+        .zip(outs)
+        .map(|(&key, arr)| ArrayInfo::of(arr, key, true))
+        .collect::<PyResult<Vec<_>>>()?;
+    let keep = outs.iter().map(|a| a.clone().into_any().unbind()).collect();
+    Ok((infos, keep))
+}
+
+#[pymethods]
+impl Worker {
+    #[new]
+    fn new(py: Python<'_>, mode: &str) -> PyResult<Self> {
+        let mode = match mode {
+            "sync" => Mode::Sync,
+            "async" => Mode::Async,
+            other => {
+                return Err(KVStoreError::new_err(format!(
+                    "mode '{other}' is neither 'sync' nor 'async'"
+                )));
+            }
+        };
+        let cfg = Config::from_env().map_err(to_py)?;
+        let job = py
+            .detach(|| runtime::get().block_on(JobWorker::join(&cfg, mode)))
+            .map_err(to_py)?;
+        Ok(Worker {
+            job: Arc::new(job),
+            pid: std::process::id(),
+        })
+    }
+
+    /// This worker's rank, 0..num_workers.
+    #[getter]
+    fn rank(&self) -> u32 {
+        self.job.worker().rank()
+    }
+
+    /// Number of workers in the job.
+    #[getter]
+    fn num_workers(&self) -> u32 {
+        self.job.worker().num_workers()
+    }
+
+    /// Number of servers in the job.
+    #[getter]
+    fn num_servers(&self) -> usize {
+        self.job.worker().num_servers()
+    }
+
+    /// Creates keys from `arrays` (rank 0's values are stored); the ticket completes once every
+    /// key exists on its servers.
+    fn init(&self, keys: Vec<u64>, arrays: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
+        check_lengths("init", keys.len(), arrays.len())?;
+        let items = lend(&keys, &arrays)?
+            .into_iter()
+            .map(|(key, info, bytes)| (key, info.dtype, info.shape, bytes))
+            .collect();
+        Ok(Self::ticket(
+            self.job()?.worker().init(items),
+            vec![],
+            vec![],
+        ))
+    }
+
+    /// Pushes `arrays` to `keys`. The arrays must not be written until the ticket completes.
+    fn push(&self, keys: Vec<u64>, arrays: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
+        check_lengths("push", keys.len(), arrays.len())?;
+        let job = self.job()?;
+        let lent = lend(&keys, &arrays)?;
+        check_shapes(job, &lent)?;
+        let items = lent
+            .into_iter()
+            .map(|(key, info, bytes)| (key, info.dtype, bytes))
+            .collect();
+        Ok(Self::ticket(job.worker().push(items), vec![], vec![]))
+    }
+
+    /// Pulls `keys` into `outs` (one C-contiguous array of the key's size each).
+    fn pull(&self, keys: Vec<u64>, outs: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
+        check_lengths("pull", keys.len(), outs.len())?;
+        let (infos, keep) = destinations(&keys, &outs)?;
+        Ok(Self::ticket(self.job()?.worker().pull(&keys), infos, keep))
+    }
+
+    /// Pushes `arrays`, then pulls the value their round produces into `outs`, in one round
+    /// trip.
+    fn pushpull(
+        &self,
+        keys: Vec<u64>,
+        arrays: Vec<Bound<'_, PyUntypedArray>>,
+        outs: Vec<Bound<'_, PyUntypedArray>>,
+    ) -> PyResult<Ticket> {
+        check_lengths("pushpull", keys.len(), arrays.len())?;
+        check_lengths("pushpull", keys.len(), outs.len())?;
+        let job = self.job()?;
+        let lent = lend(&keys, &arrays)?;
+        check_shapes(job, &lent)?;
+        let items = lent
+            .into_iter()
+            .map(|(key, info, bytes)| (key, info.dtype, bytes))
+            .collect();
+        let (infos, keep) = destinations(&keys, &outs)?;
+        Ok(Self::ticket(job.worker().pushpull(items), infos, keep))
+    }
+
+    /// Waits until every worker (`group="workers"`) or every node (`"all"`) got here.
+    #[pyo3(signature = (group = "workers"))]
+    fn barrier(&self, py: Python<'_>, group: &str) -> PyResult<()> {
+        let job = self.job()?;
+        match group {
+            "workers" => self.run(py, job.barrier()),
+            "all" => self.run(py, job.barrier_all()),
+            other => Err(KVStoreError::new_err(format!(
+                "barrier group '{other}' is neither 'workers' nor 'all'"
+            ))),
+        }
+    }
+
+    /// Tells the scheduler this worker is done; the job ends when every worker is.
+    fn finish(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, self.job()?.finish())
+    }
+
+    /// Sends an optimizer (name, hyper-parameters, per-key lr/wd multipliers) to every server.
+    #[pyo3(signature = (name, params, key_mults = Vec::new()))]
+    fn set_optimizer(
+        &self,
+        py: Python<'_>,
+        name: String,
+        params: Vec<(String, f64)>,
+        key_mults: Vec<(u64, f64, f64)>,
+    ) -> PyResult<()> {
+        let spec = OptimizerSpec {
+            name,
+            params,
+            key_mults,
+        };
+        self.run(py, self.job()?.worker().set_optimizer(&spec))
+    }
+
+    /// Changes hyper-parameters of the servers' optimizer (such as `learning_rate`).
+    #[pyo3(signature = (params, key_mults = Vec::new()))]
+    fn set_params(
+        &self,
+        py: Python<'_>,
+        params: Vec<(String, f64)>,
+        key_mults: Vec<(u64, f64, f64)>,
+    ) -> PyResult<()> {
+        let change = OptimizerSpec {
+            name: String::new(),
+            params,
+            key_mults,
+        };
+        self.run(py, self.job()?.worker().set_params(&change))
+    }
+
+    /// The servers' optimizer states, as one blob.
+    fn save_states<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let blob = self.run(py, self.job()?.worker().save_states())?;
+        Ok(PyBytes::new(py, &blob))
+    }
+
+    /// Restores optimizer states saved by `save_states`.
+    fn load_states(&self, py: Python<'_>, blob: Vec<u8>) -> PyResult<()> {
+        self.run(py, self.job()?.worker().load_states(&blob))
+    }
+}
+
+#[pymethods]
+impl Ticket {
+    /// Blocks until the request is done (releasing the GIL); raises the `MXNetError` subclass
+    /// that names what went wrong. Waiting again returns at once.
+    fn wait(&self, py: Python<'_>) -> PyResult<()> {
+        let pending = self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(p) = pending else {
+            return Ok(());
+        };
+        let Pending {
+            ticket,
+            outs,
+            _keep,
+        } = p;
+        let r: Result<(), PsError> = py.detach(move || {
+            runtime::get().block_on(async move {
+                if outs.is_empty() {
+                    ticket.wait().await.map(drop)
+                } else {
+                    // SAFETY: `_keep` holds every destination alive until this returns, and
+                    // the KVStore layer does not touch them while the ticket is pending.
+                    let mut views: Vec<&mut [u8]> =
+                        outs.iter().map(|o| unsafe { o.bytes_mut() }).collect();
+                    ticket.wait_into(&mut views).await
+                }
+            })
+        });
+        drop(_keep);
+        r.map_err(to_py)
+    }
+
+    /// Whether `wait()` has already returned.
+    #[getter]
+    fn done(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+}
