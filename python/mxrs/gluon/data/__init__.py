@@ -12,8 +12,11 @@ dataloader
     ``DataLoader`` and the default batchify function.
 _workers
     The worker processes and threads behind ``DataLoader(num_workers > 0)``.
+vision
+    ``MNIST``, ``FashionMNIST`` and the image ``transforms``.
 """
 
+from . import vision
 from .dataloader import DataLoader, default_batchify_fn
 from .dataset import ArrayDataset, Dataset, SimpleDataset
 from .sampler import (
@@ -27,4 +30,4 @@ from .sampler import (
 
 __all__ = ["ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "IntervalSampler",
            "RandomSampler", "Sampler", "SequentialSampler", "SimpleDataset", "SplitSampler",
-           "default_batchify_fn"]
+           "default_batchify_fn", "vision"]
