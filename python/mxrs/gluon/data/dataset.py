@@ -218,7 +218,7 @@ class ArrayDataset(Dataset):
     --------
     >>> x = np.zeros((4, 2)); y = np.arange(4)
     >>> ds = gluon.data.ArrayDataset(x, y)
-    >>> len(ds), ds[3][1]
+    >>> len(ds), int(ds[3][1])
     (4, 3)
     """
 

@@ -57,7 +57,7 @@ class MNIST(Dataset):
     --------
     >>> train = gluon.data.vision.MNIST(root='data/mnist', train=True)
     >>> image, label = train[0]
-    >>> image.shape, image.dtype, label
+    >>> image.shape, image.dtype, int(label)
     ((28, 28, 1), <class 'numpy.uint8'>, 5)
     """
 

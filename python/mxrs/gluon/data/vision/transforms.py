@@ -41,6 +41,7 @@ class _Transform:
         return self.forward(_as_nd(x))
 
     def forward(self, x):
+        """Transform NDArray ``x`` and return the result (subclasses implement this)."""
         raise NotImplementedError
 
     def hybridize(self, active=True, **kwargs):
@@ -69,6 +70,7 @@ class Compose(_Transform):
         self._transforms = list(transforms)
 
     def __call__(self, x):
+        """Apply each transform in turn to ``x``."""
         for t in self._transforms:
             x = t(x)
         return x
@@ -98,6 +100,7 @@ class Cast(_Transform):
         self._dtype = np.dtype(dtype)
 
     def forward(self, x):
+        """Return ``x`` converted to the target type."""
         return x.astype(self._dtype)
 
     def __repr__(self):
@@ -123,6 +126,7 @@ class ToTensor(_Transform):
     """
 
     def forward(self, x):
+        """Return ``x`` as float32 channels-first values in [0, 1]."""
         if x.ndim == 3:
             axes = (2, 0, 1)
         elif x.ndim == 4:
@@ -182,6 +186,7 @@ class Normalize(_Transform):
         return self._cache[key]
 
     def forward(self, x):
+        """Return ``(x - mean) / std`` channel by channel."""
         if x.ndim not in (3, 4):
             raise MXNetError(f"Normalize expects a (C, H, W) tensor or an (N, C, H, W) batch, "
                              f"got shape {x.shape}")
@@ -207,6 +212,7 @@ class RandomFlipLeftRight(_Transform):
     """
 
     def forward(self, x):
+        """Return ``x`` mirrored along its width axis, or ``x`` itself, with even odds."""
         if x.ndim not in (3, 4):
             raise MXNetError(f"RandomFlipLeftRight expects an (H, W, C) image or an "
                              f"(N, H, W, C) batch, got shape {x.shape}")
