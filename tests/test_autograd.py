@@ -218,3 +218,15 @@ def test_custom_function():
         p, q = _SplitScale()(a, b)
     q.backward()  # p gets no gradient: passed as zeros
     np.testing.assert_allclose(a.grad.asnumpy(), [1, 1])
+
+
+def test_backward_marks_gradient_fresh():
+    x = mx.nd.array([1.0, 2.0])
+    x.attach_grad()
+    assert not x._fresh_grad
+    with mx.autograd.record():
+        y = (x * x).sum()
+    y.backward()
+    assert x._fresh_grad
+    x._fresh_grad = False
+    assert not x._fresh_grad

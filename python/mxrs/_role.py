@@ -10,7 +10,7 @@ import os
 import sys
 
 _ROLES = ("scheduler", "server")
-_CONSOLE_SCRIPTS = ("ps-scheduler", "ps-server")
+_CONSOLE_SCRIPTS = ("ps-scheduler", "ps-server", "mxrs-launch")
 
 
 def run_if_scheduler_or_server():

@@ -262,6 +262,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
             var._ctx.backend.xp.copyto(var._grad._data, g)
         elif req == "add":
             var._grad._data += g
+        var._fresh = True
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

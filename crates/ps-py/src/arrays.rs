@@ -6,7 +6,7 @@
 //! destination array's memory.
 
 use bytes::Bytes;
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use ps_core::DType;
 use pyo3::prelude::*;
 
@@ -24,9 +24,19 @@ impl ArrayInfo {
     /// Describes `arr`; fails unless it is C-contiguous (and writable when `write`) with a
     /// dtype the servers aggregate.
     pub(crate) fn of(arr: &Bound<'_, PyUntypedArray>, key: u64, write: bool) -> PyResult<Self> {
-        let name: String = arr.dtype().getattr("name")?.extract()?;
-        let dtype = DType::from_name(&name)
-            .map_err(|e| KVStoreError::new_err(format!("key {key}: {e}")))?;
+        let descr = arr.dtype();
+        // The type character is a plain field of the descriptor; `dtype.name` is computed in
+        // Python on every access, which costs more than the rest of a small push.
+        let dtype = match (descr.kind(), descr.itemsize()) {
+            (b'f', 4) => DType::F32,
+            (b'f', 8) => DType::F64,
+            (b'f', 2) => DType::F16,
+            _ => {
+                let name: String = descr.getattr("name")?.extract()?;
+                DType::from_name(&name)
+                    .map_err(|e| KVStoreError::new_err(format!("key {key}: {e}")))?
+            }
+        };
         if !arr.is_c_contiguous() {
             return Err(KVStoreError::new_err(format!(
                 "key {key}: the array must be C-contiguous"

@@ -160,8 +160,10 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
 
 
 def waitall():
-    """Block until all pending computation on every device has finished."""
-    from . import _backend
+    """Block until all pending computation on every device, and every KVStore request, finished."""
+    from . import _backend, _pending
+
+    _pending.settle_all()
 
     be = _backend._cupy_backend
     if be is not None:

@@ -44,7 +44,7 @@ class NDArray:
     <NDArray 1x2 @cpu(0)>
     """
 
-    __slots__ = ("_data", "_ctx", "_node", "_oidx", "_grad", "_grad_req", "__weakref__")
+    __slots__ = ("_data", "_ctx", "_node", "_oidx", "_grad", "_grad_req", "_fresh", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, data, ctx=None, dtype=None):
@@ -105,6 +105,15 @@ class NDArray:
     def grad_req(self):
         """str: how backward stores this variable's gradient ('write', 'add' or 'null')."""
         return self._grad_req
+
+    @property
+    def _fresh_grad(self):
+        """bool: True once backward wrote this variable's gradient, until a trainer consumes it."""
+        return getattr(self, "_fresh", False)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        self._fresh = bool(value)
 
     # ----------------------------------------------------------------- conversions
     def __repr__(self):
@@ -192,7 +201,8 @@ class NDArray:
         return _cr._to_context(self, context)
 
     def wait_to_read(self):
-        """Block until pending computation writing this array has finished."""
+        """Block until pending computation or KVStore requests writing this array have finished."""
+        self._data  # noqa: B018  (touching the data settles pending KVStore requests)
         self._ctx.backend.synchronize(self._ctx.device_id)
 
     def detach(self):
