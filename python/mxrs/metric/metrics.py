@@ -1,0 +1,280 @@
+"""The metrics: accuracy, top-k accuracy, cross-entropy, regression errors, loss, custom."""
+
+import numpy
+
+from ..base import MXNetError
+from ..ndarray import NDArray
+from .base import EvalMetric, _host, _is_array, alias, check_label_shapes, register
+
+__all__ = ["Accuracy", "TopKAccuracy", "CrossEntropy", "NegativeLogLikelihood", "MAE", "MSE",
+           "RMSE", "Loss", "CustomMetric", "np"]
+
+
+# ----------------------------------------------------------------- classification
+@register
+@alias("acc")
+class Accuracy(EvalMetric):
+    """The fraction of predictions that equal the labels.
+
+    Predictions with the labels' shape are class ids; otherwise the class is the argmax over
+    ``axis`` (taken on the predictions' own device).
+
+    Parameters
+    ----------
+    axis : int, default 1
+        The class axis of the predictions.
+    name : str, default 'accuracy'
+    output_names, label_names
+        As :class:`EvalMetric`.
+    """
+
+    def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
+        super().__init__(name, axis=axis, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self.axis = axis
+
+    def update(self, labels, preds):
+        """Count the correct predictions of each (label, prediction) pair."""
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds, strict=True):
+            if pred.shape != label.shape:
+                if isinstance(pred, NDArray):
+                    xp = pred._ctx.backend.xp
+                    with pred._ctx.backend.guard(pred._ctx.device_id):
+                        pred = pred._ctx.backend.to_host(xp.argmax(pred._data, axis=self.axis))
+                else:
+                    pred = numpy.argmax(_host(pred), axis=self.axis)
+            pred = _host(pred).astype("int32").ravel()
+            label = _host(label).astype("int32").ravel()
+            check_label_shapes(label, pred)
+            self._add(int((pred == label).sum()), len(pred))
+
+
+@register
+@alias("top_k_accuracy", "top_k_acc")
+class TopKAccuracy(EvalMetric):
+    """The fraction of labels among the ``top_k`` highest-scored classes.
+
+    Predictions are ``(batch, classes)`` scores; 1-D predictions are taken as class ids.
+
+    Parameters
+    ----------
+    top_k : int, default 1
+        How many of the best classes count (MXNet requires more than 1; 1 is accuracy here).
+    name : str, default 'top_k_accuracy'
+        ``'_<top_k>'`` is appended.
+    output_names, label_names
+        As :class:`EvalMetric`.
+    """
+
+    def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
+        super().__init__(name, top_k=top_k, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        if int(top_k) < 1:
+            raise MXNetError(f"top_k must be at least 1, got {top_k}")
+        self.top_k = int(top_k)
+        self.name += f"_{self.top_k}"
+
+    def update(self, labels, preds):
+        """Count the labels found among each prediction's ``top_k`` classes."""
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds, strict=True):
+            scores = _host(pred).astype("float32")
+            if scores.ndim > 2:
+                raise MXNetError(f"TopKAccuracy: predictions should be no more than 2 dims, "
+                                 f"got shape {scores.shape}")
+            label = _host(label).astype("int32")
+            check_label_shapes(label, scores)
+            if scores.ndim == 1:
+                correct = int((scores.astype("int32") == label.ravel()).sum())
+            else:
+                k = min(self.top_k, scores.shape[1])
+                top = numpy.argpartition(scores, -k, axis=1)[:, -k:]
+                correct = int((top == label.reshape(-1, 1)).sum())
+            self._add(correct, scores.shape[0])
+
+
+@register
+@alias("ce")
+class CrossEntropy(EvalMetric):
+    """Mean cross-entropy ``-log(p[label] + eps)`` of predicted class probabilities.
+
+    Parameters
+    ----------
+    eps : float, default 1e-12
+        Added to each probability before the log.
+    name : str, default 'cross-entropy'
+    output_names, label_names
+        As :class:`EvalMetric`.
+    """
+
+    def __init__(self, eps=1e-12, name="cross-entropy", output_names=None, label_names=None):
+        super().__init__(name, eps=eps, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self.eps = eps
+
+    def update(self, labels, preds):
+        """Add ``-log(p[label] + eps)`` of each sample."""
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds, strict=True):
+            label, pred = _host(label).ravel(), _host(pred)
+            n = pred.shape[0]
+            if label.shape[0] != n:
+                raise MXNetError(f"{self.name}: {label.shape[0]} labels for {n} predictions")
+            prob = pred[numpy.arange(n, dtype=numpy.int64), label.astype(numpy.int64)]
+            self._add(float((-numpy.log(prob + self.eps)).sum()), n)
+
+
+@register
+@alias("nll_loss")
+class NegativeLogLikelihood(CrossEntropy):
+    """Mean negative log-likelihood of the labels: :class:`CrossEntropy` named ``'nll-loss'``."""
+
+    def __init__(self, eps=1e-12, name="nll-loss", output_names=None, label_names=None):
+        super().__init__(eps=eps, name=name, output_names=output_names, label_names=label_names)
+
+
+# ----------------------------------------------------------------- regression
+class _PerBatch(EvalMetric):
+    """A regression metric that adds one value per (label, prediction) pair.
+
+    1-D labels and predictions become ``(n, 1)`` columns first, as in MXNet (so a 1-D label
+    against ``(n, k)`` predictions broadcasts over the columns).
+    """
+
+    def __init__(self, name, output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def update(self, labels, preds):
+        """Add this metric's value of each (label, prediction) pair."""
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds, strict=True):
+            label, pred = _host(label), _host(pred)
+            if label.ndim == 1:
+                label = label.reshape(label.shape[0], 1)
+            if pred.ndim == 1:
+                pred = pred.reshape(pred.shape[0], 1)
+            self._add(float(self._value(label - pred)), 1)
+
+
+@register
+class MAE(_PerBatch):
+    """Mean absolute error, averaged per batch (each pair adds one instance)."""
+
+    def __init__(self, name="mae", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+    @staticmethod
+    def _value(diff):
+        return numpy.abs(diff).mean()
+
+
+@register
+class MSE(_PerBatch):
+    """Mean squared error, averaged per batch (each pair adds one instance)."""
+
+    def __init__(self, name="mse", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+    @staticmethod
+    def _value(diff):
+        return (diff**2.0).mean()
+
+
+@register
+class RMSE(_PerBatch):
+    """Root mean squared error, averaged per batch (each pair adds one instance)."""
+
+    def __init__(self, name="rmse", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+    @staticmethod
+    def _value(diff):
+        return numpy.sqrt((diff**2.0).mean())
+
+
+@register
+@alias("loss")
+class Loss(EvalMetric):
+    """The mean of loss values: ``update`` ignores labels and averages every element of preds."""
+
+    def __init__(self, name="loss", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+
+    def update(self, _, preds):
+        """Add the sum and the count of the loss values in ``preds``."""
+        if _is_array(preds):
+            preds = [preds]
+        for pred in preds:
+            if isinstance(pred, NDArray):
+                be = pred._ctx.backend
+                with be.guard(pred._ctx.device_id):
+                    total = float(be.xp.sum(pred._data))
+            else:
+                total = float(numpy.sum(_host(pred)))
+            self._add(total, pred.size)
+
+
+# ----------------------------------------------------------------- custom
+@register
+class CustomMetric(EvalMetric):
+    """A metric computed by ``feval(label, pred)`` on NumPy arrays.
+
+    ``feval`` returns a value (one instance) or ``(sum_metric, num_inst)``.
+
+    Parameters
+    ----------
+    feval : callable
+    name : str, optional
+        Defaults to ``feval.__name__`` (``'custom(<lambda>)'`` for lambdas).
+    allow_extra_outputs : bool, default False
+        Skip the check that labels and predictions have the same length.
+    output_names, label_names
+        As :class:`EvalMetric`.
+    """
+
+    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
+                 label_names=None):
+        if name is None:
+            name = feval.__name__
+            if "<" in name:
+                name = f"custom({name})"
+        super().__init__(name, feval=feval, allow_extra_outputs=allow_extra_outputs,
+                         output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self._feval = feval
+        self._allow_extra_outputs = allow_extra_outputs
+
+    def update(self, labels, preds):
+        """Add ``feval``'s result for each (label, prediction) pair."""
+        if not self._allow_extra_outputs:
+            labels, preds = check_label_shapes(labels, preds, True)
+        else:
+            labels = [labels] if _is_array(labels) else labels
+            preds = [preds] if _is_array(preds) else preds
+        for pred, label in zip(preds, labels, strict=False):
+            reval = self._feval(_host(label), _host(pred))
+            if isinstance(reval, tuple):
+                self._add(*reval)
+            else:
+                self._add(reval, 1)
+
+
+def np(numpy_feval, name=None, allow_extra_outputs=False):
+    """Create a :class:`CustomMetric` from a function of NumPy ``(label, pred)``.
+
+    Examples
+    --------
+    >>> def mean_abs(label, pred):
+    ...     return abs(label - pred).mean()
+    >>> metric = mx.metric.np(mean_abs)
+    >>> metric.name
+    'mean_abs'
+    """
+    def feval(label, pred):
+        return numpy_feval(label, pred)
+
+    feval.__name__ = numpy_feval.__name__
+    return CustomMetric(feval, name, allow_extra_outputs)

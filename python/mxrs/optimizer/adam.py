@@ -1,0 +1,74 @@
+"""Adam: MXNet's ``Adam.update`` folds the bias correction into the learning rate, then runs the
+``adam_update`` kernel. Weight decay is added to the rescaled gradient before clipping::
+
+    t    = this parameter's update count (from begin_num_update + 1)
+    lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)
+    g'   = clip(rescale_grad * g + wd * w)
+    mean = beta1 * mean + (1 - beta1) * g'
+    var  = beta2 * var + (1 - beta2) * g'**2
+    w    = w - lr_t * mean / (sqrt(var) + epsilon)
+"""
+
+import math
+
+from .optimizer import Optimizer, _zeros_state, register
+
+__all__ = ["Adam"]
+
+
+@register
+class Adam(Optimizer):
+    """The Adam optimizer (Kingma & Ba, 2014) with MXNet 1.x's update rule.
+
+    Parameters
+    ----------
+    learning_rate : float, default 0.001
+    beta1 : float, default 0.9
+        Decay rate of the first-moment estimate.
+    beta2 : float, default 0.999
+        Decay rate of the second-moment estimate.
+    epsilon : float, default 1e-8
+        Added to the root of the second moment (outside the bias correction, as MXNet).
+    lazy_update : bool, default True
+        Accepted for MXNet compatibility; mxrs arrays are dense.
+    **kwargs
+        The :class:`~mxrs.optimizer.Optimizer` parameters.
+    """
+
+    _server_name = "adam"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 lazy_update=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        """``(mean, var)``: two zero buffers like ``weight``."""
+        return (_zeros_state(weight), _zeros_state(weight))
+
+    def _step(self, xp, index, w, g, state, lr, wd):
+        t = self._index_update_count[index]
+        b1, b2 = float(self.beta1), float(self.beta2)
+        lr *= math.sqrt(1.0 - b2**t) / (1.0 - b1**t)
+        mean, var = state[0]._data, state[1]._data
+        gr = self._rescaled(xp, g, w, wd)
+        tmp = xp.multiply(gr, 1.0 - b1)
+        mean *= b1
+        mean += tmp
+        xp.multiply(gr, 1.0 - b2, out=tmp)
+        tmp *= gr
+        var *= b2
+        var += tmp
+        xp.sqrt(var, out=gr)
+        gr += float(self.epsilon)
+        xp.multiply(mean, lr, out=tmp)
+        tmp /= gr
+        w -= tmp
+
+    def _spec_params(self):
+        return [("beta1", float(self.beta1)), ("beta2", float(self.beta2)),
+                ("epsilon", float(self.epsilon)),
+                ("lazy_update", 1.0 if self.lazy_update else 0.0)]

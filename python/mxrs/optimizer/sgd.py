@@ -1,0 +1,78 @@
+"""SGD with momentum and weight decay: MXNet's ``sgd_update`` and ``sgd_mom_update`` kernels.
+
+The gradient is rescaled and clipped first; weight decay enters after clipping::
+
+    momentum 0:  w = (1 - lr*wd) * w - lr * clip(rescale_grad * g)
+    momentum m:  mom = m * mom - lr*wd * w - lr * clip(rescale_grad * g);  w = w + mom
+
+``mom`` is MXNet's (negative-direction) momentum buffer, so saved states carry over.
+"""
+
+from .optimizer import Optimizer, _zeros_state, register
+
+__all__ = ["SGD"]
+
+
+def _sgd_plain(xp, opt, w, g, lr, wd):
+    """``w = (1 - lr*wd) * w - lr * clip(r*g)`` with one temporary."""
+    t = opt._rescaled(xp, g, w)
+    t *= lr
+    if wd:
+        w *= 1.0 - lr * wd
+    w -= t
+
+
+@register
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum and weight decay.
+
+    Parameters
+    ----------
+    momentum : float, default 0.0
+        The momentum; 0 keeps no state.
+    lazy_update : bool, default True
+        Accepted for MXNet compatibility; mxrs arrays are dense, so every row is updated.
+    **kwargs
+        The :class:`~mxrs.optimizer.Optimizer` parameters (``learning_rate`` defaults to 0.01).
+
+    Examples
+    --------
+    >>> opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=1e-4)
+    """
+
+    _server_name = "sgd"
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
+        return _zeros_state(weight) if self.momentum != 0.0 else None
+
+    def _step(self, xp, index, w, g, state, lr, wd):
+        if state is None:
+            _sgd_plain(xp, self, w, g, lr, wd)
+            return
+        mom = state._data
+        mu = float(self.momentum) if self.momentum > 0 else 0.0
+        # mom = mu*mom - lr*wd*w - lr*clip(r*g);  w += mom  (the kernel's order of terms)
+        mom *= mu
+        if wd:
+            t = xp.multiply(w, lr * wd)
+            mom -= t
+            xp.multiply(g, float(self.rescale_grad), out=t)
+        else:
+            t = xp.multiply(g, float(self.rescale_grad))
+        c = self.clip_gradient
+        if c is not None and c > 0:
+            c = float(c)
+            xp.clip(t, -c, c, out=t)
+        t *= lr
+        mom -= t
+        w += mom
+
+    def _spec_params(self):
+        return [("momentum", float(self.momentum)),
+                ("lazy_update", 1.0 if self.lazy_update else 0.0)]

@@ -1,0 +1,566 @@
+"""Optimizers (``mx.optimizer``): update rules against NumPy references, multipliers, counts,
+the registry, the Updater's saved states and the parameter servers' spec.
+
+The references are written in the textbook form of each method (not the kernel's), in float64,
+so they check the kernels' algebra as well as their arithmetic.
+"""
+
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import textwrap
+
+import mxrs as mx
+import numpy as np
+import pytest
+from mxrs import autograd, nd
+from mxrs.base import ContextError, MXNetError
+
+W0 = np.array([1.0, -2.0, 0.5, 3.0, -0.25, 0.75])
+# Three steps; with rescale_grad 0.5 and clip_gradient 0.6 several entries clip.
+GRADS = np.array([
+    [0.5, 0.25, -3.0, 1.5, 2.5, -0.7],
+    [-0.4, 0.3, -2.0, 1.0, -2.2, 0.1],
+    [0.2, -0.6, 2.8, 0.9, 0.05, -1.9],
+])
+FULL = dict(learning_rate=0.1, wd=0.05, rescale_grad=0.5, clip_gradient=0.6)
+
+
+def run(opt, w0=W0, grads=GRADS, dtype=np.float64, index=0, ctx=None):
+    """Update a weight from ``w0`` with each gradient in turn; return the weight (NumPy)."""
+    w = nd.array(w0, ctx=ctx, dtype=dtype)
+    state = opt.create_state(index, w)
+    for g in grads:
+        opt.update(index, w, nd.array(g, ctx=ctx, dtype=dtype), state)
+    return w.asnumpy()
+
+
+def check(opt_factory, reference, rtol=1e-12):
+    """Compare ``opt_factory()`` with ``reference`` in float64 and float32."""
+    want = reference()
+    np.testing.assert_allclose(run(opt_factory()), want, rtol=rtol, atol=rtol)
+    got32 = run(opt_factory(), dtype=np.float32)
+    np.testing.assert_allclose(got32, want, rtol=2e-5, atol=2e-6)
+
+
+def clipped(g, r, c):
+    g = r * g
+    return g if c is None else np.clip(g, -c, c)
+
+
+# ----------------------------------------------------------------- references (textbook forms)
+def ref_sgd(lr=0.01, wd=0.0, mu=0.0, r=1.0, c=None, lrs=None):
+    w, v = W0.copy(), np.zeros_like(W0)
+    for t, g in enumerate(GRADS):
+        step_lr = lr if lrs is None else lrs[t]
+        v = mu * v + step_lr * (clipped(g, r, c) + wd * w)
+        w = w - v
+    return w
+
+
+def ref_nag(lr=0.01, wd=0.0, mu=0.0, r=1.0, c=None):
+    w, v = W0.copy(), np.zeros_like(W0)
+    for g in GRADS:
+        gh = clipped(g, r, c) + wd * w
+        v = mu * v + gh
+        w = w - lr * (gh + mu * v)
+    return w
+
+
+def ref_adam(lr=0.001, wd=0.0, r=1.0, c=None, b1=0.9, b2=0.999, eps=1e-8, t0=0):
+    w, m, v = W0.copy(), np.zeros_like(W0), np.zeros_like(W0)
+    for i, g in enumerate(GRADS):
+        t = t0 + i + 1
+        gh = r * g + wd * w
+        if c is not None:
+            gh = np.clip(gh, -c, c)
+        m = b1 * m + (1 - b1) * gh
+        v = b2 * v + (1 - b2) * gh**2
+        m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+        # MXNet keeps epsilon outside the bias correction: eps_hat = eps / sqrt(1 - b2^t).
+        w = w - lr * m_hat / (np.sqrt(v_hat) + eps / np.sqrt(1 - b2**t))
+    return w
+
+
+def ref_adagrad(lr=0.01, wd=0.0, r=1.0, c=None, eps=1e-7):
+    w, h = W0.copy(), np.zeros_like(W0)
+    for g in GRADS:
+        gh = clipped(g, r, c)
+        h = h + gh**2
+        w = w - lr * gh / np.sqrt(h + eps) - lr * wd * w
+    return w
+
+
+def ref_rmsprop(lr=0.001, wd=0.0, r=1.0, c=None, g1=0.9, g2=0.9, eps=1e-8, centered=False,
+                cw=None):
+    w = W0.copy()
+    sq, avg, step = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for g in GRADS:
+        gh = r * g + wd * w
+        if c is not None:
+            gh = np.clip(gh, -c, c)
+        sq = g1 * sq + (1 - g1) * gh**2
+        if centered:
+            avg = g1 * avg + (1 - g1) * gh
+            step = g2 * step - lr * gh / np.sqrt(sq - avg**2 + eps)
+            w = w + step
+        else:
+            w = w - lr * gh / np.sqrt(sq + eps)
+        if cw is not None:
+            w = np.clip(w, -cw, cw)
+    return w
+
+
+def ref_signum(lr=0.01, wd=0.0, mu=0.9, r=1.0, c=None, wd_lh=0.0):
+    w, v = W0.copy(), np.zeros_like(W0)
+    for g in GRADS:
+        if mu == 0:
+            w = w - lr * wd * w - lr * np.sign(g)
+            continue
+        v = mu * v + (1 - mu) * (clipped(g, r, c) + wd * w)
+        w = w - lr * wd_lh * w - lr * np.sign(v)
+    return w
+
+
+def ref_ftrl(lr=0.1, wd=0.0, r=1.0, c=None, l1=0.01, beta=1.0):
+    w, z, n = W0.copy(), np.zeros_like(W0), np.zeros_like(W0)
+    for g in GRADS:
+        gh = clipped(g, r, c)
+        sigma = (np.sqrt(n + gh**2) - np.sqrt(n)) / lr
+        z = z + gh - sigma * w
+        n = n + gh**2
+        w = np.where(np.abs(z) > l1, -(z - np.sign(z) * l1) / ((beta + np.sqrt(n)) / lr + wd),
+                     0.0)
+    return w
+
+
+# ----------------------------------------------------------------- update rules
+def test_sgd():
+    check(lambda: mx.optimizer.SGD(), ref_sgd)
+    check(lambda: mx.optimizer.SGD(momentum=0.9, **FULL),
+          lambda: ref_sgd(0.1, 0.05, 0.9, 0.5, 0.6))
+    check(lambda: mx.optimizer.SGD(**FULL), lambda: ref_sgd(0.1, 0.05, 0.0, 0.5, 0.6))
+
+
+def test_sgd_momentum_known_numbers():
+    # mom1 = -lr*wd*w - lr*g = [-0.051, -0.023], w1 = [0.949, -2.023]
+    # mom2 = 0.9*mom1 - 0.001*w1 - 0.1*g = [-0.096849, -0.043677]
+    opt = mx.optimizer.SGD(momentum=0.9, learning_rate=0.1, wd=0.01)
+    w = run(opt, np.array([1.0, -2.0]), np.array([[0.5, 0.25], [0.5, 0.25]]))
+    np.testing.assert_allclose(w, [0.852151, -2.066677], rtol=1e-12)
+
+
+def test_nag():
+    check(lambda: mx.optimizer.NAG(), ref_nag)
+    check(lambda: mx.optimizer.NAG(momentum=0.8, **FULL),
+          lambda: ref_nag(0.1, 0.05, 0.8, 0.5, 0.6))
+    check(lambda: mx.optimizer.NAG(**FULL), lambda: ref_nag(0.1, 0.05, 0.0, 0.5, 0.6))
+    # lr 0.1, mu 0.9, w 1, g 0.5: w1 = 0.905, w2 = 0.7695
+    w = run(mx.optimizer.NAG(momentum=0.9, learning_rate=0.1), np.array([1.0]),
+            np.array([[0.5], [0.5]]))
+    np.testing.assert_allclose(w, [0.7695], rtol=1e-12)
+
+
+def test_adam():
+    check(lambda: mx.optimizer.Adam(), ref_adam)
+    check(lambda: mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL),
+          lambda: ref_adam(0.1, 0.05, 0.5, 0.6, 0.8, 0.99, 1e-3))
+
+
+def test_adam_bias_correction():
+    # t = 1: lr_t = 0.1*sqrt(0.001)/0.1, m = 0.05, v = 0.00025, so lr_t*m/sqrt(v) = 0.1 and
+    # w = 1 - 0.1 / (1 + 1e-8/sqrt(v)).
+    opt = mx.optimizer.Adam(learning_rate=0.1)
+    w = nd.array([1.0], dtype=np.float64)
+    mean, var = opt.create_state(0, w)
+    opt.update(0, w, nd.array([0.5], dtype=np.float64), (mean, var))
+    np.testing.assert_allclose(w.asnumpy(), [0.9000000632455132], rtol=1e-14)
+    np.testing.assert_allclose(mean.asnumpy(), [0.05], rtol=1e-14)
+    np.testing.assert_allclose(var.asnumpy(), [0.00025], rtol=1e-14)
+    # The correction counts from begin_num_update.
+    check(lambda: mx.optimizer.Adam(learning_rate=0.1, begin_num_update=1000),
+          lambda: ref_adam(0.1, t0=1000))
+
+
+def test_adagrad():
+    check(lambda: mx.optimizer.AdaGrad(), ref_adagrad)
+    check(lambda: mx.optimizer.AdaGrad(eps=1e-3, **FULL),
+          lambda: ref_adagrad(0.1, 0.05, 0.5, 0.6, 1e-3))
+    # MXNet's AdaGrad clips whenever clip_gradient is not None: 0 zeroes every gradient.
+    check(lambda: mx.optimizer.AdaGrad(learning_rate=0.1, wd=0.05, clip_gradient=0.0),
+          lambda: ref_adagrad(0.1, 0.05, 1.0, 0.0))
+
+
+def test_rmsprop():
+    check(lambda: mx.optimizer.RMSProp(), ref_rmsprop)
+    check(lambda: mx.optimizer.RMSProp(centered=True), lambda: ref_rmsprop(centered=True))
+    full = dict(gamma1=0.8, gamma2=0.7, epsilon=1e-3, clip_weights=2.05, **FULL)
+    want = ref_rmsprop(0.1, 0.05, 0.5, 0.6, 0.8, 0.7, 1e-3, cw=2.05)
+    # The weights that start at -2 and 3 pass the weight bound on the way.
+    unclipped = ref_rmsprop(0.1, 0.05, 0.5, 0.6, 0.8, 0.7, 1e-3)
+    assert list(np.nonzero(want != unclipped)[0]) == [1, 3]
+    check(lambda: mx.optimizer.RMSProp(**full), lambda: want)
+    check(lambda: mx.optimizer.RMSProp(centered=True, **full),
+          lambda: ref_rmsprop(0.1, 0.05, 0.5, 0.6, 0.8, 0.7, 1e-3, True, 2.05))
+
+
+def test_signum():
+    check(lambda: mx.optimizer.Signum(), ref_signum)
+    check(lambda: mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL),
+          lambda: ref_signum(0.1, 0.05, 0.5, 0.5, 0.6, 0.02))
+    opt = mx.optimizer.Signum(learning_rate=0.1, momentum=0.0, wd=0.05, wd_lh=0.3)
+    assert opt.create_state(0, nd.zeros((2,))) is None
+    check(lambda: mx.optimizer.Signum(learning_rate=0.1, momentum=0.0, wd=0.05, wd_lh=0.3),
+          lambda: ref_signum(0.1, 0.05, 0.0, 1.0, None, 0.3))
+
+
+def test_ftrl():
+    check(lambda: mx.optimizer.FTRL(), ref_ftrl)
+    check(lambda: mx.optimizer.FTRL(lamda1=0.05, beta=0.5, **FULL),
+          lambda: ref_ftrl(0.1, 0.05, 0.5, 0.6, 0.05, 0.5))
+    assert mx.optimizer.Ftrl is mx.optimizer.FTRL
+
+
+def test_lr_scheduler_drives_the_learning_rate():
+    sched = mx.lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=0.4)
+    opt = mx.optimizer.SGD(momentum=0.9, lr_scheduler=sched, clip_gradient=0.6)
+    assert opt.learning_rate == 0.4
+    # num_update is 1, 2, 3 during the three updates: lr 0.4, 0.2, 0.1 (the factor applies
+    # once num_update passes each step).
+    check(lambda: mx.optimizer.SGD(
+        momentum=0.9, lr_scheduler=mx.lr_scheduler.FactorScheduler(1, 0.5, base_lr=0.4)),
+        lambda: ref_sgd(mu=0.9, lrs=[0.4, 0.2, 0.1]))
+    run(opt)
+    assert opt.num_update == 3 and opt.learning_rate == 0.1
+    with pytest.raises(MXNetError, match="LRScheduler"):
+        opt.set_learning_rate(0.1)
+
+
+def test_learning_rate_defaults_and_scheduler_base_lr():
+    assert mx.optimizer.SGD().learning_rate == 0.01
+    assert mx.optimizer.Adam().learning_rate == 0.001
+    assert mx.optimizer.RMSProp().learning_rate == 0.001
+    assert mx.optimizer.FTRL().learning_rate == 0.1
+    opt = mx.optimizer.SGD()
+    opt.set_learning_rate(0.3)
+    assert opt.learning_rate == 0.3
+    # SGD takes the scheduler's base_lr; an explicit learning_rate (Adam's default included)
+    # overwrites it, as in MXNet.
+    sched = mx.lr_scheduler.FactorScheduler(10, base_lr=0.5)
+    assert mx.optimizer.SGD(lr_scheduler=sched).learning_rate == 0.5
+    mx.optimizer.Adam(lr_scheduler=sched)
+    assert sched.base_lr == 0.001
+
+
+# ----------------------------------------------------------------- multipliers and counts
+class _Param:
+    def __init__(self, lr_mult, wd_mult):
+        self.lr_mult, self.wd_mult = lr_mult, wd_mult
+
+
+def test_lr_and_wd_multipliers():
+    opt = mx.optimizer.SGD(learning_rate=0.1, wd=0.01,
+                           param_idx2name={0: "fc_weight", 1: "fc_bias", 2: "bn_gamma"})
+    # Names that end neither in _weight nor in _gamma get no weight decay.
+    assert [opt._get_wd_mult(i) for i in range(4)] == [1.0, 0.0, 1.0, 1.0]
+    opt.set_lr_mult({"fc_weight": 2.0, 3: 0.5})
+    opt.set_wd_mult({"fc_weight": 3.0})
+    assert [opt._get_lr_mult(i) for i in range(4)] == [2.0, 1.0, 1.0, 0.5]
+    assert opt._get_lr(0) == pytest.approx(0.2) and opt._get_wd(0) == pytest.approx(0.03)
+    assert opt._get_wd(1) == 0.0
+    # A param_dict (Gluon Parameters) takes precedence.
+    opt.param_dict = {0: _Param(0.25, 4.0)}
+    assert (opt._get_lr_mult(0), opt._get_wd_mult(0)) == (0.25, 4.0)
+    check(lambda: mx.optimizer.SGD(momentum=0.9, param_dict={0: _Param(0.5, 2.0)}, **FULL),
+          lambda: ref_sgd(0.05, 0.1, 0.9, 0.5, 0.6))
+    opt = mx.optimizer.Adam(**FULL)
+    opt.set_lr_mult({0: 2.0})
+    opt.set_wd_mult({0: 0.0})
+    np.testing.assert_allclose(run(opt), ref_adam(0.2, 0.0, 0.5, 0.6), rtol=1e-12)
+
+
+def test_update_counts():
+    opt = mx.optimizer.SGD(begin_num_update=5)
+    w = nd.ones((2,))
+    for index in (0, 0, "b", 0):
+        opt.update(index, w, nd.ones((2,)), None)
+    assert opt._index_update_count == {0: 8, "b": 6}
+    assert opt.num_update == 8
+    opt._update_count([0, "b"])
+    assert opt._index_update_count == {0: 9, "b": 7}
+
+
+def test_each_device_counts_its_own_updates():
+    # Two copies of one parameter on two devices: Adam's t advances once per step on each.
+    opt = mx.optimizer.Adam(learning_rate=0.1)
+    updaters = [mx.optimizer.get_updater(opt) for _ in range(2)]
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    ws = [nd.array(W0, ctx=c, dtype=np.float64) for c in ctxs]
+    for g in GRADS:
+        for upd, w, c in zip(updaters, ws, ctxs, strict=True):
+            upd(0, nd.array(g, ctx=c, dtype=np.float64), w)
+    for w in ws:
+        np.testing.assert_allclose(w.asnumpy(), ref_adam(0.1), rtol=1e-12)
+    assert opt.num_update == 3
+
+
+def test_update_checks_and_leaves_the_gradient_alone():
+    opt = mx.optimizer.Adam(**FULL)
+    w = nd.array(W0, dtype=np.float64)
+    g = nd.array(GRADS[0], dtype=np.float64)
+    state = opt.create_state(0, w)
+    with pytest.raises(ContextError, match=r"cpu\(0\).*cpu\(1\)"):
+        opt.update(0, w, g.as_in_context(mx.cpu(1)), state)
+    with pytest.raises(MXNetError, match=r"gradient shape \(2,\) does not match weight shape"):
+        opt.update(0, w, nd.zeros((2,), dtype=np.float64), state)
+    assert opt.num_update == 0
+    w.attach_grad()
+    with autograd.record():
+        opt.update(0, w, g, state)
+    assert w._node is None
+    np.testing.assert_array_equal(g.asnumpy(), GRADS[0])
+
+
+def test_states_live_with_the_weight():
+    w = nd.zeros((3, 2), ctx=mx.cpu(1), dtype=np.float64)
+    for name in ("sgd", "nag", "signum"):
+        assert mx.optimizer.create(name, momentum=0.0).create_state(0, w) is None
+    for opt in (mx.optimizer.SGD(momentum=0.9), mx.optimizer.Adam(), mx.optimizer.AdaGrad(),
+                mx.optimizer.RMSProp(centered=True), mx.optimizer.Signum(),
+                mx.optimizer.FTRL()):
+        state = opt.create_state(0, w)
+        for s in state if isinstance(state, tuple) else (state,):
+            assert (s.shape, s.dtype, s.context) == ((3, 2), np.float64, mx.cpu(1))
+    assert len(mx.optimizer.RMSProp().create_state(0, w)) == 1
+
+
+# ----------------------------------------------------------------- registry
+def test_create_is_case_insensitive_and_names_unknown_optimizers():
+    for name, cls in [("sgd", mx.optimizer.SGD), ("SGD", mx.optimizer.SGD),
+                      ("Nag", mx.optimizer.NAG), ("adam", mx.optimizer.Adam),
+                      ("AdaGrad", mx.optimizer.AdaGrad), ("rmsprop", mx.optimizer.RMSProp),
+                      ("signum", mx.optimizer.Signum), ("ftrl", mx.optimizer.FTRL)]:
+        assert type(mx.optimizer.create(name)) is cls
+    opt = mx.optimizer.create("sgd", learning_rate=0.5, momentum=0.9)
+    assert (opt.lr, opt.momentum) == (0.5, 0.9)
+    assert mx.optimizer.Optimizer.create_optimizer is mx.optimizer.create
+    with pytest.raises(MXNetError, match="Cannot find optimizer 'nosuch'.*adam"):
+        mx.optimizer.create("nosuch")
+
+
+def test_register_a_custom_optimizer():
+    @mx.optimizer.register
+    class HalfStep(mx.optimizer.Optimizer):
+        def update(self, index, weight, grad, state):
+            weight[:] = weight - 0.5 * self._get_lr(index) * grad
+
+    opt = mx.optimizer.create("halfstep", learning_rate=1.0)
+    w = nd.ones((2,))
+    mx.optimizer.get_updater(opt)(0, nd.ones((2,)), w)
+    np.testing.assert_allclose(w.asnumpy(), [0.5, 0.5])
+    with pytest.raises(MXNetError, match="HalfStep cannot run on the parameter servers"):
+        opt.to_spec()
+    with pytest.warns(UserWarning, match="overriding"):
+        mx.optimizer.Optimizer.register(type("HalfStep", (mx.optimizer.Optimizer,), {}))
+    del mx.optimizer.Optimizer.opt_registry["halfstep"]
+
+
+# ----------------------------------------------------------------- Updater states
+def _train(updater, weights, grads):
+    for g in grads:
+        for i, w in enumerate(weights):
+            updater(i, nd.array(g * (i + 1), dtype=w.dtype), w)
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("sgd", dict(momentum=0.9, learning_rate=0.1)),
+    ("adam", dict(learning_rate=0.1)),
+    ("rmsprop", dict(centered=True, learning_rate=0.05)),
+    ("ftrl", {}),
+])
+def test_updater_states_round_trip(name, kwargs):
+    weights = [nd.array(W0), nd.array(W0 * 2)]
+    updater = mx.optimizer.get_updater(mx.optimizer.create(name, **kwargs))
+    _train(updater, weights, GRADS[:2])
+    saved = updater.get_states(dump_optimizer=True)
+    saved_weights = [w.copy() for w in weights]
+    _train(updater, weights, GRADS[2:])
+
+    restored = mx.optimizer.Updater(mx.optimizer.create(name))
+    restored.set_states(saved)
+    assert type(restored.optimizer) is type(updater.optimizer)
+    assert restored.optimizer._index_update_count == {0: 2, 1: 2}
+    assert not any(restored.states_synced.values())
+    _train(restored, saved_weights, GRADS[2:])
+    for a, b in zip(weights, saved_weights, strict=True):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    state = restored.states[0]
+    first = state[0] if isinstance(state, tuple) else state
+    assert isinstance(first, nd.NDArray) and first.context == mx.cpu(0)
+
+
+def test_updater_states_move_to_the_weights_context_and_keep_the_optimizer():
+    opt = mx.optimizer.SGD(momentum=0.9, learning_rate=0.1)
+    updater = mx.optimizer.get_updater(opt)
+    w = nd.array(W0)
+    _train(updater, [w], GRADS[:1])
+    blob = updater.get_states()
+    assert isinstance(pickle.loads(blob)[0], np.ndarray)  # plain NumPy inside
+    other = mx.optimizer.get_updater(opt)
+    other.set_states(blob)
+    assert other.optimizer is opt
+    w1 = nd.array(w, ctx=mx.cpu(1))
+    other(0, nd.array(GRADS[1], ctx=mx.cpu(1)), w1)
+    assert other.states[0].context == mx.cpu(1)
+    updater(0, nd.array(GRADS[1]), w)
+    np.testing.assert_array_equal(w1.asnumpy(), w.asnumpy())
+
+
+def test_pickled_optimizer_drops_param_dict():
+    opt = mx.optimizer.SGD(param_dict={0: _Param(0.5, 1.0)},
+                           lr_scheduler=mx.lr_scheduler.FactorScheduler(2, 0.5))
+    opt._update_count(0)
+    back = pickle.loads(pickle.dumps(opt))
+    assert back.param_dict == {} and back._index_update_count == {0: 1}
+    assert back._index_update_count is back._all_index_update_counts[0]
+    assert isinstance(back.lr_scheduler, mx.lr_scheduler.FactorScheduler)
+
+
+def test_updater_takes_lists():
+    updater = mx.optimizer.get_updater(mx.optimizer.SGD(learning_rate=1.0))
+    ws = [nd.ones((2,)), nd.ones((3,))]
+    updater([0, 1], [nd.ones((2,)), nd.ones((3,)) * 2], ws)
+    assert ws[0].asnumpy().tolist() == [0, 0] and ws[1].asnumpy().tolist() == [-1, -1, -1]
+
+
+# ----------------------------------------------------------------- server spec
+COMMON = [("learning_rate", 0.1), ("wd", 0.05), ("rescale_grad", 0.5),
+          ("clip_gradient", 0.6), ("begin_num_update", 0.0), ("multi_precision", 0.0)]
+
+
+def test_to_spec_names_and_values():
+    assert mx.optimizer.SGD().to_spec() == ("sgd", [
+        ("learning_rate", 0.01), ("wd", 0.0), ("rescale_grad", 1.0),
+        ("begin_num_update", 0.0), ("multi_precision", 0.0),
+        ("momentum", 0.0), ("lazy_update", 1.0)])
+    cases = [
+        (mx.optimizer.SGD(momentum=0.9, lazy_update=False, **FULL), "sgd",
+         [("momentum", 0.9), ("lazy_update", 0.0)]),
+        (mx.optimizer.NAG(momentum=0.8, **FULL), "nag", [("momentum", 0.8)]),
+        (mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL), "adam",
+         [("beta1", 0.8), ("beta2", 0.99), ("epsilon", 1e-3), ("lazy_update", 1.0)]),
+        (mx.optimizer.AdaGrad(eps=1e-3, **FULL), "adagrad", [("eps", 1e-3)]),
+        (mx.optimizer.RMSProp(gamma1=0.8, gamma2=0.7, epsilon=1e-3, centered=True,
+                              clip_weights=2.0, **FULL), "rmsprop",
+         [("gamma1", 0.8), ("gamma2", 0.7), ("epsilon", 1e-3), ("centered", 1.0),
+          ("clip_weights", 2.0)]),
+        (mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL), "signum",
+         [("momentum", 0.5), ("wd_lh", 0.02)]),
+    ]
+    for opt, name, own in cases:
+        got_name, params = opt.to_spec()
+        assert (got_name, params) == (name, COMMON + own)
+        assert all(type(v) is float for _, v in params)
+    _, params = mx.optimizer.RMSProp().to_spec()
+    assert "clip_weights" not in dict(params) and dict(params)["centered"] == 0.0
+    _, params = mx.optimizer.Adam(multi_precision=True, begin_num_update=7).to_spec()
+    assert dict(params)["multi_precision"] == 1.0 and dict(params)["begin_num_update"] == 7.0
+
+
+def test_to_spec_reports_the_current_learning_rate():
+    opt = mx.optimizer.SGD(learning_rate=0.2)
+    opt.set_learning_rate(0.05)
+    assert dict(opt.to_spec()[1])["learning_rate"] == 0.05
+    sched = mx.lr_scheduler.MultiFactorScheduler([2], factor=0.1, base_lr=1.0)
+    opt = mx.optimizer.SGD(lr_scheduler=sched)
+    assert dict(opt.to_spec()[1])["learning_rate"] == 1.0
+    for _ in range(3):
+        opt._update_count(0)
+    assert dict(opt.to_spec()[1])["learning_rate"] == pytest.approx(0.1)
+
+
+def test_ftrl_runs_only_on_workers():
+    with pytest.raises(MXNetError, match=r"FTRL runs only on workers.*update_on_kvstore=False"):
+        mx.optimizer.FTRL().to_spec()
+
+
+def test_subclasses_of_server_optimizers_are_not_sent_to_servers():
+    class MySGD(mx.optimizer.SGD):
+        pass
+
+    with pytest.raises(MXNetError, match="MySGD cannot run on the parameter servers"):
+        MySGD().to_spec()
+
+
+def test_multiplier_lookups_for_servers():
+    opt = mx.optimizer.SGD(param_idx2name={3: "dense0_bias"})
+    opt.set_lr_mult({3: 0.1})
+    assert (opt._get_lr_mult(3), opt._get_wd_mult(3)) == (0.1, 0.0)
+    assert (opt._get_lr_mult(9), opt._get_wd_mult(9)) == (1.0, 1.0)
+
+
+# ----------------------------------------------------------------- Python and the servers agree
+SERVER_CHECK = textwrap.dedent(
+    """
+    import numpy as np
+    import mxrs as mx
+    from mxrs import _native, nd
+
+    W0 = np.array({w0}, dtype=np.float32)
+    GRADS = np.array({grads}, dtype=np.float32)
+    FULL = dict(learning_rate=0.1, wd=0.05, rescale_grad=0.5, clip_gradient=0.6)
+    CASES = [
+        mx.optimizer.SGD(), mx.optimizer.SGD(momentum=0.9, **FULL),
+        mx.optimizer.NAG(momentum=0.8, **FULL), mx.optimizer.NAG(**FULL),
+        mx.optimizer.Adam(), mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL),
+        mx.optimizer.AdaGrad(eps=1e-3, **FULL),
+        mx.optimizer.AdaGrad(learning_rate=0.1, wd=0.05, clip_gradient=0.0),
+        mx.optimizer.RMSProp(gamma1=0.8, epsilon=1e-3, clip_weights=2.05, **FULL),
+        mx.optimizer.RMSProp(centered=True, gamma2=0.7, **FULL),
+        mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL),
+        mx.optimizer.Signum(momentum=0.0, wd=0.05, learning_rate=0.1),
+        mx.optimizer.SGD(momentum=0.9, begin_num_update=4, **FULL),
+        mx.optimizer.SGD(momentum=0.9, learning_rate=0.1, rescale_grad=0.5),
+    ]
+    w = _native.Worker("sync")
+    for key, opt in enumerate(CASES):
+        opt.set_lr_mult({{key: 0.5}})
+        opt.set_wd_mult({{key: 2.0}})
+        mults = [(key, opt._get_lr_mult(key), opt._get_wd_mult(key))]
+        w.set_optimizer(*opt.to_spec(), mults)
+        w.init([key], [W0.copy()]).wait()
+        out = np.empty_like(W0)
+        local = nd.array(W0)
+        state = opt.create_state(key, local)
+        for g in GRADS:
+            w.pushpull([key], [g], [out]).wait()
+            opt.update(key, local, nd.array(g), state)
+        np.testing.assert_allclose(out, local.asnumpy(), rtol=2e-6, atol=1e-7,
+                                   err_msg=repr(opt.to_spec()))
+    w.finish()
+    print("agreed", len(CASES), flush=True)
+    """
+)
+
+
+def test_python_and_the_servers_compute_the_same_updates():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(port),
+               DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="1", DMLC_NODE_HOST="127.0.0.1",
+               MXRS_SECRET="optimizer-test", PS_HEARTBEAT_TIMEOUT="5")
+    nodes = [subprocess.Popen([sys.executable, "-c", "import mxrs"], env=dict(env, DMLC_ROLE=r))
+             for r in ("scheduler", "server")]
+    try:
+        script = SERVER_CHECK.format(w0=W0.tolist(), grads=GRADS.tolist())
+        done = subprocess.run([sys.executable, "-c", script], env=dict(env, DMLC_ROLE="worker"),
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["agreed", "14"]
+    finally:
+        for p in nodes:
+            p.kill()
+            p.wait()
