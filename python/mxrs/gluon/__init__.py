@@ -1,1 +1,33 @@
-"""Gluon: MXNet's imperative interface (blocks, parameters, losses, data, Trainer)."""
+"""Gluon: MXNet's imperative interface (blocks, parameters, losses, data, Trainer).
+
+Layout
+------
+parameter
+    ``Parameter`` (one copy per context, deferred initialization) and ``Constant``.
+parameter_dict
+    ``ParameterDict``: named parameters with bulk initialize, save and load.
+block
+    ``Block`` and ``HybridBlock``: naming scopes, child and parameter registration.
+nn
+    Layers: dense, convolution, pooling, normalization, activations, containers.
+loss
+    ``L2Loss``, ``L1Loss``, ``SoftmaxCrossEntropyLoss``, ``SigmoidBinaryCrossEntropyLoss``, ...
+utils
+    ``split_data``, ``split_and_load`` (also by work load), ``clip_global_norm``.
+data
+    Datasets, samplers, ``DataLoader`` and ``vision``.
+trainer
+    ``Trainer``: the optimizer applied through a KVStore across devices and workers.
+metric
+    The same module as ``mx.metric``.
+"""
+
+from .. import metric
+from . import data, loss, nn, utils
+from .block import Block, HybridBlock
+from .parameter import Constant, DeferredInitializationError, Parameter
+from .parameter_dict import ParameterDict
+from .trainer import Trainer
+
+__all__ = ["Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
+           "ParameterDict", "Trainer", "data", "loss", "metric", "nn", "utils"]

@@ -1,0 +1,496 @@
+"""Blocks: the building units of Gluon models, with MXNet 1.x's naming and parameter handling.
+
+A :class:`Block` registers the blocks and parameters assigned to its attributes, names itself
+from a per-class counter (``dense0_``, ``dense1_``; inside a parent's ``name_scope()`` the
+counter is the parent's and the parent's prefix comes first: ``sequential0_dense0_``), and
+collects, initializes, saves and loads the parameters of its whole tree.
+
+A :class:`HybridBlock` runs ``hybrid_forward(F, x, *args, **params)`` with ``F = mx.nd`` and its
+parameters' copies on ``x``'s context. Parameters whose shape was left unknown get it from the
+first input: the layer's :meth:`HybridBlock.infer_shape` fills it in and the deferred
+initialization then runs with the initializer and contexts ``initialize`` was given.
+``hybridize()`` is accepted and changes nothing: blocks always run imperatively.
+"""
+
+import re
+import threading
+import warnings
+from collections import OrderedDict, defaultdict
+
+from .. import autograd
+from .. import name as _naming
+from .. import ndarray as nd
+from ..base import MXNetError
+from ..ndarray import NDArray
+from .parameter import DeferredInitializationError, Parameter, _shape_known
+from .parameter_dict import ParameterDict
+from .utils import HookHandle, _brief_print_list, _indent
+
+__all__ = ["Block", "HybridBlock"]
+
+
+class _BlockScope:
+    """The naming scope a block opens for the children created in ``with block.name_scope()``."""
+
+    _current = threading.local()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old_scope = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        """Return the prefix and ParameterDict of a new block of alias ``hint``."""
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                prefix = _naming.current().get(None, hint) + "_"
+            if params is None:
+                params = ParameterDict(prefix)
+            else:
+                params = ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = f"{hint}{count}_"
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old_scope = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        return self
+
+    def __exit__(self, *exc):
+        if self._block._empty_prefix:
+            return False
+        _BlockScope._current.value = self._old_scope
+        return False
+
+
+class Block:
+    """Base class of every layer and model; subclass it and implement :meth:`forward`.
+
+    Blocks and Parameters assigned as attributes are registered; create children inside
+    ``with self.name_scope():`` so their names carry this block's prefix.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        Name prefix of this block and its parameters; by default the lower-case class name
+        and a counter, e.g. ``'model0_'``.
+    params : ParameterDict, optional
+        Share these parameters (e.g. another block's ``collect_params()``).
+
+    Examples
+    --------
+    >>> class Model(gluon.Block):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         with self.name_scope():
+    ...             self.dense0 = nn.Dense(20)
+    ...             self.dense1 = nn.Dense(20)
+    ...     def forward(self, x):
+    ...         return mx.nd.relu(self.dense1(mx.nd.relu(self.dense0(x))))
+    >>> model = Model()
+    >>> model.initialize(ctx=mx.cpu(0))
+    >>> model(mx.nd.zeros((10, 10))).shape
+    (10, 20)
+    """
+
+    def __init__(self, prefix=None, params=None):
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children = OrderedDict()
+        self._reg_params = {}
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def __repr__(self):
+        modstr = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
+                           for key, block in self.__dict__.items() if isinstance(block, Block))
+        return f"{type(self).__name__}(\n{modstr}\n)"
+
+    def __setattr__(self, name, value):
+        """Register Blocks and Parameters assigned as attributes."""
+        if hasattr(self, name):
+            existing = getattr(self, name)
+            if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
+                raise TypeError(f"Changing attribute type for {name} from {type(existing)} to "
+                                f"{type(value)} is not allowed.")
+        if isinstance(value, Block):
+            self.register_child(value, name)
+        elif isinstance(value, Parameter):
+            if name in self._reg_params:
+                raise MXNetError(f"Overriding Parameter attribute {name} is not allowed. If you "
+                                 "want to share parameters between blocks, please set 'params' "
+                                 "at Block construction instead.")
+            self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _alias(self):
+        return type(self).__name__.lower()
+
+    @property
+    def prefix(self):
+        """str: the prefix of this block's name and of its parameters' names."""
+        return self._prefix
+
+    @property
+    def name(self):
+        """str: the prefix without its trailing underscore."""
+        return self._name
+
+    def name_scope(self):
+        """Return the scope in which child blocks get this block's prefix (use with ``with``)."""
+        return self._scope
+
+    @property
+    def params(self):
+        """ParameterDict: this block's own parameters (not its children's)."""
+        return self._params
+
+    def _check_container_with_block(self):
+        children = set(self._children.values())
+
+        def unregistered(data):
+            if isinstance(data, (list, tuple)):
+                return any(unregistered(e) for e in data)
+            if isinstance(data, dict):
+                return any(unregistered(e) for e in data.values())
+            return isinstance(data, Block) and data not in children
+
+        for k, v in self.__dict__.items():
+            if (isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or k == "_children")
+                    and unregistered(v)):
+                warnings.warn(f'"{type(self).__name__}.{k}" is an unregistered container with '
+                              "Blocks. Note that Blocks inside the list, tuple or dict will not "
+                              "be registered automatically. Make sure to register them using "
+                              "register_child() or switching to nn.Sequential/"
+                              "nn.HybridSequential instead.", stacklevel=3)
+
+    def collect_params(self, select=None):
+        """Return a ParameterDict of this block's and all descendants' parameters.
+
+        Parameters
+        ----------
+        select : str, optional
+            A regular expression; only parameters whose full names it matches (``re.match``)
+            are returned, e.g. ``'.*weight|.*bias'`` or ``'dense0_weight|dense0_bias'``.
+        """
+        self._check_container_with_block()
+        ret = ParameterDict(self._params.prefix)
+        if not select:
+            ret.update(self.params)
+        else:
+            pattern = re.compile(select)
+            ret.update({name: value for name, value in self.params.items()
+                        if pattern.match(name)})
+        for child in self._children.values():
+            ret.update(child.collect_params(select=select))
+        return ret
+
+    def _collect_params_with_prefix(self, prefix=""):
+        if prefix:
+            prefix += "."
+        ret = {prefix + key: val for key, val in self._reg_params.items()}
+        for name, child in self._children.items():
+            ret.update(child._collect_params_with_prefix(prefix + name))
+        return ret
+
+    def save_parameters(self, filename, deduplicate=False):
+        """Save the parameters under structural names (``'0.weight'``, ``'features.1.bias'``).
+
+        Parameters
+        ----------
+        filename : str
+        deduplicate : bool, default False
+            Save a shared parameter once, under its first name.
+        """
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            names = defaultdict(list)
+            for k, v in params.items():
+                names[v].append(k)
+            params = {v[0]: k for k, v in names.items()}
+        nd.save(filename, {key: val._reduce() for key, val in params.items()})
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
+                        cast_dtype=False, dtype_source="current"):
+        """Load parameters saved by :meth:`save_parameters` (or ``ParameterDict.save``).
+
+        Parameters
+        ----------
+        filename : str
+        ctx : Context or list of Context, optional
+            Where uninitialized parameters are created (default cpu).
+        allow_missing : bool, default False
+            Leave parameters absent from the file alone instead of failing.
+        ignore_extra : bool, default False
+            Skip arrays of the file that match no parameter instead of failing.
+        cast_dtype : bool, default False
+            Cast arrays whose dtype differs from the parameter's.
+        dtype_source : {'current', 'saved'}, default 'current'
+            With ``cast_dtype``, which dtype wins.
+
+        Raises
+        ------
+        MXNetError
+            On a missing or extra name, or a shape or dtype mismatch.
+        """
+        loaded = nd.load(filename)
+        if not isinstance(loaded, dict):
+            raise MXNetError(f"{filename} holds a list of arrays, not named parameters")
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if not any("." in k for k in loaded):
+            del loaded
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
+                                       cast_dtype=cast_dtype, dtype_source=dtype_source)
+            return
+        if not allow_missing:
+            names = defaultdict(list)
+            for k, v in params.items():
+                names[v].append(k)
+            for name, param in params.items():
+                if not any(n in loaded for n in names[param]):
+                    raise MXNetError(f"Parameter '{name}' is missing in file '{filename}', which "
+                                     f"contains parameters: {_brief_print_list(loaded.keys())}. "
+                                     "Set allow_missing=True to ignore missing parameters.")
+        for name, value in loaded.items():
+            if name not in params:
+                if not ignore_extra:
+                    raise MXNetError(f"Parameter '{name}' loaded from file '{filename}' is not "
+                                     "present in ParameterDict, which contains parameters "
+                                     f"{_brief_print_list(params.keys())}. Set "
+                                     "ignore_extra=True to ignore. ")
+                continue
+            params[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
+
+    def register_child(self, block, name=None):
+        """Register ``block`` as a child (attributes are registered automatically)."""
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook):
+        """Call ``hook(block, inputs)`` before every :meth:`forward`; returns a HookHandle."""
+        handle = HookHandle()
+        handle.attach(self._forward_pre_hooks, hook)
+        return handle
+
+    def register_forward_hook(self, hook):
+        """Call ``hook(block, inputs, outputs)`` after every :meth:`forward`; returns a
+        HookHandle."""
+        handle = HookHandle()
+        handle.attach(self._forward_hooks, hook)
+        return handle
+
+    def apply(self, fn):
+        """Call ``fn(block)`` on every descendant, children first, then on this block."""
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        """Initialize the parameters of this block and its descendants.
+
+        Same as ``collect_params().initialize(init, ctx, verbose, force_reinit)``.
+
+        Parameters
+        ----------
+        init : Initializer or str, default Uniform()
+            The default initializer; a parameter's own initializer wins.
+        ctx : Context or list of Context, optional
+            One copy of every parameter per context.
+        """
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def hybridize(self, active=True, **kwargs):
+        """Accepted for compatibility: blocks always run imperatively in mxrs."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Convert every parameter of this block and its descendants to ``dtype``."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for param in self.params.values():
+            param.cast(dtype)
+
+    def __call__(self, *args, **kwargs):
+        """Run the pre-hooks, :meth:`forward` and the hooks."""
+        for hook in self._forward_pre_hooks.values():
+            hook(self, args)
+        out = self.forward(*args, **kwargs)
+        for hook in self._forward_hooks.values():
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        """Compute the block's output from NDArrays (subclasses implement this)."""
+        raise NotImplementedError
+
+    def summary(self, *inputs):
+        """Print each layer's output shape and parameter count for one pass of ``inputs``."""
+        rows = []
+        seen = set()
+        hooks = []
+
+        def shape_str(x):
+            if isinstance(x, (list, tuple)):
+                return ", ".join(shape_str(i) for i in x)
+            return str(x.shape) if isinstance(x, NDArray) else str(x)
+
+        def hook(block, _, outputs):
+            n = trainable = shared = 0
+            for p in block.params.values():
+                size = p.data().size
+                n += size
+                trainable += 0 if p.grad_req == "null" else size
+                if p in seen:
+                    shared += size
+                seen.add(p)
+            rows.append((f"{type(block).__name__}-{len(rows) + 1}", shape_str(outputs), n,
+                         trainable, shared))
+
+        from .nn.basic_layers import HybridSequential, Sequential
+
+        def register(block):
+            if not isinstance(block, (Sequential, HybridSequential)):
+                hooks.append(block.register_forward_hook(hook))
+
+        try:
+            self.apply(register)
+            self(*inputs)
+        finally:
+            for h in hooks:
+                h.detach()
+        line = "{:>20}  {:>42} {:>15}"
+        print("-" * 80)
+        print(line.format("Layer (type)", "Output Shape", "Param #"))
+        print("=" * 80)
+        print(line.format("Input", shape_str(inputs), 0))
+        for name, shape, n, _, _ in rows:
+            print(line.format(name, shape, n))
+        total = sum(r[2] for r in rows)
+        trainable = sum(r[3] for r in rows)
+        shared = sum(r[4] for r in rows)
+        print("=" * 80)
+        print("Parameters in forward computation graph, duplicate included")
+        print(f"   Total params: {total}")
+        print(f"   Trainable params: {trainable}")
+        print(f"   Non-trainable params: {total - trainable}")
+        print(f"Shared params in forward computation graph: {shared}")
+        print(f"Unique parameters in model: {total - shared}")
+        print("-" * 80)
+
+
+class HybridBlock(Block):
+    """A block written as ``hybrid_forward(F, x, *args, **params)``, with ``F = mx.nd``.
+
+    Its registered parameters arrive as keyword arguments, as the copies on ``x``'s context.
+    Children must be HybridBlocks too. Layers whose parameter shapes depend on the input
+    implement :meth:`infer_shape`, which makes deferred initialization work.
+
+    Examples
+    --------
+    >>> class Scale(gluon.HybridBlock):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.s = self.params.get('s', shape=(1,), init='ones')
+    ...     def hybrid_forward(self, F, x, s):
+    ...         return F.broadcast_mul(x, s)
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._active = False
+        self._flags = []
+
+    def register_child(self, block, name=None):
+        """Register HybridBlock ``block`` as a child.
+
+        Raises
+        ------
+        MXNetError
+            When ``block`` is not a HybridBlock.
+        """
+        if not isinstance(block, HybridBlock):
+            raise MXNetError(f"Children of HybridBlock must also be HybridBlock, but {block} has "
+                             f"type {type(block)}. If you are using Sequential, please try "
+                             "HybridSequential instead.")
+        super().register_child(block, name)
+
+    def hybridize(self, active=True, **kwargs):
+        """Accepted for compatibility (remembers the flags); the block still runs
+        imperatively."""
+        self._active = active
+        self._flags = list(kwargs.items())
+        super().hybridize(active, **kwargs)
+
+    def infer_shape(self, *args):
+        """Fill in unknown shapes of this block's parameters from the inputs ``args``.
+
+        Layers override this; the base version only checks that nothing is left unknown.
+
+        Raises
+        ------
+        MXNetError
+            When a parameter's shape is unknown and this block cannot infer it.
+        """
+        unknown = [p.name for p in self._reg_params.values() if not _shape_known(p.shape)]
+        if unknown:
+            raise MXNetError(f"{type(self).__name__} cannot infer the shapes of {unknown} from "
+                             "its inputs; give the full shapes when creating the parameters or "
+                             "override infer_shape(self, *args)")
+
+    def _deferred_infer_shape(self, *args):
+        try:
+            self.infer_shape(*args)
+        except MXNetError as err:
+            raise MXNetError(f"Deferred initialization failed because shape cannot be "
+                             f"inferred. {err}") from err
+
+    def forward(self, x, *args, **kwargs):
+        """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on ``x``'s context,
+        finishing deferred initialization on the first call."""
+        if not isinstance(x, NDArray):
+            raise MXNetError("HybridBlock requires the first argument to forward be an NDArray, "
+                             f"but got {type(x).__name__}")
+        ctx = x._ctx
+        with ctx:
+            try:
+                params = {k: p.data(ctx) for k, p in self._reg_params.items()}
+            except DeferredInitializationError:
+                self._deferred_infer_shape(x, *args)
+                with autograd.pause():
+                    for p in self._params.values():
+                        p._finish_deferred_init()
+                params = {k: p.data(ctx) for k, p in self._reg_params.items()}
+            if kwargs:
+                params.update(kwargs)
+            return self.hybrid_forward(nd, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """Compute the output with operator namespace ``F`` (``mx.nd``); subclasses implement
+        this."""
+        raise NotImplementedError
+
+    def export(self, path, epoch=0, **kwargs):
+        """Not supported: mxrs has no symbolic graphs to export; use :meth:`save_parameters`."""
+        raise MXNetError("HybridBlock.export needs a symbolic graph, which mxrs does not build; "
+                         "use save_parameters/load_parameters instead")
+

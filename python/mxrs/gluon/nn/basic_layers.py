@@ -1,0 +1,389 @@
+"""Basic layers: containers, Dense, Dropout, BatchNorm, LayerNorm, Embedding, Flatten, Lambdas.
+
+Layers whose weight shapes depend on the input (Dense without ``in_units``, BatchNorm and
+LayerNorm without ``in_channels``) infer them from the first batch they see.
+"""
+
+import numpy as np
+
+from ... import ndarray as nd
+from ...base import MXNetError
+from ..block import Block, HybridBlock
+from ..utils import _indent
+from .activations import Activation
+
+__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "LayerNorm",
+           "Embedding", "Flatten", "Lambda", "HybridLambda"]
+
+
+def _run_chain(children, x, args):
+    for block in children:
+        x = block(x, *args)
+        args = ()
+        if isinstance(x, (tuple, list)):
+            args, x = tuple(x[1:]), x[0]
+    return (x, *args) if args else x
+
+
+class _SequentialMixin:
+    """``add``, indexing, ``len`` and ``repr`` shared by the two containers."""
+
+    def add(self, *blocks):
+        """Append blocks to the end of the stack."""
+        for block in blocks:
+            self.register_child(block)
+
+    def __repr__(self):
+        modstr = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
+                           for key, block in self._children.items())
+        return f"{type(self).__name__}(\n{modstr}\n)"
+
+    def __getitem__(self, key):
+        layers = list(self._children.values())[key]
+        if isinstance(layers, list):
+            net = type(self)(prefix=self._prefix)
+            with net.name_scope():
+                net.add(*layers)
+            return net
+        return layers
+
+    def __len__(self):
+        return len(self._children)
+
+
+class Sequential(_SequentialMixin, Block):
+    """Stack blocks: each one's output is the next one's input.
+
+    Examples
+    --------
+    >>> net = nn.Sequential()
+    >>> with net.name_scope():
+    ...     net.add(nn.Dense(10, activation='relu'), nn.Dense(20))
+    >>> net[0].name
+    'sequential0_dense0'
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+
+    def forward(self, x, *args):
+        """Run the children in order."""
+        return _run_chain(self._children.values(), x, args)
+
+
+class HybridSequential(_SequentialMixin, HybridBlock):
+    """Stack HybridBlocks: each one's output is the next one's input."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+
+    def hybrid_forward(self, F, x, *args):
+        """Run the children in order."""
+        return _run_chain(self._children.values(), x, args)
+
+
+class Dense(HybridBlock):
+    """Fully connected layer: ``activation(dot(x, weight.T) + bias)``.
+
+    Parameters
+    ----------
+    units : int
+        Output size.
+    activation : str, optional
+        An :class:`Activation` type applied to the output ('relu', 'sigmoid', ...).
+    use_bias : bool, default True
+    flatten : bool, default True
+        Flatten all input axes but the first; otherwise act on the last axis only.
+    dtype : str or numpy.dtype, default 'float32'
+    weight_initializer : Initializer or str, optional
+        Defaults to the initializer given to ``initialize``.
+    bias_initializer : Initializer or str, default 'zeros'
+    in_units : int, default 0
+        Input size; 0 infers it from the first input.
+
+    Examples
+    --------
+    >>> layer = nn.Dense(3, in_units=2)
+    >>> layer.weight.shape
+    (3, 2)
+    """
+
+    def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
+                 weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
+        super().__init__(**kwargs)
+        self._flatten = flatten
+        with self.name_scope():
+            self._units = units
+            self._in_units = in_units
+            self.weight = self.params.get("weight", shape=(units, in_units),
+                                          init=weight_initializer, dtype=dtype,
+                                          allow_deferred_init=True)
+            if use_bias:
+                self.bias = self.params.get("bias", shape=(units,), init=bias_initializer,
+                                            dtype=dtype, allow_deferred_init=True)
+            else:
+                self.bias = None
+            if activation is not None:
+                self.act = Activation(activation, prefix=activation + "_")
+            else:
+                self.act = None
+
+    def infer_shape(self, x, *args):
+        """Set ``in_units`` from ``x``: all axes but the first (flatten) or the last one."""
+        in_units = int(np.prod(x.shape[1:])) if self._flatten else x.shape[-1]
+        self.weight.shape = (self._units, in_units)
+
+    def hybrid_forward(self, F, x, weight, bias=None):
+        """Compute ``act(FullyConnected(x, weight, bias))``."""
+        out = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
+                               flatten=self._flatten)
+        if self.act is not None:
+            out = self.act(out)
+        return out
+
+    def __repr__(self):
+        shape = self.weight.shape
+        return (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
+                f"{self.act if self.act else 'linear'})")
+
+
+class Dropout(HybridBlock):
+    """Zero a fraction ``rate`` of the inputs at random in training mode (scaling the rest by
+    ``1 / (1 - rate)``); the identity in inference mode.
+
+    Parameters
+    ----------
+    rate : float
+        Probability of dropping each element, in ``[0, 1]``.
+    axes : tuple of int, default ()
+        Axes along which one mask value is shared.
+    """
+
+    def __init__(self, rate, axes=(), **kwargs):
+        super().__init__(**kwargs)
+        if not 0 <= rate <= 1:
+            raise MXNetError(f"Dropout rate must be in [0, 1], got {rate}")
+        self._rate = rate
+        self._axes = axes
+
+    def hybrid_forward(self, F, x):
+        """Apply dropout (active only in training mode)."""
+        return F.Dropout(x, p=self._rate, axes=self._axes)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(p = {self._rate}, axes={self._axes})"
+
+
+class BatchNorm(HybridBlock):
+    """Batch normalization (Ioffe and Szegedy, 2015) over every axis but ``axis``.
+
+    In training mode (inside ``autograd.record()``) it normalizes with the batch statistics and
+    updates ``running_mean``/``running_var`` as ``momentum * running + (1 - momentum) * batch``;
+    in inference mode, or with ``use_global_stats``, it uses the running statistics.
+
+    Parameters
+    ----------
+    axis : int, default 1
+        The channel axis.
+    momentum : float, default 0.9
+    epsilon : float, default 1e-5
+    center : bool, default True
+        Learn the offset ``beta`` (otherwise it stays 0).
+    scale : bool, default True
+        Learn the scale ``gamma`` (otherwise it is fixed to 1).
+    use_global_stats : bool, default False
+    beta_initializer, gamma_initializer : default 'zeros', 'ones'
+    running_mean_initializer, running_variance_initializer : default 'zeros', 'ones'
+    in_channels : int, default 0
+        Number of channels; 0 infers it from the first input.
+    """
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
+                 running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
+                        "fix_gamma": not scale, "use_global_stats": use_global_stats}
+        if in_channels != 0:
+            self.in_channels = in_channels
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(in_channels,), init=gamma_initializer,
+                                     allow_deferred_init=True, differentiable=scale)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(in_channels,), init=beta_initializer,
+                                    allow_deferred_init=True, differentiable=center)
+        self.running_mean = self.params.get("running_mean", grad_req="null",
+                                            shape=(in_channels,),
+                                            init=running_mean_initializer,
+                                            allow_deferred_init=True, differentiable=False)
+        self.running_var = self.params.get("running_var", grad_req="null",
+                                           shape=(in_channels,),
+                                           init=running_variance_initializer,
+                                           allow_deferred_init=True, differentiable=False)
+
+    def infer_shape(self, x, *args):
+        """Set the number of channels from ``x.shape[axis]``."""
+        channels = x.shape[self._kwargs["axis"]]
+        for p in (self.gamma, self.beta, self.running_mean, self.running_var):
+            p.shape = (channels,)
+
+    def cast(self, dtype):
+        """Cast the parameters (float16 is kept as float32, as MXNet does)."""
+        if np.dtype(dtype).name == "float16":
+            dtype = "float32"
+        super().cast(dtype)
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        """Normalize ``x`` (and update the running statistics in training mode)."""
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+
+    def __repr__(self):
+        in_channels = self.gamma.shape[0]
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__}({content}, in_channels={in_channels or None})"
+
+
+class LayerNorm(HybridBlock):
+    """Layer normalization along ``axis``: ``(x - mean) / sqrt(var + eps) * gamma + beta``.
+
+    Parameters
+    ----------
+    axis : int, default -1
+    epsilon : float, default 1e-5
+    center, scale : bool, default True
+        Learn ``beta`` / ``gamma``.
+    beta_initializer, gamma_initializer : default 'zeros', 'ones'
+    in_channels : int, default 0
+        Size of ``axis``; 0 infers it from the first input.
+    """
+
+    def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
+        self._axis = axis
+        self._epsilon = epsilon
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                     shape=(in_channels,), init=gamma_initializer,
+                                     allow_deferred_init=True)
+        self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                    shape=(in_channels,), init=beta_initializer,
+                                    allow_deferred_init=True)
+
+    def infer_shape(self, x, *args):
+        """Set the normalized size from ``x.shape[axis]``."""
+        for p in (self.gamma, self.beta):
+            p.shape = (x.shape[self._axis],)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        """Normalize ``x`` along the axis."""
+        return F.LayerNorm(x, gamma, beta, axis=self._axis, eps=self._epsilon)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__}({content}, in_channels={self.gamma.shape[0]})"
+
+
+class Embedding(HybridBlock):
+    """Map integer indices to rows of a learned ``(input_dim, output_dim)`` matrix.
+
+    Parameters
+    ----------
+    input_dim : int
+        Vocabulary size (largest index + 1).
+    output_dim : int
+        Size of each embedding vector.
+    dtype : str or numpy.dtype, default 'float32'
+    weight_initializer : Initializer or str, optional
+    sparse_grad : bool, default False
+        Accepted for compatibility; gradients are dense.
+    """
+
+    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
+                 sparse_grad=False, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
+                        "sparse_grad": sparse_grad}
+        self.weight = self.params.get("weight", shape=(input_dim, output_dim),
+                                      init=weight_initializer, dtype=dtype,
+                                      allow_deferred_init=True)
+
+    def hybrid_forward(self, F, x, weight):
+        """Look up the rows of ``weight`` at indices ``x``."""
+        return F.Embedding(x, weight, **self._kwargs)
+
+    def __repr__(self):
+        k = self._kwargs
+        return f"{type(self).__name__}({k['input_dim']} -> {k['output_dim']}, {k['dtype']})"
+
+
+class Flatten(HybridBlock):
+    """Flatten the input to ``(N, prod(other dims))``."""
+
+    def hybrid_forward(self, F, x):
+        """Collapse all axes but the first."""
+        return F.flatten(x)
+
+    def __repr__(self):
+        return type(self).__name__
+
+
+class Lambda(Block):
+    """Wrap a function (or the name of an ``mx.nd`` function) as a Block.
+
+    Examples
+    --------
+    >>> block = nn.Lambda('tanh')
+    >>> block = nn.Lambda(lambda x: mx.nd.LeakyReLU(x, slope=0.1))
+    """
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            if not hasattr(nd, function):
+                raise MXNetError(f"Function name {function} is not found in ndarray.")
+            self._func_impl = getattr(nd, function)
+        elif callable(function):
+            self._func_impl = function
+        else:
+            raise MXNetError(f"Unrecognized function in lambda: {function} of type "
+                             f"{type(function)}")
+
+    def forward(self, *args):
+        """Call the wrapped function."""
+        return self._func_impl(*args)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._func_impl.__name__})"
+
+
+class HybridLambda(HybridBlock):
+    """Wrap a function ``f(F, x, *args)`` (or the name of an ``F`` function) as a HybridBlock.
+
+    Examples
+    --------
+    >>> block = nn.HybridLambda('tanh')
+    >>> block = nn.HybridLambda(lambda F, x: F.LeakyReLU(x, slope=0.1))
+    """
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            if not hasattr(nd, function):
+                raise MXNetError(f"Function name {function} is not found in ndarray.")
+            self._func = lambda F, *args: getattr(F, function)(*args)
+            self._func_name = function
+        elif callable(function):
+            self._func = function
+            self._func_name = function.__name__
+        else:
+            raise MXNetError(f"Unrecognized function in lambda: {function} of type "
+                             f"{type(function)}")
+
+    def hybrid_forward(self, F, x, *args):
+        """Call the wrapped function with ``F``."""
+        return self._func(F, x, *args)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._func_name})"

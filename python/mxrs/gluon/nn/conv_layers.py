@@ -1,0 +1,251 @@
+"""Convolution and pooling layers (1-D and 2-D, channels-first layouts).
+
+A convolution's weight is ``(channels, in_channels // groups, *kernel_size)``; with
+``in_channels=0`` the input channels are inferred from the first batch. Pooling strides default
+to the window size, as in MXNet's Gluon layers.
+"""
+
+from ...base import MXNetError
+from ..block import HybridBlock
+from .activations import Activation
+
+__all__ = ["Conv1D", "Conv2D", "MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D",
+           "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D"]
+
+
+def _tuple(value, n, name):
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) != n:
+        raise MXNetError(f"{name} must be an int or a tuple of {n} ints, got {value}")
+    return value
+
+
+class _Conv(HybridBlock):
+    """N-D convolution over channels-first data (the base of Conv1D and Conv2D)."""
+
+    def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout,
+                 in_channels=0, activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        n = len(kernel_size)
+        if layout != ("NCW", "NCHW")[n - 1]:
+            raise MXNetError(f"{type(self).__name__} supports layout "
+                             f"{('NCW', 'NCHW')[n - 1]}, not {layout!r}")
+        with self.name_scope():
+            self._channels = channels
+            self._in_channels = in_channels
+            self._kwargs = {"kernel": kernel_size, "stride": strides, "dilate": dilation,
+                            "pad": padding, "num_filter": channels, "num_group": groups,
+                            "no_bias": not use_bias, "layout": layout}
+            self.weight = self.params.get("weight",
+                                          shape=(channels, in_channels // groups) + kernel_size,
+                                          init=weight_initializer, allow_deferred_init=True)
+            if use_bias:
+                self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
+                                            allow_deferred_init=True)
+            else:
+                self.bias = None
+            if activation is not None:
+                self.act = Activation(activation, prefix=activation + "_")
+            else:
+                self.act = None
+
+    def _alias(self):
+        return "conv"
+
+    def infer_shape(self, x, *args):
+        """Set the weight's input channels from ``x.shape[1]``."""
+        groups = self._kwargs["num_group"]
+        if x.ndim != len(self._kwargs["kernel"]) + 2:
+            raise MXNetError(f"{type(self).__name__} expects {len(self._kwargs['kernel']) + 2}-D "
+                             f"input, got shape {x.shape}")
+        if x.shape[1] % groups:
+            raise MXNetError(f"{type(self).__name__}: {x.shape[1]} input channels are not "
+                             f"divisible by groups={groups}")
+        self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
+
+    def hybrid_forward(self, F, x, weight, bias=None):
+        """Convolve ``x`` with ``weight``, add ``bias``, apply the activation."""
+        out = F.Convolution(x, weight, bias, **self._kwargs)
+        if self.act is not None:
+            out = self.act(out)
+        return out
+
+    def __repr__(self):
+        k = self._kwargs
+        n = len(k["kernel"])
+        shape = self.weight.shape
+        s = (f"{type(self).__name__}({shape[1] if shape[1] else None} -> "
+             f"{shape[0]}, kernel_size={k['kernel']}, stride={k['stride']}")
+        if k["pad"] != (0,) * n:
+            s += f", padding={k['pad']}"
+        if k["dilate"] != (1,) * n:
+            s += f", dilation={k['dilate']}"
+        if k["num_group"] != 1:
+            s += f", groups={k['num_group']}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.act:
+            s += f", {self.act}"
+        return s + ")"
+
+
+class Conv1D(_Conv):
+    """1-D convolution over ``(N, C, W)`` data.
+
+    Parameters as :class:`Conv2D`, with one-element sizes.
+    """
+
+    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
+                 layout="NCW", activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 1, "kernel_size"),
+                         _tuple(strides, 1, "strides"), _tuple(padding, 1, "padding"),
+                         _tuple(dilation, 1, "dilation"), groups, layout, in_channels,
+                         activation, use_bias, weight_initializer, bias_initializer, **kwargs)
+
+
+class Conv2D(_Conv):
+    """2-D convolution over ``(N, C, H, W)`` data.
+
+    Output size per spatial axis: ``(size + 2*padding - dilation*(kernel-1) - 1) // stride + 1``.
+
+    Parameters
+    ----------
+    channels : int
+        Number of output channels.
+    kernel_size : int or tuple of 2 ints
+    strides, padding, dilation : int or tuple of 2 ints, defaults 1, 0, 1
+    groups : int, default 1
+        Split input and output channels into groups convolved separately.
+    layout : str, default 'NCHW'
+    activation : str, optional
+    use_bias : bool, default True
+    weight_initializer : Initializer or str, optional
+    bias_initializer : Initializer or str, default 'zeros'
+    in_channels : int, default 0
+        Input channels; 0 infers them from the first input.
+    """
+
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), dilation=(1, 1),
+                 groups=1, layout="NCHW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, _tuple(kernel_size, 2, "kernel_size"),
+                         _tuple(strides, 2, "strides"), _tuple(padding, 2, "padding"),
+                         _tuple(dilation, 2, "dilation"), groups, layout, in_channels,
+                         activation, use_bias, weight_initializer, bias_initializer, **kwargs)
+
+
+class _Pooling(HybridBlock):
+    """Pooling over channels-first data (the base of the pooling layers)."""
+
+    def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
+                 count_include_pad=None, **kwargs):
+        super().__init__(**kwargs)
+        n = len(pool_size)
+        if layout != ("NCW", "NCHW")[n - 1]:
+            raise MXNetError(f"{type(self).__name__} supports layout "
+                             f"{('NCW', 'NCHW')[n - 1]}, not {layout!r}")
+        if strides is None:
+            strides = pool_size
+        self._kwargs = {"kernel": pool_size, "stride": _tuple(strides, n, "strides"),
+                        "pad": _tuple(padding, n, "padding"), "global_pool": global_pool,
+                        "pool_type": pool_type, "layout": layout,
+                        "pooling_convention": "full" if ceil_mode else "valid"}
+        if count_include_pad is not None:
+            self._kwargs["count_include_pad"] = count_include_pad
+
+    def _alias(self):
+        return "pool"
+
+    def hybrid_forward(self, F, x):
+        """Pool ``x``."""
+        return F.Pooling(x, **self._kwargs)
+
+    def __repr__(self):
+        k = self._kwargs
+        return (f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
+                f"padding={k['pad']}, ceil_mode={k['pooling_convention'] == 'full'}, "
+                f"global_pool={k['global_pool']}, pool_type={k['pool_type']}, "
+                f"layout={k['layout']})")
+
+
+class MaxPool1D(_Pooling):
+    """1-D max pooling over ``(N, C, W)`` data; parameters as :class:`MaxPool2D`."""
+
+    def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
+                 **kwargs):
+        super().__init__(_tuple(pool_size, 1, "pool_size"), strides, padding, ceil_mode,
+                         False, "max", layout, **kwargs)
+
+
+class MaxPool2D(_Pooling):
+    """2-D max pooling over ``(N, C, H, W)`` data.
+
+    Parameters
+    ----------
+    pool_size : int or tuple of 2 ints, default (2, 2)
+    strides : int or tuple of 2 ints, optional
+        Defaults to ``pool_size``.
+    padding : int or tuple of 2 ints, default 0
+    layout : str, default 'NCHW'
+    ceil_mode : bool, default False
+        Round the output size up ('full' convention) instead of down.
+    """
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW",
+                 ceil_mode=False, **kwargs):
+        super().__init__(_tuple(pool_size, 2, "pool_size"), strides, padding, ceil_mode,
+                         False, "max", layout, **kwargs)
+
+
+class AvgPool1D(_Pooling):
+    """1-D average pooling over ``(N, C, W)`` data; parameters as :class:`AvgPool2D`."""
+
+    def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
+                 count_include_pad=True, **kwargs):
+        super().__init__(_tuple(pool_size, 1, "pool_size"), strides, padding, ceil_mode,
+                         False, "avg", layout, count_include_pad, **kwargs)
+
+
+class AvgPool2D(_Pooling):
+    """2-D average pooling over ``(N, C, H, W)`` data.
+
+    Parameters as :class:`MaxPool2D`, plus ``count_include_pad`` (default True): whether padded
+    positions count in each window's divisor.
+    """
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW",
+                 ceil_mode=False, count_include_pad=True, **kwargs):
+        super().__init__(_tuple(pool_size, 2, "pool_size"), strides, padding, ceil_mode,
+                         False, "avg", layout, count_include_pad, **kwargs)
+
+
+class GlobalMaxPool1D(_Pooling):
+    """Max over the whole width: ``(N, C, W)`` -> ``(N, C, 1)``."""
+
+    def __init__(self, layout="NCW", **kwargs):
+        super().__init__((1,), None, 0, True, True, "max", layout, **kwargs)
+
+
+class GlobalMaxPool2D(_Pooling):
+    """Max over each whole feature map: ``(N, C, H, W)`` -> ``(N, C, 1, 1)``."""
+
+    def __init__(self, layout="NCHW", **kwargs):
+        super().__init__((1, 1), None, 0, True, True, "max", layout, **kwargs)
+
+
+class GlobalAvgPool1D(_Pooling):
+    """Mean over the whole width: ``(N, C, W)`` -> ``(N, C, 1)``."""
+
+    def __init__(self, layout="NCW", **kwargs):
+        super().__init__((1,), None, 0, True, True, "avg", layout, **kwargs)
+
+
+class GlobalAvgPool2D(_Pooling):
+    """Mean over each whole feature map: ``(N, C, H, W)`` -> ``(N, C, 1, 1)``."""
+
+    def __init__(self, layout="NCHW", **kwargs):
+        super().__init__((1, 1), None, 0, True, True, "avg", layout, **kwargs)

@@ -1,0 +1,325 @@
+"""``gluon.Trainer``: applies an optimizer to a set of Parameters, through a KVStore when asked."""
+
+from .. import kvstore as kvs
+from .. import optimizer as opt
+from ..base import MXNetError
+from .parameter import Parameter, ParameterDict
+
+_LOCAL_UPDATE_BOUND = 16 * 1024 * 1024  # 'local' stores update on workers above this size
+
+
+class Trainer:
+    """Applies an optimizer to Parameters, reducing gradients across devices and workers.
+
+    Parameters
+    ----------
+    params : ParameterDict, dict or list of Parameter
+        What to train (``net.collect_params()``).
+    optimizer : str or Optimizer
+        The optimizer's registered name (``'sgd'``) or an instance.
+    optimizer_params : dict or None
+        Keyword arguments for creating the optimizer (``{'learning_rate': 0.1}``).
+    kvstore : str or KVStore or None, default 'device'
+        How gradients are reduced: 'device' / 'local' across this process's devices (no store is
+        used for one device), 'dist_sync' / 'dist_device_sync' / 'dist_async' across workers.
+    update_on_kvstore : bool or None
+        Whether the store applies the optimizer (on the servers for dist stores). None picks as
+        MXNet does: True when a store is used, except for 'local' stores holding an array above
+        16M elements; 'dist_async' requires True.
+
+    Notes
+    -----
+    ``step(batch_size)`` rescales gradients by ``1 / batch_size``, the batch on this worker.
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
+                 compression_params=None, update_on_kvstore=None):
+        self._params = _param_list(params)
+        self._param2idx = {}
+        for i, p in enumerate(self._params):
+            self._param2idx[p.name] = i
+            p._set_trainer(self)
+        self._contexts = None
+        self._init_optimizer(optimizer, optimizer_params or {})
+        self._scale = self._optimizer.rescale_grad
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        if compression_params is not None:
+            raise MXNetError("Trainer: gradient compression is not supported")
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._distributed = False
+        self._kv_initialized = False
+        self._params_to_init = list(self._params)
+        self._steps = 0
+        self._server_lr = None
+        self._server_rescale = None
+
+    # ------------------------------------------------------------------ set-up
+    def _init_optimizer(self, optimizer, optimizer_params):
+        param_dict = dict(enumerate(self._params))
+        if isinstance(optimizer, opt.Optimizer):
+            if optimizer_params:
+                raise MXNetError("Trainer: optimizer_params must be empty when optimizer is an "
+                                 "Optimizer instance (set them on the instance)")
+            self._optimizer = optimizer
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        self._updaters = None
+
+    def _check_contexts(self):
+        contexts = None
+        for p in self._params:
+            ctx = p.list_ctx()
+            if contexts is not None and contexts != ctx:
+                raise MXNetError(f"Trainer: all Parameters must live on the same contexts; "
+                                 f"{p.name} is on {ctx}, others on {contexts}")
+            contexts = ctx
+        return contexts or []
+
+    def _init_kvstore(self):
+        """Create the store and decide update_on_kvstore, as MXNet's rules say."""
+        self._contexts = self._check_contexts()
+        self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+        config = self._kvstore_params
+        kv, update_on_kv = config["kvstore"], config["update_on_kvstore"]
+        if isinstance(kv, str):
+            if len(self._contexts) == 1 and "dist" not in kv:
+                kv = None
+            else:
+                kv = kvs.create(kv)
+        elif kv is not None and not isinstance(kv, kvs.KVStoreBase):
+            raise MXNetError(f"Trainer: kvstore must be a name, a KVStore or None, got "
+                             f"{type(kv).__name__}")
+        if kv is None:
+            update_on_kv = False
+        else:
+            if "async" in kv.type and update_on_kv is False:
+                raise MXNetError("Trainer: dist_async stores update on the servers; set "
+                                 "update_on_kvstore=True (or leave it None)")
+            if update_on_kv is None:
+                update_on_kv = True
+                if kv.type == "local":
+                    biggest = max((_size(p.shape) for p in self._params), default=0)
+                    update_on_kv = biggest <= _LOCAL_UPDATE_BOUND
+            self._distributed = "dist" in kv.type
+            if update_on_kv:
+                kv.set_optimizer(self._optimizer)
+                self._server_lr = self._optimizer.learning_rate
+                self._server_rescale = self._optimizer.rescale_grad
+        self._kvstore, self._update_on_kvstore = kv, bool(update_on_kv)
+        self._kv_initialized = True
+
+    def _ensure_store(self):
+        """Set up the store on first use and put newly initialised Parameters into it."""
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    def _init_params(self):
+        """Put initialised Parameters into the store; every worker starts from rank 0's values."""
+        waiting = []
+        ready = []
+        for p in self._params_to_init:
+            (ready if p._is_initialized() else waiting).append(p)
+        if self._kvstore is not None and ready:
+            idx = [self._param2idx[p.name] for p in ready]
+            self._kvstore.init(idx, [p.list_data()[0] for p in ready])
+            self._kvstore.pull(idx, [p.list_data() for p in ready])
+        self._params_to_init = waiting
+
+    def _reset_kvstore(self):
+        """Forget the store so the next step sets it up again (after ``Parameter.set_data``).
+
+        Raises
+        ------
+        MXNetError
+            For a distributed store: the servers keep the values, they cannot be reset.
+        """
+        if self._kvstore is not None and self._distributed:
+            raise MXNetError("Trainer: a distributed KVStore cannot be reset; set_data on a "
+                             "Parameter being trained through one is not supported")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = False
+        self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def optimizer(self):
+        """Optimizer: the optimizer this trainer applies."""
+        return self._optimizer
+
+    @property
+    def learning_rate(self):
+        """float: the optimizer's current learning rate."""
+        return self._optimizer.learning_rate
+
+    def set_learning_rate(self, lr):
+        """Set the learning rate, on the servers too when they run the optimizer."""
+        self._optimizer.set_learning_rate(lr)
+        if self._update_on_kvstore and self._distributed:
+            self._kvstore._set_learning_rate(lr)
+            self._server_lr = lr
+
+    # ------------------------------------------------------------------ training
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One optimisation step: reduce gradients, then update every Parameter.
+
+        Parameters
+        ----------
+        batch_size : int
+            Gradients are scaled by ``1 / batch_size`` (the batch on this worker).
+        ignore_stale_grad : bool, default False
+            Skip Parameters whose gradient no backward pass wrote since the last step, instead
+            of raising.
+
+        Raises
+        ------
+        UserWarning
+            For a stale gradient, unless ``ignore_stale_grad`` (MXNet raises the same class).
+        """
+        self._prepare(batch_size)
+        self._check_stale(ignore_stale_grad)
+        self._reduce(update=True)
+        if not self._update_on_kvstore:
+            self._local_update(ignore_stale_grad)
+        else:
+            self._consume_fresh()
+        self._steps += 1
+
+    def allreduce_grads(self):
+        """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
+        self._ensure_store()
+        if self._update_on_kvstore:
+            raise MXNetError("Trainer.allreduce_grads() needs update_on_kvstore=False: the store "
+                             "applies the optimizer while reducing")
+        self._reduce(update=False)
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Apply the optimizer to reduced gradients (after :meth:`allreduce_grads`)."""
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._update_on_kvstore:
+            raise MXNetError("Trainer.update() needs update_on_kvstore=False: the store applies "
+                             "the optimizer")
+        self._prepare(batch_size)
+        self._check_stale(ignore_stale_grad)
+        self._local_update(ignore_stale_grad)
+        self._steps += 1
+
+    def _prepare(self, batch_size):
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._ensure_store()
+        if self._update_on_kvstore and self._distributed:
+            self._sync_server_hyperparams()
+
+    def _sync_server_hyperparams(self):
+        """Send the servers a changed rescale_grad, or the lr the scheduler gives this step."""
+        o = self._optimizer
+        change = []
+        if o.rescale_grad != self._server_rescale:
+            change.append(("rescale_grad", float(o.rescale_grad)))
+            self._server_rescale = o.rescale_grad
+        if o.lr_scheduler is not None:
+            lr = o.lr_scheduler(o.begin_num_update + self._steps + 1)
+            if lr != self._server_lr:
+                change.append(("learning_rate", float(lr)))
+                self._server_lr = lr
+        if change:
+            self._kvstore._worker.set_params(change)
+
+    def _trained(self):
+        return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+
+    def _check_stale(self, ignore_stale_grad):
+        if ignore_stale_grad:
+            return
+        for _, p in self._trained():
+            for data in p.list_data():
+                if not data._fresh_grad:
+                    raise UserWarning(
+                        f"Gradient of Parameter `{p.name}` on context {data.context} has not been "
+                        "updated by backward since last `step`. This could mean a bug in your "
+                        "model that made it only use a subset of the Parameters (Blocks) for this "
+                        "iteration. If you are intentionally only using a subset, call step with "
+                        "ignore_stale_grad=True to suppress this warning and skip updating of "
+                        "Parameters with stale gradient")
+
+    def _reduce(self, update):
+        """One batched pushpull: gradients in, reduced gradients or updated weights out."""
+        if self._kvstore is None:
+            return
+        trained = self._trained()
+        if not trained:
+            return
+        keys = [i for i, _ in trained]
+        grads = [p.list_grad() for _, p in trained]
+        if update and self._update_on_kvstore:
+            self._kvstore.pushpull(keys, grads, out=[p.list_data() for _, p in trained])
+        else:
+            self._kvstore.pushpull(keys, grads)
+
+    def _consume_fresh(self):
+        for _, p in self._trained():
+            for data in p.list_data():
+                data._fresh_grad = False
+
+    def _local_update(self, ignore_stale_grad):
+        for i, p in self._trained():
+            for updater, arr, grad in zip(self._updaters, p.list_data(), p.list_grad(),
+                                          strict=True):
+                if ignore_stale_grad and not arr._fresh_grad:
+                    continue
+                updater(i, grad, arr)
+                arr._fresh_grad = False
+
+    # ------------------------------------------------------------------ states
+    def save_states(self, fname):
+        """Save the optimizer's states (from the servers when they run it) to ``fname``."""
+        self._ensure_store()
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+        else:
+            with open(fname, "wb") as f:
+                f.write(self._updaters[0].get_states(dump_optimizer=True))
+
+    def load_states(self, fname):
+        """Load optimizer states written by :meth:`save_states`."""
+        self._ensure_store()
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+            if not self._distributed:
+                self._optimizer = self._kvstore._updater.optimizer
+        else:
+            with open(fname, "rb") as f:
+                blob = f.read()
+            for u in self._updaters:
+                u.set_states(blob)
+            self._optimizer = self._updaters[0].optimizer
+        self._optimizer.param_dict = dict(enumerate(self._params))
+
+
+def _param_list(params):
+    if isinstance(params, (dict, ParameterDict)):
+        params = list(params.values())
+    if not isinstance(params, (list, tuple)):
+        raise MXNetError(f"Trainer: params must be a ParameterDict, dict or list of Parameters, "
+                         f"got {type(params).__name__}")
+    out, seen = [], set()
+    for p in params:
+        if not isinstance(p, Parameter):
+            raise MXNetError(f"Trainer: params must hold Parameters, got {type(p).__name__}")
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append(p)
+    return out
+
+
+def _size(shape):
+    n = 1
+    for d in shape or ():
+        n *= max(int(d), 0)
+    return n
