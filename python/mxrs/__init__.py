@@ -16,19 +16,59 @@ autograd
     Recording scopes and the backward pass.
 random
     Seeding and sampling, one generator per context.
+kvstore (``kv``)
+    ``create('local' | 'device' | 'dist_sync' | 'dist_device_sync' | 'dist_async')``.
+optimizer
+    ``Optimizer`` and the update rules (SGD, NAG, Adam, AdaGrad, RMSProp, Signum, FTRL),
+    ``Updater``; ``to_spec()`` describes an optimizer to the parameter servers.
+lr_scheduler
+    Learning-rate schedules: ``FactorScheduler``, ``MultiFactorScheduler``, ``PolyScheduler``,
+    ``CosineScheduler``.
+metric
+    Evaluation metrics: ``Accuracy``, ``TopKAccuracy``, ``CrossEntropy``, ``MSE``, ``Loss``,
+    ``CompositeEvalMetric``...
+initializer (``init``)
+    Weight initializers: ``Xavier``, ``Normal``, ``Uniform``, ``Zero``, ``One``, ``Constant``,
+    ``MSRAPrelu``, ...; created by name with ``create``.
+name
+    ``NameManager`` and ``Prefix``: the counters behind automatic block names.
+gluon
+    Blocks, parameters, layers, losses, data loading, ``Trainer``.
+model
+    ``FeedForward``: the older fit/predict/score API over a Gluon Block.
+launcher
+    ``mxrs-launch``: starts scheduler, servers and workers of a job.
 """
 
 from . import _role
 
 _role.run_if_scheduler_or_server()
 
-from . import _native, autograd, base, context, ndarray, random  # noqa: E402
+from . import (  # noqa: E402
+    _native,
+    autograd,
+    base,
+    context,
+    gluon,
+    initializer,
+    kvstore,
+    lr_scheduler,
+    metric,
+    model,
+    name,
+    ndarray,
+    optimizer,
+    random,
+)
 from .base import MXNetError  # noqa: E402
 from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
 
 nd = ndarray
+kv = kvstore
+init = initializer
 
 __version__ = _native.__version__
 
 __all__ = ["Context", "MXNetError", "autograd", "base", "context", "cpu", "cpu_pinned",
-           "current_context", "gpu", "nd", "ndarray", "random"]
+           "current_context", "gluon", "gpu", "init", "initializer", "kv", "kvstore",
+           "lr_scheduler", "metric", "model", "name", "nd", "ndarray", "optimizer", "random"]

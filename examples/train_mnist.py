@@ -1,0 +1,139 @@
+"""Train LeNet or an MLP on MNIST with Gluon, on one or several devices and workers.
+
+One process, two devices (two CPU contexts when there is no GPU):
+
+    python examples/train_mnist.py --cpus 2 --kv-store device
+
+A distributed job of 2 workers and 2 servers on this machine:
+
+    mxrs-launch local -n 2 -s 2 python examples/train_mnist.py --kv-store dist_sync
+
+By default the MNIST subset shipped in ``data/mnist`` is used (6,000 training and 1,000 test
+images); ``--data-dir`` points at the full set (``python -m mxrs.gluon.data.vision.fetch_mnist``
+fetches it).
+"""
+
+import argparse
+import os
+import time
+
+import mxrs as mx
+import numpy as np
+from mxrs import autograd, gluon
+from mxrs.gluon import nn
+from mxrs.gluon.data.vision import MNIST, transforms
+from tqdm import tqdm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--network", choices=("lenet", "mlp"), default="lenet")
+    p.add_argument("--gpus", default="", help="GPUs to train on, e.g. 0,2 (default: CPU)")
+    p.add_argument("--cpus", type=int, default=1, help="CPU contexts to train on without GPUs")
+    p.add_argument("--kv-store", default="device", help="local, device, dist_sync, "
+                   "dist_device_sync or dist_async")
+    p.add_argument("--work-load-list", default="", help="relative share of each device, e.g. 3,1")
+    p.add_argument("--batch-size", type=int, default=32, help="batch size on each worker")
+    p.add_argument("--num-epochs", type=int, default=8)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--data-dir", default=os.path.join(HERE, os.pardir, "data", "mnist"))
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p.parse_args(argv)
+
+
+def build(network):
+    """The seeds' LeNet (as in the multi-device tutorial), or a 2-hidden-layer MLP."""
+    net = nn.HybridSequential()
+    if network == "lenet":
+        net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
+                nn.MaxPool2D(pool_size=2, strides=2),
+                nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
+                nn.MaxPool2D(pool_size=2, strides=2),
+                nn.Flatten(),
+                nn.Dense(120, activation="relu"),
+                nn.Dense(84, activation="relu"),
+                nn.Dense(10))
+    else:
+        net.add(nn.Flatten(), nn.Dense(128, activation="relu"), nn.Dense(64, activation="relu"),
+                nn.Dense(10))
+    return net
+
+
+def contexts(args):
+    if args.gpus:
+        return [mx.gpu(int(i)) for i in args.gpus.split(",")]
+    return [mx.cpu(i) for i in range(args.cpus)]
+
+
+def evaluate(net, loader, ctx):
+    metric = mx.metric.Accuracy()
+    for data, label in loader:
+        datas = gluon.utils.split_and_load(data, ctx, even_split=False)
+        labels = gluon.utils.split_and_load(label, ctx, even_split=False)
+        metric.update(labels, [net(d) for d in datas])
+    return metric.get()[1]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    mx.random.seed(args.seed)
+    np.random.seed(args.seed)
+    ctx = contexts(args)
+    work_load = [float(w) for w in args.work_load_list.split(",")] if args.work_load_list else None
+    if work_load is not None and len(work_load) != len(ctx):
+        raise SystemExit(f"--work-load-list has {len(work_load)} entries for {len(ctx)} devices")
+
+    store = mx.kv.create(args.kv_store)
+    rank, workers = store.rank, store.num_workers
+    tag = f"worker {rank}/{workers}: " if workers > 1 else ""
+
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(0.13, 0.31)])
+    train = MNIST(root=args.data_dir, train=True).transform_first(transform)
+    test = MNIST(root=args.data_dir, train=False).transform_first(transform)
+    sampler = gluon.data.SplitSampler(len(train), workers, rank)
+    train_loader = gluon.data.DataLoader(train, batch_size=args.batch_size, sampler=sampler,
+                                         last_batch="discard")
+    test_loader = gluon.data.DataLoader(test, batch_size=256)
+
+    net = build(args.network)
+    net.initialize(mx.init.Xavier(magnitude=2.24), ctx=ctx)
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": args.lr, "momentum": args.momentum},
+                            kvstore=store)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    acc = float("nan")
+    for epoch in range(args.num_epochs):
+        metric, total_loss, seen, tic = mx.metric.Accuracy(), 0.0, 0, time.time()
+        bar = tqdm(train_loader, desc=f"{tag}epoch {epoch + 1}/{args.num_epochs}",
+                   disable=args.no_progress, unit="batch", mininterval=1.0)
+        for data, label in bar:
+            datas = gluon.utils.split_and_load(data, ctx, even_split=False,
+                                               work_load_list=work_load)
+            labels = gluon.utils.split_and_load(label, ctx, even_split=False,
+                                                work_load_list=work_load)
+            with autograd.record():
+                outs = [net(d) for d in datas]
+                losses = [loss_fn(o, lab) for o, lab in zip(outs, labels, strict=True)]
+            autograd.backward(losses)
+            trainer.step(data.shape[0])
+            metric.update(labels, outs)
+            total_loss += sum(float(loss.sum().asscalar()) for loss in losses)
+            seen += data.shape[0]
+            bar.set_postfix(loss=f"{total_loss / seen:.4f}",
+                            samples_per_s=f"{seen / (time.time() - tic):.0f}")
+        bar.close()
+        acc = evaluate(net, test_loader, ctx)
+        print(f"{tag}epoch {epoch + 1}: train loss {total_loss / max(seen, 1):.4f}, "
+              f"train accuracy {metric.get()[1]:.4f}, test accuracy {acc:.4f}, "
+              f"{seen / (time.time() - tic):.0f} samples/s", flush=True)
+    print(f"{tag}final test accuracy {acc:.4f}", flush=True)
+    return acc
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""The KVStore interface, its registry and the key/value normalisation every store shares."""
+
+import pickle
+
+from ..base import KVStoreError, MXNetError
+from ..ndarray.ndarray import NDArray
+
+_REGISTRY = {}
+
+
+def register(*names):
+    """Class decorator: make ``create(name)`` build this store for each of ``names``."""
+
+    def deco(klass):
+        for name in names:
+            _REGISTRY[name.lower()] = klass
+        return klass
+
+    return deco
+
+
+def create(name="local"):
+    """Create a KVStore.
+
+    Parameters
+    ----------
+    name : str or KVStoreBase, default 'local'
+        'local' (sum and update on CPU), 'device' (on the arrays' devices), 'dist_sync',
+        'dist_device_sync', 'dist_async' or 'dist' (= 'dist_sync'). A store passes through.
+
+    Returns
+    -------
+    KVStoreBase
+
+    Raises
+    ------
+    MXNetError
+        For an unknown name.
+    """
+    if isinstance(name, KVStoreBase):
+        return name
+    if not isinstance(name, str):
+        raise MXNetError(f"kvstore.create: name must be a str, got {type(name).__name__}")
+    key = name.lower()
+    if key == "dist":
+        key = "dist_sync"
+    klass = _REGISTRY.get(key)
+    if klass is None:
+        raise MXNetError(f"unknown KVStore type '{name}'; known: {', '.join(sorted(_REGISTRY))}")
+    return klass(key)
+
+
+def key_value_pairs(key, value, what):
+    """Pair keys with lists of values: ``(k, v)``, ``(k, [v0, v1])``, ``([k..], [v..])``.
+
+    Returns
+    -------
+    list of (key, list of NDArray)
+    """
+    if isinstance(key, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(key):
+            n = len(value) if isinstance(value, (list, tuple)) else 1
+            raise MXNetError(f"KVStore.{what}: {len(key)} keys but {n} values")
+        out = []
+        for k, v in zip(key, value, strict=True):
+            if isinstance(v, NDArray) and type(k) is int and k >= 0:  # the common case, fast
+                out.append((k, [v]))
+            else:
+                out.extend(key_value_pairs(k, v, what))
+        return out
+    check_key(key, what)
+    vals = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not vals:
+        raise MXNetError(f"KVStore.{what}: key {key!r} has an empty list of values")
+    for v in vals:
+        if not isinstance(v, NDArray):
+            raise MXNetError(f"KVStore.{what}: the value of key {key!r} must be an NDArray, got "
+                             f"{type(v).__name__}")
+    return [(key, vals)]
+
+
+def check_key(key, what):
+    """Raise unless ``key`` is a non-negative int or a str."""
+    if isinstance(key, bool) or not isinstance(key, (int, str)):
+        raise MXNetError(f"KVStore.{what}: a key must be an int or a str, got {key!r}")
+    if isinstance(key, int) and key < 0:
+        raise MXNetError(f"KVStore.{what}: key {key} is negative")
+
+
+class KVStoreBase:
+    """A key-value store for data-parallel training (``mx.kv.create(name)``).
+
+    Every store offers ``init``, ``push``, ``pull``, ``pushpull``, ``set_optimizer``,
+    ``save_optimizer_states`` / ``load_optimizer_states``, ``barrier``, ``type``, ``rank``
+    and ``num_workers``. Keys are ints or strs; a key's value may be a list of arrays, one per
+    device, which are summed before the push.
+    """
+
+    def __init__(self, name):
+        self._type = name
+        self._updater = None
+        self._optimizer = None
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def type(self):
+        """str: the store's type name, such as 'local' or 'dist_sync'."""
+        return self._type
+
+    @property
+    def rank(self):
+        """int: this worker's rank (0 in a single process)."""
+        return 0
+
+    @property
+    def num_workers(self):
+        """int: the number of workers in the job (1 in a single process)."""
+        return 1
+
+    @staticmethod
+    def is_capable(capability):
+        """bool: whether the store supports ``capability`` ('optimizer' is the only one asked)."""
+        return capability == "optimizer"
+
+    # ------------------------------------------------------------------ data
+    def init(self, key, value):
+        """Initialise ``key`` (or each key of a list) with ``value``."""
+        raise NotImplementedError
+
+    def push(self, key, value, priority=0):
+        """Push ``value`` into ``key``: lists of values are summed, then the updater applies."""
+        raise NotImplementedError
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy the current value of ``key`` into ``out`` (an array or a list, one per device)."""
+        raise NotImplementedError
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """Push ``value`` then pull into ``out`` (into ``value`` when ``out`` is None)."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    # ------------------------------------------------------------------ optimizer
+    def set_optimizer(self, optimizer):
+        """Make the store apply ``optimizer`` to every push (instead of storing the sum)."""
+        from .. import optimizer as opt
+
+        self._optimizer = optimizer
+        self._updater = opt.get_updater(optimizer)
+
+    def _set_updater(self, updater):
+        """Apply ``updater(key, merged_value, stored_value)`` to every push."""
+        self._updater = updater
+
+    def _set_learning_rate(self, lr):
+        """Tell the servers' optimizer the learning rate is now ``lr`` (nothing to do locally:
+        the store's updater shares the caller's optimizer)."""
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Write the optimizer's states (and, with ``dump_optimizer``, the optimizer) to a file."""
+        if self._updater is None:
+            raise KVStoreError("save_optimizer_states: no optimizer is set on this KVStore")
+        with open(fname, "wb") as f:
+            f.write(self._updater.get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname):
+        """Restore optimizer states written by :meth:`save_optimizer_states`."""
+        if self._updater is None:
+            raise KVStoreError("load_optimizer_states: no optimizer is set on this KVStore")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    # ------------------------------------------------------------------ sync
+    def barrier(self):
+        """Wait until every worker reaches this point (nothing to wait for in one process)."""
+
+    _barrier = barrier
+
+    def __repr__(self):
+        return f"<{type(self).__name__} type={self.type} rank={self.rank}/{self.num_workers}>"
+
+    def __reduce__(self):
+        raise pickle.PicklingError("a KVStore cannot be pickled")

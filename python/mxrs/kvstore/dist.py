@@ -1,0 +1,293 @@
+"""The distributed stores ``dist_sync``, ``dist_device_sync`` and ``dist_async``.
+
+Every process of a job is started with the ``DMLC_*`` environment; a worker's store joins the job
+through the Rust parameter-server client (``mxrs._native.Worker``). Pushes and pulls return at
+once: the arrays they read or write become pending and any use of them waits for the request
+(``asnumpy``, ``wait_to_read``, ``nd.waitall``, or simply the next operation on them).
+"""
+
+import atexit
+import hashlib
+
+import numpy as np
+
+from .. import _native
+from ..base import KVStoreError, MXNetError, ShapeMismatchError
+from ..context import cpu
+from ..ndarray import _pending
+from .base import KVStoreBase, key_value_pairs, register
+from .local import reduce_sum
+
+_STR_KEY_BIT = 1 << 63
+_worker = None  # one parameter-server connection per process: (mode, _native.Worker)
+
+
+def _connect(mode):
+    """Join the job once per process; every store of the process shares the connection."""
+    global _worker
+    if _worker is None:
+        _worker = (mode, _native.Worker(mode))
+        atexit.register(_finish)
+    elif _worker[0] != mode:
+        raise KVStoreError(f"this process already joined the job in {_worker[0]} mode; a store in "
+                           f"{mode} mode cannot be created beside it")
+    return _worker[1]
+
+
+def _finish():
+    """At exit: wait for outstanding requests, then tell the scheduler this worker is done."""
+    try:
+        _pending.settle_all()
+    finally:
+        _worker[1].finish()
+
+
+def wire_key(key):
+    """The 64-bit key on the wire: ints as they are, strs hashed into the upper half."""
+    if isinstance(key, str):
+        digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "little") | _STR_KEY_BIT
+    if key >= _STR_KEY_BIT:
+        raise MXNetError(f"KVStore: int key {key} is too large (keys must be below 2**63)")
+    return key
+
+
+@register("dist_sync", "dist_device_sync", "dist_async")
+class DistKVStore(KVStoreBase):
+    """A worker's store in a distributed job; keys live on the servers.
+
+    In ``dist_sync`` mode the servers sum one push from every worker per round, apply the
+    optimizer once and answer pulls with the round's result; ``dist_async`` applies each push as
+    it arrives. ``dist_device_sync`` sums a worker's per-device values on the first device before
+    one copy goes over the wire (``dist_sync`` sums them on CPU).
+    """
+
+    def __init__(self, name="dist_sync"):
+        super().__init__(name)
+        self._mode = "async" if name == "dist_async" else "sync"
+        self._on_device = name == "dist_device_sync"
+        self._worker = _connect(self._mode)
+        self._keys = {}  # key -> (wire key, shape, numpy dtype)
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def rank(self):
+        """int: this worker's rank, 0..num_workers-1."""
+        return self._worker.rank
+
+    @property
+    def num_workers(self):
+        """int: the number of workers in the job."""
+        return self._worker.num_workers
+
+    @property
+    def num_servers(self):
+        """int: the number of servers in the job."""
+        return self._worker.num_servers
+
+    # ------------------------------------------------------------------ helpers
+    def _layout(self, k, what):
+        layout = self._keys.get(k)
+        if layout is None:
+            raise KVStoreError(f"KVStore.{what}: key {k!r} was never initialised (call init first)")
+        return layout
+
+    def _check(self, k, arrays, what, role, dtypes=True):
+        _, shape, dtype = self._layout(k, what)
+        for a in arrays:
+            if a.shape != shape:
+                raise ShapeMismatchError(f"KVStore.{what}: key {k!r} holds shape {shape}, the "
+                                         f"{role} has shape {a.shape}")
+            if dtypes and a.dtype != dtype:
+                raise KVStoreError(f"KVStore.{what}: key {k!r} holds {dtype}, the {role} is "
+                                   f"{a.dtype}")
+
+    def _host_sum(self, vals):
+        """One host array holding the sum of ``vals`` (zero-copy for a single CPU array)."""
+        home = vals[0]._ctx if self._on_device else cpu(0)
+        merged = reduce_sum(vals, home)
+        host = merged if _on_host(home) else home.backend.to_host(merged)
+        return np.ascontiguousarray(host)
+
+    def _gather_pushes(self, pairs, what):
+        """Wire keys and host arrays for ``pairs``; every pair is checked before any is sent.
+
+        A single contiguous CPU value is lent as it is (and returned in ``lent`` so it can be
+        marked pending); several values are summed into a fresh array first.
+        """
+        keys, arrays, lent = [], [], []
+        layouts = self._keys
+        for k, vals in pairs:
+            layout = layouts.get(k)
+            if layout is None:
+                self._layout(k, what)
+            wire, shape, dtype = layout
+            if len(vals) == 1:
+                v = vals[0]
+                data = v._data
+                if data.shape != shape or data.dtype != dtype:
+                    self._check(k, vals, what, "pushed value")
+                if type(data) is np.ndarray and data.flags.c_contiguous:
+                    keys.append(wire)
+                    arrays.append(data)
+                    lent.append(v)
+                    continue
+            else:
+                self._check(k, vals, what, "pushed value")
+            keys.append(wire)
+            arrays.append(self._host_sum(vals))
+        return keys, arrays, lent
+
+    def _gather_pulls(self, pairs, what):
+        """Host buffers the pull writes into, and (array, finalizer) pairs to mark pending.
+
+        A single contiguous CPU output of the key's dtype receives the value in place; other
+        outputs get a copy from a host buffer when they are first used.
+        """
+        bufs, marks = [], []
+        layouts = self._keys
+        for k, outs in pairs:
+            layout = layouts.get(k)
+            if layout is None:
+                self._layout(k, what)
+            _, shape, dtype = layout
+            if len(outs) == 1:
+                o = outs[0]
+                data = o._data
+                if data.shape != shape:
+                    self._check(k, outs, what, "output array", dtypes=False)
+                if type(data) is np.ndarray and data.dtype == dtype and data.flags.c_contiguous:
+                    bufs.append(data)
+                    marks.append((o, None))
+                    continue
+            else:
+                self._check(k, outs, what, "output array", dtypes=False)
+            buf = np.empty(shape, dtype)
+            bufs.append(buf)
+            marks.extend((o, _copy_from(buf, o._ctx)) for o in outs)
+        return bufs, marks
+
+    # ------------------------------------------------------------------ data
+    def init(self, key, value):
+        """Initialise keys on the servers: rank 0's values win; returns once every key exists."""
+        pairs = key_value_pairs(key, value, "init")
+        keys, arrays = [], []
+        for k, vals in pairs:
+            if k in self._keys:
+                raise KVStoreError(f"KVStore.init: key {k!r} is already initialised")
+            host = self._host_sum(vals[:1])
+            keys.append(wire_key(k))
+            arrays.append(host)
+        self._worker.init(keys, arrays).wait()
+        for (k, _), wk, host in zip(pairs, keys, arrays, strict=True):
+            self._keys[k] = (wk, host.shape, host.dtype)
+        if self._optimizer is not None:
+            self._send_key_mults([k for k, _ in pairs])
+
+    def push(self, key, value, priority=0):
+        """Send the sum of each key's values to the servers; returns before they answer."""
+        keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
+        ticket = self._worker.push(keys, arrays)
+        _pending.mark_all(lent, ticket)
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Fetch each key's value into ``out``; the arrays are filled when first used."""
+        if out is None:
+            raise KVStoreError("KVStore.pull: out is required")
+        pairs = key_value_pairs(key, out, "pull")
+        bufs, marks = self._gather_pulls(pairs, "pull")
+        ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
+        self._mark(ticket, (), marks)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """Push and pull in one round trip per server (``out`` defaults to ``value``)."""
+        pushes = key_value_pairs(key, value, "pushpull")
+        pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
+        keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
+        bufs, marks = self._gather_pulls(pulls, "pushpull")
+        ticket = self._worker.pushpull(keys, arrays, bufs)
+        self._mark(ticket, lent, marks)
+
+    @staticmethod
+    def _mark(ticket, lent, marks):
+        _pending.mark_all(lent, ticket)
+        _pending.mark_all([a for a, f in marks if f is None], ticket)
+        for arr, finalize in marks:
+            if finalize is not None:
+                _pending.mark(arr, ticket, finalize)
+
+    # ------------------------------------------------------------------ optimizer
+    def set_optimizer(self, optimizer):
+        """Run ``optimizer`` on the servers: rank 0 sends its name and numbers, all wait.
+
+        Raises
+        ------
+        KVStoreError
+            When the servers cannot run this optimizer (use ``update_on_kvstore=False``).
+        """
+        try:
+            name, params = optimizer.to_spec()
+        except MXNetError as e:
+            raise KVStoreError(f"the servers cannot run this optimizer ({e}); train with "
+                               "update_on_kvstore=False") from e
+        self._optimizer = optimizer
+        if self.rank == 0:
+            self._worker.set_optimizer(name, params, self._key_mults(self._keys))
+        self.barrier()
+
+    def _key_mults(self, keys):
+        opt = self._optimizer
+        mults = []
+        for k in keys:
+            if not isinstance(k, int):
+                continue
+            lr, wd = opt._get_lr_mult(k), opt._get_wd_mult(k)
+            if lr != 1.0 or wd != 1.0:
+                mults.append((self._keys[k][0], float(lr), float(wd)))
+        return mults
+
+    def _send_key_mults(self, keys):
+        mults = self._key_mults(keys)
+        if mults and self.rank == 0:
+            self._worker.set_params([], mults)
+
+    def _set_learning_rate(self, lr):
+        """Change the learning rate the servers' optimizer uses from now on."""
+        if self._optimizer is not None:
+            self._worker.set_params([("learning_rate", float(lr))])
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Write the servers' optimizer states to ``fname``."""
+        _pending.settle_all()
+        with open(fname, "wb") as f:
+            f.write(self._worker.save_states())
+
+    def load_optimizer_states(self, fname):
+        """Restore optimizer states written by :meth:`save_optimizer_states`."""
+        with open(fname, "rb") as f:
+            blob = f.read()
+        self._worker.load_states(blob)
+
+    # ------------------------------------------------------------------ sync
+    def barrier(self):
+        """Wait until every worker of the job reaches this point."""
+        self._worker.barrier("workers")
+
+    _barrier = barrier
+
+
+def _copy_from(buf, ctx):
+    """A finalizer copying host buffer ``buf`` into a pulled array on ``ctx``."""
+    if _on_host(ctx):
+        return lambda raw: np.copyto(raw, buf)
+
+    def to_device(raw):
+        with ctx.backend.guard(ctx.device_id):
+            raw[...] = ctx.backend.xp.asarray(buf)
+
+    return to_device
+
+
+def _on_host(ctx):
+    """bool: whether arrays of ``ctx`` are NumPy arrays in host memory."""
+    return ctx.backend.xp is np

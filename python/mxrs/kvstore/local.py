@@ -1,0 +1,98 @@
+"""The single-process stores: ``local`` (sum and update on CPU) and ``device`` (on the devices)."""
+
+from ..base import KVStoreError, ShapeMismatchError
+from ..context import cpu
+from ..ndarray.creation import _move_data
+from ..ndarray.ndarray import _wrap
+from .base import KVStoreBase, key_value_pairs, register
+
+
+def reduce_sum(values, ctx):
+    """Sum the raw data of NDArrays ``values`` into a fresh raw array on ``ctx``."""
+    first = values[0]
+    acc = _move_data(first._data, first._ctx, ctx)
+    if acc is first._data:
+        acc = acc.copy()
+    for v in values[1:]:
+        acc += _move_data(v._data, v._ctx, ctx)
+    return acc
+
+
+def copy_into(dst, src_raw, src_ctx):
+    """Copy raw array ``src_raw`` living on ``src_ctx`` into NDArray ``dst`` in place."""
+    moved = _move_data(src_raw, src_ctx, dst._ctx)
+    dst._ctx.backend.xp.copyto(dst._data, moved)
+
+
+@register("local", "device")
+class LocalKVStore(KVStoreBase):
+    """A KVStore inside one process.
+
+    ``local`` keeps every key on CPU and sums the pushed values there; ``device`` keeps each key
+    on the device of the value it was initialised with and sums there, so gradients of several
+    GPUs are reduced without a trip through host memory.
+    """
+
+    def __init__(self, name="local"):
+        super().__init__(name)
+        self._store = {}
+
+    def _home(self, value):
+        return cpu(0) if self._type == "local" else value._ctx
+
+    def init(self, key, value):
+        """Initialise keys; a list of values per key uses its first value (MXNet's rule).
+
+        Raises
+        ------
+        KVStoreError
+            When a key is initialised twice.
+        """
+        for k, vals in key_value_pairs(key, value, "init"):
+            if k in self._store:
+                raise KVStoreError(f"KVStore.init: key {k!r} is already initialised")
+            home = self._home(vals[0])
+            self._store[k] = _wrap(reduce_sum(vals[:1], home), home)
+
+    def _stored(self, k, what):
+        stored = self._store.get(k)
+        if stored is None:
+            raise KVStoreError(f"KVStore.{what}: key {k!r} was never initialised (call init first)")
+        return stored
+
+    def push(self, key, value, priority=0):
+        """Sum each key's values on the key's home device, then update or store the sum.
+
+        Raises
+        ------
+        ShapeMismatchError
+            When a value's shape differs from the key's; nothing is changed then.
+        """
+        pairs = key_value_pairs(key, value, "push")
+        for k, vals in pairs:
+            stored = self._stored(k, "push")
+            for v in vals:
+                if v.shape != stored.shape:
+                    raise ShapeMismatchError(
+                        f"KVStore.push: key {k!r} holds shape {stored.shape}, the pushed value "
+                        f"has shape {v.shape}")
+        for k, vals in pairs:
+            stored = self._store[k]
+            merged = reduce_sum(vals, stored._ctx)
+            if self._updater is not None:
+                self._updater(k, _wrap(merged, stored._ctx), stored)
+            else:
+                stored._ctx.backend.xp.copyto(stored._data, merged.astype(stored.dtype, copy=False))
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copy each key's value into its output array(s), on their own devices."""
+        if out is None:
+            raise KVStoreError("KVStore.pull: out is required")
+        for k, outs in key_value_pairs(key, out, "pull"):
+            stored = self._stored(k, "pull")
+            for o in outs:
+                if o.shape != stored.shape:
+                    raise ShapeMismatchError(
+                        f"KVStore.pull: key {k!r} holds shape {stored.shape}, the output array "
+                        f"has shape {o.shape}")
+                copy_into(o, stored._data, stored._ctx)

@@ -1,0 +1,85 @@
+"""Helpers that run parameter-server jobs of real processes on 127.0.0.1 for the tests."""
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+TIMEOUT = 120
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=()):
+    """Run ``script`` (Python source) as the workers of an ``mxrs-launch local`` job."""
+    path = tmp_path / "worker.py"
+    path.write_text(textwrap.dedent(script))
+    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", str(n), "-s", str(s)]
+    for kv in env:
+        cmd += ["--env", kv]
+    cmd += [sys.executable, str(path), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+def node_env(role, port, workers=2, servers=2, **extra):
+    """The environment of one process of a job whose scheduler listens on ``port``."""
+    env = dict(os.environ)
+    env.update(DMLC_ROLE=role, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(port),
+               DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
+               DMLC_NODE_HOST="127.0.0.1", MXRS_SECRET="test-secret")
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+@contextlib.contextmanager
+def scheduler_and_servers(workers=2, servers=2, **extra):
+    """Start a scheduler and ``servers`` servers; yields the port; kills what it started."""
+    port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-c", "import mxrs"],
+                              env=node_env(role, port, workers, servers, **extra))
+             for role in ["scheduler"] + ["server"] * servers]
+    try:
+        yield port
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def start_worker(port, script, workers=2, servers=2, **extra):
+    """Start one worker running ``script``; stdout and stderr are captured as text."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)],
+                            env=node_env("worker", port, workers, servers, **extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def tagged_processes(tag):
+    """Live processes whose environment carries ``MXRS_TEST_TAG=tag``.
+
+    Returns
+    -------
+    dict
+        pid -> (DMLC_ROLE, DMLC_WORKER_ID, basename of argv[0]), as str.
+    """
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = os.path.basename(f.read().split(b"\0")[0]).decode(errors="replace")
+        except OSError:
+            continue
+        if env.get(b"MXRS_TEST_TAG") == tag.encode() and state != "Z":
+            found[int(pid)] = (env.get(b"DMLC_ROLE", b"").decode(),
+                               env.get(b"DMLC_WORKER_ID", b"").decode(), argv0)
+    return found

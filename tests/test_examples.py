@@ -1,0 +1,73 @@
+"""The examples end to end: the README's main command, multi-device training, full MNIST."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FULL_MNIST = ROOT.parent / "shared" / "data" / "mnist"
+TIMEOUT = 600
+
+
+def _env():
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def _accuracies(text, pattern=r"final test accuracy ([0-9.]+)"):
+    return [float(a) for a in re.findall(pattern, text)]
+
+
+def test_the_readme_main_command_trains_to_95_percent_on_the_shipped_subset():
+    readme = (ROOT / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if "mxrs-launch local" in ln)
+    command = line[line.index("mxrs-launch"):]
+    r = subprocess.run(command, shell=True, cwd=ROOT, env=_env(), capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    accs = _accuracies(r.stdout)
+    assert len(accs) == 2, r.stdout[-3000:]
+    assert accs[0] == accs[1] and accs[0] >= 0.95, accs
+    assert "[worker 1] worker 1/2: epoch 1" in r.stdout
+
+
+def _example(*args):
+    r = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout
+
+
+def test_two_devices_with_an_uneven_work_load():
+    out = _example("examples/train_mnist.py", "--cpus", "2", "--kv-store", "device",
+                   "--work-load-list", "3,1", "--num-epochs", "2", "--no-progress")
+    assert _accuracies(out)[0] >= 0.9, out
+
+
+def test_the_multi_device_tutorial_runs_on_two_cpu_contexts():
+    out = _example("examples/gluon_multi_device.py", "--num-epochs", "6")
+    assert "After epoch 6: accuracy = " in out
+    (acc,) = _accuracies(out, r"Validation: accuracy = ([0-9.]+)")
+    assert acc >= 0.85, out  # the tutorial's plain SGD at lr 0.04 on the 6,000-image subset
+
+
+def test_the_distributed_tutorial_runs_as_a_job():
+    r = subprocess.run(["mxrs-launch", "local", "-n", "2", "-s", "2", sys.executable,
+                        "examples/dist.py", "--epochs", "2"], cwd=ROOT, env=_env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "[worker 1] This worker's rank: 1" in r.stdout
+    accs = [_accuracies(r.stdout, rf"\[worker {i}\] Epoch 1: Test_acc ([0-9.]+)") for i in (0, 1)]
+    assert accs[0] == accs[1] and accs[0][0] >= 0.9, r.stdout[-3000:]
+
+
+@pytest.mark.skipif(not FULL_MNIST.is_dir(), reason="the full MNIST is not beside the project")
+def test_lenet_reaches_98_5_percent_on_the_full_mnist():
+    out = _example("examples/train_mnist.py", "--data-dir", str(FULL_MNIST), "--num-epochs", "4",
+                   "--batch-size", "64", "--lr", "0.02", "--no-progress")
+    assert _accuracies(out)[0] >= 0.985, out
