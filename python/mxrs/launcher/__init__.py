@@ -1,0 +1,25 @@
+"""``mxrs-launch``: start a whole parameter-server job (scheduler, servers, workers).
+
+Layout
+------
+cli
+    Command-line parsing (``mxrs-launch LAUNCHER -n W -s S ... command``) and dispatch.
+job
+    Roles, ranks, placement on hosts and the ``DMLC_*`` environment; ``LaunchError``.
+hostfile
+    ``host``, ``host:port`` and ``host slots=N`` lines.
+tracker
+    What every launcher shares: the scheduler here, dry runs, supervision of the launches.
+supervise
+    Runs processes, prefixes their output, ends everything on the first failure.
+local, ssh, ...
+    One module per launcher, each with ``submit(job, dry_run=False)``.
+batch
+    What mpi, sge, yarn and slurm share: role environments, job scripts, private job files.
+mpi_rank
+    ``python -m mxrs.launcher.mpi_rank -- cmd``: the MPI/Slurm rank as ``DMLC_WORKER_ID``.
+"""
+
+from .cli import main
+
+__all__ = ["main"]

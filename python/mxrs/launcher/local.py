@@ -1,0 +1,24 @@
+"""The ``local`` launcher: scheduler, servers and workers as processes of this machine."""
+
+import os
+
+from . import tracker
+from .job import Job, compute_threads, free_port
+
+
+def launches(job: Job):
+    """Every server and worker as a local process on 127.0.0.1."""
+    threads = compute_threads(os.cpu_count() or 1, job.num_workers)
+    out = []
+    for node in job.nodes()[1:]:
+        env = {**threads, **os.environ, **node.env, "DMLC_NODE_HOST": "127.0.0.1"}
+        out.append(tracker.node_launch(job, node, job.node_command(node), env))
+    return out
+
+
+def submit(job: Job, dry_run=False):
+    """Run ``job`` on this machine over 127.0.0.1; returns the job's exit status."""
+    job.root_host = "127.0.0.1"
+    job.hosts = ["127.0.0.1"]
+    job.root_port = job.root_port or free_port()
+    return tracker.run(job, launches(job), dry_run)

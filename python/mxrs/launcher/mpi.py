@@ -1,0 +1,103 @@
+"""The ``mpi`` launcher: servers and workers started by ``mpirun`` over the hostfile's hosts.
+
+As MXNet's ``tools/launch.py --launcher mpi``: one ``mpirun -n S`` starts the servers and one
+``mpirun -n W`` the workers, both over a hostfile written from ``-H`` (``host slots=N``). The
+job's variables are passed by name (Open MPI ``-x VAR``, MPICH ``-genvlist A,B``) with their
+values in mpirun's own environment, so the secret is on no command line. Workers run through
+:mod:`.mpi_rank`, which makes the MPI rank the worker id.
+
+Settings (environment): ``MXRS_MPI_FLAVOR`` = ``openmpi`` or ``mpich`` overrides what
+``mpirun --version`` says; ``MXRS_MPIRUN_ARGS`` adds flags to both mpiruns (for example
+``--allow-run-as-root --oversubscribe``).
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+from . import batch, tracker
+from .job import Job, LaunchError
+
+FLAVORS = ("openmpi", "mpich")
+
+
+def flavor(dry_run=False):
+    """'openmpi' or 'mpich': ``MXRS_MPI_FLAVOR``, else what ``mpirun --version`` prints."""
+    forced = os.environ.get("MXRS_MPI_FLAVOR", "").strip().lower()
+    if forced:
+        if forced not in FLAVORS:
+            raise LaunchError(f"MXRS_MPI_FLAVOR={forced}: expected one of {', '.join(FLAVORS)}")
+        return forced
+    try:
+        r = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        if dry_run:
+            return "openmpi"
+        raise LaunchError(f"cannot run 'mpirun --version': {e}") from None
+    text = r.stdout + r.stderr
+    if "Open MPI" in text or "OpenRTE" in text:
+        return "openmpi"
+    if "HYDRA" in text or "mpich" in text.lower():
+        return "mpich"
+    raise LaunchError("mpirun is neither Open MPI nor MPICH (its --version says "
+                      f"{text.strip().splitlines()[0] if text.strip() else 'nothing'!r}); "
+                      "set MXRS_MPI_FLAVOR=openmpi|mpich")
+
+
+def hostfile_text(hosts, mpi):
+    """The hosts in the hostfile format of ``mpi``: ``host slots=N`` or MPICH's ``host:N``."""
+    lines = []
+    for h in hosts:
+        name, slots = getattr(h, "name", str(h)), getattr(h, "slots", 1)
+        lines.append(f"{name} slots={slots}" if mpi == "openmpi" else f"{name}:{slots}")
+    return "\n".join(lines) + "\n"
+
+
+def mpirun(mpi, count, hostfile, names, argv):
+    """An ``mpirun`` command line starting ``count`` copies of ``argv`` with variables ``names``
+    passed by name."""
+    cmd = ["mpirun", *batch.extra_args("MXRS_MPIRUN_ARGS")]
+    if mpi == "openmpi":  # rank-tagged output comes whole lines at a time
+        cmd += ["--tag-output", "--hostfile", hostfile, "-n", str(count)]
+        for name in names:
+            cmd += ["-x", name]
+    else:
+        cmd += ["-prepend-rank", "-f", hostfile, "-n", str(count), "-genvlist", ",".join(names)]
+    return cmd + list(argv)
+
+
+def launches(job: Job, mpi, hostfile):
+    """The two mpiruns: servers, then workers (through the rank shim)."""
+    out = []
+    for role, count, argv in (
+            ("server", job.num_servers, batch.server_command(job)),
+            ("worker", job.num_workers, batch.rank_shim(job, job.command))):
+        env = {**batch.pass_through(), **batch.role_env(job, role)}
+        names = sorted(env)
+        cmd = mpirun(mpi, count, hostfile, names, argv)
+        out.append(tracker.Launch(f"{role}s", role, cmd, {**os.environ, **env}))
+    return out
+
+
+def submit(job: Job, dry_run=False):
+    """Run ``job``'s servers and workers with mpirun on ``job.hosts``; returns the exit status."""
+    if not job.hosts:
+        raise LaunchError("the mpi launcher needs -H/--hostfile")
+    batch.require("mpirun", "mpi", dry_run)
+    mpi = flavor(dry_run)
+    batch.advertise(job)
+    files = batch.JobFiles(tempfile.gettempdir(), "mxrs-mpi")
+    hostfile = files.add("hostfile", hostfile_text(job.hosts, mpi))
+    todo = launches(job, mpi, hostfile)
+    if dry_run:
+        files.show(job.secret, sys.stdout)
+        for role in ("server", "worker"):
+            batch.show_env(f"{role}s", batch.role_env(job, role), job.secret)
+        return tracker.run(job, todo, dry_run=True)
+    files.write()
+    try:
+        return tracker.run(job, todo)
+    finally:
+        files.remove()

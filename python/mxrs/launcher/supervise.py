@@ -1,0 +1,143 @@
+"""Runs the processes of a job: prefixed output, and the whole job ends on the first failure."""
+
+import collections
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+
+from .job import LaunchError
+
+_GRACE_S = 5.0  # between SIGTERM and SIGKILL when stopping the job
+_DRAIN_S = 60.0  # for servers and scheduler to exit after the last worker finished
+
+
+class Supervisor:
+    """Starts processes in their own process groups and watches them.
+
+    Every output line is written to ``out`` prefixed with the process's label. :meth:`wait`
+    returns 0 once every worker exited 0 and the other processes ended by themselves; on the
+    first process to fail (or on SIGINT/SIGTERM to this process) every process group started here
+    is terminated, the failing process's last lines are repeated, and its status is returned.
+    """
+
+    def __init__(self, out=None, err=None):
+        self._out = out or sys.stdout.buffer
+        self._err = err or sys.stderr
+        self._lock = threading.Lock()
+        self._procs = []  # (label, role, Popen, deque of last lines)
+        self._exits = queue.Queue()
+
+    def start(self, label, role, argv, env, stdin=None):
+        """Start ``argv`` with environment ``env``; ``role`` 'worker' marks the job's workers.
+
+        ``stdin`` bytes are written to the process, whose stdin then stays open until the job
+        ends (closing it is how remote launchers learn to stop).
+        """
+        try:
+            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE)
+        except OSError as e:
+            self._terminate()
+            raise LaunchError(f"{label}: cannot start {argv[0]}: {e.strerror}") from None
+        if stdin is not None:
+            proc.stdin.write(stdin)
+            proc.stdin.flush()
+        tail = collections.deque(maxlen=20)
+        self._procs.append((label, role, proc, tail))
+        threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True).start()
+        return proc
+
+    def _pump(self, label, proc, tail):
+        prefix = f"[{label}] ".encode()
+        for line in iter(proc.stdout.readline, b""):
+            tail.append(line)
+            with self._lock:
+                self._out.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
+                self._out.flush()
+        code = proc.wait()
+        self._exits.put((label, code))
+
+    def _say(self, msg):
+        with self._lock:
+            self._out.flush()
+            print(f"mxrs-launch: {msg}", file=self._err, flush=True)
+
+    def wait(self):
+        """Supervise until the job ends; returns the job's exit status."""
+        stop = threading.Event()
+        previous = {}
+
+        def on_signal(signum, _frame):
+            stop.signum = signum
+            stop.set()
+            self._exits.put((None, None))
+
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                previous[s] = signal.signal(s, on_signal)
+        try:
+            return self._watch(stop)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+    def _watch(self, stop):
+        workers = {label for label, role, _, _ in self._procs if role == "worker"}
+        running = {label for label, _, _, _ in self._procs}
+        while running:
+            try:
+                label, code = self._exits.get(timeout=None if workers else _DRAIN_S)
+            except queue.Empty:
+                self._say(f"{', '.join(sorted(running))} still running {_DRAIN_S:.0f} s after "
+                          "the last worker finished; stopping them")
+                self._terminate()
+                return 1
+            if stop.is_set():
+                self._say(f"interrupted (signal {stop.signum}); stopping the job")
+                self._terminate()
+                return 128 + stop.signum
+            running.discard(label)
+            workers.discard(label)
+            if code != 0:
+                status = code if code > 0 else 128 - code
+                self._report(label, status)
+                self._terminate()
+                return status
+        return 0
+
+    def _report(self, label, status):
+        tail = next(t for lab, _, _, t in self._procs if lab == label)
+        lines = b"".join(tail).decode(errors="replace").rstrip()
+        shown = f"; its last lines:\n{lines}" if lines else ""
+        self._say(f"{label} failed with exit status {status}; stopping the job{shown}")
+
+    def _terminate(self):
+        """SIGTERM every process group started here, then SIGKILL what is left after a grace."""
+        for _, _, p, _ in self._procs:
+            if p.stdin is not None and not p.stdin.closed:
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass
+        for _, _, p, _ in self._procs:  # also groups whose leader is gone but children remain
+            _signal_group(p, signal.SIGTERM)
+        live = [p for _, _, p, _ in self._procs if p.poll() is None]
+        for p in live:
+            try:
+                p.wait(timeout=_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(p, signal.SIGKILL)
+                p.wait()
+        for _, _, p, _ in self._procs:
+            _signal_group(p, signal.SIGKILL)
+
+
+def _signal_group(proc, sig):
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
