@@ -131,3 +131,13 @@ def test_the_rank_shim_takes_the_rank_from_mpi_or_slurm(var):
     assert mpi_rank.rank({}) is None
     with pytest.raises(ValueError):
         mpi_rank.rank({var: "x"})
+
+
+def test_the_rank_shim_shares_the_cores_among_the_local_processes():
+    assert mpi_rank.thread_env({"OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, 16) == {
+        "OMP_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}
+    assert mpi_rank.thread_env({"MPI_LOCALNRANKS": "3"}, 2)["OMP_NUM_THREADS"] == "1"
+    # a count the user set is kept, and without a local size nothing is guessed
+    assert "OMP_NUM_THREADS" not in mpi_rank.thread_env(
+        {"PMIX_LOCAL_SIZE": "2", "OMP_NUM_THREADS": "8"}, 16)
+    assert mpi_rank.thread_env({}, 16) == {}
