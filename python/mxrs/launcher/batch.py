@@ -16,6 +16,7 @@ import shutil
 import socket
 import sys
 
+from . import tracker
 from .job import Job, LaunchError, Node, free_port, interface_address, route_address
 from .tracker import SECRET_MASK
 
@@ -193,6 +194,31 @@ def show_env(label, env, secret, out=None):
     out = out or sys.stdout
     for k in sorted(env):
         print(f"[{label}]   env: {k}={str(env[k]).replace(secret, SECRET_MASK)}", file=out)
+
+
+def show_role_envs(job: Job):
+    """On a dry run: the servers' and the workers' environments, secret masked."""
+    for role in ("server", "worker"):
+        show_env(f"{role}s", role_env(job, role), job.secret)
+
+
+def run_with_files(job: Job, files, todo, dry_run=False, output_of=None, show_envs=False):
+    """Run the launches ``todo`` with ``files`` written for as long as the job runs; a dry run
+    shows the files instead (and with ``show_envs`` the roles' environments). When ``output_of``
+    names the batch system, its output folder (the job folder) is kept and pointed to at the
+    end. Returns the job's exit status."""
+    if dry_run:
+        files.show(job.secret, sys.stdout)
+        if show_envs:
+            show_role_envs(job)
+        return tracker.run(job, todo, dry_run=True)
+    files.write()
+    try:
+        return tracker.run(job, todo)
+    finally:
+        files.remove()
+        if output_of and os.path.isdir(files.dir):  # what the batch system wrote there
+            print(f"mxrs-launch: the {output_of} output is in {files.dir}", file=sys.stderr)
 
 
 def job_dir():

@@ -13,7 +13,6 @@ Settings (environment): ``MXRS_MPI_FLAVOR`` = ``openmpi`` or ``mpich`` overrides
 
 import os
 import subprocess
-import sys
 import tempfile
 
 from . import batch, tracker
@@ -91,13 +90,4 @@ def submit(job: Job, dry_run=False):
     files = batch.JobFiles(tempfile.gettempdir(), "mxrs-mpi")
     hostfile = files.add("hostfile", hostfile_text(job.hosts, mpi))
     todo = launches(job, mpi, hostfile)
-    if dry_run:
-        files.show(job.secret, sys.stdout)
-        for role in ("server", "worker"):
-            batch.show_env(f"{role}s", batch.role_env(job, role), job.secret)
-        return tracker.run(job, todo, dry_run=True)
-    files.write()
-    try:
-        return tracker.run(job, todo)
-    finally:
-        files.remove()
+    return batch.run_with_files(job, files, todo, dry_run, show_envs=True)

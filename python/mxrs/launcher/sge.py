@@ -13,7 +13,6 @@ read on the execution hosts, so a shared file system).
 """
 
 import os
-import sys
 
 from . import batch, tracker
 from .job import Job
@@ -51,13 +50,4 @@ def submit(job: Job, dry_run=False):
     files = batch.JobFiles(batch.job_dir(), "mxrs-sge")
     path = files.add("job.sh", job_script(job))
     launch = tracker.Launch("sge", "worker", qsub(job, path, files.dir), dict(os.environ))
-    if dry_run:
-        files.show(job.secret, sys.stdout)
-        return tracker.run(job, [launch], dry_run=True)
-    files.write()
-    try:
-        return tracker.run(job, [launch])
-    finally:
-        files.remove()
-        if os.path.isdir(files.dir):  # what the batch system wrote there
-            print(f"mxrs-launch: the SGE tasks' output is in {files.dir}", file=sys.stderr)
+    return batch.run_with_files(job, files, [launch], dry_run, output_of="SGE tasks'")

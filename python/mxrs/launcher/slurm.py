@@ -15,7 +15,6 @@ or ``--exact`` where steps must share or split the allocation), ``MXRS_SBATCH_AR
 """
 
 import os
-import sys
 
 from . import batch, tracker
 from .job import Job
@@ -72,19 +71,9 @@ def submit(job: Job, dry_run=False):
     if inside:
         todo = step_launches(job)
         if dry_run:
-            for role in ("server", "worker"):
-                batch.show_env(f"{role}s", batch.role_env(job, role), job.secret)
+            batch.show_role_envs(job)
         return tracker.run(job, todo, dry_run)
     files = batch.JobFiles(batch.job_dir(), "mxrs-slurm")
     path = files.add("job.sh", batch_script(job))
     launch = tracker.Launch("slurm", "worker", sbatch(job, path, files.dir), dict(os.environ))
-    if dry_run:
-        files.show(job.secret, sys.stdout)
-        return tracker.run(job, [launch], dry_run=True)
-    files.write()
-    try:
-        return tracker.run(job, [launch])
-    finally:
-        files.remove()
-        if os.path.isdir(files.dir):  # what the batch system wrote there
-            print(f"mxrs-launch: the Slurm job's output is in {files.dir}", file=sys.stderr)
+    return batch.run_with_files(job, files, [launch], dry_run, output_of="Slurm job's")

@@ -17,7 +17,6 @@ the scripts are written before the Client uploads them; default the temporary fo
 import glob
 import os
 import shutil
-import sys
 import tempfile
 
 from . import batch, tracker
@@ -90,11 +89,4 @@ def submit(job: Job, dry_run=False):
         path = files.add(f"{role}.sh", role_script(job, role))
         todo.append(tracker.Launch(f"yarn {role}s", role, client(job, tool, jar, role, path),
                                    dict(os.environ)))
-    if dry_run:
-        files.show(job.secret, sys.stdout)
-        return tracker.run(job, todo, dry_run=True)
-    files.write()
-    try:
-        return tracker.run(job, todo)
-    finally:
-        files.remove()
+    return batch.run_with_files(job, files, todo, dry_run)
