@@ -34,7 +34,21 @@ import time
 
 import numpy as np
 
-DATA = os.environ.get("MNIST_DIR", "/work/shared/data/mnist")
+
+def default_data_dir():
+    """``MNIST_DIR``, else a ``shared/data/mnist`` beside the checkout, else where
+    ``python -m mxrs.gluon.data.vision.fetch_mnist`` puts the full MNIST."""
+    if os.environ.get("MNIST_DIR"):
+        return os.environ["MNIST_DIR"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    shared = os.path.join(here, os.pardir, os.pardir, "shared", "data", "mnist")
+    if os.path.isdir(shared):
+        return os.path.normpath(shared)
+    home = os.environ.get("MXRS_HOME", os.path.join(os.path.expanduser("~"), ".mxrs"))
+    return os.path.join(home, "datasets", "mnist")
+
+
+DATA = default_data_dir()
 MAGIC = {2049: 1, 2051: 3}  # labels: 1 dimension, images: 3
 
 

@@ -17,6 +17,10 @@ if ! command -v iperf3 >/dev/null; then
 fi
 
 py=.venv/bin/python
+# the time-to-accuracy run needs the full MNIST (see bench/_train_side.py for where it looks)
+if [ -z "${MNIST_DIR:-}" ] && [ ! -d ../shared/data/mnist ]; then
+    $py -m mxrs.gluon.data.vision.fetch_mnist
+fi
 $py bench/kvstore_mxnet.py --write
 $py bench/train_mxnet.py --write
 $py bench/run_lenet.py --repeats 5 --threads 1 2 --write
