@@ -23,25 +23,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SECTION = "## LeNet forward+backward on CPU (issue 3)"
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 NOTES = """\
-Where mxrs spends a step (1 thread, about 21 ms at batch 128, measured per primitive op with the
-worker above): convolution backward 37% (the two weight-gradient GEMMs have only 6 or 16 rows
-and run memory-bound, plus the strided col2im of conv2), convolution forward 30% (one im2col copy
-and one GEMM per layer), max pooling 22%, the dense layers 9%, relu the rest; Python and autograd
-overhead is under 1 ms. Host memory bandwidth is the limit: the im2col columns of conv1 alone are
-7.4 MB per step and a plain copy of them takes about 1.6 ms on this machine. Page faults on fresh
-`mmap`ed temporaries used to cost as much again; mxrs now keeps freed blocks in glibc's heap
-(see `python/mxrs/ndarray/_backend.py`), which took the step from about 35 ms to 21 ms.
+Where mxrs spends a step at 1 thread (measured per primitive op with the worker above, on a
+day the step took about 21 ms): convolution backward 37% (the two weight-gradient GEMMs have
+only 6 or 16 rows and run memory-bound, plus the strided col2im of conv2), convolution forward
+30% (one im2col copy and one GEMM per layer), max pooling 22%, the dense layers 9%, relu the
+rest; Python and autograd overhead is under 1 ms. Host memory bandwidth is the limit: the im2col
+columns of conv1 alone are 7.4 MB per step. Page faults on fresh `mmap`ed temporaries used to
+cost as much again; mxrs keeps freed blocks in glibc's heap (see
+`python/mxrs/ndarray/_backend.py`), which took that step from about 35 ms to 21 ms.
 
 With 2 threads only the GEMMs run in parallel in mxrs (NumPy's elementwise kernels are
 single-threaded), while MXNet parallelises every operator. This 2-core machine is shared with
 other jobs; when another process holds a core, OpenBLAS's second thread waits for it and a step
 can take several times longer, so the 2-thread medians swing widely from run to run for both
-libraries (look at the per-run lines).
-
-Issue 3 quotes 12,305 samples/s for a whole MXNet training step with 2 threads on this machine
-kind. Side by side in the runs above MXNet reaches the numbers in the table, not that figure (a
-spot check of MXNet's own Gluon `HybridSequential` version of the step, hybridized, gave about
-4,100 samples/s at 1 thread), so the ratio column is the comparison that holds.
+libraries (look at the per-run lines). The machine's speed also varies from day to day (the run
+of 2026-11-22 measured about half of today's rates for both libraries): compare the ratio
+column within one run, not numbers across runs.
 """
 
 
@@ -75,8 +72,11 @@ def write_section(path, text):
     body = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
     if SECTION in body:
         start = body.index(SECTION)
-        nxt = body.find("\n## ", start + len(SECTION))
-        body = body[:start] + text + (body[nxt + 1 :] if nxt >= 0 else "")
+        # the section ends where the next heading or marked section begins
+        ends = [i for i in (body.find("\n## ", start + len(SECTION)),
+                            body.find("\n<!-- ", start + len(SECTION))) if i >= 0]
+        rest = body[min(ends) + 1 :] if ends else ""
+        body = body[:start] + text + ("\n" + rest if rest else "")
     else:
         body = body.rstrip("\n") + "\n\n" + text
     with open(path, "w") as f:
