@@ -103,3 +103,27 @@ def test_pending_array_waits_before_its_data_is_used():
     _pending.mark(c, t)
     mx.nd.waitall()
     assert t.waits == 2 and not _pending.is_pending(c)
+
+
+class _FailingTicket(_FakeTicket):
+    def wait(self):
+        super().wait()
+        raise mx.base.NodeLostError("server 0 was lost")
+
+
+def test_waitall_waits_once_per_request_and_settles_every_array_despite_errors():
+    from mxrs.ndarray import _pending
+
+    shared, failing = _FakeTicket(), _FailingTicket()
+    many = [mx.nd.zeros((2,)) for _ in range(50)]
+    _pending.mark_all(many, shared)  # one request covering fifty arrays
+    copied = mx.nd.zeros((2,))
+    _pending.mark(copied, shared, finalize=lambda raw: raw.__setitem__(..., 5.0))
+    lost = mx.nd.zeros((2,))
+    _pending.mark(lost, failing)
+    with pytest.raises(mx.base.NodeLostError, match="server 0 was lost"):
+        mx.nd.waitall()
+    assert (shared.waits, failing.waits) == (1, 1)
+    assert not any(_pending.is_pending(a) for a in [*many, copied, lost])
+    np.testing.assert_array_equal(copied.asnumpy(), [5, 5])
+    mx.nd.waitall()  # nothing is left to wait for

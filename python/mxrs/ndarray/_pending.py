@@ -104,14 +104,33 @@ def settle(arr):
 
 
 def settle_all():
-    """Wait for every pending request of this process; raises the first error met."""
+    """Wait for every pending request of this process; raises the first error met.
+
+    Each ticket is waited for once however many arrays it covers (a round of a thousand keys
+    is one or two tickets), then every array is made plain and its finalizers run.
+    """
     first_error = None
     while _PENDING:
-        arr = next(iter(_PENDING.values()))[0]
-        try:
-            _settle(arr)
-        except Exception as e:  # noqa: BLE001
-            if first_error is None:
-                first_error = e
+        entries = list(_PENDING.values())
+        _PENDING.clear()
+        outcome = {}  # id(ticket) -> None or the error its wait raised
+        for arr, reqs in entries:
+            arr.__class__ = NDArray
+            for ticket, finalize in reqs:
+                key = id(ticket)  # the ticket is alive in ``entries`` while this runs
+                if key not in outcome:
+                    try:
+                        ticket.wait()
+                        outcome[key] = None
+                    except Exception as e:  # noqa: BLE001  (wait for all; raise the first)
+                        outcome[key] = e
+                error = outcome[key]
+                if error is None and finalize is not None:
+                    try:
+                        finalize(_DATA.__get__(arr))
+                    except Exception as e:  # noqa: BLE001
+                        error = e
+                if error is not None and first_error is None:
+                    first_error = error
     if first_error is not None:
         raise first_error
