@@ -36,16 +36,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from _jobs import LIBS, JobFailed, python_for, run_job
+from _jobs import LIBS, JobFailed, run_job
+from _report import machine, version, write_section
 from ps_core import iperf3, label
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,27 +74,6 @@ UNITS = {"gbps": "GB/s per worker", "kops": "key-ops/s per worker", "p50": "ms"}
 def load(path: str | Path = JSON_OUT) -> dict:
     """The results a run saved with ``--json`` (schema in the module docstring)."""
     return json.loads(Path(path).read_text())
-
-
-def machine() -> str:
-    """One line describing this machine: CPUs, kernel, Python."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = f" ({line.split(':', 1)[1].strip()})"
-                break
-    except OSError:
-        pass
-    return (f"{os.cpu_count()} CPUs{model}, {platform.machine()}, Linux {platform.release()}, "
-            f"Python {platform.python_version()}")
-
-
-def version(lib: str) -> str:
-    """``lib.__version__`` as its own interpreter reports it."""
-    out = subprocess.run([python_for(lib), "-c", f"import {lib}; print({lib}.__version__)"],
-                         capture_output=True, text=True, timeout=120)
-    return out.stdout.strip() or "?"
 
 
 def job(lib: str, w: int, s: int, runs: list[str], rounds: dict, timeout: float) -> dict:
@@ -208,17 +185,6 @@ def section(data: dict) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    """Replace the marked section of ``path`` with ``text``, or append it."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + text + rest.split(END, 1)[1]
-    else:
-        new = old.rstrip() + "\n\n" + text + "\n"
-    path.write_text(new)
-
-
 def main() -> None:
     """Parse the options, run every job, save the JSON and optionally the section."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -295,7 +261,7 @@ def main() -> None:
     text = section(data)
     print(text)
     if args.write:
-        write_section(args.results, text)
+        write_section(args.results, text, BEGIN, END)
     print(f"total {time.perf_counter() - t0:.0f} s; saved {args.json}", flush=True)
     if failed:
         sys.exit("some jobs failed (see above and the JSON's jobs[].error)")

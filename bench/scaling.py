@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import statistics
 from pathlib import Path
 
 import _jobs
+from _report import machine, write_section
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -126,10 +125,9 @@ def section(comm: dict, rates: dict | None, modelled: dict | None, charts: list[
             repeats: int) -> str:
     """The RESULTS.md section."""
     lines = [BEGIN, "## Scaling (issue 7)", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux "
-             f"{platform.release()}, Python {platform.python_version()}; "
-             f"{datetime.date.today().isoformat()}. Command: `python bench/scaling.py "
-             f"--repeats {repeats} --write` (after `kvstore_mxnet.py` and `train_mxnet.py`).", "",
+             f"Machine: {machine()}; {datetime.date.today().isoformat()}. "
+             f"Command: `python bench/scaling.py --repeats {repeats} --write` "
+             "(after `kvstore_mxnet.py` and `train_mxnet.py`).", "",
              "Communication of one LeNet step (all 10 gradients pushed, all parameters pulled, "
              f"60,170 float32), W workers × W servers on 127.0.0.1, p50 ms, medians of {repeats}:",
              "", "| W | mxrs ms | MXNet ms | MXNet / mxrs |", "|---:|---:|---:|---:|"]
@@ -156,17 +154,6 @@ def section(comm: dict, rates: dict | None, modelled: dict | None, charts: list[
     return "\n".join(lines)
 
 
-def write_section(text: str, results: Path) -> None:
-    """Replace (or append) the marked section of ``results``."""
-    old = results.read_text() if results.exists() else "# Benchmark results\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + text + rest.split(END, 1)[1]
-    else:
-        new = old.rstrip() + "\n\n" + text + "\n"
-    results.write_text(new)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -189,7 +176,7 @@ def main() -> None:
     text = section(comm, rates, modelled, charts, args.repeats)
     print(text)
     if args.write:
-        write_section(text, args.results)
+        write_section(args.results, text, BEGIN, END)
 
 
 if __name__ == "__main__":

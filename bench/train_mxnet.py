@@ -45,7 +45,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -54,6 +53,7 @@ import time
 from pathlib import Path
 
 from _jobs import LIBS, THREAD_VARS, JobFailed, python_for, run_job
+from _report import machine, version, write_section
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "bench" / "_train_side.py"
@@ -75,38 +75,6 @@ TARGETS = [
 ]
 ACC_THREADS = 2
 LR, MOMENTUM, BATCH, TARGET = 0.02, 0.9, 128, 0.985
-
-
-def machine() -> str:
-    """One line describing this machine: CPUs, kernel, Python, load at start."""
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = f" ({line.split(':', 1)[1].strip()})"
-                break
-    except OSError:
-        pass
-    return (f"{os.cpu_count()} CPUs{model}, {platform.machine()}, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f} at start")
-
-
-def version(lib: str) -> str:
-    """``lib.__version__`` as its own interpreter reports it."""
-    out = subprocess.run([python_for(lib), "-c", f"import {lib}; print({lib}.__version__)"],
-                         capture_output=True, text=True, timeout=120)
-    return out.stdout.strip() or "?"
-
-
-def write_section(path: Path, text: str) -> None:
-    """Replace the marked section of ``path`` with ``text``, or append it."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + text + rest.split(END, 1)[1]
-    else:
-        new = old.rstrip() + "\n\n" + text + "\n"
-    path.write_text(new)
 
 
 def local_env(lib: str, threads: int) -> dict:
@@ -333,7 +301,7 @@ def main() -> None:
         targets.append({"name": tname, "config": config, "reference": reference, "mxrs": a,
                         "mxnet": b, "met": a >= b if a is not None and b is not None else None})
     data = {
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        "machine": machine(load=True), "date": datetime.date.today().isoformat(),
         "command": shlex.join([".venv/bin/python", "bench/train_mxnet.py", *sys.argv[1:]]),
         "versions": {lib: version(lib) for lib in LIBS}, "settings": settings,
         "configs": configs, "medians": medians, "ratios": ratios, "accuracy": acc,
@@ -344,7 +312,7 @@ def main() -> None:
     text = section(data)
     print(text)
     if args.write:
-        write_section(args.results, text)
+        write_section(args.results, text, BEGIN, END)
     print(f"total {time.perf_counter() - t0:.0f} s; saved {args.json}", flush=True)
     if errors:
         sys.exit("some runs failed (see above and the JSON's errors)")
