@@ -2,7 +2,7 @@
 
 import pickle
 
-from ..base import KVStoreError, MXNetError
+from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray.ndarray import NDArray
 
 _REGISTRY = {}
@@ -48,6 +48,15 @@ def create(name="local"):
     if klass is None:
         raise MXNetError(f"unknown KVStore type '{name}'; known: {', '.join(sorted(_REGISTRY))}")
     return klass(key)
+
+
+def check_shapes(what, key, shape, arrays, role):
+    """Raise ShapeMismatchError naming ``key`` and both shapes if an array of ``arrays`` (the
+    ``role``: 'pushed value' or 'output array') is not of the key's ``shape``."""
+    for a in arrays:
+        if a.shape != shape:
+            raise ShapeMismatchError(f"KVStore.{what}: key {key!r} holds shape {shape}, the "
+                                     f"{role} has shape {a.shape}")
 
 
 def key_value_pairs(key, value, what):

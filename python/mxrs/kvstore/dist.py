@@ -12,10 +12,10 @@ import hashlib
 import numpy as np
 
 from .. import _native
-from ..base import KVStoreError, MXNetError, ShapeMismatchError
+from ..base import KVStoreError, MXNetError
 from ..context import cpu
 from ..ndarray import _pending
-from .base import KVStoreBase, key_value_pairs, register
+from .base import KVStoreBase, check_shapes, key_value_pairs, register
 from .local import reduce_sum
 
 _STR_KEY_BIT = 1 << 63
@@ -94,10 +94,8 @@ class DistKVStore(KVStoreBase):
 
     def _check(self, k, arrays, what, role, dtypes=True):
         _, shape, dtype = self._layout(k, what)
+        check_shapes(what, k, shape, arrays, role)
         for a in arrays:
-            if a.shape != shape:
-                raise ShapeMismatchError(f"KVStore.{what}: key {k!r} holds shape {shape}, the "
-                                         f"{role} has shape {a.shape}")
             if dtypes and a.dtype != dtype:
                 raise KVStoreError(f"KVStore.{what}: key {k!r} holds {dtype}, the {role} is "
                                    f"{a.dtype}")

@@ -1,10 +1,10 @@
 """The single-process stores: ``local`` (sum and update on CPU) and ``device`` (on the devices)."""
 
-from ..base import KVStoreError, ShapeMismatchError
+from ..base import KVStoreError
 from ..context import cpu
 from ..ndarray.creation import _move_data
 from ..ndarray.ndarray import _wrap
-from .base import KVStoreBase, key_value_pairs, register
+from .base import KVStoreBase, check_shapes, key_value_pairs, register
 
 
 def reduce_sum(values, ctx):
@@ -70,12 +70,7 @@ class LocalKVStore(KVStoreBase):
         """
         pairs = key_value_pairs(key, value, "push")
         for k, vals in pairs:
-            stored = self._stored(k, "push")
-            for v in vals:
-                if v.shape != stored.shape:
-                    raise ShapeMismatchError(
-                        f"KVStore.push: key {k!r} holds shape {stored.shape}, the pushed value "
-                        f"has shape {v.shape}")
+            check_shapes("push", k, self._stored(k, "push").shape, vals, "pushed value")
         for k, vals in pairs:
             stored = self._store[k]
             merged = reduce_sum(vals, stored._ctx)
@@ -90,9 +85,6 @@ class LocalKVStore(KVStoreBase):
             raise KVStoreError("KVStore.pull: out is required")
         for k, outs in key_value_pairs(key, out, "pull"):
             stored = self._stored(k, "pull")
+            check_shapes("pull", k, stored.shape, outs, "output array")
             for o in outs:
-                if o.shape != stored.shape:
-                    raise ShapeMismatchError(
-                        f"KVStore.pull: key {k!r} holds shape {stored.shape}, the output array "
-                        f"has shape {o.shape}")
                 copy_into(o, stored._data, stored._ctx)
