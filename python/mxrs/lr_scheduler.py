@@ -165,7 +165,38 @@ class MultiFactorScheduler(LRScheduler):
         return self.base_lr
 
 
-class PolyScheduler(LRScheduler):
+class _DecayToFinal(LRScheduler):
+    """After warmup, ``final_lr + (base_lr - final_lr) * shape(n / max_steps)`` with
+    ``n = num_update - warmup_steps`` and ``max_steps = max_update - warmup_steps``, ``shape``
+    going from 1 to 0; past ``max_update`` the last value is kept."""
+
+    def __init__(self, max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
+                 warmup_mode):
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        if not isinstance(max_update, int):
+            raise MXNetError(f"max_update must be an int, got {max_update!r}")
+        if max_update < 1:
+            raise MXNetError(f"maximum number of updates must be strictly positive, got "
+                             f"{max_update}")
+        self.base_lr_orig = self.base_lr
+        self.max_update = max_update
+        self.final_lr = final_lr
+        self.max_steps = self.max_update - self.warmup_steps
+
+    def _shape(self, frac):
+        raise NotImplementedError
+
+    def __call__(self, num_update):
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            frac = (num_update - self.warmup_steps) / self.max_steps
+            self.base_lr = (self.final_lr
+                            + (self.base_lr_orig - self.final_lr) * self._shape(frac))
+        return self.base_lr
+
+
+class PolyScheduler(_DecayToFinal):
     """Decay the learning rate along a polynomial to ``final_lr`` at ``max_update``.
 
     After warmup: ``final_lr + (base_lr - final_lr) * (1 - n / max_steps) ** pwr`` with
@@ -186,29 +217,15 @@ class PolyScheduler(LRScheduler):
 
     def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
                  warmup_begin_lr=0, warmup_mode="linear"):
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if not isinstance(max_update, int):
-            raise MXNetError(f"max_update must be an int, got {max_update!r}")
-        if max_update < 1:
-            raise MXNetError(f"maximum number of updates must be strictly positive, got "
-                             f"{max_update}")
         self.power = pwr
-        self.base_lr_orig = self.base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = self.max_update - self.warmup_steps
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
+                         warmup_mode)
 
-    def __call__(self, num_update):
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            frac = float(num_update - self.warmup_steps) / float(self.max_steps)
-            self.base_lr = (self.final_lr
-                            + (self.base_lr_orig - self.final_lr) * pow(1 - frac, self.power))
-        return self.base_lr
+    def _shape(self, frac):
+        return pow(1 - frac, self.power)
 
 
-class CosineScheduler(LRScheduler):
+class CosineScheduler(_DecayToFinal):
     """Decay the learning rate along half a cosine to ``final_lr`` at ``max_update``.
 
     After warmup: ``final_lr + (base_lr - final_lr) * (1 + cos(pi * n / max_steps)) / 2`` with
@@ -227,22 +244,8 @@ class CosineScheduler(LRScheduler):
 
     def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
                  warmup_mode="linear"):
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if not isinstance(max_update, int):
-            raise MXNetError(f"max_update must be an int, got {max_update!r}")
-        if max_update < 1:
-            raise MXNetError(f"maximum number of updates must be strictly positive, got "
-                             f"{max_update}")
-        self.base_lr_orig = base_lr
-        self.max_update = max_update
-        self.final_lr = final_lr
-        self.max_steps = self.max_update - self.warmup_steps
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
+                         warmup_mode)
 
-    def __call__(self, num_update):
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            frac = (num_update - self.warmup_steps) / self.max_steps
-            self.base_lr = (self.final_lr
-                            + (self.base_lr_orig - self.final_lr) * (1 + cos(pi * frac)) / 2)
-        return self.base_lr
+    def _shape(self, frac):
+        return (1 + cos(pi * frac)) / 2
