@@ -18,22 +18,15 @@ import sys
 import time
 
 import numpy as np
+from _train_side import build
 
 mx = importlib.import_module(os.environ["BENCH_LIB"])
-nn = mx.gluon.nn
 
 
 def lenet():
-    """The seeds' LeNet, its shapes fixed by one forward pass of a 1x1x28x28 batch."""
-    net = nn.Sequential()
-    net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Flatten(),
-            nn.Dense(120, activation="relu"),
-            nn.Dense(84, activation="relu"),
-            nn.Dense(10))
+    """The seeds' LeNet (as the training benchmark builds it), its shapes fixed by one forward
+    pass of a 1x1x28x28 batch."""
+    net = build(mx.gluon.nn)
     net.initialize(mx.init.Xavier())
     net(mx.nd.zeros((1, 1, 28, 28)))
     return net

@@ -3,6 +3,7 @@ library's version, and the marked sections they replace."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -43,3 +44,14 @@ def write_section(path: Path, text: str, begin: str, end: str) -> None:
     else:
         new = old.rstrip() + "\n\n" + text + "\n"
     path.write_text(new)
+
+
+def publish(data: dict, text: str, json_path: Path, results: Path, write: bool, begin: str,
+            end: str) -> None:
+    """Save ``data`` as JSON, print the section ``text`` and, with ``write``, put it into
+    ``results`` between ``begin`` and ``end``."""
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(data, indent=1))
+    print(text)
+    if write:
+        write_section(results, text, begin, end)

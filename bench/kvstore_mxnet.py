@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 from _jobs import LIBS, JobFailed, run_job
-from _report import machine, version, write_section
+from _report import machine, publish, version
 from ps_core import iperf3, label
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,12 +256,7 @@ def main() -> None:
         "ceiling_gbps": statistics.median(ceiling) if ceiling else None,
         "ceiling_samples": ceiling, "rows": rows, "targets": targets(rows), "jobs": raw,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, indent=1))
-    text = section(data)
-    print(text)
-    if args.write:
-        write_section(args.results, text, BEGIN, END)
+    publish(data, section(data), args.json, args.results, args.write, BEGIN, END)
     print(f"total {time.perf_counter() - t0:.0f} s; saved {args.json}", flush=True)
     if failed:
         sys.exit("some jobs failed (see above and the JSON's jobs[].error)")

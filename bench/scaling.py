@@ -28,7 +28,7 @@ import statistics
 from pathlib import Path
 
 import _jobs
-from _report import machine, write_section
+from _report import machine, publish
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
@@ -171,12 +171,9 @@ def main() -> None:
     if kv:
         ratio_chart(HERE / "kvstore_ratios.png", kv)
         charts.append("kvstore_ratios.png")
-    (OUT / "scaling.json").write_text(json.dumps({"comm_ms": comm, "rates": rates,
-                                                  "modelled": modelled}, indent=1))
-    text = section(comm, rates, modelled, charts, args.repeats)
-    print(text)
-    if args.write:
-        write_section(args.results, text, BEGIN, END)
+    publish({"comm_ms": comm, "rates": rates, "modelled": modelled},
+            section(comm, rates, modelled, charts, args.repeats), OUT / "scaling.json",
+            args.results, args.write, BEGIN, END)
 
 
 if __name__ == "__main__":

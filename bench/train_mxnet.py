@@ -53,7 +53,7 @@ import time
 from pathlib import Path
 
 from _jobs import LIBS, THREAD_VARS, JobFailed, python_for, run_job
-from _report import machine, version, write_section
+from _report import machine, publish, version
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "bench" / "_train_side.py"
@@ -307,12 +307,7 @@ def main() -> None:
         "configs": configs, "medians": medians, "ratios": ratios, "accuracy": acc,
         "targets": targets, "errors": errors,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, indent=1))
-    text = section(data)
-    print(text)
-    if args.write:
-        write_section(args.results, text, BEGIN, END)
+    publish(data, section(data), args.json, args.results, args.write, BEGIN, END)
     print(f"total {time.perf_counter() - t0:.0f} s; saved {args.json}", flush=True)
     if errors:
         sys.exit("some runs failed (see above and the JSON's errors)")
