@@ -92,17 +92,6 @@ def is_pending(arr):
     return id(arr) in _PENDING
 
 
-def raw(arr):
-    """Return ``arr``'s raw data without waiting (for handing it to a new request)."""
-    return _DATA.__get__(arr)
-
-
-def settle(arr):
-    """Wait for ``arr``'s requests, if any."""
-    if id(arr) in _PENDING:
-        _settle(arr)
-
-
 def settle_all():
     """Wait for every pending request of this process; raises the first error met.
 
