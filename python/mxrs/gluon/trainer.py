@@ -200,8 +200,7 @@ class Trainer:
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Apply the optimizer to reduced gradients (after :meth:`allreduce_grads`)."""
-        if not self._kv_initialized:
-            self._init_kvstore()
+        self._ensure_store()
         if self._update_on_kvstore:
             raise MXNetError("Trainer.update() needs update_on_kvstore=False: the store applies "
                              "the optimizer")
