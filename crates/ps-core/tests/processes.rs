@@ -12,6 +12,18 @@ use ps_core::protocol::frame::Mode;
 use ps_core::{Config, DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// A free port for a job's scheduler. A port from binding port 0 comes from the ephemeral range,
+/// where the servers of the tests running beside this one take theirs between this check and the
+/// scheduler's own bind; a port below that range that is free now is not raced that way.
+fn scheduler_port() -> u16 {
+    loop {
+        let port = 20_000 + rand::random::<u16>() % 12_000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// Kills the processes it started when dropped (a failing test leaves nothing behind).
 struct Job {
     secret: String,
@@ -21,11 +33,7 @@ struct Job {
 
 impl Job {
     fn new(workers: u32, servers: u32, extra: &[(&str, &str)]) -> Job {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = scheduler_port();
         let secret = format!("secret-{port}");
         let mut env: Vec<(String, String)> = vec![
             ("DMLC_PS_ROOT_URI".into(), "127.0.0.1".into()),
