@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from mxrs.launcher.job import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBS = ("mxrs", "mxnet")
@@ -35,13 +36,6 @@ def python_for(lib: str) -> str:
         return str(exe)
     venv = ROOT / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else sys.executable
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def job_env(lib: str, role: str, workers: int, servers: int, port: int, threads: int,

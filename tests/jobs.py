@@ -2,19 +2,13 @@
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
+from mxrs.launcher.job import free_port
+
 TIMEOUT = 120
-
-
-def free_port():
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=()):

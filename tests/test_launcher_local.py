@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -85,3 +86,18 @@ def test_command_line():
     for bad in (["local", "-n", "2"], ["-n", "2", "python"], ["local", "-n", "0", "python"]):
         with pytest.raises(SystemExit):
             parse(bad)
+
+
+def test_the_scheduler_port_is_free_and_below_the_ephemeral_range(tmp_path):
+    from mxrs.launcher import job
+
+    low = job._ephemeral_low()
+    for _ in range(20):
+        port = job.free_port()
+        assert 1024 <= port < low
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # free indeed
+    ranges = tmp_path / "range"
+    ranges.write_text("40000\t60999\n")
+    assert job._ephemeral_low(str(ranges)) == 40000
+    assert job._ephemeral_low(str(tmp_path / "missing")) == 32768

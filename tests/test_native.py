@@ -5,12 +5,12 @@ The scheduler and the servers are started the way MXNet's launch tools start the
 """
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from jobs import free_port
 
 TIMEOUT = 60
 
@@ -45,12 +45,6 @@ WORKER = textwrap.dedent(
 )
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _env(role, port, **extra):
     env = dict(os.environ)
     env.update(
@@ -71,7 +65,7 @@ def _env(role, port, **extra):
 @pytest.fixture
 def job():
     """Starts a scheduler and two servers through ``import mxrs``; kills what it started."""
-    port = _free_port()
+    port = free_port()
     procs = [
         subprocess.Popen([sys.executable, "-c", "import mxrs"], env=_env(role, port))
         for role in ("scheduler", "server", "server")

@@ -2,6 +2,7 @@
 
 import fcntl
 import os
+import random
 import secrets
 import socket
 import struct
@@ -105,10 +106,33 @@ def compute_threads(cpus, workers_here):
 
 
 def free_port(host="127.0.0.1"):
-    """A TCP port on ``host`` that nothing listens on right now."""
+    """A TCP port on ``host`` that nothing listens on right now, for a scheduler.
+
+    It is taken below the kernel's ephemeral range: the job's servers (and anything else
+    starting meanwhile) get their ports from that range, so none of them can take this one
+    between now and the scheduler's bind. Falls back to any free port.
+    """
+    low = _ephemeral_low()
+    for _ in range(100):
+        port = random.randrange(max(1024, low - 12_000), low) if low > 2048 else 0
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def _ephemeral_low(path="/proc/sys/net/ipv4/ip_local_port_range"):
+    """The first port of the kernel's ephemeral range (Linux's default when unknown)."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def interface_address(iface):
