@@ -18,3 +18,22 @@ def test_kvstore_errors_share_a_base():
     for cls in (base.ShapeMismatchError, base.NodeLostError, base.AuthenticationError):
         assert issubclass(cls, base.KVStoreError)
     assert mx.base.MXNetError is mx.MXNetError
+
+
+def test_mxnet_error_is_a_runtime_error():
+    # As in MXNet 1.x: code written to catch RuntimeError sees mxrs's errors too.
+    assert issubclass(base.MXNetError, RuntimeError)
+    with pytest.raises(RuntimeError, match="unknown KVStore type 'nosuchstore'"):
+        mx.kv.create("nosuchstore")
+
+
+def test_a_store_shape_mismatch_is_caught_as_runtime_error():
+    kv = mx.kv.create("local")
+    kv.init(3, mx.nd.ones((2, 3)))
+    try:
+        kv.push(3, mx.nd.ones((4,)))
+    except RuntimeError as err:
+        assert isinstance(err, base.ShapeMismatchError)
+        assert "holds shape (2, 3)" in str(err)
+    else:
+        pytest.fail("a push of the wrong shape was accepted")

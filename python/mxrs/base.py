@@ -1,8 +1,9 @@
 """Error hierarchy shared by every part of mxrs.
 
-All errors mxrs raises on purpose derive from :class:`MXNetError`, so code written for MXNet 1.x
-that catches ``mx.base.MXNetError`` keeps working. The subclasses name the failure more precisely;
-the parameter-server bindings map each of their error kinds to one of them.
+All errors mxrs raises on purpose derive from :class:`MXNetError`, a :class:`RuntimeError` as in
+MXNet, so code written for MXNet 1.x that catches ``mx.base.MXNetError`` or ``RuntimeError`` keeps
+working. The subclasses name the failure more precisely; the parameter-server bindings map each of
+their error kinds to one of them.
 """
 
 __all__ = [
@@ -15,8 +16,11 @@ __all__ = [
 ]
 
 
-class MXNetError(Exception):
-    """Base class of every error raised by mxrs."""
+class MXNetError(RuntimeError):
+    """Base class of every error raised by mxrs.
+
+    A :class:`RuntimeError`, as in MXNet 1.x, so code that catches ``RuntimeError`` sees it.
+    """
 
 
 class ContextError(MXNetError):
