@@ -1,7 +1,8 @@
 """Data-parallel helpers: splitting a batch across devices, clipping gradients, hook handles.
 
-``split_data`` and ``split_and_load`` follow MXNet 1.x to the slice: an even split, or (with
-``even_split=False``) ``size // n`` samples per slice with the last slice taking the rest.
+``split_data`` and ``split_and_load`` follow MXNet 1.9.1 to the slice: an even split, or (with
+``even_split=False``) ``size // n`` samples per slice, the first ``size % n`` slices taking one
+more (100 in 3: 34, 33, 33); with fewer samples than slices the trailing slices are empty.
 ``work_load_list`` splits by weights with the rule of MXNet's executor manager: each slice gets
 ``round(batch_size * w / sum(w))`` samples, the last slice also takes what rounding left over,
 and an empty slice is an error.
@@ -47,19 +48,26 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
     batch_axis : int, default 0
         The axis to slice along.
     even_split : bool, default True
-        Require every slice to have the same size. Otherwise each slice but the last gets
-        ``size // num_slice`` samples and the last the rest (fewer slices when
-        ``size < num_slice``).
+        Require every slice to have the same size. Otherwise, as in MXNet 1.9.1, each slice gets
+        ``size // num_slice`` samples and the first ``size % num_slice`` slices one more; with
+        ``size < num_slice`` the last ``num_slice - size`` slices are empty.
 
     Returns
     -------
     list of NDArray
-        A list even when ``num_slice`` is 1.
+        ``num_slice`` slices, a list even when ``num_slice`` is 1.
 
     Raises
     ------
     SplitError
         When ``even_split`` and ``num_slice`` does not divide the axis.
+
+    Examples
+    --------
+    >>> [s.shape[0] for s in split_data(mx.nd.zeros((7, 2)), 3, even_split=False)]
+    [3, 2, 2]
+    >>> [s.shape[0] for s in split_data(mx.nd.zeros((2, 2)), 3, even_split=False)]
+    [1, 1, 0]
     """
     size = data.shape[batch_axis]
     if even_split and size % num_slice != 0:
@@ -67,15 +75,14 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
             f"data with shape {data.shape} cannot be evenly split into {num_slice} slices "
             f"along axis {batch_axis}. Use a batch size that's multiple of {num_slice} or set "
             "even_split=False to allow uneven partitioning of data.")
-    step = size // num_slice
-    if not even_split and size < num_slice:
-        step = 1
-        num_slice = size
     if batch_axis != 0 and even_split:
         out = ndarray.split(data, num_outputs=num_slice, axis=batch_axis)
         return out if isinstance(out, list) else [out]
-    return [_slice_axis(data, batch_axis, i * step, (i + 1) * step if i < num_slice - 1 else size)
-            for i in range(num_slice)]
+    step, extra = divmod(size, num_slice)
+    bounds = [0]
+    for i in range(num_slice):
+        bounds.append(bounds[-1] + step + (1 if i < extra else 0))
+    return [_slice_axis(data, batch_axis, bounds[i], bounds[i + 1]) for i in range(num_slice)]
 
 
 def _work_load_slices(batch_size, work_load_list):
@@ -139,7 +146,9 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True, work_load_list
     Returns
     -------
     list of NDArray
-        One slice per context, in ``ctx_list`` order.
+        One slice per context, in ``ctx_list`` order (empty ones too, when the batch has fewer
+        samples than there are contexts and ``even_split`` is False). With one context, the
+        whole batch on it.
     """
     if isinstance(ctx_list, Context):
         ctx_list = [ctx_list]
@@ -154,7 +163,7 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True, work_load_list
         return [data.as_in_context(ctx_list[0])]
     else:
         slices = split_data(data, len(ctx_list), batch_axis, even_split)
-    return [s.as_in_context(ctx) for s, ctx in zip(slices, ctx_list, strict=False)]
+    return [s.as_in_context(ctx) for s, ctx in zip(slices, ctx_list, strict=True)]
 
 
 def clip_global_norm(arrays, max_norm, check_isfinite=True):
