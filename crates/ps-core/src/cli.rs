@@ -48,7 +48,8 @@ pub struct Settings {
     /// Largest data-plane frame accepted, in bytes [env: MXRS_MAX_FRAME_BYTES]
     #[arg(long)]
     pub max_frame_bytes: Option<String>,
-    /// File holding the job's secret (kept off the command line) [env: MXRS_SECRET]
+    /// File holding the job's secret (kept off the command line; one trailing newline is
+    /// dropped) [env: MXRS_SECRET]
     #[arg(long)]
     pub secret_file: Option<PathBuf>,
 }
@@ -57,10 +58,7 @@ impl Settings {
     /// The configuration: flags first, then the environment.
     pub fn config(&self) -> Result<Config> {
         let secret = match &self.secret_file {
-            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| PsError::Config {
-                var: "MXRS_SECRET",
-                reason: format!("cannot read --secret-file {}: {e}", path.display()),
-            })?),
+            Some(path) => Some(read_secret_file(path)?),
             None => None,
         };
         let flag = |name: &str| -> Option<String> {
@@ -83,5 +81,78 @@ impl Settings {
             v.clone()
         };
         Config::from_lookup(|name| flag(name).or_else(|| std::env::var(name).ok()))
+    }
+}
+
+/// The secret in `path`, less one trailing newline (`\n` or `\r\n`), so that a file written by
+/// `echo "$MXRS_SECRET" > file` holds the same secret as the variable. An empty secret is refused:
+/// it would run the job open, which a `--secret-file` never asks for.
+fn read_secret_file(path: &std::path::Path) -> Result<String> {
+    let refuse = |reason: String| PsError::Config {
+        var: "MXRS_SECRET",
+        reason,
+    };
+    let mut secret = std::fs::read_to_string(path)
+        .map_err(|e| refuse(format!("cannot read --secret-file {}: {e}", path.display())))?;
+    if secret.ends_with("\r\n") {
+        secret.truncate(secret.len() - 2);
+    } else if secret.ends_with('\n') {
+        secret.truncate(secret.len() - 1);
+    }
+    if secret.is_empty() {
+        return Err(refuse(format!("--secret-file {} is empty", path.display())));
+    }
+    Ok(secret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The secret read from a `--secret-file` holding `contents`.
+    fn secret_from_file(name: &str, contents: &[u8]) -> Result<Option<Vec<u8>>> {
+        let path = std::env::temp_dir().join(format!("mxrs-cli-{}-{name}", std::process::id()));
+        std::fs::write(&path, contents).unwrap();
+        let settings = Settings {
+            root_uri: Some("127.0.0.1".into()),
+            root_port: Some("9000".into()),
+            num_servers: Some("1".into()),
+            num_workers: Some("1".into()),
+            secret_file: Some(path.clone()),
+            ..Default::default()
+        };
+        let config = settings.config();
+        std::fs::remove_file(&path).unwrap();
+        config.map(|c| c.secret)
+    }
+
+    #[test]
+    fn secret_file_loses_one_trailing_newline() {
+        // What `echo "$MXRS_SECRET" > file` writes.
+        let secret = secret_from_file("lf", b"s3cret\n").unwrap();
+        assert_eq!(secret.as_deref(), Some(&b"s3cret"[..]));
+        let secret = secret_from_file("crlf", b"s3cret\r\n").unwrap();
+        assert_eq!(secret.as_deref(), Some(&b"s3cret"[..]));
+    }
+
+    #[test]
+    fn secret_file_keeps_everything_but_that_newline() {
+        let secret = secret_from_file("two", b"s3cret\n\n").unwrap();
+        assert_eq!(secret.as_deref(), Some(&b"s3cret\n"[..]));
+        let secret = secret_from_file("bare", b"s3cret").unwrap();
+        assert_eq!(secret.as_deref(), Some(&b"s3cret"[..]));
+        let secret = secret_from_file("spaces", b" s3cret \n").unwrap();
+        assert_eq!(secret.as_deref(), Some(&b" s3cret "[..]));
+    }
+
+    #[test]
+    fn an_empty_secret_file_is_refused_rather_than_running_open() {
+        for (name, contents) in [("empty", &b""[..]), ("newline", &b"\n"[..])] {
+            let err = secret_from_file(name, contents).unwrap_err();
+            assert!(
+                err.to_string().contains("is empty"),
+                "{name}: unexpected error {err}"
+            );
+        }
     }
 }

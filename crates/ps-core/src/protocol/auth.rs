@@ -41,14 +41,15 @@ fn nonce() -> [u8; NONCE] {
     rand::random()
 }
 
-/// Logs once per process that connections are not authenticated.
+/// Logs once per process that the job runs in open mode, and what that lets others do.
 pub fn warn_if_open(secret: Option<&[u8]>) {
     static ONCE: Once = Once::new();
     if secret.is_none() {
         ONCE.call_once(|| {
             tracing::warn!(
-                "MXRS_SECRET is not set: connections are not authenticated; \
-                 any process that reaches this node's ports can join the job"
+                "MXRS_SECRET is not set: the job runs in open mode; any process that can reach \
+                 this node's ports can join the job, read and change the weights (set \
+                 MXRS_SECRET, or use mxrs-launch, which sets one)"
             )
         });
     }
