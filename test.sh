@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs mxrs into ./.venv (building the Rust extension) and runs every check and test.
+# Installs what the tests need (system tools via apt-get when run as root, see
+# scripts/test-deps.sh), installs mxrs and its test tools into ./.venv (building the Rust
+# extension), and runs every check and test.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+scripts/test-deps.sh
 
 python3 -m venv .venv
 # shellcheck disable=SC1091
