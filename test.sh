@@ -14,6 +14,8 @@ python -m pip install -q --upgrade pip
 python -m pip install -q '.[test]'
 
 cargo fmt --all -- --check
+# rust-version is a true minimum; clippy's incompatible_msrv then checks std APIs against it
+python scripts/check_msrv.py
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test -p ps-core
 ruff check .

@@ -1,9 +1,48 @@
-"""The installed package and its Rust extension."""
+"""The installed package: its version, its Rust extension and its console scripts."""
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import mxrs
+import pytest
 from mxrs import _native
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
-def test_native_extension_is_the_installed_version():
-    assert mxrs.__version__ == _native.__version__
-    assert mxrs.__version__.count(".") == 2
+ROOT = Path(__file__).resolve().parent.parent
+CARGO = tomllib.loads((ROOT / "Cargo.toml").read_text())
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+SCRIPTS = sorted(PYPROJECT["project"]["scripts"])
+
+
+def test_the_versions_are_the_workspaces():
+    # The extension, the package and its installed metadata are all built from this checkout.
+    version = CARGO["workspace"]["package"]["version"]
+    assert _native.__version__ == version
+    assert mxrs.__version__ == version
+    assert importlib.metadata.version("mxrs") == version
+
+
+def test_the_console_scripts_are_those_pyproject_declares():
+    installed = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")
+                 if e.dist is not None and e.dist.name == "mxrs"}
+    assert installed == PYPROJECT["project"]["scripts"]
+    assert {"ps-scheduler", "ps-server", "mxrs-launch"} <= set(installed)
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_each_console_script_runs(name):
+    script = Path(sys.executable).parent / name
+    assert os.access(script, os.X_OK), f"{script} is not installed"
+    r = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert name in r.stdout
+    # each one shows its own flags: the node settings, or the launcher's modes
+    expected = "--num-workers" if name.startswith("ps-") else "{local,ssh,mpi,sge,yarn,slurm}"
+    assert expected in r.stdout, r.stdout

@@ -94,7 +94,7 @@ fn parse_run(run: &str) -> Result<(u64, u64), BoxError> {
     let (bytes, keys) = run.split_once('x').unwrap_or((run, "1"));
     let bytes: u64 = bytes.trim().parse()?;
     let keys: u64 = keys.trim().parse()?;
-    if bytes < 4 || bytes % 4 != 0 || keys == 0 {
+    if bytes < 4 || !bytes.is_multiple_of(4) || keys == 0 {
         return Err(format!("run '{run}': BYTES must be a positive multiple of 4").into());
     }
     Ok((bytes, keys))
