@@ -202,3 +202,17 @@ def test_feedforward_fits_predicts_and_scores():
     acc = model.score(x, y)
     assert acc > 0.9
     assert (pred.argmax(axis=1) == y).mean() == pytest.approx(acc)
+
+
+def test_feedforward_trains_through_a_last_batch_smaller_than_its_contexts():
+    # 65 rows in batches of 32: the last batch has 1 row for 3 contexts, so two get an empty
+    # slice (as MXNet 1.9.1's split gives); they take part in the step with nothing to add.
+    rng = np.random.RandomState(1)
+    x = rng.normal(size=(65, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+    net = _Recorder()
+    model = mx.model.FeedForward(net, ctx=[mx.cpu(0), mx.cpu(1), mx.cpu(2)], num_epoch=1,
+                                 numpy_batch_size=32, learning_rate=0.1)
+    model.fit(x, y)
+    assert net.seen[-3:] == [(mx.cpu(0), 1), (mx.cpu(1), 0), (mx.cpu(2), 0)]
+    assert all(np.isfinite(p.data().asnumpy()).all() for p in net.collect_params().values())

@@ -181,3 +181,24 @@ def test_layernorm():
     want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
     np.testing.assert_allclose(got, want, rtol=1e-10)
     check_grad(nd.LayerNorm, [x, g, b], rtol=1e-4)
+
+
+def test_an_empty_batch_goes_through_flatten_dense_and_batchnorm():
+    # A device's share of a short last batch may be empty (split_data gives 1, 0, 0 for 1 row
+    # over 3 devices): forward and backward give empty results and change no running statistic.
+    x = mx.nd.ones((0, 2, 3, 3))
+    gamma, beta = mx.nd.ones((2,)), mx.nd.zeros((2,))
+    mean, var = mx.nd.full((2,), 0.5), mx.nd.full((2,), 2.0)
+    w, b = mx.nd.ones((4, 18)), mx.nd.zeros((4,))
+    for p in (x, gamma, beta, w):
+        p.attach_grad()
+    with autograd.record():
+        y = mx.nd.BatchNorm(x, gamma, beta, mean, var, fix_gamma=False)
+        z = mx.nd.FullyConnected(mx.nd.flatten(y), w, b, num_hidden=4)
+    z.backward()
+    assert y.shape == (0, 2, 3, 3) and z.shape == (0, 4)
+    np.testing.assert_array_equal(mean.asnumpy(), [0.5, 0.5])
+    np.testing.assert_array_equal(var.asnumpy(), [2.0, 2.0])
+    assert x.grad.shape == (0, 2, 3, 3)
+    np.testing.assert_array_equal(gamma.grad.asnumpy(), [0, 0])
+    np.testing.assert_array_equal(w.grad.asnumpy(), np.zeros((4, 18)))

@@ -4,6 +4,8 @@ Each is one GEMM forward and (at most) two GEMMs backward; transposed operands a
 BLAS as transposed views, not copies.
 """
 
+import numpy as np
+
 from ._op import Op, apply
 
 __all__ = ["dot", "batch_dot", "FullyConnected"]
@@ -82,7 +84,8 @@ def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None
 class _FC(Op):
     def forward(self, x, w, *b, flatten):
         self.xshape = x.shape
-        x2 = x.reshape(x.shape[0], -1) if flatten else x.reshape(-1, x.shape[-1])
+        rest = int(np.prod(x.shape[1:], dtype=np.int64))  # not -1: an empty batch has no size
+        x2 = x.reshape(x.shape[0], rest) if flatten else x.reshape(-1, x.shape[-1])
         self.x2, self.w = x2, w
         y = x2 @ w.T
         if b:

@@ -247,6 +247,9 @@ class _BatchNorm(Op):
         xp = self.xp
         axes = tuple(i for i in range(x.ndim) if i != axis)
         bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
+        # An empty batch (a device's share of a short last batch) has no statistics of its
+        # own: it is normalised with the moving ones, which it leaves as they are.
+        use_global = use_global or x.size == 0
         self.axes, self.bshape, self.fix, self.use_global = axes, bshape, fix_gamma, use_global
         g = xp.ones_like(gamma) if fix_gamma else gamma
         if use_global:

@@ -100,7 +100,8 @@ def reshape_like(lhs, rhs):
 def flatten(data):
     """Collapse all axes but the first: shape ``(N, d1 * d2 * ...)``."""
     n = data.shape[0] if data.ndim else 1
-    return apply(_Reshape, (data,), shape=(n, -1))
+    rest = int(np.prod(data.shape[1:], dtype=np.int64))  # not -1: an empty batch has no size
+    return apply(_Reshape, (data,), shape=(n, rest))
 
 
 Flatten = flatten
