@@ -20,7 +20,11 @@ fn main() {
                 .unwrap();
             addr_tx.send(l.local_addr().unwrap()).unwrap();
             Server::new(1, 1 << 31)
-                .serve(l, None, std::future::pending())
+                .serve(
+                    l,
+                    None,
+                    std::future::pending::<Option<ps_core::server::Farewell>>(),
+                )
                 .await
                 .unwrap();
         })

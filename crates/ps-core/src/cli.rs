@@ -29,6 +29,9 @@ pub struct Settings {
     /// Address to bind and advertise [env: DMLC_NODE_HOST]
     #[arg(long)]
     pub node_host: Option<String>,
+    /// Rank of this server, 0..servers-1 (default: one not asked for) [env: DMLC_SERVER_ID]
+    #[arg(long, visible_alias = "rank")]
+    pub server_id: Option<String>,
     /// Data-plane port of a server, 0 for any [env: MXRS_PORT]
     #[arg(long)]
     pub port: Option<String>,
@@ -48,6 +51,10 @@ pub struct Settings {
     /// Largest data-plane frame accepted, in bytes [env: MXRS_MAX_FRAME_BYTES]
     #[arg(long)]
     pub max_frame_bytes: Option<String>,
+    /// Most bytes of request frames a server reads at once, over all connections
+    /// [env: MXRS_MAX_INFLIGHT_BYTES]
+    #[arg(long)]
+    pub max_inflight_bytes: Option<String>,
     /// File holding the job's secret (kept off the command line; one trailing newline is
     /// dropped) [env: MXRS_SECRET]
     #[arg(long)]
@@ -75,6 +82,8 @@ impl Settings {
                 "PS_HEARTBEAT_TIMEOUT" => &self.heartbeat_timeout,
                 "MXNET_KVSTORE_BIGARRAY_BOUND" => &self.bigarray_bound,
                 "MXRS_MAX_FRAME_BYTES" => &self.max_frame_bytes,
+                "MXRS_MAX_INFLIGHT_BYTES" => &self.max_inflight_bytes,
+                "DMLC_SERVER_ID" => &self.server_id,
                 "MXRS_SECRET" => &secret,
                 _ => &None,
             };

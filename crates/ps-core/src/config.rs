@@ -41,8 +41,10 @@ pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `MXNET_KVSTORE_BIGARRAY_BOUND`: arrays above it are sliced over all servers.
 pub const DEFAULT_BIGARRAY_BOUND: u64 = 1_000_000;
-/// Default cap on one data-plane frame.
+/// Default cap on one data-plane frame (never more than the in-flight budget).
 pub const DEFAULT_MAX_FRAME_BYTES: u64 = 1 << 31;
+/// Default cap on the bytes of request frames a server reads at once over all connections.
+pub const DEFAULT_MAX_INFLIGHT_BYTES: u64 = 1 << 31;
 
 /// All settings of one node.
 #[derive(Clone)]
@@ -63,6 +65,8 @@ pub struct Config {
     pub node_host: Option<String>,
     /// `DMLC_WORKER_ID`: fixes a worker's rank.
     pub worker_id: Option<u32>,
+    /// `DMLC_SERVER_ID`: fixes a server's rank.
+    pub server_id: Option<u32>,
     /// `MXRS_PORT`: data-plane port of a server (0 picks a free one).
     pub port: u16,
     /// `PS_VERBOSE`: 0 quiet, 1 connection events, 2 every message.
@@ -75,6 +79,8 @@ pub struct Config {
     pub bigarray_bound: u64,
     /// `MXRS_MAX_FRAME_BYTES`: larger data-plane frames are refused.
     pub max_frame_bytes: u64,
+    /// `MXRS_MAX_INFLIGHT_BYTES`: most bytes of request frames a server reads at once.
+    pub max_inflight_bytes: u64,
     /// `MXRS_SECRET`: the job's shared secret.
     pub secret: Option<Vec<u8>>,
 }
@@ -92,10 +98,13 @@ impl std::fmt::Debug for Config {
             .field("interface", &self.interface)
             .field("node_host", &self.node_host)
             .field("worker_id", &self.worker_id)
+            .field("server_id", &self.server_id)
             .field("port", &self.port)
             .field("heartbeat_interval", &self.heartbeat_interval)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("bigarray_bound", &self.bigarray_bound)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("max_inflight_bytes", &self.max_inflight_bytes)
             .field("secret", &self.secret.as_ref().map(|_| "<set>"))
             .finish()
     }
@@ -111,12 +120,14 @@ pub const VARIABLES: &[&str] = &[
     "DMLC_INTERFACE",
     "DMLC_NODE_HOST",
     "DMLC_WORKER_ID",
+    "DMLC_SERVER_ID",
     "MXRS_PORT",
     "PS_VERBOSE",
     "PS_HEARTBEAT_INTERVAL",
     "PS_HEARTBEAT_TIMEOUT",
     "MXNET_KVSTORE_BIGARRAY_BOUND",
     "MXRS_MAX_FRAME_BYTES",
+    "MXRS_MAX_INFLIGHT_BYTES",
     "MXRS_SECRET",
 ];
 
@@ -137,6 +148,23 @@ impl Config {
         let secret = lookup("MXRS_SECRET")
             .filter(|s| !s.is_empty())
             .map(String::into_bytes);
+        let max_inflight_bytes = positive(
+            optional(&get, "MXRS_MAX_INFLIGHT_BYTES")?.unwrap_or(DEFAULT_MAX_INFLIGHT_BYTES),
+            "MXRS_MAX_INFLIGHT_BYTES",
+        )?;
+        let max_frame_bytes = match optional(&get, "MXRS_MAX_FRAME_BYTES")? {
+            None => DEFAULT_MAX_FRAME_BYTES.min(max_inflight_bytes),
+            Some(n) if n > max_inflight_bytes => {
+                return Err(PsError::Config {
+                    var: "MXRS_MAX_FRAME_BYTES",
+                    reason: format!(
+                        "{n} is above MXRS_MAX_INFLIGHT_BYTES ({max_inflight_bytes}): a server \
+                         could never read such a frame"
+                    ),
+                });
+            }
+            Some(n) => positive(n, "MXRS_MAX_FRAME_BYTES")?,
+        };
         Ok(Config {
             role,
             root_uri: root_uri.trim().to_string(),
@@ -146,6 +174,7 @@ impl Config {
             interface: get("DMLC_INTERFACE").map(|s| s.trim().to_string()),
             node_host: get("DMLC_NODE_HOST").map(|s| s.trim().to_string()),
             worker_id: optional(&get, "DMLC_WORKER_ID")?,
+            server_id: optional(&get, "DMLC_SERVER_ID")?,
             port: optional(&get, "MXRS_PORT")?.unwrap_or(0),
             verbose: optional::<u8>(&get, "PS_VERBOSE")?.unwrap_or(0).min(2),
             heartbeat_interval: seconds(&get, "PS_HEARTBEAT_INTERVAL")?
@@ -156,10 +185,8 @@ impl Config {
                 optional(&get, "MXNET_KVSTORE_BIGARRAY_BOUND")?.unwrap_or(DEFAULT_BIGARRAY_BOUND),
                 "MXNET_KVSTORE_BIGARRAY_BOUND",
             )?,
-            max_frame_bytes: positive(
-                optional(&get, "MXRS_MAX_FRAME_BYTES")?.unwrap_or(DEFAULT_MAX_FRAME_BYTES),
-                "MXRS_MAX_FRAME_BYTES",
-            )?,
+            max_frame_bytes,
+            max_inflight_bytes,
             secret,
         })
     }
@@ -175,12 +202,14 @@ impl Config {
             interface: None,
             node_host: Some("127.0.0.1".into()),
             worker_id: None,
+            server_id: None,
             port: 0,
             verbose: 0,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
             bigarray_bound: DEFAULT_BIGARRAY_BOUND,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             secret: None,
         }
     }
@@ -424,6 +453,26 @@ mod tests {
         let e = Config::from_lookup(lookup(&[])).unwrap_err().to_string();
         assert!(e.starts_with("DMLC_PS_ROOT_URI: not set"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn frame_and_inflight_limits_agree() {
+        let cfg =
+            Config::from_lookup(lookup(&with(&[("MXRS_MAX_INFLIGHT_BYTES", "1000")]))).unwrap();
+        assert_eq!((cfg.max_frame_bytes, cfg.max_inflight_bytes), (1000, 1000));
+        let cfg = Config::from_lookup(lookup(&with(&[("MXRS_MAX_FRAME_BYTES", "4096")]))).unwrap();
+        assert_eq!(cfg.max_frame_bytes, 4096);
+        assert_eq!(cfg.max_inflight_bytes, DEFAULT_MAX_INFLIGHT_BYTES);
+        let e = error_of(&[
+            ("MXRS_MAX_INFLIGHT_BYTES", "1000"),
+            ("MXRS_MAX_FRAME_BYTES", "4096"),
+        ]);
+        assert!(
+            e.starts_with("MXRS_MAX_FRAME_BYTES: 4096 is above MXRS_MAX_INFLIGHT_BYTES (1000)"),
+            "{e}"
+        );
+        let cfg = Config::from_lookup(lookup(&with(&[("DMLC_SERVER_ID", "1")]))).unwrap();
+        assert_eq!(cfg.server_id, Some(1));
     }
 
     #[test]

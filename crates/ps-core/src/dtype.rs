@@ -69,6 +69,33 @@ impl DType {
     pub fn is_f64(self) -> bool {
         self == DType::F64
     }
+
+    /// Whether a key of this dtype accepts an array of `pushed` in `access`: its own dtype
+    /// always; a push into a key with a float32 master copy (float32, float16, bfloat16) also
+    /// any of those three, summed in float32. Inits and pulls take the key's own dtype only.
+    pub fn accepts(self, pushed: DType, access: Access) -> bool {
+        let f32_family = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
+        pushed == self || (access == Access::Push && f32_family(self) && f32_family(pushed))
+    }
+}
+
+/// How an array meets a key: what [`DType::accepts`] decides on, and the verb of its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Init,
+    Push,
+    Pull,
+}
+
+impl Access {
+    /// "init with", "pushed", "pulled": how error messages say it.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Access::Init => "init with",
+            Access::Push => "pushed",
+            Access::Pull => "pulled",
+        }
+    }
 }
 
 impl std::fmt::Display for DType {

@@ -11,7 +11,7 @@ use crate::error::{PsError, Result};
 use crate::protocol::frame::Mode;
 use crate::protocol::{auth, transport};
 use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
-use crate::server::Server;
+use crate::server::{Farewell, Limits, Server};
 use crate::worker::{DataPlane, Worker};
 
 /// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
@@ -91,13 +91,12 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
         .port();
     let control = ControlClient::join(cfg, Role::Server, &ip.to_string(), port).await?;
     tracing::info!("{} serving", control.membership().me);
-    let mut health = control.health();
-    let server = Server::new(cfg.num_workers, cfg.max_frame_bytes);
-    let ended = async {
-        let _ = health
-            .wait_for(|h| h.shutdown.is_some() || h.scheduler_lost)
-            .await;
+    let limits = Limits {
+        max_frame: cfg.max_frame_bytes,
+        max_inflight: cfg.max_inflight_bytes,
     };
+    let server = Server::with_limits(cfg.num_workers, limits);
+    let ended = follow_job(&server, control.health());
     server.serve(listener, secret, ended).await?;
     let end = control.health().borrow().clone();
     Ok(match (end.shutdown, end.lost) {
@@ -105,6 +104,44 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
         (Some(s), _) => Outcome::Failed(s.reason),
         (None, lost) => Outcome::Failed(lost.unwrap_or_else(|| "the job ended".into())),
     })
+}
+
+/// Passes finished workers on to `server` until the job ends; then says why the server leaves.
+async fn follow_job(server: &Server, mut health: watch::Receiver<JobHealth>) -> Option<Farewell> {
+    let mut told = 0;
+    loop {
+        let (finished, farewell) = {
+            let h = health.borrow_and_update();
+            let farewell = match (&h.shutdown, h.scheduler_lost) {
+                (Some(s), _) => Some(Farewell {
+                    failed: s.failed,
+                    reason: s.reason.clone(),
+                }),
+                (None, true) => Some(Farewell {
+                    failed: true,
+                    reason: h
+                        .lost
+                        .clone()
+                        .unwrap_or_else(|| "the scheduler was lost".into()),
+                }),
+                (None, false) => None,
+            };
+            (
+                h.finished.get(told..).unwrap_or_default().to_vec(),
+                farewell,
+            )
+        };
+        told += finished.len();
+        for node in finished {
+            server.worker_finished(node.rank, &node.to_string());
+        }
+        if farewell.is_some() {
+            return farewell;
+        }
+        if health.changed().await.is_err() {
+            return None;
+        }
+    }
 }
 
 /// A worker that joined a job through its scheduler.

@@ -5,59 +5,11 @@
 mod common;
 
 use common::*;
-use ps_core::protocol::connection::{FrameReader, FrameWriter};
-use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
+use ps_core::protocol::frame::{Frame, Mode, Op};
 use ps_core::protocol::transport;
 use ps_core::worker::Worker;
 use ps_core::{DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-
-/// A hand-driven worker connection.
-struct Raw {
-    r: FrameReader<OwnedReadHalf>,
-    w: FrameWriter<OwnedWriteHalf>,
-    next: u64,
-}
-
-impl Raw {
-    async fn open(servers: &Servers, rank: u64, num_workers: u64) -> Raw {
-        let stream = transport::connect(servers.addrs[0].0, servers.secret.as_deref())
-            .await
-            .unwrap();
-        let (r, w) = stream.into_split();
-        let mut raw = Raw {
-            r: FrameReader::new(r, 1 << 30),
-            w: FrameWriter::new(w),
-            next: 1,
-        };
-        let hello = Entry {
-            key: rank,
-            count: num_workers,
-            ..Entry::new(0, DType::F32, &[], 0, 0)
-        };
-        let reply = raw.call(Op::Hello, vec![hello]).await.unwrap();
-        reply.entries[0].clone().into_result().unwrap();
-        raw
-    }
-
-    async fn call(&mut self, op: Op, entries: Vec<Entry>) -> Option<Frame> {
-        self.next += 1;
-        self.w
-            .write_frame(&Frame::request(op, self.next, entries))
-            .await
-            .ok()?;
-        self.w.flush().await.ok()?;
-        within(self.r.read_frame()).await.ok().flatten()
-    }
-}
-
-fn entry(key: u64, shape: &[u64], values: &[f32], round: u64) -> Entry {
-    let mut e = Entry::new(key, DType::F32, shape, 0, shape.iter().product());
-    e.payload = f32s(values);
-    e.round = round;
-    e
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_shape_and_unknown_key_are_named_and_change_nothing() {

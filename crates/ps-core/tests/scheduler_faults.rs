@@ -112,6 +112,12 @@ async fn a_silent_node_is_lost_after_the_timeout() {
 
         workers[0].finish().await.unwrap();
         let event = events.message().await.unwrap().unwrap();
+        let finished = workers[0].membership().me.node_id;
+        assert!(
+            matches!(&event.kind, Some(pb::event::Kind::WorkerFinished(n)) if n.node_id == finished),
+            "{event:?}"
+        );
+        let event = events.message().await.unwrap().unwrap();
         assert!(matches!(event.kind, Some(pb::event::Kind::Shutdown(s)) if s.failed));
         drop((events, raw, servers, workers));
         assert_eq!(s.outcome().await, Outcome::Failed(expected));

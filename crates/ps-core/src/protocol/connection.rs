@@ -1,12 +1,19 @@
 //! Framed halves of a data-plane connection: a reader that owns the read buffer and a writer
 //! that owns the queue of outgoing bytes (mini-redis style, split so one task reads and one
 //! writes).
+//!
+//! A server's readers share a [`Budget`]: a large frame is read only once its bytes fit in what
+//! the budget has left, so many connections announcing large frames at once wait instead of
+//! filling memory, and a large frame whose bytes stop coming closes its connection.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::frame::Frame;
 use super::pool;
@@ -22,11 +29,60 @@ const MAX_IOV: usize = 1024;
 /// Read-buffer growth step for small frames (large ones get a buffer of their own).
 const READ_STEP: usize = 256 * 1024;
 
+/// How long a large frame's bytes may stop coming before its connection is closed.
+pub const FRAME_STALL: Duration = Duration::from_secs(30);
+
+/// Bytes of large frames that may be read at once, shared by every reader of a server.
+#[derive(Debug)]
+pub struct Budget {
+    bytes: Arc<Semaphore>,
+    total: u64,
+}
+
+impl Budget {
+    /// A budget of `total` bytes.
+    pub fn new(total: u64) -> Budget {
+        let total = total.min(Semaphore::MAX_PERMITS as u64);
+        Budget {
+            bytes: Arc::new(Semaphore::new(total as usize)),
+            total,
+        }
+    }
+
+    /// Waits until `n` bytes are free and takes them until the permit is dropped.
+    async fn take(&self, n: usize) -> Result<OwnedSemaphorePermit> {
+        let fits = u32::try_from(n)
+            .ok()
+            .filter(|&n| u64::from(n) <= self.total);
+        let Some(n) = fits else {
+            return Err(PsError::Protocol(format!(
+                "frame of {n} bytes is over the server's in-flight budget of {} bytes \
+                 (MXRS_MAX_INFLIGHT_BYTES)",
+                self.total
+            )));
+        };
+        self.bytes
+            .clone()
+            .acquire_many_owned(n)
+            .await
+            .map_err(|_| PsError::Shutdown)
+    }
+
+    /// Bytes not taken now.
+    pub fn available(&self) -> usize {
+        self.bytes.available_permits()
+    }
+}
+
 /// Reads whole frames from a byte stream.
 pub struct FrameReader<R> {
     inner: R,
     buf: BytesMut,
     max_frame: u64,
+    budget: Option<Arc<Budget>>,
+    /// The budget taken by the last large frame, given back when the next one is asked for
+    /// (by then the caller has handled it).
+    held: Option<OwnedSemaphorePermit>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -36,11 +92,23 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             inner,
             buf: BytesMut::with_capacity(READ_STEP),
             max_frame,
+            budget: None,
+            held: None,
+        }
+    }
+
+    /// Reads frames of at most `max_frame` bytes from `inner`, each large frame within
+    /// `budget`.
+    pub fn with_budget(inner: R, max_frame: u64, budget: Arc<Budget>) -> Self {
+        FrameReader {
+            budget: Some(budget),
+            ..FrameReader::new(inner, max_frame)
         }
     }
 
     /// The next frame; `Ok(None)` when the peer closed the connection between frames.
     pub async fn read_frame(&mut self) -> Result<Option<Frame>> {
+        self.held = None;
         loop {
             if let Some(n) = Frame::check(&self.buf, self.max_frame)? {
                 let bytes: Bytes = self.buf.split_to(n).freeze();
@@ -49,6 +117,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             if let Some(total) = Frame::announced_len(&self.buf)
                 && total >= pool::POOLED_MIN
             {
+                if let Some(budget) = &self.budget {
+                    self.held = Some(budget.take(total).await?);
+                }
                 return self.read_large(total).await.map(Some);
             }
             self.buf.reserve(READ_STEP);
@@ -70,11 +141,17 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         frame.extend_from_slice(&self.buf.split_to(have));
         while frame.len() < total {
             let room = total - frame.len();
-            let n = self
-                .inner
-                .read_buf(&mut (&mut frame).limit(room))
-                .await
-                .map_err(|e| PsError::io("read", e))?;
+            let mut room = (&mut frame).limit(room);
+            let read = self.inner.read_buf(&mut room);
+            let n = match self.budget {
+                None => read.await,
+                Some(_) => tokio::time::timeout(FRAME_STALL, read).await.map_err(|_| {
+                    PsError::Protocol(format!(
+                        "no byte for {FRAME_STALL:?} inside a frame of {total} bytes"
+                    ))
+                })?,
+            }
+            .map_err(|e| PsError::io("read", e))?;
             if n == 0 {
                 return Err(closed_inside(frame.len()));
             }

@@ -51,6 +51,9 @@ pub enum Op {
     SaveStates = 8,
     /// Replace the updater's per-key state.
     LoadStates = 9,
+    /// Sent by a server, unasked (request id 0), as it leaves the job: the status and payload
+    /// of its one entry say why (the job completed, a node was lost, the scheduler is gone).
+    Bye = 10,
 }
 
 impl Op {
@@ -65,6 +68,7 @@ impl Op {
             7 => Op::SetParams,
             8 => Op::SaveStates,
             9 => Op::LoadStates,
+            10 => Op::Bye,
             _ => return Err(PsError::Protocol(format!("unknown op {v}"))),
         })
     }

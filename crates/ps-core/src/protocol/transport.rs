@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint, Uri};
 
@@ -32,17 +32,29 @@ pub async fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<TcpStrea
     Ok(stream)
 }
 
+/// Handshakes a listener runs at once; further connections wait in the kernel's backlog.
+pub const MAX_PENDING_HANDSHAKES: usize = 64;
+
 /// Accepts connections on `listener` forever and yields those that pass the handshake. Each
-/// handshake runs in its own task, so a silent or hostile peer delays nobody; failures are
-/// logged and the connection dropped. Ends, handshakes in progress included, when the receiver
-/// is dropped.
+/// handshake runs in its own task, so a silent or hostile peer delays nobody; at most
+/// [`MAX_PENDING_HANDSHAKES`] run at once, and each has [`auth::HANDSHAKE_TIMEOUT`]. Failures
+/// are logged and the connection dropped. Ends, handshakes in progress included, when the
+/// receiver is dropped.
 pub fn authenticated(
     listener: TcpListener,
     secret: Option<Arc<[u8]>>,
 ) -> ReceiverStream<std::io::Result<TcpStream>> {
     let (tx, rx) = mpsc::channel(64);
+    let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
     tokio::spawn(async move {
         loop {
+            let permit = tokio::select! {
+                permit = pending.clone().acquire_owned() => match permit {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+                _ = tx.closed() => return,
+            };
             let (mut stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(x) => x,
@@ -62,6 +74,7 @@ pub fn authenticated(
                     r = auth::accept(&mut stream, secret.as_deref()) => r,
                     _ = tx.closed() => return,
                 };
+                drop(permit);
                 match handshake {
                     Ok(()) => {
                         tracing::debug!("accepted connection from {peer}");

@@ -73,6 +73,17 @@ impl Watch {
             .send_if_modified(|h| !std::mem::replace(&mut h.scheduler_lost, true));
     }
 
+    /// Records a finished worker (once).
+    fn finished(&self, node: NodeInfo) {
+        self.health.send_if_modified(|h| {
+            let new = !h.finished.iter().any(|n| n.node_id == node.node_id);
+            if new {
+                h.finished.push(node);
+            }
+            new
+        });
+    }
+
     fn shutdown(&self, order: Shutdown) {
         tracing::info!("the scheduler ended the job: {}", order.reason);
         self.health.send_modify(|h| h.shutdown = Some(order));
@@ -95,7 +106,8 @@ impl std::fmt::Debug for ControlClient {
 impl ControlClient {
     /// Connects to the scheduler at `cfg.root_addr()` (retrying while it is not up yet, for up
     /// to 60 s: launch order is arbitrary), registers with `role`, advertised `host` and
-    /// data-plane `port` (0 for workers) and `cfg.worker_id`, waits until the whole job has
+    /// data-plane `port` (0 for workers) and the rank it asks for (`cfg.worker_id` or
+    /// `cfg.server_id`), waits until the whole job has
     /// registered, then starts heart-beating and watching events.
     ///
     /// # Errors
@@ -121,6 +133,7 @@ impl ControlClient {
             host: host.to_string(),
             port: port.into(),
             worker_id: cfg.worker_id.filter(|_| role == Role::Worker),
+            server_id: cfg.server_id.filter(|_| role == Role::Server),
             num_workers: cfg.num_workers,
             num_servers: cfg.num_servers,
         };
@@ -289,6 +302,11 @@ async fn read_events(
                         (_, Err(_)) => "a node was lost".into(),
                     };
                     watch.lost(message);
+                }
+                Some(pb::event::Kind::WorkerFinished(node)) => {
+                    if let Ok(node) = NodeInfo::try_from(node) {
+                        watch.finished(node);
+                    }
                 }
                 Some(pb::event::Kind::Shutdown(order)) => {
                     watch.shutdown(order.into());

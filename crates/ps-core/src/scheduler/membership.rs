@@ -25,8 +25,8 @@ pub(crate) struct Registration {
     pub host: String,
     /// Data-plane port (servers); ignored for workers.
     pub port: u32,
-    /// `DMLC_WORKER_ID` (workers); ignored for servers.
-    pub worker_id: Option<u32>,
+    /// `DMLC_WORKER_ID` (workers) or `DMLC_SERVER_ID` (servers): the rank asked for.
+    pub rank: Option<u32>,
     /// The node's `DMLC_NUM_WORKER` and `DMLC_NUM_SERVER`.
     pub num_workers: u32,
     pub num_servers: u32,
@@ -37,6 +37,8 @@ pub(crate) struct Registration {
 pub(crate) enum Notice {
     /// A node was declared lost; `message` names it and says why.
     Lost { node: NodeInfo, message: String },
+    /// A worker finished.
+    Finished(NodeInfo),
     /// The job is over.
     Shutdown(Shutdown),
 }
@@ -84,6 +86,8 @@ pub(crate) struct Job {
     barriers: [Vec<(u32, Reply<()>)>; 3],
     lost: Vec<NodeInfo>,
     first_lost: Option<String>,
+    /// Workers that finished, in the order they did.
+    finished: Vec<NodeInfo>,
     next_ticket: u64,
     notices: broadcast::Sender<Notice>,
     ended: watch::Sender<Option<Shutdown>>,
@@ -100,6 +104,7 @@ impl Job {
             barriers: Default::default(),
             lost: Vec::new(),
             first_lost: None,
+            finished: Vec::new(),
             next_ticket: 1,
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             ended: watch::channel(None).0,
@@ -177,21 +182,24 @@ impl Job {
                  is {var} the same on every node?"
             ));
         }
-        if let (Role::Worker, Some(id)) = (reg.role, reg.worker_id) {
-            if id >= self.num_workers {
+        if let Some(id) = reg.rank {
+            let id_var = match same_role {
+                Role::Worker => "DMLC_WORKER_ID",
+                _ => "DMLC_SERVER_ID",
+            };
+            if id >= limit {
                 return refuse(format!(
-                    "DMLC_WORKER_ID is {id} but the job has {} workers (ids 0..{})",
-                    self.num_workers,
-                    self.num_workers - 1
+                    "{id_var} is {id} but the job has {limit} {same_role}s (ids 0..{})",
+                    limit - 1
                 ));
             }
             let taken = self
                 .pending
                 .iter()
-                .find(|p| p.reg.role == Role::Worker && p.reg.worker_id == Some(id));
+                .find(|p| p.reg.role == same_role && p.reg.rank == Some(id));
             if let Some(other) = taken {
                 return refuse(format!(
-                    "DMLC_WORKER_ID {id} is already taken by the worker on {}",
+                    "{id_var} {id} is already taken by the {same_role} on {}",
                     other.reg.host
                 ));
             }
@@ -210,22 +218,8 @@ impl Job {
         let (workers, servers): (Vec<Pending>, Vec<Pending>) = pending
             .into_iter()
             .partition(|p| p.reg.role == Role::Worker);
-        // Workers that asked for a rank get it; the others fill the gaps in arrival order.
-        let mut taken = vec![false; self.num_workers as usize];
-        for w in &workers {
-            if let Some(id) = w.reg.worker_id {
-                taken[id as usize] = true;
-            }
-        }
-        let mut free = (0..self.num_workers).filter(|&r| !taken[r as usize]);
-        let mut ranked: Vec<(u32, Pending)> = Vec::with_capacity(workers.len());
-        for w in workers {
-            let rank = w.reg.worker_id.or_else(|| free.next()).unwrap_or(0);
-            ranked.push((rank, w));
-        }
-        ranked.sort_by_key(|(rank, _)| *rank);
-        let ordered = servers.into_iter().enumerate().map(|(r, p)| (r as u32, p));
-        let ordered: Vec<(u32, Pending)> = ordered.chain(ranked).collect();
+        let mut ordered = ranked(servers, self.num_servers);
+        ordered.extend(ranked(workers, self.num_workers));
 
         let mut replies = Vec::with_capacity(ordered.len());
         for (i, (rank, p)) in ordered.into_iter().enumerate() {
@@ -349,6 +343,23 @@ impl Job {
         }
     }
 
+    /// What a node that subscribes now must hear first: the first loss, every finished worker,
+    /// the end of the job. Also sent again to a stream that fell behind.
+    pub fn backlog(&self) -> Vec<Notice> {
+        let mut backlog = Vec::new();
+        if let (Some(node), Some(message)) = (self.lost.first(), &self.first_lost) {
+            backlog.push(Notice::Lost {
+                node: node.clone(),
+                message: message.clone(),
+            });
+        }
+        backlog.extend(self.finished.iter().cloned().map(Notice::Finished));
+        if let Some(shutdown) = self.ended.borrow().clone() {
+            backlog.push(Notice::Shutdown(shutdown));
+        }
+        backlog
+    }
+
     /// Worker `node_id` is done.
     pub fn finish(&mut self, node_id: u32, now: Instant) -> Result<()> {
         let m = self.seen(node_id, now)?;
@@ -364,6 +375,8 @@ impl Job {
             State::Alive => m.state = State::Finished,
         }
         tracing::debug!("{info} (node {node_id}) finished");
+        self.finished.push(info.clone());
+        let _ = self.notices.send(Notice::Finished(info.clone()));
         self.fail_barriers(Role::Worker, || finished_error(&info, Group::Workers));
         self.check_end();
         Ok(())
@@ -374,19 +387,9 @@ impl Job {
         let id = self.next_ticket;
         self.next_ticket += 1;
         self.seen(node_id, now)?.subscription = Some(id);
-        let mut backlog = Vec::new();
-        if let (Some(node), Some(message)) = (self.lost.first(), &self.first_lost) {
-            backlog.push(Notice::Lost {
-                node: node.clone(),
-                message: message.clone(),
-            });
-        }
-        if let Some(shutdown) = self.ended.borrow().clone() {
-            backlog.push(Notice::Shutdown(shutdown));
-        }
         Ok(Subscription {
             id,
-            backlog,
+            backlog: self.backlog(),
             notices: self.notices.subscribe(),
         })
     }
@@ -481,6 +484,24 @@ impl Job {
         let _ = self.notices.send(Notice::Shutdown(shutdown.clone()));
         self.ended.send_replace(Some(shutdown));
     }
+}
+
+/// Ranks for the registrations of one role: those that asked for a rank get it, the others fill
+/// the gaps in arrival order. Sorted by rank.
+fn ranked(regs: Vec<Pending>, size: u32) -> Vec<(u32, Pending)> {
+    let mut taken = vec![false; size as usize];
+    for p in &regs {
+        if let Some(id) = p.reg.rank {
+            taken[id as usize] = true;
+        }
+    }
+    let mut free = (0..size).filter(|&r| !taken[r as usize]);
+    let mut out: Vec<(u32, Pending)> = regs
+        .into_iter()
+        .map(|p| (p.reg.rank.or_else(|| free.next()).unwrap_or(0), p))
+        .collect();
+    out.sort_by_key(|(rank, _)| *rank);
+    out
 }
 
 fn finished_error(info: &NodeInfo, group: Group) -> PsError {

@@ -1,11 +1,11 @@
 use super::*;
 
-fn reg(role: Role, host: &str, port: u32, worker_id: Option<u32>) -> Registration {
+fn reg(role: Role, host: &str, port: u32, rank: Option<u32>) -> Registration {
     Registration {
         role,
         host: host.into(),
         port,
-        worker_id,
+        rank,
         num_workers: 2,
         num_servers: 2,
     }
@@ -116,6 +116,43 @@ fn worker_ids_beat_arrival_order() {
     assert_eq!(joined(fixed).me.rank, 0);
     assert_eq!(joined(first).me.rank, 1);
     assert_eq!(joined(second).me.rank, 2);
+}
+
+#[test]
+fn server_ids_fix_server_ranks_and_are_checked() {
+    // The launcher names a server by the id it gave it; the job's rank must agree.
+    let mut job = Job::new(1, 3);
+    let s = |port, id| Registration {
+        num_workers: 1,
+        num_servers: 3,
+        ..reg(Role::Server, "s", port, id)
+    };
+    let e = refusal(&mut job, s(7009, Some(3)));
+    assert_eq!(
+        e,
+        "DMLC_SERVER_ID is 3 but the job has 3 servers (ids 0..2)"
+    );
+    let first = join(&mut job, s(7000, Some(2)));
+    let e = refusal(&mut job, s(7008, Some(2)));
+    assert_eq!(e, "DMLC_SERVER_ID 2 is already taken by the server on s");
+    let second = join(&mut job, s(7001, None));
+    let third = join(&mut job, s(7002, Some(0)));
+    join(
+        &mut job,
+        Registration {
+            num_workers: 1,
+            num_servers: 3,
+            ..worker("w", None)
+        },
+    );
+    let (first, second, third) = (joined(first), joined(second), joined(third));
+    assert_eq!((first.me.rank, second.me.rank, third.me.rank), (2, 1, 0));
+    let ports: Vec<u16> = first.servers.iter().map(|n| n.port).collect();
+    assert_eq!(
+        ports,
+        [7002, 7001, 7000],
+        "the server table is in rank order"
+    );
 }
 
 #[test]
@@ -352,12 +389,19 @@ fn finished_workers_end_the_job() {
     let mut notices = job.subscribe(S1, now).unwrap().notices;
     job.finish(W1, now).unwrap();
     assert!(job.ended().borrow().is_none());
+    // Every node hears which worker finished (servers fail the pulls that wait for it).
+    let w1 = job.member(W1).unwrap().info.clone();
+    assert_eq!(notices.try_recv().unwrap(), Notice::Finished(w1.clone()));
+    let late = job.subscribe(S0, now).unwrap().backlog;
+    assert_eq!(late, [Notice::Finished(w1.clone())]);
     job.finish(W0, now).unwrap();
+    let w0 = job.member(W0).unwrap().info.clone();
     let end = Shutdown {
         failed: false,
         reason: "all 2 workers finished".into(),
     };
     assert_eq!(job.ended().borrow().clone(), Some(end.clone()));
+    assert_eq!(notices.try_recv().unwrap(), Notice::Finished(w0.clone()));
     assert_eq!(notices.try_recv().unwrap(), Notice::Shutdown(end.clone()));
     // After the end: no more losses, no more barriers, late subscribers hear the end.
     let sub = job.subscribe(S0, now).unwrap().id;
@@ -368,7 +412,14 @@ fn finished_workers_end_the_job() {
         Err(PsError::Shutdown)
     ));
     let backlog = job.subscribe(S1, now).unwrap().backlog;
-    assert_eq!(backlog, [Notice::Shutdown(end)]);
+    assert_eq!(
+        backlog,
+        [
+            Notice::Finished(w1),
+            Notice::Finished(w0),
+            Notice::Shutdown(end)
+        ]
+    );
 }
 
 #[test]

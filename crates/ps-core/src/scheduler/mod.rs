@@ -130,6 +130,8 @@ pub struct JobHealth {
     pub scheduler_lost: bool,
     /// Set when the scheduler ordered the job to end; servers exit on it.
     pub shutdown: Option<Shutdown>,
+    /// Workers that have finished, in the order the scheduler reported them.
+    pub finished: Vec<NodeInfo>,
 }
 
 /// The scheduler's order to end the job.

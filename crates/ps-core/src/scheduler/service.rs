@@ -20,7 +20,7 @@ use tonic::{Request, Response, Status};
 use super::closer::Closer;
 use super::membership::{Job, Notice, Registration, Subscription};
 use super::{Outcome, group_from_pb, role_from_pb};
-use crate::config::Config;
+use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
 use crate::protocol::pb::scheduler_server::{Scheduler, SchedulerServer};
 use crate::protocol::{auth, pb, transport};
@@ -253,7 +253,10 @@ impl Scheduler for Service {
             role,
             host,
             port: req.port,
-            worker_id: req.worker_id,
+            rank: match role {
+                Role::Server => req.server_id,
+                _ => req.worker_id,
+            },
             num_workers: req.num_workers,
             num_servers: req.num_servers,
         };
@@ -336,6 +339,10 @@ impl Scheduler for Service {
 fn to_event(notice: Notice) -> pb::Event {
     let (kind, message) = match notice {
         Notice::Lost { node, message } => (pb::event::Kind::NodeLost((&node).into()), message),
+        Notice::Finished(node) => (
+            pb::event::Kind::WorkerFinished((&node).into()),
+            String::new(),
+        ),
         Notice::Shutdown(s) => (pb::event::Kind::Shutdown((&s).into()), String::new()),
     };
     pb::Event {
@@ -377,7 +384,9 @@ async fn forward(
             notice = notices.recv() => match notice {
                 Ok(notice) => queue.push_back(notice),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!("node {node_id} missed {n} notices");
+                    // Tell it the job's state again instead: what it missed is in there.
+                    tracing::debug!("node {node_id} fell {n} notices behind");
+                    queue.extend(shared.job().backlog());
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },

@@ -1,65 +1,169 @@
 //! One worker's connection to a server: a reader task that parses and dispatches requests, and a
 //! writer task that sends replies (some complete later, from other workers' pushes).
+//!
+//! The reader reads nothing while the connection has too much outstanding (`reply::Flow`), and
+//! each large frame waits for its share of the server's in-flight budget before it is read. When
+//! the server leaves the job, the writer sends a [`Op::Bye`] saying why before the connection
+//! closes; when the peer leaves, what it left waiting on the server is forgotten.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use super::Shared;
 use super::handlers;
+use super::reply::{Flow, Outbox, Outgoing};
+use super::{Farewell, Shared};
+use crate::error::{PsError, Result};
+use crate::protocol::auth::HANDSHAKE_TIMEOUT;
 use crate::protocol::connection::{FrameReader, FrameWriter};
-use crate::protocol::frame::Frame;
+use crate::protocol::frame::{Entry, Frame, Op};
+
+/// How long a leaving server waits for a connection's last replies and its Bye to be written.
+const BYE_GRACE: Duration = Duration::from_secs(1);
+
+/// Who is at the other end of a connection.
+pub(crate) struct Peer {
+    /// The server's id for the connection.
+    pub conn: u64,
+    pub addr: String,
+    /// The worker rank its Hello claimed, once accepted.
+    pub rank: Option<u32>,
+}
 
 /// Serves one authenticated connection until the peer leaves, sends garbage, or `stop` is set.
-pub(crate) async fn run(shared: Arc<Shared>, stream: TcpStream, mut stop: watch::Receiver<bool>) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    mut stop: watch::Receiver<Option<Farewell>>,
+) {
+    let mut peer = Peer {
+        conn: shared.next_conn.fetch_add(1, Ordering::Relaxed),
+        addr: stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| "?".into()),
+        rank: None,
+    };
     let (read_half, write_half) = stream.into_split();
-    let (outbox, mut replies) = mpsc::unbounded_channel::<Frame>();
-    let writer = tokio::spawn(async move {
-        let mut w = FrameWriter::new(write_half);
-        while let Some(frame) = replies.recv().await {
-            if w.write_frame(&frame).await.is_err() {
-                return;
-            }
-            while let Ok(frame) = replies.try_recv() {
-                if w.write_frame(&frame).await.is_err() {
-                    return;
-                }
-            }
-            if w.flush().await.is_err() {
-                return;
-            }
-        }
-    });
+    let flow = Arc::new(Flow::default());
+    let (tx, replies) = mpsc::unbounded_channel::<Outgoing>();
+    let outbox = Outbox::new(tx, flow.clone(), peer.conn);
+    let mut writer = tokio::spawn(write(write_half, replies, flow.clone()));
 
-    let mut reader = FrameReader::new(read_half, shared.max_frame);
-    let mut worker: Option<u32> = None;
-    loop {
+    let mut reader =
+        FrameReader::with_budget(read_half, shared.limits.max_frame, shared.budget.clone());
+    let farewell = loop {
         let frame = tokio::select! {
-            f = reader.read_frame() => f,
-            _ = stop.changed() => break,
+            f = next_request(&mut reader, &flow, peer.rank.is_none()) => f,
+            _ = stop.changed() => break stop.borrow().clone(),
         };
         match frame {
             Ok(Some(frame)) => {
-                if let Err(e) = handlers::dispatch(&shared, &mut worker, frame, &outbox) {
-                    tracing::warn!("closing connection from {peer}: {e}");
-                    break;
+                flow.read(frame.entries.len());
+                if let Err(e) = handlers::dispatch(&shared, &mut peer, frame, &outbox) {
+                    tracing::warn!("closing connection from {}: {e}", peer.addr);
+                    break None;
                 }
             }
             Ok(None) => {
-                tracing::debug!("connection from {peer} closed");
-                break;
+                tracing::debug!("connection from {} closed", peer.addr);
+                break None;
             }
             Err(e) => {
-                tracing::warn!("closing connection from {peer}: {e}");
-                break;
+                tracing::warn!("closing connection from {}: {e}", peer.addr);
+                break None;
             }
         }
+    };
+    if let Some(rank) = peer.rank {
+        let mut connected = super::lock(&shared.connected);
+        if connected
+            .get(&rank)
+            .is_some_and(|(conn, _)| *conn == peer.conn)
+        {
+            connected.remove(&rank);
+        }
     }
-    // Replies still parked on keys hold outbox clones; the peer is gone, so stop writing now.
-    writer.abort();
+    match farewell {
+        Some(farewell) => {
+            // The server is leaving: the last replies, then why, then the end.
+            outbox.queue(bye(&farewell), 0);
+            drop(outbox);
+            if tokio::time::timeout(BYE_GRACE, &mut writer).await.is_err() {
+                writer.abort();
+            }
+        }
+        None => {
+            // The peer is gone (or broke the protocol): stop writing, forget what it left.
+            writer.abort();
+            drop(outbox);
+            shared.store.forget_connection(peer.conn);
+        }
+    }
+}
+
+/// The next request, once the connection is under its bounds; the first (the Hello) must come
+/// within the handshake timeout.
+async fn next_request<R: tokio::io::AsyncRead + Unpin>(
+    reader: &mut FrameReader<R>,
+    flow: &Flow,
+    first: bool,
+) -> Result<Option<Frame>> {
+    flow.admit().await;
+    if !first {
+        return reader.read_frame().await;
+    }
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, reader.read_frame())
+        .await
+        .unwrap_or_else(|_| {
+            Err(PsError::Protocol(format!(
+                "no Hello within {HANDSHAKE_TIMEOUT:?}"
+            )))
+        })
+}
+
+/// The writer task: sends queued frames in order, counting each one out of the flow; ends after
+/// a Bye, or when the connection breaks.
+async fn write(
+    write_half: tokio::net::tcp::OwnedWriteHalf,
+    mut replies: mpsc::UnboundedReceiver<Outgoing>,
+    flow: Arc<Flow>,
+) {
+    let mut w = FrameWriter::new(write_half);
+    while let Some(out) = replies.recv().await {
+        let mut batch = vec![out];
+        while let Ok(more) = replies.try_recv() {
+            batch.push(more);
+        }
+        let mut last = false;
+        for out in &batch {
+            if w.write_frame(&out.frame).await.is_err() {
+                return;
+            }
+            last |= out.frame.op == Op::Bye;
+        }
+        if w.flush().await.is_err() {
+            return;
+        }
+        batch.iter().for_each(|out| flow.written(out));
+        if last {
+            let _ = w.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// The frame that tells a worker this server is leaving and why.
+fn bye(farewell: &Farewell) -> Frame {
+    let err = match farewell.failed {
+        true => PsError::NodeLost(farewell.reason.clone()),
+        false => PsError::Shutdown,
+    };
+    let mut e = Entry::new(0, crate::dtype::DType::F32, &[], 0, 0).error(&err);
+    e.payload = Bytes::from(farewell.reason.clone());
+    Frame::reply_to(Op::Bye, 0, vec![e])
 }

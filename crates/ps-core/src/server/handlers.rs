@@ -1,69 +1,103 @@
 //! One handler per request op. Handlers never fail the connection for a bad entry: the entry's
 //! reply carries the error and nothing stored changes. Only a frame that breaks the protocol
 //! (a reply where a request belongs, a request before Hello) returns `Err`, which closes it.
+//!
+//! A request of many entries is checked whole before any of it is applied: if one init or push
+//! entry does not fit its key, every entry is answered with an error and no key, round or value
+//! changes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use super::key::Ctx;
+use super::connection::Peer;
+use super::key::{Ctx, KeyState};
 use super::reply::{Outbox, ReplySlot};
 use super::store::lock;
 use super::{Installed, Shared};
+use crate::dtype::DType;
 use crate::error::{PsError, Result};
-use crate::protocol::frame::{Entry, Frame, Mode, Op};
+use crate::protocol::frame::{ENTRY_HEADER, Entry, FRAME_HEADER, Frame, LEN_BYTES, Mode, Op};
 use crate::updater::{OptimizerSpec, Updater};
 
 /// Routes one request frame to its handler.
 pub(crate) fn dispatch(
     shared: &Shared,
-    worker: &mut Option<u32>,
+    peer: &mut Peer,
     frame: Frame,
     outbox: &Outbox,
 ) -> Result<()> {
-    if frame.reply {
-        return Err(PsError::Protocol("a worker sent a reply frame".into()));
+    if frame.reply || frame.op == Op::Bye {
+        return Err(PsError::Protocol(format!(
+            "a worker sent a {} frame",
+            if frame.reply { "reply" } else { "Bye" }
+        )));
     }
     let slots = ReplySlot::for_frame(&frame, outbox);
     if frame.op == Op::Hello {
-        return hello(shared, worker, frame, slots);
+        return hello(shared, peer, frame, slots);
     }
-    let Some(rank) = *worker else {
+    let Some(rank) = peer.rank else {
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
     };
-    let entries = frame.entries.iter().zip(slots);
+    if let Err(err) = check_reply_size(shared, &frame) {
+        refuse_all(&frame.entries, slots, 0, &err);
+        return Ok(());
+    }
     let installed = current(shared);
+    let finished = shared
+        .finished
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     let ctx = Ctx {
         num_workers: shared.num_workers,
         mode: lock(&shared.mode).unwrap_or(Mode::Sync),
         updater: installed.as_ref().map(|i| i.updater.as_ref()),
         epoch: installed.as_ref().map_or(0, |i| i.epoch),
+        finished: &finished,
     };
+    let entries = frame.entries.iter().zip(slots);
     match frame.op {
-        Op::Hello => unreachable!("handled above"),
+        Op::Hello | Op::Bye => unreachable!("handled above"),
         Op::Init => {
+            let checked = frame
+                .entries
+                .iter()
+                .map(|e| shared.store.check_init(rank, e));
+            if let Some((bad, err)) = first_error(checked) {
+                refuse_all(&frame.entries, entries.map(|(_, s)| s), bad, &err);
+                return Ok(());
+            }
             entries.for_each(|(e, slot)| shared.store.init(rank, shared.num_workers, e, slot))
         }
-        Op::Push => entries.for_each(|(e, slot)| {
-            let r = shared.store.get(e).and_then(|key| {
+        Op::Push | Op::PushPull => {
+            let keys = match checked_keys(shared, &frame.entries) {
+                Ok(keys) => keys,
+                Err((bad, err)) => {
+                    refuse_all(&frame.entries, entries.map(|(_, s)| s), bad, &err);
+                    return Ok(());
+                }
+            };
+            for ((e, slot), key) in entries.zip(keys) {
                 let mut k = lock(&key);
-                k.push(&ctx, rank, e).map(|()| k.round())
-            });
-            slot.complete(answer(e, r.map(|round| (round, Bytes::new()))));
-        }),
-        Op::Pull => entries.for_each(|(e, slot)| match shared.store.get(e) {
-            Ok(key) => lock(&key).pull(&ctx, e.round, e, slot),
-            Err(err) => slot.complete(e.error(&err)),
-        }),
-        // Push, then the pull of the round it completes, under one lock of the key.
-        Op::PushPull => entries.for_each(|(e, slot)| match shared.store.get(e) {
-            Ok(key) => {
-                let mut k = lock(&key);
-                match k.push(&ctx, rank, e) {
-                    Ok(()) => k.pull(&ctx, e.round + 1, e, slot),
-                    Err(err) => slot.complete(e.error(&err)),
+                match (frame.op, k.push(&ctx, rank, e)) {
+                    (Op::Push, r) => {
+                        let r = r.map(|()| (k.round(), Bytes::new()));
+                        slot.complete(answer(e, r));
+                    }
+                    // The pull of the round this push completes, under the same lock, in the
+                    // key's dtype (a float16 push into a float32 key pulls float32).
+                    (_, Ok(())) => {
+                        let pull = pull_of(e, k.dtype());
+                        k.pull(&ctx, e.round + 1, &pull, slot);
+                    }
+                    (_, Err(err)) => slot.complete(e.error(&err)),
                 }
             }
+        }
+        Op::Pull => entries.for_each(|(e, slot)| match shared.store.get(e) {
+            Ok(key) => lock(&key).pull(&ctx, e.round, e, slot),
             Err(err) => slot.complete(e.error(&err)),
         }),
         Op::SetOptimizer => entries.for_each(|(e, slot)| {
@@ -95,13 +129,85 @@ pub(crate) fn dispatch(
     Ok(())
 }
 
-/// First frame of a connection: `key` = worker rank, `round` = mode, `count` = job size.
-fn hello(
+/// Each push entry's key, every entry checked first; else the index of the first bad entry and
+/// why.
+#[allow(clippy::type_complexity)]
+fn checked_keys(
     shared: &Shared,
-    worker: &mut Option<u32>,
-    frame: Frame,
-    slots: Vec<ReplySlot>,
-) -> Result<()> {
+    entries: &[Entry],
+) -> std::result::Result<Vec<Arc<Mutex<KeyState>>>, (usize, PsError)> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let key = shared.store.get(e).map_err(|err| (i, err))?;
+            lock(&key).check_push(e).map_err(|err| (i, err))?;
+            Ok(key)
+        })
+        .collect()
+}
+
+/// The index and error of the first failed check.
+fn first_error(checks: impl Iterator<Item = Result<()>>) -> Option<(usize, PsError)> {
+    checks
+        .enumerate()
+        .find_map(|(i, r)| r.err().map(|err| (i, err)))
+}
+
+/// Answers every entry of a request that is refused whole because entry `bad` failed with `err`.
+fn refuse_all(
+    entries: &[Entry],
+    slots: impl IntoIterator<Item = ReplySlot>,
+    bad: usize,
+    err: &PsError,
+) {
+    for (i, (e, slot)) in entries.iter().zip(slots).enumerate() {
+        if i == bad || entries.len() == 1 {
+            slot.complete(e.error(err));
+        } else {
+            let why = PsError::Rejected(format!(
+                "key {}: not applied, because key {} in the same request was refused: {err}",
+                e.key, entries[bad].key
+            ));
+            slot.complete(e.error(&why));
+        }
+    }
+}
+
+/// The pull half of a pushpull entry: the same piece, in the key's dtype, without the payload.
+fn pull_of(e: &Entry, dtype: DType) -> Entry {
+    let mut pull = Entry::new(e.key, dtype, &e.shape, e.offset, e.count);
+    pull.round = e.round;
+    pull
+}
+
+/// Refuses a request whose replies would not fit in one frame (the worker could not read it).
+fn check_reply_size(shared: &Shared, frame: &Frame) -> Result<()> {
+    if !matches!(frame.op, Op::Pull | Op::PushPull) {
+        return Ok(());
+    }
+    let mut bytes = (LEN_BYTES + FRAME_HEADER) as u64;
+    for e in &frame.entries {
+        // A pushpull of float16 or bfloat16 into a float32 key is answered in float32.
+        let size = match (frame.op, e.dtype.size()) {
+            (Op::PushPull, 2) => 4,
+            (_, size) => size as u64,
+        };
+        let payload = e.count.saturating_mul(size);
+        bytes = bytes.saturating_add(payload + (ENTRY_HEADER + 8 * e.shape.len()) as u64);
+    }
+    let limit = shared.limits.max_frame;
+    if bytes > limit {
+        return Err(PsError::Rejected(format!(
+            "the reply to this request would take {bytes} bytes, over the limit of {limit} \
+             (MXRS_MAX_FRAME_BYTES); pull fewer keys at once"
+        )));
+    }
+    Ok(())
+}
+
+/// First frame of a connection: `key` = worker rank, `round` = mode, `count` = job size.
+fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) -> Result<()> {
     let (Some(e), 1) = (frame.entries.first(), frame.entries.len()) else {
         return Err(PsError::Protocol(
             "Hello must carry exactly one entry".into(),
@@ -109,7 +215,7 @@ fn hello(
     };
     let slot = slots.into_iter().next().expect("one slot per entry");
     let r = (|| {
-        if worker.is_some() {
+        if peer.rank.is_some() {
             return Err(PsError::Protocol("second Hello on one connection".into()));
         }
         if e.count != shared.num_workers as u64 {
@@ -137,11 +243,20 @@ fn hello(
             }
             _ => *current = Some(mode),
         }
-        Ok(e.key as u32)
+        let rank = e.key as u32;
+        let mut connected = lock(&shared.connected);
+        if let Some((_, addr)) = connected.get(&rank) {
+            return Err(PsError::Rejected(format!(
+                "worker rank {rank} is already connected (from {addr}); a second connection \
+                 claiming it is refused"
+            )));
+        }
+        connected.insert(rank, (peer.conn, peer.addr.clone()));
+        Ok(rank)
     })();
     match r {
         Ok(rank) => {
-            *worker = Some(rank);
+            peer.rank = Some(rank);
             slot.complete(e.ok(0, Bytes::new()));
         }
         Err(err) => slot.complete(e.error(&err)),

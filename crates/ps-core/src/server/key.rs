@@ -11,16 +11,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::reply::ReplySlot;
-use crate::dtype::{DType, Float, describe_array, shape_str};
+use crate::dtype::{Access, DType, Float, describe_array, shape_str};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{Entry, Mode, Shape};
 use crate::updater::{State, Updater};
 
 /// How far ahead of a key's round a worker may push before it is refused.
 pub(crate) const MAX_AHEAD: u64 = 64;
-
-/// The verb of push checks (the only one that accepts a narrower dtype).
-const PUSHED: &str = "pushed";
 
 /// What a key operation needs to know about the server.
 pub(crate) struct Ctx<'a> {
@@ -29,6 +26,9 @@ pub(crate) struct Ctx<'a> {
     pub updater: Option<&'a Updater>,
     /// Generation of the updater; state from another generation starts afresh.
     pub epoch: u64,
+    /// By rank, the name of each worker that has finished ("worker 0 on 10.0.0.2"): it will
+    /// push no more, so a sync round that still needs its push can never complete.
+    pub finished: &'a [Option<Arc<str>>],
 }
 
 /// A key's state in its compute type.
@@ -47,8 +47,8 @@ macro_rules! each {
 }
 
 impl KeyState {
-    /// A key created from rank 0's init entry.
-    pub(crate) fn create(e: &Entry, num_workers: u32) -> Result<KeyState> {
+    /// Checks rank 0's init entry as the one that creates the key.
+    pub(crate) fn check_create(e: &Entry) -> Result<()> {
         check_layout(e)?;
         let expected = e.count as usize * e.dtype.size();
         if e.payload.len() != expected {
@@ -60,6 +60,12 @@ impl KeyState {
                 shape_str(&e.shape)
             )));
         }
+        Ok(())
+    }
+
+    /// A key created from rank 0's init entry.
+    pub(crate) fn create(e: &Entry, num_workers: u32) -> Result<KeyState> {
+        Self::check_create(e)?;
         Ok(if e.dtype.is_f64() {
             KeyState::F64(KeyData::new(e, num_workers))
         } else {
@@ -72,9 +78,34 @@ impl KeyState {
         each!(self, k => k.round)
     }
 
-    /// Checks that `e` describes this key, `what` being e.g. "init with" or "pushed".
-    pub(crate) fn check(&self, e: &Entry, what: &str) -> Result<()> {
-        each!(self, k => k.check(e, what))
+    /// Checks that `e` describes this key for `access`.
+    pub(crate) fn check(&self, e: &Entry, access: Access) -> Result<()> {
+        each!(self, k => k.check(e, access))
+    }
+
+    /// Checks a push entry completely (layout, dtype, payload size) without changing anything.
+    pub(crate) fn check_push(&self, e: &Entry) -> Result<()> {
+        each!(self, k => k.check(e, Access::Push).and_then(|()| k.check_payload(e)))
+    }
+
+    /// The key's dtype (what pulls and inits carry).
+    pub(crate) fn dtype(&self) -> DType {
+        each!(self, k => k.dtype)
+    }
+
+    /// Fails every parked pull that waits for a round a finished worker will never push.
+    pub(crate) fn fail_blocked_pulls(&mut self, finished: &[Option<Arc<str>>]) {
+        each!(self, k => k.fail_blocked_pulls(finished))
+    }
+
+    /// How many pulls wait for a round.
+    pub(crate) fn parked_pulls(&self) -> usize {
+        each!(self, k => k.pulls.len())
+    }
+
+    /// Forgets the parked pulls of connection `conn` (it closed; nobody will read the reply).
+    pub(crate) fn forget_connection(&mut self, conn: u64) {
+        each!(self, k => k.pulls.retain(|w| w.slot.conn() != conn))
     }
 
     /// Adds a push of `worker`.
@@ -157,6 +188,9 @@ pub(crate) struct KeyData<T> {
     ahead: VecDeque<Ahead>,
     pulls: Vec<PullWaiter>,
     opt: Option<(u64, State<T>)>,
+    /// The value in the key's dtype when that is not the compute type (float16, bfloat16),
+    /// made once per value and shared by every pull reply until the value changes.
+    wire: Option<Bytes>,
 }
 
 /// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
@@ -187,6 +221,7 @@ impl<T: Float> KeyData<T> {
             ahead: VecDeque::new(),
             pulls: Vec::new(),
             opt: None,
+            wire: None,
         }
     }
 
@@ -194,8 +229,9 @@ impl<T: Float> KeyData<T> {
         describe(self.dtype, &self.shape, self.offset, self.count)
     }
 
-    fn check(&self, e: &Entry, what: &str) -> Result<()> {
-        if !self.accepts(e.dtype, what) || e.shape != self.shape {
+    fn check(&self, e: &Entry, access: Access) -> Result<()> {
+        let what = access.verb();
+        if !self.dtype.accepts(e.dtype, access) || e.shape != self.shape {
             return Err(PsError::ShapeMismatch(format!(
                 "key {}: {what} {} {} but the key holds {}",
                 self.key,
@@ -216,13 +252,6 @@ impl<T: Float> KeyData<T> {
         Ok(())
     }
 
-    /// Whether an entry of `dtype` fits: the key's own dtype, or for pushes into a key with a
-    /// float32 master copy any of float32, float16, bfloat16.
-    fn accepts(&self, dtype: DType, what: &str) -> bool {
-        let f32_family = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::BF16);
-        dtype == self.dtype || (what == PUSHED && f32_family(self.dtype) && f32_family(dtype))
-    }
-
     fn check_payload(&self, e: &Entry) -> Result<()> {
         let expected = self.count as usize * e.dtype.size();
         if e.payload.len() != expected {
@@ -238,7 +267,7 @@ impl<T: Float> KeyData<T> {
     }
 
     fn push(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
-        self.check(e, PUSHED)?;
+        self.check(e, Access::Push)?;
         self.check_payload(e)?;
         match ctx.mode {
             Mode::Async => {
@@ -252,6 +281,7 @@ impl<T: Float> KeyData<T> {
                 self.first = Some((e.dtype, e.payload.clone()));
                 self.apply(updater, ctx.epoch);
                 self.round += 1;
+                self.wire = None;
                 Ok(())
             }
             Mode::Sync => {
@@ -329,6 +359,7 @@ impl<T: Float> KeyData<T> {
                 }
             }
             self.round += 1;
+            self.wire = None;
             self.pushed.iter_mut().for_each(|p| *p = false);
             self.n_pushed = 0;
             completed = true;
@@ -344,6 +375,7 @@ impl<T: Float> KeyData<T> {
             }
         }
         if completed {
+            self.fail_blocked_pulls(ctx.finished);
             let mut i = 0;
             while i < self.pulls.len() {
                 if self.pulls[i].round <= self.round {
@@ -387,7 +419,7 @@ impl<T: Float> KeyData<T> {
     }
 
     fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
-        if let Err(err) = self.check(e, "pulled") {
+        if let Err(err) = self.check(e, Access::Pull) {
             return slot.complete(e.error(&err));
         }
         if ctx.mode == Mode::Async || round <= self.round {
@@ -400,6 +432,9 @@ impl<T: Float> KeyData<T> {
             ));
             return slot.complete(e.error(&err));
         }
+        if let Some(err) = self.blocked(round, ctx.finished) {
+            return slot.complete(e.error(&err));
+        }
         let mut request = e.clone();
         request.payload = Bytes::new();
         self.pulls.push(PullWaiter {
@@ -409,11 +444,60 @@ impl<T: Float> KeyData<T> {
         });
     }
 
-    fn value_bytes(&self) -> Bytes {
+    /// Why `round` can never complete: a finished worker has not pushed every round up to it.
+    fn blocked(&self, round: u64, finished: &[Option<Arc<str>>]) -> Option<PsError> {
+        for (w, name) in finished.iter().enumerate() {
+            let Some(name) = name else { continue };
+            // The rounds this worker's pushes can still complete: the current one if it pushed
+            // to it, and each following one it pushed ahead to.
+            let mut reach = self.round;
+            if self.pushed.get(w).copied().unwrap_or(false) {
+                reach += 1;
+                while self
+                    .ahead
+                    .iter()
+                    .any(|a| a.worker as usize == w && a.round == reach)
+                {
+                    reach += 1;
+                }
+            }
+            if round > reach {
+                return Some(PsError::Rejected(format!(
+                    "key {}: the pull waits for round {round}, but {name} has finished after \
+                     pushing {reach} rounds of this key, so round {round} can never complete \
+                     (do all workers run the same number of steps?)",
+                    self.key
+                )));
+            }
+        }
+        None
+    }
+
+    fn fail_blocked_pulls(&mut self, finished: &[Option<Arc<str>>]) {
+        if self.pulls.is_empty() || finished.iter().all(Option::is_none) {
+            return;
+        }
+        let mut i = 0;
+        while i < self.pulls.len() {
+            match self.blocked(self.pulls[i].round, finished) {
+                Some(err) => {
+                    let w = self.pulls.swap_remove(i);
+                    w.slot.complete(w.request.error(&err));
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    fn value_bytes(&mut self) -> Bytes {
         if self.dtype.size() == std::mem::size_of::<T>() {
             Bytes::from_owner(SharedBytes(self.value.clone()))
         } else {
-            Bytes::from(T::write_as(&self.value, self.dtype))
+            let dtype = self.dtype;
+            let value = &self.value;
+            self.wire
+                .get_or_insert_with(|| Bytes::from(T::write_as(value, dtype)))
+                .clone()
         }
     }
 
@@ -426,8 +510,8 @@ impl<T: Float> KeyData<T> {
     }
 }
 
-/// Validates the layout fields of an entry that creates a key.
-fn check_layout(e: &Entry) -> Result<()> {
+/// Validates the layout fields of an entry that creates (or waits for) a key.
+pub(crate) fn check_layout(e: &Entry) -> Result<()> {
     let numel = e
         .shape
         .iter()

@@ -1,11 +1,19 @@
 //! The server: holds a share of the keys, sums the workers' pushes and applies the optimizer.
 //!
+//! # Memory
+//! What a peer can make a server hold is bounded: handshakes in progress
+//! ([`transport::authenticated`]), bytes of request frames being read across all connections
+//! ([`Limits::max_inflight`]), and per connection the entries read but not yet answered and the
+//! reply bytes not yet written (`reply`): a connection over a bound is simply not read from until
+//! it is under again. A connection's parked pulls and inits are forgotten when it closes.
+//!
 //! # Layout
 //! - `store`: sharded map of key pieces; rank-0-wins initialisation.
 //! - `key`: one piece's value, sync round, merge buffer, waiting pulls and optimizer state.
 //! - `handlers`: one function per request op, dispatched by `Op`.
 //! - `connection`: a worker's connection: the reader that dispatches and the writer that answers.
-//! - `reply`: reply frames assembled from entries that complete at different times.
+//! - `reply`: reply frames assembled from entries that complete at different times, and the
+//!   per-connection flow accounting.
 
 mod connection;
 mod handlers;
@@ -14,25 +22,47 @@ mod reply;
 mod store;
 
 use std::future::Future;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
+use rustc_hash::FxHashMap;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 use tokio_stream::StreamExt;
 
+use crate::config::DEFAULT_MAX_INFLIGHT_BYTES;
 use crate::error::Result;
+use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::transport;
 use crate::updater::{OptimizerSpec, Updater};
-use store::Store;
+pub use reply::{MAX_OUTSTANDING_ENTRIES, MAX_QUEUED_REPLY_BYTES};
+use store::{Store, lock};
+
+/// Bounds on what a server reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest request frame accepted (`MXRS_MAX_FRAME_BYTES`); also the largest reply.
+    pub max_frame: u64,
+    /// Most bytes of request frames read at once over all connections
+    /// (`MXRS_MAX_INFLIGHT_BYTES`); a frame that would go over waits until others are done.
+    pub max_inflight: u64,
+}
 
 /// State shared by all connections of one server.
 pub(crate) struct Shared {
     num_workers: u32,
-    max_frame: u64,
+    limits: Limits,
+    budget: Arc<Budget>,
     mode: Mutex<Option<Mode>>,
     store: Store,
     updater: RwLock<Option<Arc<Installed>>>,
+    /// By rank, the name of each worker the scheduler reported finished.
+    finished: RwLock<Arc<[Option<Arc<str>>]>>,
+    /// Workers connected now: rank -> (connection id, peer address).
+    connected: Mutex<FxHashMap<u32, (u64, String)>>,
+    next_conn: AtomicU64,
 }
 
 /// The optimizer in use and its generation.
@@ -43,51 +73,128 @@ struct Installed {
     epoch: u64,
 }
 
+/// Why a server leaves the job, as its connections tell their workers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Farewell {
+    /// True when the job ended in failure (a node was lost, the scheduler is gone).
+    pub failed: bool,
+    /// One line saying why.
+    pub reason: String,
+}
+
+/// Requests a server holds unanswered (see [`Server::waiting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    /// Init entries of non-zero ranks for keys rank 0 has not created yet.
+    pub inits: usize,
+    /// Pulls waiting for a sync round.
+    pub pulls: usize,
+}
+
 /// A parameter server's data plane.
 pub struct Server {
     shared: Arc<Shared>,
 }
 
 impl Server {
-    /// A server for a job of `num_workers` workers that refuses frames over `max_frame` bytes.
+    /// A server for a job of `num_workers` workers that refuses frames over `max_frame` bytes
+    /// (and reads at most the default in-flight budget, or `max_frame` if that is more).
     pub fn new(num_workers: u32, max_frame: u64) -> Server {
+        Server::with_limits(
+            num_workers,
+            Limits {
+                max_frame,
+                max_inflight: max_frame.max(DEFAULT_MAX_INFLIGHT_BYTES),
+            },
+        )
+    }
+
+    /// A server for a job of `num_workers` workers with the given bounds.
+    pub fn with_limits(num_workers: u32, limits: Limits) -> Server {
         Server {
             shared: Arc::new(Shared {
                 num_workers,
-                max_frame,
+                limits,
+                budget: Arc::new(Budget::new(limits.max_inflight)),
                 mode: Mutex::new(None),
                 store: Store::new(),
                 updater: RwLock::new(None),
+                finished: RwLock::new(vec![None; num_workers as usize].into()),
+                connected: Mutex::new(FxHashMap::default()),
+                next_conn: AtomicU64::new(1),
             }),
         }
     }
 
+    /// Records that worker `rank` (called `name` in messages) has finished: it will push no
+    /// more, so every pull waiting for a round that needs its push fails, now and later, with
+    /// an error naming it.
+    pub fn worker_finished(&self, rank: u32, name: &str) {
+        let finished = {
+            let mut slot = self
+                .shared
+                .finished
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            let Some(known) = slot.get(rank as usize) else {
+                return;
+            };
+            if known.is_some() {
+                return;
+            }
+            let mut names = slot.to_vec();
+            names[rank as usize] = Some(Arc::from(name));
+            *slot = names.into();
+            slot.clone()
+        };
+        tracing::debug!("{name} finished");
+        for (_, k) in self.shared.store.pieces() {
+            lock(&k).fail_blocked_pulls(&finished);
+        }
+    }
+
+    /// What the server holds for requests it has not answered yet: init entries waiting for
+    /// rank 0's value, and pulls waiting for a round (diagnostics; every connection's share of
+    /// them is bounded and dropped when it closes).
+    pub fn waiting(&self) -> Waiting {
+        let (inits, pulls) = self.shared.store.waiting();
+        Waiting { inits, pulls }
+    }
+
     /// Serves workers that connect to `listener` and prove they know `secret`, until
-    /// `shutdown` resolves; then closes every connection.
+    /// `shutdown` resolves; then tells every connected worker why (the farewell `shutdown`
+    /// yields, if any), closes every connection and returns once their tasks have ended.
     pub async fn serve(
         &self,
         listener: TcpListener,
         secret: Option<Arc<[u8]>>,
-        shutdown: impl Future<Output = ()>,
+        shutdown: impl Future<Output = Option<Farewell>>,
     ) -> Result<()> {
-        let (stop_tx, stop_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(None);
         let mut incoming = transport::authenticated(listener, secret);
+        let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
-        loop {
+        let farewell = loop {
             tokio::select! {
                 conn = incoming.next() => match conn {
                     Some(Ok(stream)) => {
                         let shared = self.shared.clone();
                         let stop = stop_rx.clone();
-                        tokio::spawn(connection::run(shared, stream, stop));
+                        conns.spawn(connection::run(shared, stream, stop));
                     }
                     Some(Err(e)) => tracing::warn!("accept: {e}"),
-                    None => break,
+                    None => break None,
                 },
-                _ = &mut shutdown => break,
+                farewell = &mut shutdown => break farewell,
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
             }
-        }
-        let _ = stop_tx.send(true);
+        };
+        drop(incoming);
+        let _ = stop_tx.send(Some(farewell.unwrap_or(Farewell {
+            failed: false,
+            reason: "the server stopped".into(),
+        })));
+        while conns.join_next().await.is_some() {}
         Ok(())
     }
 }

@@ -1,19 +1,112 @@
-//! Replies that may complete later than their request was read.
+//! Replies that may complete later than their request was read, and the accounting that bounds
+//! how many a connection may have outstanding.
 //!
 //! A request frame can carry many keys, and some entries cannot be answered at once (a pull
 //! waiting for a sync round, an init waiting for rank 0). Each entry gets a [`ReplySlot`]; when
-//! the last slot of a frame is filled, the reply frame goes to the requesting connection's writer.
+//! the last slot of a frame is filled, the reply frame goes to the requesting connection's
+//! [`Outbox`]. The outbox counts the connection's unanswered entries and unwritten reply bytes
+//! ([`Flow`]); its reader stops reading requests while either is over its bound, so a peer that
+//! does not read its replies is slowed down instead of filling the server's memory.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::PsError;
 use crate::protocol::frame::{Entry, Frame, Op};
 
-/// Outgoing frames of one connection.
-pub(crate) type Outbox = UnboundedSender<Frame>;
+/// Request entries a connection may have read and not yet seen answered on the wire before its
+/// reader pauses (parked pulls and inits included).
+pub const MAX_OUTSTANDING_ENTRIES: usize = 1 << 17;
+/// Reply bytes a connection may have queued and not yet written before its reader pauses.
+pub const MAX_QUEUED_REPLY_BYTES: usize = 64 << 20;
+
+/// What one connection has outstanding.
+#[derive(Default)]
+pub(crate) struct Flow {
+    entries: AtomicUsize,
+    bytes: AtomicUsize,
+    written: Notify,
+}
+
+impl Flow {
+    /// Counts the entries of a request about to be dispatched.
+    pub(crate) fn read(&self, entries: usize) {
+        self.entries.fetch_add(entries, Ordering::AcqRel);
+    }
+
+    /// A queued frame went out on the wire (or will never go).
+    pub(crate) fn written(&self, out: &Outgoing) {
+        self.entries.fetch_sub(out.answers, Ordering::AcqRel);
+        self.bytes.fetch_sub(out.bytes, Ordering::AcqRel);
+        self.written.notify_one();
+    }
+
+    fn over(&self) -> bool {
+        self.entries.load(Ordering::Acquire) > MAX_OUTSTANDING_ENTRIES
+            || self.bytes.load(Ordering::Acquire) > MAX_QUEUED_REPLY_BYTES
+    }
+
+    /// Returns once the connection is under both bounds again.
+    pub(crate) async fn admit(&self) {
+        loop {
+            let written = self.written.notified();
+            tokio::pin!(written);
+            written.as_mut().enable();
+            if !self.over() {
+                return;
+            }
+            written.await;
+        }
+    }
+}
+
+/// A frame queued for a connection's writer.
+pub(crate) struct Outgoing {
+    pub frame: Frame,
+    /// Its size on the wire.
+    pub bytes: usize,
+    /// The request entries it answers.
+    pub answers: usize,
+}
+
+/// Outgoing frames of one connection, and its flow accounting.
+#[derive(Clone)]
+pub(crate) struct Outbox {
+    tx: UnboundedSender<Outgoing>,
+    flow: Arc<Flow>,
+    conn: u64,
+}
+
+impl Outbox {
+    /// The outbox of connection `conn`, feeding its writer through `tx`.
+    pub(crate) fn new(tx: UnboundedSender<Outgoing>, flow: Arc<Flow>, conn: u64) -> Outbox {
+        Outbox { tx, flow, conn }
+    }
+
+    /// Queues the reply frame `frame`.
+    pub(crate) fn send(&self, frame: Frame) {
+        let answers = frame.entries.len();
+        self.queue(frame, answers);
+    }
+
+    /// Queues `frame`, which answers `answers` request entries.
+    pub(crate) fn queue(&self, frame: Frame, answers: usize) {
+        let bytes = frame.encoded_len();
+        self.flow.bytes.fetch_add(bytes, Ordering::AcqRel);
+        let out = Outgoing {
+            frame,
+            bytes,
+            answers,
+        };
+        // A closed writer means the worker went away; nobody is left to answer.
+        if let Err(e) = self.tx.send(out) {
+            self.flow.written(&e.0);
+        }
+    }
+}
 
 struct Pending {
     op: Op,
@@ -60,6 +153,11 @@ impl ReplySlot {
             fill(p, self.index, entry);
         }
     }
+
+    /// The connection the reply goes to.
+    pub(crate) fn conn(&self) -> u64 {
+        self.pending.as_ref().map_or(0, |p| p.outbox.conn)
+    }
 }
 
 impl Drop for ReplySlot {
@@ -84,7 +182,6 @@ fn fill(p: Arc<Pending>, index: usize, entry: Entry) {
             .into_iter()
             .map(|e| e.expect("every slot filled"))
             .collect();
-        // A closed outbox means the worker went away; nobody is left to answer.
-        let _ = p.outbox.send(Frame::reply_to(p.op, p.request_id, entries));
+        p.outbox.send(Frame::reply_to(p.op, p.request_id, entries));
     }
 }

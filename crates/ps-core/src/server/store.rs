@@ -7,8 +7,9 @@
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::key::{KeyState, LoadedState};
+use super::key::{KeyState, LoadedState, check_layout};
 use super::reply::ReplySlot;
+use crate::dtype::Access;
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Entry;
 use crate::protocol::states::{self, StatePiece};
@@ -58,6 +59,21 @@ impl Store {
         }
     }
 
+    /// Checks an init entry of `worker` without changing anything: against the key if it
+    /// exists, else as the value that creates it (rank 0) or as a layout to wait for.
+    pub(crate) fn check_init(&self, worker: u32, e: &Entry) -> Result<()> {
+        let id = (e.key, e.offset);
+        let ready = match lock(self.shard(id)).get(&id) {
+            Some(Slot::Ready(k)) => Some(k.clone()),
+            _ => None,
+        };
+        match ready {
+            Some(k) => lock(&k).check(e, Access::Init),
+            None if worker == 0 => KeyState::check_create(e),
+            None => check_layout(e),
+        }
+    }
+
     /// Handles an init entry from `worker`: rank 0's value creates the key; other ranks are
     /// answered once it exists. Every init is checked against the key's dtype and shape.
     pub(crate) fn init(&self, worker: u32, num_workers: u32, e: &Entry, slot: ReplySlot) {
@@ -68,7 +84,7 @@ impl Store {
                 let k = k.clone();
                 drop(shard);
                 let k = lock(&k);
-                slot.complete(match k.check(e, "init with") {
+                slot.complete(match k.check(e, Access::Init) {
                     Ok(()) => e.ok(k.round(), Default::default()),
                     Err(err) => e.error(&err),
                 });
@@ -92,7 +108,7 @@ impl Store {
                     let k = lock(&k);
                     slot.complete(e.ok(k.round(), Default::default()));
                     for (req, slot) in waiters {
-                        slot.complete(match k.check(&req, "init with") {
+                        slot.complete(match k.check(&req, Access::Init) {
                             Ok(()) => req.ok(k.round(), Default::default()),
                             Err(err) => req.error(&err),
                         });
@@ -100,6 +116,43 @@ impl Store {
                 }
             },
         }
+    }
+
+    /// Forgets what connection `conn` left waiting (its inits for keys rank 0 has not created,
+    /// its pulls parked for a round): it closed, so nobody will read those replies.
+    pub(crate) fn forget_connection(&self, conn: u64) {
+        let mut ready = Vec::new();
+        for shard in self.shards.iter() {
+            lock(shard).retain(|_, slot| match slot {
+                Slot::Waiting(waiters) => {
+                    waiters.retain(|(_, s)| s.conn() != conn);
+                    !waiters.is_empty()
+                }
+                Slot::Ready(k) => {
+                    ready.push(k.clone());
+                    true
+                }
+            });
+        }
+        for k in ready {
+            lock(&k).forget_connection(conn);
+        }
+    }
+
+    /// How many init entries wait for rank 0's value, and how many pulls for a round.
+    pub(crate) fn waiting(&self) -> (usize, usize) {
+        let mut inits = 0;
+        let mut ready = Vec::new();
+        for shard in self.shards.iter() {
+            for slot in lock(shard).values() {
+                match slot {
+                    Slot::Waiting(waiters) => inits += waiters.len(),
+                    Slot::Ready(k) => ready.push(k.clone()),
+                }
+            }
+        }
+        let pulls = ready.iter().map(|k| lock(k).parked_pulls()).sum();
+        (inits, pulls)
     }
 
     /// Every ready piece, for saving optimizer states.

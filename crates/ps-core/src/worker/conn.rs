@@ -1,9 +1,9 @@
 //! A worker's connection to one server: requests are pipelined and matched to replies by id.
 //!
 //! `send` registers the request's reply channel, then hands the frame to a writer task; a reader
-//! task routes each reply to its channel. When the connection breaks, or the job reports a lost
-//! node, every waiting request fails with an error that names the cause, and so does every later
-//! one.
+//! task routes each reply to its channel. When the connection breaks, the server says why it
+//! leaves (a `Bye`), or the job reports a lost node, every waiting request fails with an error
+//! that names the cause, and so does every later one.
 
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
@@ -111,6 +111,7 @@ impl ServerConn {
             let mut r = FrameReader::new(read_half, max_frame);
             let why = loop {
                 match r.read_frame().await {
+                    Ok(Some(frame)) if frame.op == Op::Bye => break farewell(&st.name, frame),
                     Ok(Some(frame)) if frame.reply => {
                         let tx = st.table().pending.remove(&frame.request_id);
                         if let Some(tx) = tx {
@@ -167,6 +168,18 @@ impl ServerConn {
     pub(crate) fn name(&self) -> &str {
         &self.state.name
     }
+}
+
+/// Why a server that sent `bye` is leaving: "server 0 on HOST:PORT left the job: REASON".
+fn farewell(name: &str, bye: Frame) -> String {
+    let reason = bye
+        .entries
+        .into_iter()
+        .next()
+        .map(|e| String::from_utf8_lossy(&e.payload).into_owned())
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| "no reason given".into());
+    format!("{name} left the job: {reason}")
 }
 
 impl Drop for ServerConn {

@@ -2,7 +2,8 @@
 //!
 //! Push, pull, pushpull and init return a [`Ticket`] at once and travel in the background; a
 //! request over many keys sends one frame per server, and keys above the big-array bound are
-//! sliced over the servers and put back together on pull.
+//! sliced over the servers and put back together on pull. Every item of a request is checked
+//! before any of it is recorded or sent: a refused request changes nothing here.
 //!
 //! # Layout
 //! - `conn`: one pipelined connection per server.
@@ -20,8 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::dtype::DType;
-use crate::dtype::describe_array;
+use crate::dtype::{Access, DType, describe_array};
 use crate::error::{PsError, Result};
 use crate::partition::{Part, Partitioner};
 use crate::protocol::frame::{Entry, Mode, Op};
@@ -147,40 +147,34 @@ impl Worker {
     /// Creates keys: `(key, dtype, shape, value)`. Rank 0's values are stored; every worker's
     /// ticket completes once the key exists on its servers with this dtype and shape.
     pub fn init(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>) -> Ticket {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, (key, dtype, shape, value)) in items.iter().enumerate() {
+            let earlier = items[..i]
+                .iter()
+                .find(|(k, ..)| k == key)
+                .map(|(_, d, s, _)| (*d, s.as_slice()));
+            let known = keys.get(key).map(|m| (m.dtype, m.shape.as_slice()));
+            if let Err(e) = check_init(*key, *dtype, shape, value.len(), known.or(earlier)) {
+                return Ticket::failed(e);
+            }
+        }
+        // Everything fits: record the new keys and send.
         let mut batch = Batch::new(Op::Init, self.conns.len());
         let mut fresh_keys = Vec::new();
         for (key, dtype, shape, value) in items {
             let numel: u64 = shape.iter().product();
-            if value.len() as u64 != numel * dtype.size() as u64 {
-                return Ticket::failed(PsError::ShapeMismatch(format!(
-                    "key {key}: init value of {} bytes for {}",
-                    value.len(),
-                    describe_array(dtype, &shape)
-                )));
-            }
-            let meta = {
-                let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-                let fresh = KeyMeta {
-                    dtype,
-                    parts: self.partitioner.parts(key, numel, dtype.size()),
-                    shape: shape.clone(),
-                    pushes: AtomicU64::new(0),
-                };
-                match keys.get(&key) {
-                    Some(m) if m.dtype != dtype || m.shape != shape => {
-                        return Ticket::failed(PsError::ShapeMismatch(format!(
-                            "key {key}: init with {} but it was initialised as {}",
-                            describe_array(dtype, &shape),
-                            describe_array(m.dtype, &m.shape)
-                        )));
-                    }
-                    Some(m) => m.clone(),
-                    None => {
-                        let m = Arc::new(fresh);
-                        fresh_keys.push((key, m.clone()));
-                        keys.insert(key, m.clone());
-                        m
-                    }
+            let meta = match keys.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let m = Arc::new(KeyMeta {
+                        dtype,
+                        parts: self.partitioner.parts(key, numel, dtype.size()),
+                        shape: shape.clone(),
+                        pushes: AtomicU64::new(0),
+                    });
+                    fresh_keys.push((key, m.clone()));
+                    keys.insert(key, m.clone());
+                    m
                 }
             };
             let sz = dtype.size();
@@ -193,6 +187,7 @@ impl Worker {
                 batch.add(part.server, e);
             }
         }
+        drop(keys);
         // A refused init leaves the key unknown here, as it is on the servers.
         let table = self.keys.clone();
         batch
@@ -219,16 +214,22 @@ impl Worker {
     }
 
     fn push_op(&self, op: Op, items: Vec<(u64, DType, Bytes)>) -> Ticket {
+        // Check every item before any round is counted.
+        let checked: Result<Vec<Arc<KeyMeta>>> = items
+            .iter()
+            .map(|(key, dtype, data)| {
+                let meta = self.meta(*key)?;
+                check_push(*key, &meta, *dtype, data.len())?;
+                Ok(meta)
+            })
+            .collect();
+        let metas = match checked {
+            Ok(metas) => metas,
+            Err(e) => return Ticket::failed(e),
+        };
         let mut batch = Batch::new(op, self.conns.len());
         let mut gathers = Vec::new();
-        for (key, dtype, data) in items {
-            let meta = match self.meta(key) {
-                Ok(m) => m,
-                Err(e) => return Ticket::failed(e),
-            };
-            if let Err(e) = check_push(key, &meta, dtype, data.len()) {
-                return Ticket::failed(e);
-            }
+        for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
             let round = meta.pushes.fetch_add(1, Ordering::Relaxed);
             let sz = dtype.size();
             let mut pieces = Vec::with_capacity(meta.parts.len());
@@ -359,12 +360,38 @@ impl Worker {
     }
 }
 
+/// Checks an init of `key` against what it already is (`known`: the table, or an earlier item
+/// of the same request).
+fn check_init(
+    key: u64,
+    dtype: DType,
+    shape: &[u64],
+    len: usize,
+    known: Option<(DType, &[u64])>,
+) -> Result<()> {
+    let numel = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+    let bytes = numel.and_then(|n| n.checked_mul(dtype.size() as u64));
+    if bytes != Some(len as u64) {
+        return Err(PsError::ShapeMismatch(format!(
+            "key {key}: init value of {len} bytes for {}",
+            describe_array(dtype, shape)
+        )));
+    }
+    match known {
+        Some((d, s)) if !d.accepts(dtype, Access::Init) || s != shape => {
+            Err(PsError::ShapeMismatch(format!(
+                "key {key}: init with {} but it was initialised as {}",
+                describe_array(dtype, shape),
+                describe_array(d, s)
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn check_push(key: u64, meta: &KeyMeta, dtype: DType, len: usize) -> Result<()> {
-    let family_ok = dtype == meta.dtype
-        || (matches!(meta.dtype, DType::F32 | DType::F16 | DType::BF16)
-            && matches!(dtype, DType::F32 | DType::F16 | DType::BF16));
     let expected = meta.numel() as usize * dtype.size();
-    if !family_ok || len != expected {
+    if !meta.dtype.accepts(dtype, Access::Push) || len != expected {
         return Err(PsError::ShapeMismatch(format!(
             "key {key}: pushed {} bytes of {dtype} but the key holds {} ({expected} bytes of \
              {dtype})",

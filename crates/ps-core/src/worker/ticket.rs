@@ -6,6 +6,7 @@
 //! handed over without a copy.
 
 use bytes::Bytes;
+use tokio::sync::oneshot::error::TryRecvError;
 
 use super::conn::ReplyRx;
 use crate::error::{PsError, Result};
@@ -40,10 +41,41 @@ pub(crate) enum Plan {
     Payloads,
 }
 
+/// One reply frame: still on its way, or arrived.
+enum Reply {
+    Waiting(ReplyRx),
+    Got(Result<Frame>),
+}
+
+impl Reply {
+    /// Takes the reply if it has arrived; true once it has.
+    fn poll(&mut self) -> bool {
+        if let Reply::Waiting(rx) = self {
+            *self = match rx.try_recv() {
+                Ok(reply) => Reply::Got(reply),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Closed) => Reply::Got(Err(dropped())),
+            };
+        }
+        true
+    }
+
+    async fn get(self) -> Result<Frame> {
+        match self {
+            Reply::Waiting(rx) => rx.await.map_err(|_| dropped())?,
+            Reply::Got(reply) => reply,
+        }
+    }
+}
+
+fn dropped() -> PsError {
+    PsError::NodeLost("the connection to a server was dropped".into())
+}
+
 /// The pending outcome of an asynchronous request.
 #[must_use = "a ticket does nothing unless waited on"]
 pub struct Ticket {
-    replies: Vec<ReplyRx>,
+    replies: Vec<Reply>,
     plan: Plan,
     failed: Option<PsError>,
     on_error: Option<Box<dyn FnOnce() + Send>>,
@@ -52,11 +84,16 @@ pub struct Ticket {
 impl Ticket {
     pub(crate) fn new(replies: Vec<ReplyRx>, plan: Plan) -> Ticket {
         Ticket {
-            replies,
+            replies: replies.into_iter().map(Reply::Waiting).collect(),
             plan,
             failed: None,
             on_error: None,
         }
+    }
+
+    /// Whether every reply has arrived, so that waiting returns at once. Never blocks.
+    pub fn is_ready(&mut self) -> bool {
+        self.failed.is_some() || self.replies.iter_mut().all(Reply::poll)
     }
 
     /// Runs `undo` if the request fails (for example to forget a key whose init was refused).
@@ -141,11 +178,8 @@ impl Ticket {
             return Err(err);
         }
         let mut frames: Vec<Frame> = Vec::with_capacity(self.replies.len());
-        for rx in self.replies {
-            let frame = rx.await.map_err(|_| {
-                PsError::NodeLost("the connection to a server was dropped".into())
-            })??;
-            frames.push(frame);
+        for reply in self.replies {
+            frames.push(reply.get().await?);
         }
         for f in &frames {
             if let Some(bad) = f.entries.iter().find(|e| e.status != 0) {

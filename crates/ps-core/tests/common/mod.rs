@@ -7,10 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use ps_core::protocol::frame::Mode;
+use ps_core::protocol::connection::{FrameReader, FrameWriter};
+use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
 use ps_core::protocol::transport;
-use ps_core::server::Server;
+use ps_core::server::{Farewell, Limits, Server};
 use ps_core::worker::{DataPlane, Worker};
+use ps_core::{DType, PsError};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -27,7 +30,8 @@ pub async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
 /// Servers running in this process.
 pub struct Servers {
     pub addrs: Vec<(SocketAddr, String)>,
-    stops: Vec<oneshot::Sender<()>>,
+    pub servers: Vec<Arc<Server>>,
+    stops: Vec<oneshot::Sender<Option<Farewell>>>,
     tasks: Vec<JoinHandle<()>>,
     pub secret: Option<Arc<[u8]>>,
 }
@@ -35,9 +39,19 @@ pub struct Servers {
 impl Servers {
     /// Starts `s` servers for `w` workers.
     pub async fn start(s: usize, w: u32, secret: Option<&[u8]>) -> Servers {
+        let limits = Limits {
+            max_frame: 1 << 30,
+            max_inflight: 1 << 30,
+        };
+        Servers::start_with(s, w, secret, limits).await
+    }
+
+    /// Starts `s` servers for `w` workers with the given bounds.
+    pub async fn start_with(s: usize, w: u32, secret: Option<&[u8]>, limits: Limits) -> Servers {
         let secret: Option<Arc<[u8]>> = secret.map(Arc::from);
         let mut out = Servers {
             addrs: Vec::new(),
+            servers: Vec::new(),
             stops: Vec::new(),
             tasks: Vec::new(),
             secret: secret.clone(),
@@ -47,21 +61,28 @@ impl Servers {
                 .await
                 .unwrap();
             let addr = listener.local_addr().unwrap();
-            let (tx, rx) = oneshot::channel::<()>();
-            let server = Server::new(w, 1 << 30);
+            let (tx, rx) = oneshot::channel::<Option<Farewell>>();
+            let server = Arc::new(Server::with_limits(w, limits));
             let secret = secret.clone();
+            let serving = server.clone();
             out.tasks.push(tokio::spawn(async move {
-                server
-                    .serve(listener, secret, async {
-                        let _ = rx.await;
-                    })
+                serving
+                    .serve(listener, secret, async { rx.await.ok().flatten() })
                     .await
                     .unwrap();
             }));
             out.addrs.push((addr, format!("server {i} on {addr}")));
+            out.servers.push(server);
             out.stops.push(tx);
         }
         out
+    }
+
+    /// Stops server `i`, which tells its workers `farewell`.
+    pub async fn stop_one(&mut self, i: usize, farewell: Farewell) {
+        let _ = self.stops.remove(i).send(Some(farewell));
+        within(self.tasks.remove(i)).await.unwrap();
+        self.servers.remove(i);
     }
 
     pub fn plane(&self, rank: u32, w: u32, mode: Mode, bound: u64) -> DataPlane {
@@ -91,7 +112,7 @@ impl Servers {
 
     pub async fn stop(self) {
         for s in self.stops {
-            let _ = s.send(());
+            let _ = s.send(None);
         }
         for t in self.tasks {
             within(t).await.unwrap();
@@ -117,4 +138,73 @@ pub fn to_f64(b: &[u8]) -> Vec<f64> {
     b.chunks_exact(8)
         .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
         .collect()
+}
+
+/// A hand-driven worker connection.
+pub struct Raw {
+    pub r: FrameReader<OwnedReadHalf>,
+    pub w: FrameWriter<OwnedWriteHalf>,
+    next: u64,
+}
+
+impl Raw {
+    /// Connects to server 0 as worker `rank` of `num_workers` in dist_sync.
+    pub async fn open(servers: &Servers, rank: u64, num_workers: u64) -> Raw {
+        Raw::try_open(servers, rank, num_workers, Mode::Sync)
+            .await
+            .unwrap()
+    }
+
+    /// Connects to server 0 and says hello as worker `rank`; the server's answer to it.
+    pub async fn try_open(
+        servers: &Servers,
+        rank: u64,
+        num_workers: u64,
+        mode: Mode,
+    ) -> Result<Raw, PsError> {
+        let stream = transport::connect(servers.addrs[0].0, servers.secret.as_deref()).await?;
+        let (r, w) = stream.into_split();
+        let mut raw = Raw {
+            r: FrameReader::new(r, 1 << 30),
+            w: FrameWriter::new(w),
+            next: 1,
+        };
+        let hello = Entry {
+            key: rank,
+            round: mode.code(),
+            count: num_workers,
+            ..Entry::new(0, DType::F32, &[], 0, 0)
+        };
+        let reply = raw.call(Op::Hello, vec![hello]).await.unwrap();
+        reply.entries[0].clone().into_result()?;
+        Ok(raw)
+    }
+
+    /// Sends a request without reading its reply.
+    pub async fn send(&mut self, op: Op, entries: Vec<Entry>) {
+        self.next += 1;
+        self.w
+            .write_frame(&Frame::request(op, self.next, entries))
+            .await
+            .unwrap();
+        self.w.flush().await.unwrap();
+    }
+
+    /// Sends a request and reads the next frame (its reply, when nothing else is pending).
+    pub async fn call(&mut self, op: Op, entries: Vec<Entry>) -> Option<Frame> {
+        self.next += 1;
+        self.w
+            .write_frame(&Frame::request(op, self.next, entries))
+            .await
+            .ok()?;
+        self.w.flush().await.ok()?;
+        within(self.r.read_frame()).await.ok().flatten()
+    }
+}
+
+pub fn entry(key: u64, shape: &[u64], values: &[f32], round: u64) -> Entry {
+    let mut e = Entry::new(key, DType::F32, shape, 0, shape.iter().product());
+    e.payload = f32s(values);
+    e.round = round;
+    e
 }
