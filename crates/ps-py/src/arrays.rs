@@ -60,6 +60,16 @@ impl ArrayInfo {
         })
     }
 
+    /// Address of the array's first byte.
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr as usize
+    }
+
+    /// Size of the array in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The array's bytes, lent for a transfer (keeps `owner` alive until dropped).
     pub(crate) fn lend(&self, owner: Py<PyAny>) -> Bytes {
         Bytes::from_owner(Lent {

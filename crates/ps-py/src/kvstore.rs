@@ -1,6 +1,6 @@
 //! `Worker` and `Ticket`: a distributed KVStore's connection to its job, from Python.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use numpy::PyUntypedArray;
 use ps_core::node::JobWorker;
@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::arrays::ArrayInfo;
-use crate::errors::{KVStoreError, to_py};
+use crate::errors::{Failure, KVStoreError, to_py};
 use crate::runtime;
 
 /// A worker of a parameter-server job, joined through the scheduler named by the `DMLC_*`
@@ -25,7 +25,17 @@ pub struct Worker {
 /// A pending push, pull or init; `wait()` blocks (without the GIL) until it is done.
 #[pyclass(module = "mxrs._native", frozen)]
 pub struct Ticket {
-    state: Mutex<Option<Pending>>,
+    state: Mutex<State>,
+    /// Signalled when a wait in progress has ended.
+    ended: Condvar,
+}
+
+enum State {
+    Pending(Pending),
+    /// A thread is waiting for the outcome right now.
+    Waiting,
+    /// The outcome: `None` for success.
+    Done(Option<Failure>),
 }
 
 struct Pending {
@@ -49,11 +59,12 @@ impl Worker {
 
     fn ticket(t: ps_core::worker::Ticket, outs: Vec<ArrayInfo>, keep: Vec<Py<PyAny>>) -> Ticket {
         Ticket {
-            state: Mutex::new(Some(Pending {
+            state: Mutex::new(State::Pending(Pending {
                 ticket: t,
                 outs,
                 _keep: keep,
             })),
+            ended: Condvar::new(),
         }
     }
 
@@ -108,7 +119,8 @@ fn lend(
         .collect()
 }
 
-/// Reads `outs` (one per key) as writable destinations.
+/// Reads `outs` (one per key) as writable destinations; two that share memory are refused
+/// (both would be written at once).
 fn destinations(
     keys: &[u64],
     outs: &[Bound<'_, PyUntypedArray>],
@@ -118,6 +130,20 @@ fn destinations(
         .zip(outs)
         .map(|(&key, arr)| ArrayInfo::of(arr, key, true))
         .collect::<PyResult<Vec<_>>>()?;
+    let mut spans: Vec<(usize, usize, u64)> = infos
+        .iter()
+        .zip(keys)
+        .filter(|(info, _)| info.len() > 0)
+        .map(|(info, &key)| (info.addr(), info.addr() + info.len(), key))
+        .collect();
+    spans.sort_unstable();
+    if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+        return Err(KVStoreError::new_err(format!(
+            "the destinations of keys {} and {} share memory; pull each key into an array of \
+             its own",
+            w[0].2, w[1].2
+        )));
+    }
     let keep = outs.iter().map(|a| a.clone().into_any().unbind()).collect();
     Ok((infos, keep))
 }
@@ -282,14 +308,47 @@ impl Worker {
     }
 }
 
+impl Ticket {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits (without the GIL) for another thread's wait on this ticket to end.
+    fn outcome_of_other(&self, py: Python<'_>) -> Option<Failure> {
+        py.detach(|| {
+            let mut state = self.state();
+            loop {
+                match &*state {
+                    State::Waiting => {
+                        state = self.ended.wait(state).unwrap_or_else(|e| e.into_inner())
+                    }
+                    State::Done(failure) => return failure.clone(),
+                    State::Pending(_) => return None,
+                }
+            }
+        })
+    }
+}
+
 #[pymethods]
 impl Ticket {
     /// Blocks until the request is done (releasing the GIL); raises the `MXNetError` subclass
-    /// that names what went wrong. Waiting again returns at once.
+    /// that names what went wrong. Waiting again gives the same outcome at once: a failed
+    /// request stays failed.
     fn wait(&self, py: Python<'_>) -> PyResult<()> {
-        let pending = self.state.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(p) = pending else {
-            return Ok(());
+        let p = {
+            let mut state = self.state();
+            match std::mem::replace(&mut *state, State::Waiting) {
+                State::Pending(p) => p,
+                State::Waiting => {
+                    drop(state);
+                    return self.outcome_of_other(py).map_or(Ok(()), |f| Err(f.to_py()));
+                }
+                State::Done(failure) => {
+                    *state = State::Done(failure.clone());
+                    return failure.map_or(Ok(()), |f| Err(f.to_py()));
+                }
+            }
         };
         let Pending {
             ticket,
@@ -310,15 +369,19 @@ impl Ticket {
             })
         });
         drop(_keep);
-        r.map_err(to_py)
+        let failure = r.err().map(Failure::from);
+        *self.state() = State::Done(failure.clone());
+        self.ended.notify_all();
+        failure.map_or(Ok(()), |f| Err(f.to_py()))
     }
 
-    /// Whether `wait()` has already returned.
+    /// Whether the request is done, so that `wait()` returns at once. Never blocks.
     #[getter]
-    fn done(&self) -> bool {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+    fn ready(&self) -> bool {
+        match &mut *self.state() {
+            State::Pending(p) => p.ticket.is_ready(),
+            State::Waiting => false,
+            State::Done(_) => true,
+        }
     }
 }

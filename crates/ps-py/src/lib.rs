@@ -5,6 +5,7 @@
 //!
 //! # Layout
 //! - `errors`: `PsError` to the `MXNetError` subclasses of `mxrs.base`.
+//! - `exit`: the exit status of a process whose errors were never reported.
 //! - `runtime`: the process-wide tokio runtime (rebuilt in forked children).
 //! - `arrays`: NumPy arrays as byte views, without copies.
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
@@ -13,6 +14,7 @@
 
 mod arrays;
 mod errors;
+mod exit;
 mod kvstore;
 mod roles;
 mod runtime;
@@ -27,5 +29,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kvstore::Ticket>()?;
     m.add_function(wrap_pyfunction!(roles::run_role, m)?)?;
     m.add_function(wrap_pyfunction!(roles::node_main, m)?)?;
+    m.add_function(wrap_pyfunction!(exit::exit_with_status, m)?)?;
     Ok(())
 }
