@@ -4,15 +4,21 @@ Every process of a job is started with the ``DMLC_*`` environment; a worker's st
 through the Rust parameter-server client (``mxrs._native.Worker``). Pushes and pulls return at
 once: the arrays they read or write become pending and any use of them waits for the request
 (``asnumpy``, ``wait_to_read``, ``nd.waitall``, or simply the next operation on them).
+
+A request that fails raises at the next KVStore call, ``nd.waitall`` or read of an array it
+touched, whichever comes first (:mod:`..ndarray._pending`). One nobody saw by the time the
+process exits is printed to stderr, and the process exits with status 1 so that its launcher
+fails the job.
 """
 
 import atexit
 import hashlib
+import sys
 
 import numpy as np
 
 from .. import _native
-from ..base import KVStoreError, MXNetError
+from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..context import cpu
 from ..ndarray import _pending
 from .base import KVStoreBase, check_shapes, key_value_pairs, register
@@ -35,11 +41,26 @@ def _connect(mode):
 
 
 def _finish():
-    """At exit: wait for outstanding requests, then tell the scheduler this worker is done."""
+    """At exit: wait for outstanding requests, tell the scheduler this worker is done, and
+    make sure no error is lost: print what was never reported and exit with status 1."""
+    lost = []
     try:
         _pending.settle_all()
-    finally:
+    except Exception as e:  # noqa: BLE001  (reported below with the others)
+        lost.append(f"{type(e).__name__}: {e}")
+    lost.extend(_pending.unreported())
+    try:
         _worker[1].finish()
+    except Exception as e:  # noqa: BLE001
+        if not lost:  # after a failure, the scheduler may well be gone: that adds nothing
+            lost.append(f"{type(e).__name__}: {e}")
+    if lost:
+        print("mxrs: the distributed KVStore failed and the program did not see it:",
+              file=sys.stderr)
+        for line in lost:
+            print(f"  {line}", file=sys.stderr)
+        sys.stderr.flush()
+        _native.exit_with_status(1)
 
 
 def wire_key(key):
@@ -96,9 +117,10 @@ class DistKVStore(KVStoreBase):
         _, shape, dtype = self._layout(k, what)
         check_shapes(what, k, shape, arrays, role)
         for a in arrays:
-            if dtypes and a.dtype != dtype:
-                raise KVStoreError(f"KVStore.{what}: key {k!r} holds {dtype}, the {role} is "
-                                   f"{a.dtype}")
+            if dtypes and not push_accepts(dtype, a.dtype):
+                raise ShapeMismatchError(
+                    f"KVStore.{what}: key {k!r} holds {dtype}, the {role} is {a.dtype} (keys "
+                    "of float32, float16 and bfloat16 take pushes of any of the three)")
 
     def _host_sum(self, vals):
         """One host array holding the sum of ``vals`` (zero-copy for a single CPU array)."""
@@ -124,7 +146,7 @@ class DistKVStore(KVStoreBase):
                 v = vals[0]
                 data = v._data
                 if data.shape != shape or data.dtype != dtype:
-                    self._check(k, vals, what, "pushed value")
+                    self._check(k, vals, what, "pushed value")  # raises unless it may go
                 if type(data) is np.ndarray and data.flags.c_contiguous:
                     keys.append(wire)
                     arrays.append(data)
@@ -139,10 +161,12 @@ class DistKVStore(KVStoreBase):
     def _gather_pulls(self, pairs, what):
         """Host buffers the pull writes into, and (array, finalizer) pairs to mark pending.
 
-        A single contiguous CPU output of the key's dtype receives the value in place; other
+        A single contiguous CPU output of the key's dtype receives the value in place (once per
+        request: an array that is the output of two keys gets the second by copy); other
         outputs get a copy from a host buffer when they are first used.
         """
         bufs, marks = [], []
+        in_place = set()
         layouts = self._keys
         for k, outs in pairs:
             layout = layouts.get(k)
@@ -154,7 +178,9 @@ class DistKVStore(KVStoreBase):
                 data = o._data
                 if data.shape != shape:
                     self._check(k, outs, what, "output array", dtypes=False)
-                if type(data) is np.ndarray and data.dtype == dtype and data.flags.c_contiguous:
+                if (type(data) is np.ndarray and data.dtype == dtype and data.flags.c_contiguous
+                        and id(data) not in in_place):
+                    in_place.add(id(data))
                     bufs.append(data)
                     marks.append((o, None))
                     continue
@@ -168,6 +194,7 @@ class DistKVStore(KVStoreBase):
     # ------------------------------------------------------------------ data
     def init(self, key, value):
         """Initialise keys on the servers: rank 0's values win; returns once every key exists."""
+        _pending.check()
         pairs = key_value_pairs(key, value, "init")
         keys, arrays = [], []
         for k, vals in pairs:
@@ -184,35 +211,30 @@ class DistKVStore(KVStoreBase):
 
     def push(self, key, value, priority=0):
         """Send the sum of each key's values to the servers; returns before they answer."""
+        _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
         ticket = self._worker.push(keys, arrays)
-        _pending.mark_all(lent, ticket)
+        _pending.track(ticket, reads=lent)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         """Fetch each key's value into ``out``; the arrays are filled when first used."""
+        _pending.check()
         if out is None:
             raise KVStoreError("KVStore.pull: out is required")
         pairs = key_value_pairs(key, out, "pull")
         bufs, marks = self._gather_pulls(pairs, "pull")
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
-        self._mark(ticket, (), marks)
+        _pending.track(ticket, writes=marks)
 
     def pushpull(self, key, value, out=None, priority=0):
         """Push and pull in one round trip per server (``out`` defaults to ``value``)."""
+        _pending.check()
         pushes = key_value_pairs(key, value, "pushpull")
         pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
         ticket = self._worker.pushpull(keys, arrays, bufs)
-        self._mark(ticket, lent, marks)
-
-    @staticmethod
-    def _mark(ticket, lent, marks):
-        _pending.mark_all(lent, ticket)
-        _pending.mark_all([a for a, f in marks if f is None], ticket)
-        for arr, finalize in marks:
-            if finalize is not None:
-                _pending.mark(arr, ticket, finalize)
+        _pending.track(ticket, reads=lent, writes=marks)
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer):
@@ -223,6 +245,7 @@ class DistKVStore(KVStoreBase):
         KVStoreError
             When the servers cannot run this optimizer (use ``update_on_kvstore=False``).
         """
+        _pending.check()
         try:
             name, params = optimizer.to_spec()
         except MXNetError as e:
@@ -251,6 +274,7 @@ class DistKVStore(KVStoreBase):
 
     def _set_learning_rate(self, lr):
         """Change the learning rate the servers' optimizer uses from now on."""
+        _pending.check()
         if self._optimizer is not None:
             self._worker.set_params([("learning_rate", float(lr))])
 
@@ -262,6 +286,7 @@ class DistKVStore(KVStoreBase):
 
     def load_optimizer_states(self, fname):
         """Restore optimizer states written by :meth:`save_optimizer_states`."""
+        _pending.check()
         with open(fname, "rb") as f:
             blob = f.read()
         self._worker.load_states(blob)
@@ -269,9 +294,21 @@ class DistKVStore(KVStoreBase):
     # ------------------------------------------------------------------ sync
     def barrier(self):
         """Wait until every worker of the job reaches this point."""
+        _pending.check()
         self._worker.barrier("workers")
 
     _barrier = barrier
+
+
+_PUSH_FAMILY = frozenset(("float32", "float16", "bfloat16"))
+
+
+def push_accepts(key_dtype, dtype):
+    """bool: whether a key of ``key_dtype`` takes a pushed array of ``dtype``: its own dtype, or
+    any of float32, float16 and bfloat16 for a key of one of them (summed in float32 on the
+    servers), the rule the parameter-server client applies too."""
+    key_dtype, dtype = np.dtype(key_dtype), np.dtype(dtype)
+    return dtype == key_dtype or (key_dtype.name in _PUSH_FAMILY and dtype.name in _PUSH_FAMILY)
 
 
 def _copy_from(buf, ctx):

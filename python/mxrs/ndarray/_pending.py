@@ -1,41 +1,170 @@
-"""Arrays that a KVStore request is still reading or writing.
+"""Arrays that a KVStore request is still reading or writing, and how its errors reach the user.
 
-KVStore push and pull return at once; the array they read (a pushed gradient) or write (a pulled
-weight) is *pending* until the request's ticket is done. A pending array's class is switched to
-:class:`_PendingNDArray`, whose ``_data`` attribute waits for the ticket before handing out the
-raw array, so every operation, ``asnumpy`` included, waits exactly when it touches the array and
-ordinary arrays pay nothing. Settling restores the plain class.
+KVStore push and pull return at once; the arrays they read (a pushed gradient) or write (a
+pulled weight) are *pending* until the request is done. A pending array's class is switched to
+:class:`_PendingNDArray`, whose ``_data`` attribute waits for its requests before handing out
+the raw array, so every operation, ``asnumpy`` included, waits exactly when it touches the array
+and ordinary arrays pay nothing.
+
+Requests are kept in the order they were made. :func:`check` (every KVStore call begins with
+it) lets go of the arrays of requests that have completed, so a job that pushes fresh arrays
+and never reads them holds only those still in flight. A request that failed is never silent:
+its error is raised by the first of the next KVStore call, :func:`settle_all` (``nd.waitall``),
+or a read of an array it touched; an array it was to write raises at its first read even when
+the error was already reported elsewhere (its data was never written). Errors still unreported
+when the process exits are printed and make it exit with status 1 (see :mod:`.dist`).
 """
+
+import collections
+import weakref
 
 from .ndarray import NDArray
 
 _DATA = NDArray.__dict__["_data"]  # the slot descriptor behind NDArray._data
 
-# id(array) -> (array, [(ticket, finalize or None), ...]); the array is held so its id stays unique.
+#: Most failed requests kept for reporting; further failures are only counted.
+MAX_UNREPORTED = 64
+#: In-flight requests after which the whole queue, not only its head, is swept for done ones.
+_SCAN_FROM = 256
+
+
+class _Request:
+    """One KVStore request: its ticket, the arrays it covers, and how it ended."""
+
+    __slots__ = ("ticket", "arrays", "done", "error", "reported")
+
+    def __init__(self, ticket, arrays):
+        self.ticket = ticket
+        self.arrays = arrays  # [(array, finalize or None, writes)]
+        self.done = False
+        self.error = None
+        self.reported = False
+
+    def ready(self):
+        """bool: whether the request is done (finishing it if so); never blocks."""
+        if not self.done and self.ticket.ready:
+            self.finish()
+        return self.done
+
+    def finish(self):
+        """Wait for the ticket (once) and record how it ended; returns the error or None."""
+        if not self.done:
+            try:
+                self.ticket.wait()
+            except Exception as e:  # noqa: BLE001  (kept, and raised where the user looks)
+                self.error = e
+                _unreported(self)
+            self.done = True
+            self.ticket = None
+        return self.error
+
+
+_INFLIGHT = collections.deque()  # _Request, in the order they were made
+# id(array) -> (array, [[request, finalize or None, writes], ...]) in request order; the array is
+# held so its id stays unique.
 _PENDING = {}
+# id(array) -> (weakref to array, request): arrays a failed request was to write, not read since.
+_FAILED = {}
+_UNREPORTED = []  # failed requests whose error has not reached the user, oldest first
+_more_failures = 0  # failures beyond MAX_UNREPORTED
+_scan_at = _SCAN_FROM
 
 
-def _settle(arr):
-    """Wait for every request on ``arr``, run their finalizers and make it a plain NDArray."""
-    entry = _PENDING.pop(id(arr), None)
-    arr.__class__ = NDArray
-    if entry is None:
-        return
-    reqs = entry[1]
-    if len(reqs) == 1 and reqs[0][1] is None:  # the common case: one request, nothing to copy
-        reqs[0][0].wait()
-        return
-    first_error = None
-    for ticket, finalize in entry[1]:
+def _unreported(req):
+    global _more_failures
+    if len(_UNREPORTED) < MAX_UNREPORTED:
+        _UNREPORTED.append(req)
+    else:
+        _more_failures += 1
+
+
+def _reported(req):
+    """Mark ``req``'s error as seen by the user; returns a fresh copy of it to raise."""
+    if not req.reported:
+        req.reported = True
         try:
-            ticket.wait()
+            _UNREPORTED.remove(req)
+        except ValueError:
+            pass
+    return _fresh(req.error)
+
+
+def _fresh(error, more=0):
+    """A new exception like ``error`` (so each raise has a traceback of its own)."""
+    args = error.args
+    if more and args and isinstance(args[0], str):
+        args = (f"{args[0]} (and {more} more KVStore request(s) failed)", *args[1:])
+    try:
+        return type(error)(*args)
+    except Exception:  # noqa: BLE001  (an exception type that cannot be rebuilt: raise it as is)
+        return error
+
+
+def _poison(arr, req):
+    """``arr`` was to be written by failed ``req``: its first read raises ``req``'s error."""
+    key = id(arr)
+    _FAILED[key] = (weakref.ref(arr, lambda _, key=key: _FAILED.pop(key, None)), req)
+
+
+def _advance(arr, entry):
+    """Finish the requests at the front of ``arr``'s list that are done, in order; returns the
+    error met, if any. Makes ``arr`` plain once nothing is left (and it is not poisoned)."""
+    reqs = entry[1]
+    error = None
+    while reqs and reqs[0][0].done:
+        req, finalize, writes = reqs.pop(0)
+        if req.error is None:
+            if writes:
+                _FAILED.pop(id(arr), None)  # written again: the earlier failure no longer shows
             if finalize is not None:
-                finalize(_DATA.__get__(arr))
-        except Exception as e:  # noqa: BLE001  (every request must be waited for; raise the first)
-            if first_error is None:
-                first_error = e
-    if first_error is not None:
-        raise first_error
+                try:
+                    finalize(_DATA.__get__(arr))
+                except Exception as e:  # noqa: BLE001  (a failed copy is a failed request)
+                    req.error = e
+                    _unreported(req)
+                    _poison(arr, req)
+                    error = error or req
+        else:
+            if writes:
+                _poison(arr, req)
+            error = error or req
+    if not reqs:
+        del _PENDING[id(arr)]
+        if id(arr) not in _FAILED:
+            arr.__class__ = NDArray
+    return error
+
+
+def _release(req):
+    """Let go of the arrays of done request ``req``."""
+    for arr, _, _ in req.arrays:
+        entry = _PENDING.get(id(arr))
+        if entry is not None and entry[0] is arr:
+            _advance(arr, entry)
+    req.arrays = ()
+
+
+def _settle(arr, overwrite=False):
+    """Wait for every request on ``arr`` and make it plain; raise what the user must see.
+
+    Raises the error of a failed request that was to write ``arr`` (once: its first read), or
+    of one that read it and was not reported yet. With ``overwrite`` (its data is being
+    replaced) only waits.
+    """
+    entry = _PENDING.get(id(arr))
+    error = None
+    if entry is not None:
+        for req, _, _ in entry[1]:
+            req.finish()
+        error = _advance(arr, entry)
+    failed = _FAILED.pop(id(arr), None)
+    arr.__class__ = NDArray
+    if overwrite:
+        return
+    if failed is not None:
+        raise _reported(failed[1])
+    if error is not None and not error.reported:
+        raise _reported(error)
 
 
 class _PendingNDArray(NDArray):
@@ -50,76 +179,102 @@ class _PendingNDArray(NDArray):
 
     @_data.setter
     def _data(self, value):
-        _settle(self)
+        _settle(self, overwrite=True)
         _DATA.__set__(self, value)
 
 
-def mark(arr, ticket, finalize=None):
-    """Make ``arr`` wait for ``ticket`` (then call ``finalize(raw_data)``) before its data is used.
+def track(ticket, reads=(), writes=()):
+    """Make arrays wait for ``ticket`` before their data is used.
 
     Parameters
     ----------
-    arr : NDArray
-        The array the request reads or writes.
-    ticket : object with ``wait()``
-        The request; waiting on it again after it is done must return at once.
-    finalize : callable or None
-        Runs with the array's raw data once the ticket is done (e.g. copies a host buffer to a GPU).
+    ticket : object with ``wait()`` and ``ready``
+        The request. ``ready`` says, without blocking, whether ``wait()`` would return at once;
+        waiting again after it is done must give the same outcome.
+    reads : iterable of NDArray
+        Arrays the request reads (pushed values): they must not change until it is done.
+    writes : iterable of (NDArray, callable or None)
+        Arrays the request writes, each with a finalizer run with its raw data once the ticket
+        is done (e.g. copying a host buffer to a GPU), or None when the request writes it in
+        place.
     """
-    entry = _PENDING.get(id(arr))
-    if entry is None:
-        _PENDING[id(arr)] = (arr, [(ticket, finalize)])
-        arr.__class__ = _PendingNDArray
-    else:
-        entry[1].append((ticket, finalize))
-
-
-def mark_all(arrs, ticket):
-    """:func:`mark` each of ``arrs`` with ``ticket`` and no finalizer."""
+    covered = [(a, None, False) for a in reads]
+    covered.extend((a, f, True) for a, f in writes)
+    req = _Request(ticket, covered)
     pending = _PENDING
-    req = (ticket, None)
-    for arr in arrs:
+    for arr, finalize, writes_it in covered:
         entry = pending.get(id(arr))
         if entry is None:
-            pending[id(arr)] = (arr, [req])
+            pending[id(arr)] = (arr, [[req, finalize, writes_it]])
             arr.__class__ = _PendingNDArray
         else:
-            entry[1].append(req)
+            entry[1].append([req, finalize, writes_it])
+    _INFLIGHT.append(req)
 
 
-def is_pending(arr):
-    """bool: whether ``arr`` has requests not yet waited for."""
-    return id(arr) in _PENDING
+def sweep():
+    """Let go of the arrays of every request that has completed (never blocks)."""
+    global _scan_at
+    q = _INFLIGHT
+    while q and q[0].ready():
+        _release(q.popleft())
+    if len(q) >= _scan_at:  # something old is slow: look behind it too, now and then
+        waiting = collections.deque()
+        for req in q:
+            if req.ready():
+                _release(req)
+            else:
+                waiting.append(req)
+        q.clear()
+        q.extend(waiting)
+        _scan_at = max(_SCAN_FROM, 2 * len(q))
+
+
+def raise_unreported():
+    """Raise the oldest failure nobody has seen yet (noting how many more there were)."""
+    global _more_failures
+    if not _UNREPORTED:
+        return
+    first, more = _UNREPORTED[0], len(_UNREPORTED) - 1 + _more_failures
+    for req in _UNREPORTED:
+        req.reported = True
+    _UNREPORTED.clear()
+    _more_failures = 0
+    raise _fresh(first.error, more)
+
+
+def check():
+    """What every KVStore call does first: sweep, then raise a failure not yet reported."""
+    sweep()
+    raise_unreported()
 
 
 def settle_all():
-    """Wait for every pending request of this process; raises the first error met.
+    """Wait for every request of this process; raises the oldest failure not yet reported.
 
-    Each ticket is waited for once however many arrays it covers (a round of a thousand keys
-    is one or two tickets), then every array is made plain and its finalizers run.
+    Each ticket is waited for once however many arrays it covers (a round of a thousand keys is
+    one or two tickets), in the order the requests were made.
     """
-    first_error = None
-    while _PENDING:
-        entries = list(_PENDING.values())
-        _PENDING.clear()
-        outcome = {}  # id(ticket) -> None or the error its wait raised
-        for arr, reqs in entries:
-            arr.__class__ = NDArray
-            for ticket, finalize in reqs:
-                key = id(ticket)  # the ticket is alive in ``entries`` while this runs
-                if key not in outcome:
-                    try:
-                        ticket.wait()
-                        outcome[key] = None
-                    except Exception as e:  # noqa: BLE001  (wait for all; raise the first)
-                        outcome[key] = e
-                error = outcome[key]
-                if error is None and finalize is not None:
-                    try:
-                        finalize(_DATA.__get__(arr))
-                    except Exception as e:  # noqa: BLE001
-                        error = e
-                if error is not None and first_error is None:
-                    first_error = error
-    if first_error is not None:
-        raise first_error
+    while _INFLIGHT:
+        req = _INFLIGHT.popleft()
+        req.finish()
+        _release(req)
+    raise_unreported()
+
+
+def unreported():
+    """list of str: the messages of failures nobody has seen, marking them seen (for exit)."""
+    global _more_failures
+    out = [f"{type(r.error).__name__}: {r.error}" for r in _UNREPORTED]
+    if _more_failures:
+        out.append(f"... and {_more_failures} more failed KVStore request(s)")
+    for req in _UNREPORTED:
+        req.reported = True
+    _UNREPORTED.clear()
+    _more_failures = 0
+    return out
+
+
+def is_pending(arr):
+    """bool: whether ``arr`` has requests not yet let go of, or a failure not yet read."""
+    return id(arr) in _PENDING or id(arr) in _FAILED
