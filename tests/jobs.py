@@ -35,32 +35,41 @@ def node_env(role, port, workers=2, servers=2, **extra):
 @contextlib.contextmanager
 def scheduler_and_servers(workers=2, servers=2, **extra):
     """Start a scheduler and ``servers`` servers; yields the port; kills what it started."""
+    with job_nodes(workers, servers, **extra) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def job_nodes(workers=2, servers=2, **extra):
+    """Start a scheduler and ``servers`` servers; yields the port and their processes
+    (scheduler first); kills what it started."""
     port = free_port()
     procs = [subprocess.Popen([sys.executable, "-c", "import mxrs"],
                               env=node_env(role, port, workers, servers, **extra))
              for role in ["scheduler"] + ["server"] * servers]
     try:
-        yield port
+        yield port, procs
     finally:
         for p in procs:
             p.kill()
             p.wait()
 
 
-def start_worker(port, script, workers=2, servers=2, **extra):
+def start_worker(port, script, workers=2, servers=2, stdin=None, **extra):
     """Start one worker running ``script``; stdout and stderr are captured as text."""
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)],
                             env=node_env("worker", port, workers, servers, **extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
 
 
-def tagged_processes(tag):
+def tagged_processes(tag, rank_var="DMLC_WORKER_ID"):
     """Live processes whose environment carries ``MXRS_TEST_TAG=tag``.
 
     Returns
     -------
     dict
-        pid -> (DMLC_ROLE, DMLC_WORKER_ID, basename of argv[0]), as str.
+        pid -> (DMLC_ROLE, the value of ``rank_var``, basename of argv[0]), as str.
     """
     found = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -75,5 +84,5 @@ def tagged_processes(tag):
             continue
         if env.get(b"MXRS_TEST_TAG") == tag.encode() and state != "Z":
             found[int(pid)] = (env.get(b"DMLC_ROLE", b"").decode(),
-                               env.get(b"DMLC_WORKER_ID", b"").decode(), argv0)
+                               env.get(rank_var.encode(), b"").decode(), argv0)
     return found

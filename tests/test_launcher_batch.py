@@ -80,7 +80,8 @@ def test_sge_dry_run_is_one_blocking_array_job(tmp_path):
     assert not any(a in qsub for a in ("-v", "-V"))  # no environment on the command line
     assert "export A='x y'" in text and f"export PYTHONPATH={PYTHON_DIR}" in text
     server = text.split('if [ "$SGE_TASK_ID" -le 2 ]; then\n', 1)[1].split("fi\n", 1)[0]
-    assert server.split("\n") == ["  export DMLC_ROLE=server", "  export S=2",
+    assert server.split("\n") == ["  export DMLC_SERVER_ID=$((SGE_TASK_ID - 1))",
+                                  "  export DMLC_ROLE=server", "  export S=2",
                                   f"  exec {shlex.quote(sys.executable)} -c 'import mxrs'", ""]
     for task, worker_id in ((3, 0), (5, 2)):
         r = _sh(tmp_path, text, SGE_TASK_ID=str(task))

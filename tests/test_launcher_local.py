@@ -101,3 +101,52 @@ def test_the_scheduler_port_is_free_and_below_the_ephemeral_range(tmp_path):
     ranges.write_text("40000\t60999\n")
     assert job._ephemeral_low(str(ranges)) == 40000
     assert job._ephemeral_low(str(tmp_path / "missing")) == 32768
+
+
+def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):
+    # The launcher labels servers 0..S-1 in the order it starts them; the job ranks them as it
+    # forms. Killing one must give one name in both mouths.
+    tag = uuid.uuid4().hex
+    (tmp_path / "worker.py").write_text(
+        "import sys, time\n"
+        "import mxrs as mx\n"
+        "kv = mx.kv.create('dist_sync')\n"
+        "kv.init(list(range(6)), [mx.nd.zeros((2,))] * 6)\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    while True:\n"
+        "        outs = [mx.nd.zeros((2,)) for _ in range(6)]\n"
+        "        kv.pushpull(list(range(6)), [mx.nd.ones((2,))] * 6, out=outs)\n"
+        "        mx.nd.waitall()\n"
+        "except mx.base.NodeLostError as e:\n"
+        "    print('lost:', e, flush=True)\n"
+        "time.sleep(600)  # only the launcher may end this process\n")
+    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "1", "-s", "3", "--verbose",
+           "--env", f"MXRS_TEST_TAG={tag}", "--env", "PS_HEARTBEAT_TIMEOUT=600",
+           sys.executable, "worker.py"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("[worker 0] ready"):
+                break
+        joined = [ln for ln in seen if ln.startswith("[server") and "joined the job as" in ln]
+        assert len(joined) == 3, "".join(seen)
+        for ln in joined:
+            label = ln[1:ln.index("]")]
+            assert f"joined the job as {label} on 127.0.0.1:" in ln, ln
+        servers = {env_id: pid for pid, (role, env_id, _) in
+                   tagged_processes(tag, "DMLC_SERVER_ID").items() if role == "server"}
+        os.kill(servers["1"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 137, err
+    assert "mxrs-launch: server 1 failed with exit status 137" in err, err
+    # The worker may be stopped before (or while) it says what it lost; what it says names
+    # the same server.
+    lost = [ln for ln in out.splitlines() if ln.startswith("[worker 0] lost:") and " on " in ln]
+    assert all("server 1 on 127.0.0.1:" in ln for ln in lost), out
+    assert tagged_processes(tag) == {}

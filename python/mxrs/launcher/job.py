@@ -69,8 +69,8 @@ class Job:
         base = self.base_env()
         out = [Node("scheduler", 0, self.root_host,
                     {**base, "DMLC_ROLE": "scheduler", "DMLC_NODE_HOST": self.root_host})]
-        for i in range(self.num_servers):
-            env = {**base, **self.env_server, "DMLC_ROLE": "server"}
+        for i in range(self.num_servers):  # ranks fixed, so the job's names match the labels
+            env = {**base, **self.env_server, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i)}
             out.append(Node("server", i, hosts[i % len(hosts)], env))
         for i in range(self.num_workers):
             env = {**base, **self.env_worker, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(i)}

@@ -1,11 +1,12 @@
 """The ``sge`` launcher: servers and workers as one Sun Grid Engine array job.
 
 ``qsub -sync y -t 1-N`` (N = servers + workers) submits a job script whose task number
-``$SGE_TASK_ID`` picks the role: tasks 1..S are the servers, the others the workers, with
-``DMLC_WORKER_ID`` = task - S - 1. The script carries the job's variables, the secret among
-them, so it is written readable by this user only and nothing secret is on qsub's command line
-(no ``-v``/``-V``). ``-sync y`` makes qsub wait for every task, so the tracker supervises it like
-any process; the tasks' output goes to the job folder (``-o``/``-e``), which is kept.
+``$SGE_TASK_ID`` picks the role: tasks 1..S are the servers, with ``DMLC_SERVER_ID`` = task - 1,
+the others the workers, with ``DMLC_WORKER_ID`` = task - S - 1. The script carries the job's
+variables, the secret among them, so it is written readable by this user only and nothing secret
+is on qsub's command line (no ``-v``/``-V``). ``-sync y`` makes qsub wait for every task, so the
+tracker supervises it like any process; the tasks' output goes to the job folder
+(``-o``/``-e``), which is kept.
 
 Settings (environment): ``MXRS_QSUB_ARGS`` adds flags (for example ``-q all.q -l h_vmem=4G``);
 ``MXRS_JOB_DIR`` is where the job folder goes (default: the launching directory; the script is
@@ -28,6 +29,7 @@ def job_script(job: Job):
         " exit 2;;",
         "esac",
         f'if [ "$SGE_TASK_ID" -le {servers} ]; then',
+        "  export DMLC_SERVER_ID=$((SGE_TASK_ID - 1))",
         *("  " + line for line in batch.role_lines(job, "server", batch.server_command(job))),
         "fi",
         f"export DMLC_WORKER_ID=$((SGE_TASK_ID - {servers + 1}))",
