@@ -2,133 +2,16 @@
 //! processes on 127.0.0.1, plus workers driven from the test itself.
 
 mod common;
+mod jobs;
 
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
+use jobs::Job;
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
-use ps_core::{Config, DType, PsError};
+use ps_core::{DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A free port for a job's scheduler. A port from binding port 0 comes from the ephemeral range,
-/// where the servers of the tests running beside this one take theirs between this check and the
-/// scheduler's own bind; a port below that range that is free now is not raced that way.
-fn scheduler_port() -> u16 {
-    loop {
-        let port = 20_000 + rand::random::<u16>() % 12_000;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-/// Kills the processes it started when dropped (a failing test leaves nothing behind).
-struct Job {
-    secret: String,
-    children: Vec<(String, Child)>,
-    env: Vec<(String, String)>,
-}
-
-impl Job {
-    fn new(workers: u32, servers: u32, extra: &[(&str, &str)]) -> Job {
-        let port = scheduler_port();
-        let secret = format!("secret-{port}");
-        let mut env: Vec<(String, String)> = vec![
-            ("DMLC_PS_ROOT_URI".into(), "127.0.0.1".into()),
-            ("DMLC_PS_ROOT_PORT".into(), port.to_string()),
-            ("DMLC_NUM_SERVER".into(), servers.to_string()),
-            ("DMLC_NUM_WORKER".into(), workers.to_string()),
-            ("DMLC_NODE_HOST".into(), "127.0.0.1".into()),
-            ("PS_HEARTBEAT_INTERVAL".into(), "0.2".into()),
-            ("PS_HEARTBEAT_TIMEOUT".into(), "2".into()),
-        ];
-        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        Job {
-            secret,
-            children: Vec::new(),
-            env,
-        }
-    }
-
-    fn spawn(&mut self, name: &str, exe: &str, args: &[&str], env: &[(&str, &str)]) {
-        let mut cmd = Command::new(exe);
-        cmd.args(args)
-            .env("MXRS_SECRET", &self.secret)
-            .stdout(Stdio::null());
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        self.children.push((name.to_string(), cmd.spawn().unwrap()));
-    }
-
-    fn scheduler(&mut self) {
-        self.spawn("scheduler", env!("CARGO_BIN_EXE_ps-scheduler"), &[], &[]);
-    }
-
-    fn server(&mut self, name: &str, env: &[(&str, &str)]) {
-        self.spawn(name, env!("CARGO_BIN_EXE_ps-server"), &[], env);
-    }
-
-    fn bench_worker(&mut self, name: &str, rounds: u32, env: &[(&str, &str)]) {
-        let rounds = rounds.to_string();
-        let args = [
-            "--worker",
-            "--rounds",
-            rounds.as_str(),
-            "--bytes",
-            "4096",
-            "--keys",
-            "3",
-        ];
-        self.spawn(name, env!("CARGO_BIN_EXE_ps-bench"), &args, env);
-    }
-
-    fn config(&self, worker_id: Option<u32>) -> Config {
-        let mut cfg = Config::from_lookup(|k| {
-            self.env
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        })
-        .unwrap();
-        cfg.secret = Some(self.secret.clone().into_bytes());
-        cfg.worker_id = worker_id;
-        cfg
-    }
-
-    fn kill(&mut self, name: &str) {
-        let (_, child) = self.children.iter_mut().find(|(n, _)| n == name).unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-
-    /// Waits for `name` to exit, within the hard limit.
-    fn wait(&mut self, name: &str) -> ExitStatus {
-        let (_, child) = self.children.iter_mut().find(|(n, _)| n == name).unwrap();
-        let deadline = Instant::now() + LIMIT;
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "{name} did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        for (_, child) in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 #[test]
 fn a_normal_job_exits_zero_everywhere() {

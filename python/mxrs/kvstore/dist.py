@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from .. import _native
-from ..base import KVStoreError, MXNetError, ShapeMismatchError
+from ..base import KVStoreError, MXNetError, NodeLostError, ShapeMismatchError
 from ..context import cpu
 from ..ndarray import _pending
 from .base import KVStoreBase, check_shapes, key_value_pairs, register
@@ -51,9 +51,12 @@ def _finish():
     lost.extend(_pending.unreported())
     try:
         _worker[1].finish()
+    except NodeLostError as e:
+        # The job has already failed (the scheduler is gone): nobody is left to tell, and
+        # this worker's own requests all ended; say so without calling it this worker's error.
+        print(f"mxrs: could not tell the scheduler this worker finished: {e}", file=sys.stderr)
     except Exception as e:  # noqa: BLE001
-        if not lost:  # after a failure, the scheduler may well be gone: that adds nothing
-            lost.append(f"{type(e).__name__}: {e}")
+        lost.append(f"{type(e).__name__}: {e}")
     if lost:
         print("mxrs: the distributed KVStore failed and the program did not see it:",
               file=sys.stderr)
@@ -213,8 +216,9 @@ class DistKVStore(KVStoreBase):
         """Send the sum of each key's values to the servers; returns before they answer."""
         _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
+        nbytes = _pending.make_room(arrays)
         ticket = self._worker.push(keys, arrays)
-        _pending.track(ticket, reads=lent)
+        _pending.track(ticket, reads=lent, nbytes=nbytes)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         """Fetch each key's value into ``out``; the arrays are filled when first used."""
@@ -223,8 +227,9 @@ class DistKVStore(KVStoreBase):
             raise KVStoreError("KVStore.pull: out is required")
         pairs = key_value_pairs(key, out, "pull")
         bufs, marks = self._gather_pulls(pairs, "pull")
+        nbytes = _pending.make_room(bufs)
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
-        _pending.track(ticket, writes=marks)
+        _pending.track(ticket, writes=marks, nbytes=nbytes)
 
     def pushpull(self, key, value, out=None, priority=0):
         """Push and pull in one round trip per server (``out`` defaults to ``value``)."""
@@ -233,8 +238,9 @@ class DistKVStore(KVStoreBase):
         pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
+        nbytes = _pending.make_room(arrays, bufs)
         ticket = self._worker.pushpull(keys, arrays, bufs)
-        _pending.track(ticket, reads=lent, writes=marks)
+        _pending.track(ticket, reads=lent, writes=marks, nbytes=nbytes)
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer):

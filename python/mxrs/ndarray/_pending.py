@@ -8,7 +8,10 @@ and ordinary arrays pay nothing.
 
 Requests are kept in the order they were made. :func:`check` (every KVStore call begins with
 it) lets go of the arrays of requests that have completed, so a job that pushes fresh arrays
-and never reads them holds only those still in flight. A request that failed is never silent:
+and never reads them holds only those still in flight; and :func:`make_room` (called before a
+request is sent) waits for the oldest ones while more than :data:`MAX_INFLIGHT_BYTES` are in
+flight, so a program that makes requests faster than the servers answer them is slowed down
+instead of filling its memory. A request that failed is never silent:
 its error is raised by the first of the next KVStore call, :func:`settle_all` (``nd.waitall``),
 or a read of an array it touched; an array it was to write raises at its first read even when
 the error was already reported elsewhere (its data was never written). Errors still unreported
@@ -16,6 +19,7 @@ when the process exits are printed and make it exit with status 1 (see :mod:`.di
 """
 
 import collections
+import os
 import weakref
 
 from .ndarray import NDArray
@@ -24,6 +28,10 @@ _DATA = NDArray.__dict__["_data"]  # the slot descriptor behind NDArray._data
 
 #: Most failed requests kept for reporting; further failures are only counted.
 MAX_UNREPORTED = 64
+#: Bytes of requests in flight (pushed values, pull buffers) before a new request waits for the
+#: oldest ones to complete (``MXRS_WORKER_INFLIGHT_BYTES``; a larger single request still goes,
+#: alone).
+MAX_INFLIGHT_BYTES = int(os.environ.get("MXRS_WORKER_INFLIGHT_BYTES") or 64 << 20)
 #: In-flight requests after which the whole queue, not only its head, is swept for done ones.
 _SCAN_FROM = 256
 
@@ -31,11 +39,12 @@ _SCAN_FROM = 256
 class _Request:
     """One KVStore request: its ticket, the arrays it covers, and how it ended."""
 
-    __slots__ = ("ticket", "arrays", "done", "error", "reported")
+    __slots__ = ("ticket", "arrays", "nbytes", "done", "error", "reported")
 
-    def __init__(self, ticket, arrays):
+    def __init__(self, ticket, arrays, nbytes):
         self.ticket = ticket
         self.arrays = arrays  # [(array, finalize or None, writes)]
+        self.nbytes = nbytes
         self.done = False
         self.error = None
         self.reported = False
@@ -68,6 +77,7 @@ _FAILED = {}
 _UNREPORTED = []  # failed requests whose error has not reached the user, oldest first
 _more_failures = 0  # failures beyond MAX_UNREPORTED
 _scan_at = _SCAN_FROM
+_inflight_bytes = 0  # of the requests in _INFLIGHT
 
 
 def _unreported(req):
@@ -136,7 +146,10 @@ def _advance(arr, entry):
 
 
 def _release(req):
-    """Let go of the arrays of done request ``req``."""
+    """Let go of the arrays of done request ``req`` (taken out of the queue)."""
+    global _inflight_bytes
+    _inflight_bytes -= req.nbytes
+    req.nbytes = 0
     for arr, _, _ in req.arrays:
         entry = _PENDING.get(id(arr))
         if entry is not None and entry[0] is arr:
@@ -183,7 +196,19 @@ class _PendingNDArray(NDArray):
         _DATA.__set__(self, value)
 
 
-def track(ticket, reads=(), writes=()):
+def make_room(*buffers):
+    """Wait for the oldest requests until a request of ``buffers`` (raw arrays it sends or
+    fills) fits in :data:`MAX_INFLIGHT_BYTES`; returns its size in bytes for :func:`track`."""
+    nbytes = sum(b.nbytes for group in buffers for b in group)
+    q = _INFLIGHT
+    while q and _inflight_bytes + nbytes > MAX_INFLIGHT_BYTES:
+        req = q.popleft()
+        req.finish()
+        _release(req)
+    return nbytes
+
+
+def track(ticket, reads=(), writes=(), nbytes=0):
     """Make arrays wait for ``ticket`` before their data is used.
 
     Parameters
@@ -197,10 +222,14 @@ def track(ticket, reads=(), writes=()):
         Arrays the request writes, each with a finalizer run with its raw data once the ticket
         is done (e.g. copying a host buffer to a GPU), or None when the request writes it in
         place.
+    nbytes : int
+        What the request moves, as :func:`make_room` counted it.
     """
+    global _inflight_bytes
     covered = [(a, None, False) for a in reads]
     covered.extend((a, f, True) for a, f in writes)
-    req = _Request(ticket, covered)
+    req = _Request(ticket, covered, nbytes)
+    _inflight_bytes += nbytes
     pending = _PENDING
     for arr, finalize, writes_it in covered:
         entry = pending.get(id(arr))

@@ -215,7 +215,8 @@ impl ControlClient {
         }
     }
 
-    /// This worker is done (workers only). Returns once the scheduler recorded it.
+    /// This worker is done (workers only). Returns once the scheduler recorded it; fails with
+    /// [`PsError::NodeLost`] naming the scheduler when it cannot be reached.
     pub async fn finish(&self) -> Result<()> {
         let me = &self.inner.membership.me;
         if me.role != Role::Worker {
@@ -226,8 +227,18 @@ impl ControlClient {
         let request = pb::FinishRequest {
             node_id: me.node_id,
         };
-        self.inner.rpc.clone().finish(request).await?;
-        Ok(())
+        match self.inner.rpc.clone().finish(request).await {
+            Ok(_) => Ok(()),
+            // The connection broke: the scheduler is gone, and the job with it.
+            Err(status) if matches!(status.code(), Code::Unavailable | Code::Unknown) => {
+                self.inner
+                    .watch
+                    .scheduler_lost(&format!("disconnected: {}", status.message()));
+                let message = self.inner.watch.scheduler_lost.borrow().clone();
+                Err(message.map_or_else(|| status.into(), PsError::NodeLost))
+            }
+            Err(status) => Err(status.into()),
+        }
     }
 }
 
