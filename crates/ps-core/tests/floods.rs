@@ -107,11 +107,11 @@ async fn a_peer_that_never_reads_its_replies_is_stopped_not_served() {
     within(w.set_optimizer(&sgd)).await.unwrap();
     let before = peak_rss(job.pid("server"));
 
-    // Worker 1 asks for the big key (its 1 MiB pieces) 150 times and never reads an answer,
-    // then pushes 1000 to the small key.
+    // Worker 1 asks for the big key (its 1 MiB pieces) 40 times, 320 MiB of answers it never
+    // reads, then pushes 1000 to the small key.
     let mut flood = hand_driven(addr, &job.config(Some(1)), 1, Mode::Async).await;
     let piece = PIECE_BYTES / 2;
-    for id in 0..150 {
+    for id in 0..40 {
         let pulls = (0..half / piece)
             .map(|i| Entry::new(1, DType::F16, &[half], i * piece, piece))
             .collect();
@@ -128,15 +128,20 @@ async fn a_peer_that_never_reads_its_replies_is_stopped_not_served() {
         .unwrap();
     flood.flush().await.unwrap();
 
-    // Worker 0 trains on: its values stay right. Had the server read the whole flood, the
-    // flood's push would show.
+    // Worker 0 trains on for a while (a server that reads everything gets through the flood in
+    // a second or two, even built for debugging): its values stay right, and the flood's push
+    // never shows.
     let mut seen_flood = false;
-    for round in 1..=300 {
+    let start = std::time::Instant::now();
+    for round in 1.. {
+        if start.elapsed() > std::time::Duration::from_secs(6) {
+            break;
+        }
         within(w.push(vec![(2, DType::F32, f32s(&[1.0; 4]))]).wait())
             .await
             .unwrap();
         let v = to_f32(&within(w.pull(&[2]).wait()).await.unwrap()[0]);
-        if v[0] <= -1000.0 {
+        if v == [-(round as f32) - 1000.0; 4] {
             seen_flood = true;
             break;
         }
