@@ -127,12 +127,13 @@ def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        seen = []
+        seen, joined = [], []
         for line in proc.stdout:
             seen.append(line)
-            if line.startswith("[worker 0] ready"):
+            if line.startswith("[server") and "joined the job as" in line:
+                joined.append(line)
+            if len(joined) == 3 and any(ln.startswith("[worker 0] ready") for ln in seen):
                 break
-        joined = [ln for ln in seen if ln.startswith("[server") and "joined the job as" in ln]
         assert len(joined) == 3, "".join(seen)
         for ln in joined:
             label = ln[1:ln.index("]")]
@@ -150,3 +151,12 @@ def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):
     lost = [ln for ln in out.splitlines() if ln.startswith("[worker 0] lost:") and " on " in ln]
     assert all("server 1 on 127.0.0.1:" in ln for ln in lost), out
     assert tagged_processes(tag) == {}
+
+
+def test_every_server_is_started_with_its_label_as_its_rank():
+    from mxrs.launcher.job import Job
+
+    job = Job(num_workers=2, num_servers=3, command=["python", "train.py"])
+    servers = [n for n in job.nodes() if n.role == "server"]
+    assert [(n.label, n.env["DMLC_SERVER_ID"]) for n in servers] == [
+        ("server 0", "0"), ("server 1", "1"), ("server 2", "2")]
