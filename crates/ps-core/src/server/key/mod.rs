@@ -4,6 +4,11 @@
 //! Values are kept in the key's compute type (`f32`, or `f64` for float64 keys; float16 and
 //! bfloat16 keys keep a float32 master copy). A value is an `Arc<Vec<T>>`, so a pull reply
 //! borrows it without a copy and an update copies only while a reply is still being written.
+//!
+//! `pull`: answering pulls, parking them until their round, and failing those a finished
+//! worker keeps from ever completing.
+
+mod pull;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -15,6 +20,7 @@ use crate::dtype::{Access, DType, Float, describe_array, shape_str};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{Entry, Mode, Shape};
 use crate::updater::{State, Updater};
+use pull::PullWaiter;
 
 /// How far ahead of a key's round a worker may push before it is refused.
 pub(crate) const MAX_AHEAD: u64 = 64;
@@ -163,12 +169,6 @@ struct Ahead {
     payload: Bytes,
 }
 
-struct PullWaiter {
-    round: u64,
-    request: Entry,
-    slot: ReplySlot,
-}
-
 /// A key's state in compute type `T`.
 pub(crate) struct KeyData<T> {
     key: u64,
@@ -191,15 +191,6 @@ pub(crate) struct KeyData<T> {
     /// The value in the key's dtype when that is not the compute type (float16, bfloat16),
     /// made once per value and shared by every pull reply until the value changes.
     wire: Option<Bytes>,
-}
-
-/// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
-struct SharedBytes<T>(Arc<Vec<T>>);
-
-impl<T: Float> AsRef<[u8]> for SharedBytes<T> {
-    fn as_ref(&self) -> &[u8] {
-        bytemuck::cast_slice(self.0.as_slice())
-    }
 }
 
 impl<T: Float> KeyData<T> {
@@ -376,16 +367,7 @@ impl<T: Float> KeyData<T> {
         }
         if completed {
             self.fail_blocked_pulls(ctx.finished);
-            let mut i = 0;
-            while i < self.pulls.len() {
-                if self.pulls[i].round <= self.round {
-                    let w = self.pulls.swap_remove(i);
-                    w.slot
-                        .complete(w.request.ok(self.round, self.value_bytes()));
-                } else {
-                    i += 1;
-                }
-            }
+            self.answer_pulls();
         }
     }
 
@@ -415,89 +397,6 @@ impl<T: Float> KeyData<T> {
                 updater.update(self.key, value, grad, state)
             }
             None => updater.update(self.key, value, &self.merge, state),
-        }
-    }
-
-    fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
-        if let Err(err) = self.check(e, Access::Pull) {
-            return slot.complete(e.error(&err));
-        }
-        if ctx.mode == Mode::Async || round <= self.round {
-            return slot.complete(e.ok(self.round, self.value_bytes()));
-        }
-        if round > self.round + MAX_AHEAD + 1 {
-            let err = PsError::Rejected(format!(
-                "key {}: pull waits for round {round} but the key is at round {}",
-                self.key, self.round
-            ));
-            return slot.complete(e.error(&err));
-        }
-        if let Some(err) = self.blocked(round, ctx.finished) {
-            return slot.complete(e.error(&err));
-        }
-        let mut request = e.clone();
-        request.payload = Bytes::new();
-        self.pulls.push(PullWaiter {
-            round,
-            request,
-            slot,
-        });
-    }
-
-    /// Why `round` can never complete: a finished worker has not pushed every round up to it.
-    fn blocked(&self, round: u64, finished: &[Option<Arc<str>>]) -> Option<PsError> {
-        for (w, name) in finished.iter().enumerate() {
-            let Some(name) = name else { continue };
-            // The rounds this worker's pushes can still complete: the current one if it pushed
-            // to it, and each following one it pushed ahead to.
-            let mut reach = self.round;
-            if self.pushed.get(w).copied().unwrap_or(false) {
-                reach += 1;
-                while self
-                    .ahead
-                    .iter()
-                    .any(|a| a.worker as usize == w && a.round == reach)
-                {
-                    reach += 1;
-                }
-            }
-            if round > reach {
-                return Some(PsError::Rejected(format!(
-                    "key {}: the pull waits for round {round}, but {name} has finished after \
-                     pushing {reach} rounds of this key, so round {round} can never complete \
-                     (do all workers run the same number of steps?)",
-                    self.key
-                )));
-            }
-        }
-        None
-    }
-
-    fn fail_blocked_pulls(&mut self, finished: &[Option<Arc<str>>]) {
-        if self.pulls.is_empty() || finished.iter().all(Option::is_none) {
-            return;
-        }
-        let mut i = 0;
-        while i < self.pulls.len() {
-            match self.blocked(self.pulls[i].round, finished) {
-                Some(err) => {
-                    let w = self.pulls.swap_remove(i);
-                    w.slot.complete(w.request.error(&err));
-                }
-                None => i += 1,
-            }
-        }
-    }
-
-    fn value_bytes(&mut self) -> Bytes {
-        if self.dtype.size() == std::mem::size_of::<T>() {
-            Bytes::from_owner(SharedBytes(self.value.clone()))
-        } else {
-            let dtype = self.dtype;
-            let value = &self.value;
-            self.wire
-                .get_or_insert_with(|| Bytes::from(T::write_as(value, dtype)))
-                .clone()
         }
     }
 

@@ -1,0 +1,128 @@
+//! Pulls of one key: answered at once, parked until their sync round completes, or failed
+//! when a finished worker keeps that round from ever completing.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{Ctx, KeyData, MAX_AHEAD};
+use crate::dtype::{Access, Float};
+use crate::error::PsError;
+use crate::protocol::frame::{Entry, Mode};
+use crate::server::reply::ReplySlot;
+
+/// A pull waiting for its round.
+pub(super) struct PullWaiter {
+    pub(super) round: u64,
+    pub(super) request: Entry,
+    pub(super) slot: ReplySlot,
+}
+
+/// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
+struct SharedBytes<T>(Arc<Vec<T>>);
+
+impl<T: Float> AsRef<[u8]> for SharedBytes<T> {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(self.0.as_slice())
+    }
+}
+
+impl<T: Float> KeyData<T> {
+    /// Answers a pull for `round` now, or parks it until the round completes.
+    pub(super) fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        if let Err(err) = self.check(e, Access::Pull) {
+            return slot.complete(e.error(&err));
+        }
+        if ctx.mode == Mode::Async || round <= self.round {
+            return slot.complete(e.ok(self.round, self.value_bytes()));
+        }
+        if round > self.round + MAX_AHEAD + 1 {
+            let err = PsError::Rejected(format!(
+                "key {}: pull waits for round {round} but the key is at round {}",
+                self.key, self.round
+            ));
+            return slot.complete(e.error(&err));
+        }
+        if let Some(err) = self.blocked(round, ctx.finished) {
+            return slot.complete(e.error(&err));
+        }
+        let mut request = e.clone();
+        request.payload = Bytes::new();
+        self.pulls.push(PullWaiter {
+            round,
+            request,
+            slot,
+        });
+    }
+
+    /// Why `round` can never complete: a finished worker has not pushed every round up to it.
+    fn blocked(&self, round: u64, finished: &[Option<Arc<str>>]) -> Option<PsError> {
+        for (w, name) in finished.iter().enumerate() {
+            let Some(name) = name else { continue };
+            // The rounds this worker's pushes can still complete: the current one if it pushed
+            // to it, and each following one it pushed ahead to.
+            let mut reach = self.round;
+            if self.pushed.get(w).copied().unwrap_or(false) {
+                reach += 1;
+                while self
+                    .ahead
+                    .iter()
+                    .any(|a| a.worker as usize == w && a.round == reach)
+                {
+                    reach += 1;
+                }
+            }
+            if round > reach {
+                return Some(PsError::Rejected(format!(
+                    "key {}: the pull waits for round {round}, but {name} has finished after \
+                     pushing {reach} rounds of this key, so round {round} can never complete \
+                     (do all workers run the same number of steps?)",
+                    self.key
+                )));
+            }
+        }
+        None
+    }
+
+    pub(super) fn fail_blocked_pulls(&mut self, finished: &[Option<Arc<str>>]) {
+        if self.pulls.is_empty() || finished.iter().all(Option::is_none) {
+            return;
+        }
+        let mut i = 0;
+        while i < self.pulls.len() {
+            match self.blocked(self.pulls[i].round, finished) {
+                Some(err) => {
+                    let w = self.pulls.swap_remove(i);
+                    w.slot.complete(w.request.error(&err));
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    fn value_bytes(&mut self) -> Bytes {
+        if self.dtype.size() == std::mem::size_of::<T>() {
+            Bytes::from_owner(SharedBytes(self.value.clone()))
+        } else {
+            let dtype = self.dtype;
+            let value = &self.value;
+            self.wire
+                .get_or_insert_with(|| Bytes::from(T::write_as(value, dtype)))
+                .clone()
+        }
+    }
+
+    /// Answers every parked pull whose round has come.
+    pub(super) fn answer_pulls(&mut self) {
+        let mut i = 0;
+        while i < self.pulls.len() {
+            if self.pulls[i].round <= self.round {
+                let w = self.pulls.swap_remove(i);
+                w.slot
+                    .complete(w.request.ok(self.round, self.value_bytes()));
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
