@@ -19,8 +19,8 @@ from mxrs.ndarray import _pending
 class Ticket:
     """A request: ``ready`` says whether ``wait`` would return at once; a failure stays."""
 
-    def __init__(self, error=None, ready=True):
-        self.error, self.ready, self.waits = error, ready, 0
+    def __init__(self, error=None, ready=True, nbytes=0):
+        self.error, self.ready, self.waits, self.nbytes = error, ready, 0, nbytes
 
     def wait(self):
         self.waits += 1
@@ -177,19 +177,16 @@ def test_failures_nobody_saw_are_handed_over_once_and_bounded():
 
 def test_a_new_request_waits_for_the_oldest_while_too_much_is_in_flight(monkeypatch):
     monkeypatch.setattr(_pending, "MAX_INFLIGHT_BYTES", 4 << 20)
-    mib = np.zeros(1 << 18, np.float32)  # 1 MiB
     tickets = []
     for _ in range(6):
-        nbytes = _pending.make_room([mib])
-        t = Ticket(ready=False)
-        _pending.track(t, reads=[mx.nd.zeros((1,))], nbytes=nbytes)
+        t = Ticket(ready=False, nbytes=1 << 20)
+        _pending.track(t, reads=[mx.nd.zeros((1,))])
         tickets.append(t)
     # Four fit; each later one waited for the oldest still in flight.
     assert [t.waits for t in tickets] == [1, 1, 0, 0, 0, 0]
     assert _pending._inflight_bytes == 4 << 20
-    big = np.zeros(3 << 20, np.float32)  # 12 MiB: more than the bound, goes alone
-    nbytes = _pending.make_room([big])
-    assert all(t.waits == 1 for t in tickets) and _pending._inflight_bytes == 0
-    _pending.track(Ticket(), nbytes=nbytes)
+    big = Ticket(nbytes=12 << 20)  # more than the bound: everything before it is waited for
+    _pending.track(big)
+    assert all(t.waits == 1 for t in tickets) and _pending._inflight_bytes == 12 << 20
     mx.nd.waitall()
     assert _pending._inflight_bytes == 0

@@ -26,6 +26,8 @@ pub struct Worker {
 #[pyclass(module = "mxrs._native", frozen)]
 pub struct Ticket {
     state: Mutex<State>,
+    /// Bytes the request sends and receives.
+    nbytes: usize,
     /// Signalled when a wait in progress has ended.
     ended: Condvar,
 }
@@ -57,8 +59,15 @@ impl Worker {
         }
     }
 
-    fn ticket(t: ps_core::worker::Ticket, outs: Vec<ArrayInfo>, keep: Vec<Py<PyAny>>) -> Ticket {
+    fn ticket(
+        t: ps_core::worker::Ticket,
+        sent: usize,
+        outs: Vec<ArrayInfo>,
+        keep: Vec<Py<PyAny>>,
+    ) -> Ticket {
+        let nbytes = sent + outs.iter().map(ArrayInfo::len).sum::<usize>();
         Ticket {
+            nbytes,
             state: Mutex::new(State::Pending(Pending {
                 ticket: t,
                 outs,
@@ -193,12 +202,14 @@ impl Worker {
     /// key exists on its servers.
     fn init(&self, keys: Vec<u64>, arrays: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
         check_lengths("init", keys.len(), arrays.len())?;
-        let items = lend(&keys, &arrays)?
+        let items: Vec<_> = lend(&keys, &arrays)?
             .into_iter()
             .map(|(key, info, bytes)| (key, info.dtype, info.shape, bytes))
             .collect();
+        let sent = items.iter().map(|item| item.3.len()).sum();
         Ok(Self::ticket(
             self.job()?.worker().init(items),
+            sent,
             vec![],
             vec![],
         ))
@@ -210,18 +221,24 @@ impl Worker {
         let job = self.job()?;
         let lent = lend(&keys, &arrays)?;
         check_shapes(job, &lent)?;
+        let sent = lent.iter().map(|(_, _, bytes)| bytes.len()).sum();
         let items = lent
             .into_iter()
             .map(|(key, info, bytes)| (key, info.dtype, bytes))
             .collect();
-        Ok(Self::ticket(job.worker().push(items), vec![], vec![]))
+        Ok(Self::ticket(job.worker().push(items), sent, vec![], vec![]))
     }
 
     /// Pulls `keys` into `outs` (one C-contiguous array of the key's size each).
     fn pull(&self, keys: Vec<u64>, outs: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
         check_lengths("pull", keys.len(), outs.len())?;
         let (infos, keep) = destinations(&keys, &outs)?;
-        Ok(Self::ticket(self.job()?.worker().pull(&keys), infos, keep))
+        Ok(Self::ticket(
+            self.job()?.worker().pull(&keys),
+            0,
+            infos,
+            keep,
+        ))
     }
 
     /// Pushes `arrays`, then pulls the value their round produces into `outs`, in one round
@@ -237,12 +254,18 @@ impl Worker {
         let job = self.job()?;
         let lent = lend(&keys, &arrays)?;
         check_shapes(job, &lent)?;
+        let sent = lent.iter().map(|(_, _, bytes)| bytes.len()).sum();
         let items = lent
             .into_iter()
             .map(|(key, info, bytes)| (key, info.dtype, bytes))
             .collect();
         let (infos, keep) = destinations(&keys, &outs)?;
-        Ok(Self::ticket(job.worker().pushpull(items), infos, keep))
+        Ok(Self::ticket(
+            job.worker().pushpull(items),
+            sent,
+            infos,
+            keep,
+        ))
     }
 
     /// Waits until every worker (`group="workers"`) or every node (`"all"`) got here.
@@ -373,6 +396,12 @@ impl Ticket {
         *self.state() = State::Done(failure.clone());
         self.ended.notify_all();
         failure.map_or(Ok(()), |f| Err(f.to_py()))
+    }
+
+    /// Bytes the request sends (pushed values) and receives (pulled values).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.nbytes
     }
 
     /// Whether the request is done, so that `wait()` returns at once. Never blocks.

@@ -216,9 +216,8 @@ class DistKVStore(KVStoreBase):
         """Send the sum of each key's values to the servers; returns before they answer."""
         _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
-        nbytes = _pending.make_room(arrays)
         ticket = self._worker.push(keys, arrays)
-        _pending.track(ticket, reads=lent, nbytes=nbytes)
+        _pending.track(ticket, reads=lent)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
         """Fetch each key's value into ``out``; the arrays are filled when first used."""
@@ -227,9 +226,8 @@ class DistKVStore(KVStoreBase):
             raise KVStoreError("KVStore.pull: out is required")
         pairs = key_value_pairs(key, out, "pull")
         bufs, marks = self._gather_pulls(pairs, "pull")
-        nbytes = _pending.make_room(bufs)
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
-        _pending.track(ticket, writes=marks, nbytes=nbytes)
+        _pending.track(ticket, writes=marks)
 
     def pushpull(self, key, value, out=None, priority=0):
         """Push and pull in one round trip per server (``out`` defaults to ``value``)."""
@@ -238,9 +236,8 @@ class DistKVStore(KVStoreBase):
         pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
-        nbytes = _pending.make_room(arrays, bufs)
         ticket = self._worker.pushpull(keys, arrays, bufs)
-        _pending.track(ticket, reads=lent, writes=marks, nbytes=nbytes)
+        _pending.track(ticket, reads=lent, writes=marks)
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer):

@@ -8,13 +8,13 @@ and ordinary arrays pay nothing.
 
 Requests are kept in the order they were made. :func:`check` (every KVStore call begins with
 it) lets go of the arrays of requests that have completed, so a job that pushes fresh arrays
-and never reads them holds only those still in flight; and :func:`make_room` (called before a
-request is sent) waits for the oldest ones while more than :data:`MAX_INFLIGHT_BYTES` are in
-flight, so a program that makes requests faster than the servers answer them is slowed down
-instead of filling its memory. A request that failed is never silent:
-its error is raised by the first of the next KVStore call, :func:`settle_all` (``nd.waitall``),
-or a read of an array it touched; an array it was to write raises at its first read even when
-the error was already reported elsewhere (its data was never written). Errors still unreported
+and never reads them holds only those still in flight; and :func:`track` waits for the oldest
+requests while more than :data:`MAX_INFLIGHT_BYTES` are in flight, so a program that makes
+requests faster than the servers answer them is slowed down instead of filling its memory.
+A request that failed is never silent: its error is raised by the first of the next KVStore
+call, :func:`settle_all` (``nd.waitall``), or a read of an array it touched; an array it was to
+write raises at its first read even when the error was already reported elsewhere (its data was
+never written). Errors still unreported
 when the process exits are printed and make it exit with status 1 (see :mod:`.dist`).
 """
 
@@ -28,10 +28,10 @@ _DATA = NDArray.__dict__["_data"]  # the slot descriptor behind NDArray._data
 
 #: Most failed requests kept for reporting; further failures are only counted.
 MAX_UNREPORTED = 64
-#: Bytes of requests in flight (pushed values, pull buffers) before a new request waits for the
-#: oldest ones to complete (``MXRS_WORKER_INFLIGHT_BYTES``; a larger single request still goes,
-#: alone).
-MAX_INFLIGHT_BYTES = int(os.environ.get("MXRS_WORKER_INFLIGHT_BYTES") or 64 << 20)
+#: Bytes of requests in flight (pushed values, pulled values) beyond which the oldest ones are
+#: waited for before a new one is tracked (``MXRS_WORKER_INFLIGHT_BYTES``; a larger single
+#: request still goes, alone).
+MAX_INFLIGHT_BYTES = int(os.environ.get("MXRS_WORKER_INFLIGHT_BYTES") or 256 << 20)
 #: In-flight requests after which the whole queue, not only its head, is swept for done ones.
 _SCAN_FROM = 256
 
@@ -41,9 +41,9 @@ class _Request:
 
     __slots__ = ("ticket", "arrays", "nbytes", "done", "error", "reported")
 
-    def __init__(self, ticket, arrays, nbytes):
+    def __init__(self, ticket, nbytes):
         self.ticket = ticket
-        self.arrays = arrays  # [(array, finalize or None, writes)]
+        self.arrays = ()  # every array it reads or writes
         self.nbytes = nbytes
         self.done = False
         self.error = None
@@ -69,7 +69,7 @@ class _Request:
 
 
 _INFLIGHT = collections.deque()  # _Request, in the order they were made
-# id(array) -> (array, [[request, finalize or None, writes], ...]) in request order; the array is
+# id(array) -> (array, [(request, finalize or None, writes), ...]) in request order; the array is
 # held so its id stays unique.
 _PENDING = {}
 # id(array) -> (weakref to array, request): arrays a failed request was to write, not read since.
@@ -150,7 +150,7 @@ def _release(req):
     global _inflight_bytes
     _inflight_bytes -= req.nbytes
     req.nbytes = 0
-    for arr, _, _ in req.arrays:
+    for arr in req.arrays:
         entry = _PENDING.get(id(arr))
         if entry is not None and entry[0] is arr:
             _advance(arr, entry)
@@ -196,49 +196,55 @@ class _PendingNDArray(NDArray):
         _DATA.__set__(self, value)
 
 
-def make_room(*buffers):
-    """Wait for the oldest requests until a request of ``buffers`` (raw arrays it sends or
-    fills) fits in :data:`MAX_INFLIGHT_BYTES`; returns its size in bytes for :func:`track`."""
-    nbytes = sum(b.nbytes for group in buffers for b in group)
-    q = _INFLIGHT
-    while q and _inflight_bytes + nbytes > MAX_INFLIGHT_BYTES:
-        req = q.popleft()
-        req.finish()
-        _release(req)
-    return nbytes
-
-
-def track(ticket, reads=(), writes=(), nbytes=0):
+def track(ticket, reads=(), writes=()):
     """Make arrays wait for ``ticket`` before their data is used.
+
+    First, while more than :data:`MAX_INFLIGHT_BYTES` of earlier requests and this one are in
+    flight, waits for the oldest (the request itself is already on its way).
 
     Parameters
     ----------
-    ticket : object with ``wait()`` and ``ready``
+    ticket : object with ``wait()``, ``ready`` and ``nbytes``
         The request. ``ready`` says, without blocking, whether ``wait()`` would return at once;
-        waiting again after it is done must give the same outcome.
+        waiting again after it is done must give the same outcome. ``nbytes`` is what it moves.
     reads : iterable of NDArray
         Arrays the request reads (pushed values): they must not change until it is done.
     writes : iterable of (NDArray, callable or None)
         Arrays the request writes, each with a finalizer run with its raw data once the ticket
         is done (e.g. copying a host buffer to a GPU), or None when the request writes it in
         place.
-    nbytes : int
-        What the request moves, as :func:`make_room` counted it.
     """
     global _inflight_bytes
-    covered = [(a, None, False) for a in reads]
-    covered.extend((a, f, True) for a, f in writes)
-    req = _Request(ticket, covered, nbytes)
-    _inflight_bytes += nbytes
+    nbytes = ticket.nbytes
+    q = _INFLIGHT
+    while q and _inflight_bytes + nbytes > MAX_INFLIGHT_BYTES:
+        old = q.popleft()
+        old.finish()
+        _release(old)
+    req = _Request(ticket, nbytes)
     pending = _PENDING
-    for arr, finalize, writes_it in covered:
-        entry = pending.get(id(arr))
-        if entry is None:
-            pending[id(arr)] = (arr, [[req, finalize, writes_it]])
+    # One shared entry for every array read, and one for every array written in place.
+    read, in_place = (req, None, False), (req, None, True)
+    arrays = list(reads)
+    for arr in arrays:
+        known = pending.get(id(arr))
+        if known is None:
+            pending[id(arr)] = (arr, [read])
             arr.__class__ = _PendingNDArray
         else:
-            entry[1].append([req, finalize, writes_it])
-    _INFLIGHT.append(req)
+            known[1].append(read)
+    for arr, finalize in writes:
+        entry = in_place if finalize is None else (req, finalize, True)
+        known = pending.get(id(arr))
+        if known is None:
+            pending[id(arr)] = (arr, [entry])
+            arr.__class__ = _PendingNDArray
+        else:
+            known[1].append(entry)
+        arrays.append(arr)
+    req.arrays = arrays
+    _inflight_bytes += nbytes
+    q.append(req)
 
 
 def sweep():

@@ -229,8 +229,14 @@ impl ControlClient {
         };
         match self.inner.rpc.clone().finish(request).await {
             Ok(_) => Ok(()),
-            // The connection broke: the scheduler is gone, and the job with it.
-            Err(status) if matches!(status.code(), Code::Unavailable | Code::Unknown) => {
+            // The connection broke (or the call was cut with it): the scheduler is gone, and the
+            // job with it.
+            Err(status)
+                if matches!(
+                    status.code(),
+                    Code::Unavailable | Code::Unknown | Code::Cancelled
+                ) =>
+            {
                 self.inner
                     .watch
                     .scheduler_lost(&format!("disconnected: {}", status.message()));
