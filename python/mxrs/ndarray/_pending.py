@@ -222,29 +222,27 @@ def track(ticket, reads=(), writes=()):
         old.finish()
         _release(old)
     req = _Request(ticket, nbytes)
-    pending = _PENDING
     # One shared entry for every array read, and one for every array written in place.
     read, in_place = (req, None, False), (req, None, True)
     arrays = list(reads)
     for arr in arrays:
-        known = pending.get(id(arr))
-        if known is None:
-            pending[id(arr)] = (arr, [read])
-            arr.__class__ = _PendingNDArray
-        else:
-            known[1].append(read)
+        _add(arr, read)
     for arr, finalize in writes:
-        entry = in_place if finalize is None else (req, finalize, True)
-        known = pending.get(id(arr))
-        if known is None:
-            pending[id(arr)] = (arr, [entry])
-            arr.__class__ = _PendingNDArray
-        else:
-            known[1].append(entry)
+        _add(arr, in_place if finalize is None else (req, finalize, True))
         arrays.append(arr)
     req.arrays = arrays
     _inflight_bytes += nbytes
     q.append(req)
+
+
+def _add(arr, entry):
+    """Append ``entry`` to ``arr``'s requests, making it pending if it was not."""
+    known = _PENDING.get(id(arr))
+    if known is None:
+        _PENDING[id(arr)] = (arr, [entry])
+        arr.__class__ = _PendingNDArray
+    else:
+        known[1].append(entry)
 
 
 def sweep():
