@@ -148,16 +148,17 @@ impl Worker {
     /// ticket completes once the key exists on its servers with this dtype and shape.
     pub fn init(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>) -> Ticket {
         let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        for (i, (key, dtype, shape, value)) in items.iter().enumerate() {
-            let earlier = items[..i]
-                .iter()
-                .find(|(k, ..)| k == key)
-                .map(|(_, d, s, _)| (*d, s.as_slice()));
+        // Each key against what it is: in the table, or as an earlier item of this request.
+        let mut seen: FxHashMap<u64, (DType, &[u64])> = FxHashMap::default();
+        for (key, dtype, shape, value) in &items {
             let known = keys.get(key).map(|m| (m.dtype, m.shape.as_slice()));
-            if let Err(e) = check_init(*key, *dtype, shape, value.len(), known.or(earlier)) {
+            let known = known.or_else(|| seen.get(key).copied());
+            if let Err(e) = check_init(*key, *dtype, shape, value.len(), known) {
                 return Ticket::failed(e);
             }
+            seen.entry(*key).or_insert((*dtype, shape));
         }
+        drop(seen);
         // Everything fits: record the new keys and send.
         let mut batch = Batch::new(Op::Init, self.conns.len());
         let mut fresh_keys = Vec::new();
