@@ -41,7 +41,7 @@ pub(crate) fn dispatch(
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
     };
     if let Err(err) = check_reply_size(shared, &frame) {
-        refuse_all(&frame.entries, slots, 0, &err);
+        refuse_all(&frame.entries, slots, None, &err);
         return Ok(());
     }
     let installed = current(shared);
@@ -66,7 +66,7 @@ pub(crate) fn dispatch(
                 .iter()
                 .map(|e| shared.store.check_init(rank, e));
             if let Some((bad, err)) = first_error(checked) {
-                refuse_all(&frame.entries, entries.map(|(_, s)| s), bad, &err);
+                refuse_all(&frame.entries, entries.map(|(_, s)| s), Some(bad), &err);
                 return Ok(());
             }
             entries.for_each(|(e, slot)| shared.store.init(rank, shared.num_workers, e, slot))
@@ -75,7 +75,7 @@ pub(crate) fn dispatch(
             let keys = match checked_keys(shared, &frame.entries) {
                 Ok(keys) => keys,
                 Err((bad, err)) => {
-                    refuse_all(&frame.entries, entries.map(|(_, s)| s), bad, &err);
+                    refuse_all(&frame.entries, entries.map(|(_, s)| s), Some(bad), &err);
                     return Ok(());
                 }
             };
@@ -154,22 +154,24 @@ fn first_error(checks: impl Iterator<Item = Result<()>>) -> Option<(usize, PsErr
         .find_map(|(i, r)| r.err().map(|err| (i, err)))
 }
 
-/// Answers every entry of a request that is refused whole because entry `bad` failed with `err`.
+/// Answers every entry of a request refused whole with `err`: the request's own fault, or
+/// entry `bad`'s (the others then say which key kept them from being applied).
 fn refuse_all(
     entries: &[Entry],
     slots: impl IntoIterator<Item = ReplySlot>,
-    bad: usize,
+    bad: Option<usize>,
     err: &PsError,
 ) {
     for (i, (e, slot)) in entries.iter().zip(slots).enumerate() {
-        if i == bad || entries.len() == 1 {
-            slot.complete(e.error(err));
-        } else {
-            let why = PsError::Rejected(format!(
-                "key {}: not applied, because key {} in the same request was refused: {err}",
-                e.key, entries[bad].key
-            ));
-            slot.complete(e.error(&why));
+        match bad {
+            Some(bad) if bad != i => {
+                let why = PsError::Rejected(format!(
+                    "key {}: not applied, because key {} in the same request was refused: {err}",
+                    e.key, entries[bad].key
+                ));
+                slot.complete(e.error(&why));
+            }
+            _ => slot.complete(e.error(err)),
         }
     }
 }
