@@ -1,0 +1,171 @@
+//! Forming the job: registrations are checked as they arrive, and once every node has
+//! registered, ranks and node ids are assigned and every registration is answered.
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::{Job, MAX_HOST_LEN, Member, Pending, Registration, State};
+use crate::config::Role;
+use crate::error::{PsError, Result};
+use crate::scheduler::{Membership, NodeInfo};
+
+impl Job {
+    /// Takes a registration. The receiver gets the node's membership once the last node of the
+    /// job has registered; the ticket withdraws the registration if the node goes away first.
+    pub fn register(
+        &mut self,
+        reg: Registration,
+        now: Instant,
+    ) -> Result<(u64, oneshot::Receiver<Result<Membership>>)> {
+        self.check(&reg)?;
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let (reply, rx) = oneshot::channel();
+        self.pending.push(Pending { ticket, reg, reply });
+        if self.pending.len() as u64 == u64::from(self.num_workers) + u64::from(self.num_servers) {
+            self.form(now);
+        }
+        Ok((ticket, rx))
+    }
+
+    fn check(&self, reg: &Registration) -> Result<()> {
+        let refuse = |msg: String| Err(PsError::Rejected(msg));
+        if self.is_over() {
+            return Err(PsError::Shutdown);
+        }
+        if reg.role == Role::Scheduler {
+            return refuse("only workers and servers register with the scheduler; this node's DMLC_ROLE is scheduler".into());
+        }
+        for (var, theirs, ours) in [
+            ("DMLC_NUM_WORKER", reg.num_workers, self.num_workers),
+            ("DMLC_NUM_SERVER", reg.num_servers, self.num_servers),
+        ] {
+            if theirs != ours {
+                return refuse(format!(
+                    "{var} is {theirs} on this node but {ours} at the scheduler"
+                ));
+            }
+        }
+        if !self.members.is_empty() {
+            return refuse(format!(
+                "the job ({} workers, {} servers) has already formed; a {} cannot join it now",
+                self.num_workers, self.num_servers, reg.role
+            ));
+        }
+        if reg.host.len() > MAX_HOST_LEN {
+            return refuse(format!("host name of {} bytes is too long", reg.host.len()));
+        }
+        if reg.role == Role::Server && !(1..=u32::from(u16::MAX)).contains(&reg.port) {
+            return refuse(format!(
+                "a server must advertise its data-plane port (1-65535), not {}",
+                reg.port
+            ));
+        }
+        let (same_role, limit, var) = match reg.role {
+            Role::Worker => (Role::Worker, self.num_workers, "DMLC_NUM_WORKER"),
+            _ => (Role::Server, self.num_servers, "DMLC_NUM_SERVER"),
+        };
+        let registered = self.pending.iter().filter(|p| p.reg.role == same_role);
+        if registered.count() as u32 >= limit {
+            return refuse(format!(
+                "the job has {limit} {same_role} places and all are taken; \
+                 is {var} the same on every node?"
+            ));
+        }
+        if let Some(id) = reg.rank {
+            let id_var = match same_role {
+                Role::Worker => "DMLC_WORKER_ID",
+                _ => "DMLC_SERVER_ID",
+            };
+            if id >= limit {
+                return refuse(format!(
+                    "{id_var} is {id} but the job has {limit} {same_role}s (ids 0..{})",
+                    limit - 1
+                ));
+            }
+            let taken = self
+                .pending
+                .iter()
+                .find(|p| p.reg.role == same_role && p.reg.rank == Some(id));
+            if let Some(other) = taken {
+                return refuse(format!(
+                    "{id_var} {id} is already taken by the {same_role} on {}",
+                    other.reg.host
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws a registration whose node went away before the job formed.
+    pub fn withdraw(&mut self, ticket: u64) {
+        self.pending.retain(|p| p.ticket != ticket);
+    }
+
+    /// Everyone has registered: assign ranks and node ids, answer every registration.
+    fn form(&mut self, now: Instant) {
+        let pending = std::mem::take(&mut self.pending);
+        let (workers, servers): (Vec<Pending>, Vec<Pending>) = pending
+            .into_iter()
+            .partition(|p| p.reg.role == Role::Worker);
+        let mut ordered = ranked(servers, self.num_servers);
+        ordered.extend(ranked(workers, self.num_workers));
+
+        let mut replies = Vec::with_capacity(ordered.len());
+        for (i, (rank, p)) in ordered.into_iter().enumerate() {
+            let port = match p.reg.role {
+                Role::Server => p.reg.port as u16,
+                _ => 0,
+            };
+            let info = NodeInfo {
+                node_id: i as u32 + 1,
+                role: p.reg.role,
+                rank,
+                host: p.reg.host,
+                port,
+            };
+            self.members.push(Member {
+                info,
+                state: State::Alive,
+                last_seen: now,
+                subscription: None,
+            });
+            replies.push(p.reply);
+        }
+        let servers: Vec<NodeInfo> = self.members[..self.num_servers as usize]
+            .iter()
+            .map(|m| m.info.clone())
+            .collect();
+        for (i, reply) in replies.into_iter().enumerate() {
+            let me = self.members[i].info.clone();
+            let membership = Membership {
+                me,
+                num_workers: self.num_workers,
+                num_servers: self.num_servers,
+                servers: servers.clone(),
+            };
+            if reply.send(Ok(membership)).is_err() {
+                // Its node went away just as the job formed.
+                self.declare_lost(i as u32 + 1, "disconnected while the job formed");
+            }
+        }
+    }
+}
+
+/// Ranks for the registrations of one role: those that asked for a rank get it, the others fill
+/// the gaps in arrival order. Sorted by rank.
+fn ranked(regs: Vec<Pending>, size: u32) -> Vec<(u32, Pending)> {
+    let mut taken = vec![false; size as usize];
+    for p in &regs {
+        if let Some(id) = p.reg.rank {
+            taken[id as usize] = true;
+        }
+    }
+    let mut free = (0..size).filter(|&r| !taken[r as usize]);
+    let mut out: Vec<(u32, Pending)> = regs
+        .into_iter()
+        .map(|p| (p.reg.rank.or_else(|| free.next()).unwrap_or(0), p))
+        .collect();
+    out.sort_by_key(|(rank, _)| *rank);
+    out
+}
