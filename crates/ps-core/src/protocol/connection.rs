@@ -67,11 +67,6 @@ impl Budget {
             .await
             .map_err(|_| PsError::Shutdown)
     }
-
-    /// Bytes not taken now.
-    pub fn available(&self) -> usize {
-        self.bytes.available_permits()
-    }
 }
 
 /// Reads whole frames from a byte stream.

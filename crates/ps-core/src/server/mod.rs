@@ -37,7 +37,7 @@ use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::transport;
 use crate::updater::{OptimizerSpec, Updater};
-pub use reply::{MAX_OUTSTANDING_ENTRIES, MAX_QUEUED_REPLY_BYTES};
+pub use reply::MAX_OUTSTANDING_ENTRIES;
 use store::{Store, lock};
 
 /// Bounds on what a server reads.

@@ -21,7 +21,7 @@ use crate::protocol::frame::{Entry, Frame, Op};
 /// reader pauses (parked pulls and inits included).
 pub const MAX_OUTSTANDING_ENTRIES: usize = 1 << 17;
 /// Reply bytes a connection may have queued and not yet written before its reader pauses.
-pub const MAX_QUEUED_REPLY_BYTES: usize = 64 << 20;
+pub(crate) const MAX_QUEUED_REPLY_BYTES: usize = 64 << 20;
 
 /// What one connection has outstanding.
 #[derive(Default)]
