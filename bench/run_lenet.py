@@ -30,7 +30,7 @@ only 6 or 16 rows and run memory-bound, plus the strided col2im of conv2), convo
 rest; Python and autograd overhead is under 1 ms. Host memory bandwidth is the limit: the im2col
 columns of conv1 alone are 7.4 MB per step. Page faults on fresh `mmap`ed temporaries used to
 cost as much again; mxrs keeps freed blocks in glibc's heap (see
-`python/mxrs/ndarray/_backend.py`), which took that step from about 35 ms to 21 ms.
+`python/mxrs/_backend.py`), which took that step from about 35 ms to 21 ms.
 
 With 2 threads only the GEMMs run in parallel in mxrs (NumPy's elementwise kernels are
 single-threaded), while MXNet parallelises every operator. This 2-core machine is shared with

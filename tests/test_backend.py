@@ -3,7 +3,7 @@
 import mxrs as mx
 import numpy as np
 import pytest
-from mxrs.ndarray import _backend
+from mxrs import _backend
 
 
 def test_cpu_contexts_share_the_numpy_backend():

@@ -9,6 +9,8 @@ mxrs, and the ``ps-scheduler`` / ``ps-server`` console scripts bypass it (they t
 import os
 import sys
 
+from . import _native
+
 _ROLES = ("scheduler", "server")
 _CONSOLE_SCRIPTS = ("ps-scheduler", "ps-server", "mxrs-launch")
 
@@ -20,6 +22,4 @@ def run_if_scheduler_or_server():
         return
     if os.path.basename(sys.argv[0] if sys.argv else "") in _CONSOLE_SCRIPTS:
         return
-    from . import _native
-
     sys.exit(_native.run_role(role))

@@ -287,8 +287,6 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     NDArray or list of NDArray
         One gradient per variable (a single array when ``variables`` is one array).
     """
-    from .ndarray.ndarray import _wrap
-
     if create_graph:
         raise MXNetError("autograd.grad: create_graph=True (higher-order gradients) is not "
                          "supported")
@@ -306,7 +304,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         be = v._ctx.backend
         with be.guard(v._ctx.device_id):
             g = be.xp.zeros_like(v._data) if entry is None else be.xp.array(entry[1], copy=True)
-        out.append(_wrap(g, v._ctx))
+        out.append(v._new(g, v._ctx))
     return out[0] if single else out
 
 
@@ -344,16 +342,14 @@ class Function:
         raise NotImplementedError
 
     def __call__(self, *inputs):
-        from .ndarray.ndarray import _wrap
-
         with _Scope(False, None):
             outputs = self.forward(*inputs)
         single = not isinstance(outputs, (list, tuple))
         outs = [outputs] if single else list(outputs)
-        needs = tuple(x._node is not None or x._grad is not None for x in inputs)
+        needs = tuple(x._needs_grad() for x in inputs)
         if _state.recording and any(needs):
             node = _FunctionNode(self, inputs, needs, outs)
-            outs = [_wrap(o._data, o._ctx) for o in outs]
+            outs = [o._new(o._data, o._ctx) for o in outs]
             for i, o in enumerate(outs):
                 o._node = node
                 o._oidx = i
@@ -370,13 +366,12 @@ class _FunctionNode:
         self.outs = [(o._ctx, o._data.shape, o._data.dtype) for o in outs]
 
     def backward(self, *gouts):
-        from .ndarray.ndarray import _wrap
-
+        new = self.inputs[0]._new
         grads = []
         for g, (ctx, shape, dtype) in zip(gouts, self.outs, strict=True):
             if g is None:
                 g = ctx.backend.xp.zeros(shape, dtype)
-            grads.append(_wrap(g, ctx))
+            grads.append(new(g, ctx))
         with _Scope(False, None):
             gins = self.fn.backward(*grads)
         if not isinstance(gins, (list, tuple)):

@@ -8,6 +8,7 @@ cannot be mixed in one operation, which lets multi-device code be tested without
 
 import threading
 
+from ._backend import backend_for
 from .base import MXNetError
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "gpu_memory_info"]
@@ -102,8 +103,6 @@ class Context:
         """
         be = self._backend
         if be is None:
-            from .ndarray._backend import backend_for
-
             be = self._backend = backend_for(self)
         return be
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import random
 from .base import MXNetError
-from .ndarray import NDArray
+from .ndarray import NDArray, load
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Zero", "One", "Constant",
            "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Mixed", "Load"]
@@ -414,8 +414,6 @@ class Load:
     """
 
     def __init__(self, param, default_init=None, verbose=False):
-        from .ndarray import load
-
         if isinstance(param, str):
             param = load(param)
         if not isinstance(param, dict):

@@ -17,7 +17,10 @@ from . import initializer as _init
 from . import metric as _metric
 from .base import MXNetError
 from .context import Context, cpu
-from .ndarray.ndarray import NDArray
+from .gluon import Block, Trainer
+from .gluon.loss import SoftmaxCrossEntropyLoss
+from .gluon.utils import split_and_load
+from .ndarray import NDArray
 
 BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"])
 
@@ -47,8 +50,6 @@ class FeedForward:
     def __init__(self, symbol, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd",
                  initializer=None, numpy_batch_size=128, arg_params=None,
                  aux_params=None, allow_extra_params=False, begin_epoch=0, loss=None, **kwargs):
-        from .gluon import Block
-
         if not isinstance(symbol, Block):
             raise MXNetError(f"FeedForward: symbol must be a gluon Block, got "
                              f"{type(symbol).__name__}")
@@ -96,8 +97,6 @@ class FeedForward:
                 yield batch, None
 
     def _split(self, data, work_load_list):
-        from .gluon.utils import split_and_load
-
         if len(self.ctx) == 1:
             return split_and_load(data, self.ctx, even_split=False)
         return split_and_load(data, self.ctx, even_split=False, work_load_list=work_load_list)
@@ -127,9 +126,6 @@ class FeedForward:
         FeedForward
             ``self``.
         """
-        from .gluon import Trainer
-        from .gluon.loss import SoftmaxCrossEntropyLoss
-
         if self.num_epoch is None:
             raise MXNetError("FeedForward.fit: num_epoch is not set")
         if work_load_list is not None and len(work_load_list) != len(self.ctx):

@@ -106,6 +106,9 @@ class Block:
     (10, 20)
     """
 
+    #: A block that only chains its children: :meth:`summary` lists the children, not it.
+    _chains_children = False
+
     def __init__(self, prefix=None, params=None):
         self._empty_prefix = prefix == ""
         self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
@@ -366,10 +369,8 @@ class Block:
             rows.append((f"{type(block).__name__}-{len(rows) + 1}", shape_str(outputs), n,
                          trainable, shared))
 
-        from .nn.basic_layers import HybridSequential, Sequential
-
         def register(block):
-            if not isinstance(block, (Sequential, HybridSequential)):
+            if not block._chains_children:
                 hooks.append(block.register_forward_hook(hook))
 
         try:

@@ -1,4 +1,4 @@
-"""Parameters of Gluon blocks: one array per context, deferred initialization, ParameterDict.
+"""Parameters of Gluon blocks: one array per context, deferred initialization.
 
 A :class:`Parameter` holds one copy of its value on each context it was initialized on (and,
 unless ``grad_req='null'``, a gradient buffer per copy, attached for autograd). Initialization
@@ -22,7 +22,7 @@ from ..base import MXNetError
 from ..context import Context, cpu, current_context
 from ..ndarray.ndarray import _wrap
 
-__all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict"]
+__all__ = ["DeferredInitializationError", "Parameter", "Constant"]
 
 
 class DeferredInitializationError(MXNetError):
@@ -482,5 +482,3 @@ class Constant(Parameter):
             warnings.warn(f'Constant parameter "{self.name}" does not support grad_req other '
                           f'than "null", and new value "{req}" is ignored.', stacklevel=2)
 
-
-from .parameter_dict import ParameterDict  # noqa: E402

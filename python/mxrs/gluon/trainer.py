@@ -3,7 +3,8 @@
 from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
-from .parameter import Parameter, ParameterDict
+from .parameter import Parameter
+from .parameter_dict import ParameterDict
 
 _LOCAL_UPDATE_BOUND = 16 * 1024 * 1024  # 'local' stores update on workers above this size
 

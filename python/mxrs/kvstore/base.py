@@ -2,6 +2,7 @@
 
 import pickle
 
+from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray.ndarray import NDArray
 
@@ -152,8 +153,6 @@ class KVStoreBase:
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer):
         """Make the store apply ``optimizer`` to every push (instead of storing the sum)."""
-        from .. import optimizer as opt
-
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
 

@@ -2,7 +2,7 @@
 
 from ..base import KVStoreError
 from ..context import cpu
-from ..ndarray.creation import _move_data
+from ..ndarray._transfer import move_data
 from ..ndarray.ndarray import _wrap
 from .base import KVStoreBase, check_shapes, key_value_pairs, register
 
@@ -10,17 +10,17 @@ from .base import KVStoreBase, check_shapes, key_value_pairs, register
 def reduce_sum(values, ctx):
     """Sum the raw data of NDArrays ``values`` into a fresh raw array on ``ctx``."""
     first = values[0]
-    acc = _move_data(first._data, first._ctx, ctx)
+    acc = move_data(first._data, first._ctx, ctx)
     if acc is first._data:
         acc = acc.copy()
     for v in values[1:]:
-        acc += _move_data(v._data, v._ctx, ctx)
+        acc += move_data(v._data, v._ctx, ctx)
     return acc
 
 
 def copy_into(dst, src_raw, src_ctx):
     """Copy raw array ``src_raw`` living on ``src_ctx`` into NDArray ``dst`` in place."""
-    moved = _move_data(src_raw, src_ctx, dst._ctx)
+    moved = move_data(src_raw, src_ctx, dst._ctx)
     dst._ctx.backend.xp.copyto(dst._data, moved)
 
 

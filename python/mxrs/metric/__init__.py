@@ -19,20 +19,28 @@ Examples
 Layout
 ------
 base
-    ``EvalMetric``, ``CompositeEvalMetric``, the registry (``create``, ``register``, ``alias``).
+    ``EvalMetric``, ``CompositeEvalMetric``, the registry (``create``, ``register``, ``alias``)
+    and ``CustomMetric`` (what ``create`` makes of a function).
 metrics
     ``Accuracy``, ``TopKAccuracy``, ``CrossEntropy``, ``NegativeLogLikelihood``, ``MAE``,
-    ``MSE``, ``RMSE``, ``Loss``, ``CustomMetric`` and ``np``.
+    ``MSE``, ``RMSE``, ``Loss`` and ``np``.
 """
 
-from .base import CompositeEvalMetric, EvalMetric, alias, check_label_shapes, create, register
+from .base import (
+    CompositeEvalMetric,
+    CustomMetric,
+    EvalMetric,
+    alias,
+    check_label_shapes,
+    create,
+    register,
+)
 from .metrics import (
     MAE,
     MSE,
     RMSE,
     Accuracy,
     CrossEntropy,
-    CustomMetric,
     Loss,
     NegativeLogLikelihood,
     TopKAccuracy,

@@ -6,8 +6,8 @@ import numpy
 from ..base import MXNetError
 from ..ndarray import NDArray
 
-__all__ = ["EvalMetric", "CompositeEvalMetric", "check_label_shapes", "create", "register",
-           "alias"]
+__all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes", "create",
+           "register", "alias"]
 
 _REGISTRY = {}
 
@@ -64,8 +64,6 @@ def create(metric, *args, **kwargs):
             raise MXNetError(f"create got arguments for an existing metric {metric.name!r}")
         return metric
     if callable(metric):
-        from .metrics import CustomMetric
-
         return CustomMetric(metric, *args, **kwargs)
     if isinstance(metric, list):
         composite = CompositeEvalMetric()
@@ -318,3 +316,48 @@ class CompositeEvalMetric(EvalMetric):
         config = super().get_config()
         config.update({"metrics": [m.get_config() for m in self.metrics]})
         return config
+
+
+# ----------------------------------------------------------------- what create makes of a function
+@register
+class CustomMetric(EvalMetric):
+    """A metric computed by ``feval(label, pred)`` on NumPy arrays.
+
+    ``feval`` returns a value (one instance) or ``(sum_metric, num_inst)``.
+
+    Parameters
+    ----------
+    feval : callable
+    name : str, optional
+        Defaults to ``feval.__name__`` (``'custom(<lambda>)'`` for lambdas).
+    allow_extra_outputs : bool, default False
+        Skip the check that labels and predictions have the same length.
+    output_names, label_names
+        As :class:`EvalMetric`.
+    """
+
+    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
+                 label_names=None):
+        if name is None:
+            name = feval.__name__
+            if "<" in name:
+                name = f"custom({name})"
+        super().__init__(name, feval=feval, allow_extra_outputs=allow_extra_outputs,
+                         output_names=output_names, label_names=label_names,
+                         has_global_stats=True)
+        self._feval = feval
+        self._allow_extra_outputs = allow_extra_outputs
+
+    def update(self, labels, preds):
+        """Add ``feval``'s result for each (label, prediction) pair."""
+        if not self._allow_extra_outputs:
+            labels, preds = check_label_shapes(labels, preds, True)
+        else:
+            labels = [labels] if _is_array(labels) else labels
+            preds = [preds] if _is_array(preds) else preds
+        for pred, label in zip(preds, labels, strict=False):
+            reval = self._feval(_host(label), _host(pred))
+            if isinstance(reval, tuple):
+                self._add(*reval)
+            else:
+                self._add(reval, 1)

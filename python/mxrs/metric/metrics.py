@@ -4,10 +4,18 @@ import numpy
 
 from ..base import MXNetError
 from ..ndarray import NDArray
-from .base import EvalMetric, _host, _is_array, alias, check_label_shapes, register
+from .base import (
+    CustomMetric,
+    EvalMetric,
+    _host,
+    _is_array,
+    alias,
+    check_label_shapes,
+    register,
+)
 
 __all__ = ["Accuracy", "TopKAccuracy", "CrossEntropy", "NegativeLogLikelihood", "MAE", "MSE",
-           "RMSE", "Loss", "CustomMetric", "np"]
+           "RMSE", "Loss", "np"]
 
 
 # ----------------------------------------------------------------- classification
@@ -215,51 +223,6 @@ class Loss(EvalMetric):
             else:
                 total = float(numpy.sum(_host(pred)))
             self._add(total, pred.size)
-
-
-# ----------------------------------------------------------------- custom
-@register
-class CustomMetric(EvalMetric):
-    """A metric computed by ``feval(label, pred)`` on NumPy arrays.
-
-    ``feval`` returns a value (one instance) or ``(sum_metric, num_inst)``.
-
-    Parameters
-    ----------
-    feval : callable
-    name : str, optional
-        Defaults to ``feval.__name__`` (``'custom(<lambda>)'`` for lambdas).
-    allow_extra_outputs : bool, default False
-        Skip the check that labels and predictions have the same length.
-    output_names, label_names
-        As :class:`EvalMetric`.
-    """
-
-    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
-                 label_names=None):
-        if name is None:
-            name = feval.__name__
-            if "<" in name:
-                name = f"custom({name})"
-        super().__init__(name, feval=feval, allow_extra_outputs=allow_extra_outputs,
-                         output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
-        self._feval = feval
-        self._allow_extra_outputs = allow_extra_outputs
-
-    def update(self, labels, preds):
-        """Add ``feval``'s result for each (label, prediction) pair."""
-        if not self._allow_extra_outputs:
-            labels, preds = check_label_shapes(labels, preds, True)
-        else:
-            labels = [labels] if _is_array(labels) else labels
-            preds = [preds] if _is_array(preds) else preds
-        for pred, label in zip(preds, labels, strict=False):
-            reval = self._feval(_host(label), _host(pred))
-            if isinstance(reval, tuple):
-                self._add(*reval)
-            else:
-                self._add(reval, 1)
 
 
 def np(numpy_feval, name=None, allow_extra_outputs=False):

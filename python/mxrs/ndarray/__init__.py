@@ -2,15 +2,19 @@
 
 Layout
 ------
-ndarray
-    The :class:`NDArray` class: attributes, conversions, operators, autograd hooks.
-_backend
-    NumPy and CuPy backends: the only code that tells the two libraries apart.
-_op
-    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
+Imports go one way, from the bottom of this list to the top: the op modules never import the
+NDArray class (they make results from their inputs, see ``_core``), and the NDArray class is put
+together from the op modules' method mixins.
+
 creation
-    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, context moves,
-    ``save``/``load``, ``waitall``.
+    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``save``/``load``,
+    ``waitall``.
+random
+    Sampling: ``seed, uniform, normal, randint, shuffle``.
+_pending
+    Arrays that KVStore requests are still reading or writing; where their errors surface.
+ndarray
+    The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 elementwise, unary
     Arithmetic with broadcasting, comparisons, math functions, activations, clip, where.
 reduce
@@ -25,8 +29,17 @@ conv
     ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
 nn
     Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
-random
-    Per-context generators: ``seed, uniform, normal, randint, shuffle``.
+_transfer
+    Moving data between contexts (and the recorded copy behind ``copyto``).
+_rng
+    One random generator per context.
+_op
+    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
+_core
+    ``ArrayCore``: the slots and read-only attributes of an NDArray.
+
+Below the package: ``mxrs._backend`` (NumPy or CuPy: the only code that tells the two libraries
+apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays only by their slots).
 """
 
 from . import random  # noqa: F401

@@ -6,14 +6,15 @@ CuPy, ``self.be`` the backend for the few calls that differ). :func:`apply` chec
 arrays share one context, picks that context's backend once, runs ``forward`` and, inside
 ``autograd.record()`` when some input needs a gradient, keeps the op object as the outputs' graph
 node. ``backward`` returns one gradient per input (a bare array for one input); ``self.needs[i]``
-tells whether input ``i`` wants one, so unneeded gradients are never computed.
+tells whether input ``i`` wants one, so unneeded gradients are never computed. Results are made
+by the first input (``ArrayCore._new``), so no op module needs the NDArray class;
+:func:`as_method` turns an op function into the NDArray method of the same name.
 """
 
 from ..autograd import _state
 from ..base import ContextError, MXNetError
-from .ndarray import _wrap
 
-__all__ = ["Op", "apply", "unbroadcast", "axis_index"]
+__all__ = ["Op", "apply", "as_method", "unbroadcast", "axis_index"]
 
 
 class Op:
@@ -84,8 +85,9 @@ def apply(op_cls, arrays, **attrs):
     except ValueError as err:  # the array library's shape errors, e.g. broadcasting
         shapes = ", ".join(str(a.shape) for a in arrays)
         raise MXNetError(f"{op_cls.__name__.lstrip('_')} on shapes {shapes}: {err}") from None
+    new = arrays[0]._new
     if type(out) is tuple:
-        res = [_wrap(o, ctx) for o in out]
+        res = [new(o, ctx) for o in out]
         if rec:
             op.nout = len(out)
             op.inputs = arrays
@@ -93,11 +95,22 @@ def apply(op_cls, arrays, **attrs):
                 r._node = op
                 r._oidx = i
         return res
-    res = _wrap(out, ctx)
+    res = new(out, ctx)
     if rec:
         op.inputs = arrays
         res._node = op
     return res
+
+
+def as_method(fn):
+    """Return ``fn`` as an NDArray method: ``x.name(*args)`` is ``nd.name(x, *args)``."""
+
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = f"Same as :func:`mxrs.nd.{fn.__name__}` with this array as the first argument."
+    return method
 
 
 def unbroadcast(g, shape):

@@ -22,9 +22,10 @@ import collections
 import os
 import weakref
 
+from ._core import ArrayCore
 from .ndarray import NDArray
 
-_DATA = NDArray.__dict__["_data"]  # the slot descriptor behind NDArray._data
+_DATA = ArrayCore.__dict__["_data"]  # the slot descriptor behind NDArray._data
 
 #: Most failed requests kept for reporting; further failures are only counted.
 MAX_UNREPORTED = 64

@@ -1,4 +1,4 @@
-"""Creating arrays, moving them between contexts, saving and loading them.
+"""Creating arrays, waiting for them, saving and loading them.
 
 Float32 is the default element type everywhere, as in MXNet 1.x: ``array`` of a Python list or
 of a NumPy array gives float32 unless ``dtype`` says otherwise (an NDArray source keeps its dtype).
@@ -6,11 +6,11 @@ of a NumPy array gives float32 unless ``dtype`` says otherwise (an NDArray sourc
 
 import numpy as np
 
-from ..autograd import _state
+from .. import _backend
 from ..base import MXNetError
 from ..context import Context, current_context
-from ._op import Op
-from .ndarray import NDArray, _wrap
+from . import _pending
+from .ndarray import NDArray, _wrap, to_raw
 
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
            "full_like", "eye", "linspace", "waitall", "save", "load"]
@@ -58,16 +58,7 @@ def array(source_array, ctx=None, dtype=None):
     <NDArray 3 @cpu(1)>
     """
     ctx = _ctx(ctx)
-    if isinstance(source_array, NDArray):
-        dt = source_array._data.dtype if dtype is None else np.dtype(dtype)
-        data = _move_data(source_array._data, source_array._ctx, ctx)
-        be = ctx.backend
-        return _wrap(be.asarray(data, dt, ctx.device_id), ctx)
-    be = ctx.backend
-    data = be.asarray(source_array, _dtype(dtype), ctx.device_id)
-    if data.ndim == 0:
-        data = data.reshape(1)
-    return _wrap(data, ctx)
+    return _wrap(to_raw(source_array, ctx, dtype), ctx)
 
 
 def _filled(fill, shape, ctx, dtype):
@@ -161,47 +152,12 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
 
 def waitall():
     """Block until all pending computation on every device, and every KVStore request, finished."""
-    from . import _backend, _pending
-
     _pending.settle_all()
 
     be = _backend._cupy_backend
     if be is not None:
         for i in range(be.xp.cuda.runtime.getDeviceCount()):
             be.synchronize(i)
-
-
-# ----------------------------------------------------------------- moving between contexts
-def _move_data(data, src, dst):
-    """Return raw ``data`` of context ``src`` as an array of ``dst``'s library and device."""
-    sbe, dbe = src.backend, dst.backend
-    if sbe is dbe and dbe.xp is np:
-        return data
-    host = sbe.to_host(data) if dbe is not sbe else data
-    return dbe.asarray(host, data.dtype, dst.device_id)
-
-
-class _ToContext(Op):
-    def forward(self, x, src, dst):
-        self.src, self.dst = src, dst
-        out = _move_data(x, src, dst)
-        return out.copy() if out is x else out
-
-    def backward(self, g):
-        return _move_data(g, self.dst, self.src)
-
-
-def _to_context(x, ctx, force_copy=False):
-    """Copy ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
-    op = _ToContext()
-    sbe = x._ctx.backend
-    op.xp, op.be, op.ctx = sbe.xp, sbe, x._ctx
-    out = _wrap(op.forward(x._data, x._ctx, ctx), ctx)
-    if _state.recording and (x._node is not None or x._grad is not None):
-        op.needs = (True,)
-        op.inputs = (x,)
-        out._node = op
-    return out
 
 
 # ----------------------------------------------------------------- save / load

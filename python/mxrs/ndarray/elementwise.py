@@ -8,17 +8,17 @@ gradient.
 
 import numpy as np
 
+from ..autograd import _state
+from ..base import ContextError
+from ._core import ArrayCore
 from ._op import Op, apply, unbroadcast
-from .ndarray import NDArray
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum",
-    "negative", "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
-    "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p", "expm1",
-    "sin", "cos", "floor", "ceil", "round", "relu", "sigmoid", "tanh", "softrelu", "softsign",
-    "Activation", "LeakyReLU", "clip", "where", "cast", "elemwise_add", "elemwise_sub",
-    "elemwise_mul", "elemwise_div", "broadcast_add", "broadcast_sub", "broadcast_mul",
-    "broadcast_div", "broadcast_maximum", "broadcast_minimum", "broadcast_power", "plus", "minus",
+    "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum", "equal",
+    "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "elemwise_add",
+    "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_add", "broadcast_sub",
+    "broadcast_mul", "broadcast_div", "broadcast_maximum", "broadcast_minimum", "broadcast_power",
+    "plus", "minus",
 ]
 
 
@@ -226,10 +226,10 @@ def _scalar(x):
 
 
 def _other(x, like):
-    """Turn a NumPy array operand into an NDArray on ``like``'s context."""
-    from .creation import array
-
-    return array(x, ctx=like._ctx, dtype=like.dtype)
+    """Turn a NumPy array operand into an NDArray on ``like``'s context, in ``like``'s dtype."""
+    ctx = like._ctx
+    data = ctx.backend.asarray(x, like._data.dtype, ctx.device_id)
+    return like._new(data.reshape(1) if data.ndim == 0 else data, ctx)
 
 
 def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
@@ -237,14 +237,14 @@ def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
         lhs = _other(lhs, rhs)
     if isinstance(rhs, np.ndarray):
         rhs = _other(rhs, lhs)
-    if isinstance(lhs, NDArray):
-        if isinstance(rhs, NDArray):
+    if isinstance(lhs, ArrayCore):
+        if isinstance(rhs, ArrayCore):
             return apply(op, (lhs, rhs))
         s = _scalar(rhs)
         if neg:
             return apply(op_s, (lhs,), s=-s)
         return apply(op_s, (lhs,), s=s)
-    if isinstance(rhs, NDArray):
+    if isinstance(rhs, ArrayCore):
         return apply(op_rs, (rhs,), s=_scalar(lhs))
     raise TypeError(f"expected an NDArray operand, got {type(lhs).__name__} and "
                     f"{type(rhs).__name__}")
@@ -267,7 +267,7 @@ def multiply(lhs, rhs):
 
 def divide(lhs, rhs):
     """Return ``lhs / rhs`` with broadcasting; integer arrays divided by a scalar truncate."""
-    if isinstance(lhs, NDArray) and not isinstance(rhs, (NDArray, np.ndarray)) \
+    if isinstance(lhs, ArrayCore) and not isinstance(rhs, (ArrayCore, np.ndarray)) \
             and lhs._data.dtype.kind in "iu":
         return apply(_DivIntS, (lhs,), s=_scalar(rhs))
     return _binary(lhs, rhs, _Div, _DivS, _RDivS)
@@ -311,9 +311,9 @@ def minimum(lhs, rhs):
 
 
 def _compare(lhs, rhs, fn, rfn):
-    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+    if isinstance(lhs, ArrayCore) and isinstance(rhs, ArrayCore):
         return apply(_Compare, (lhs, rhs), fn=fn)
-    if isinstance(lhs, NDArray):
+    if isinstance(lhs, ArrayCore):
         return apply(_CompareS, (lhs,), s=_scalar(rhs), fn=fn)
     return apply(_CompareS, (rhs,), s=_scalar(lhs), fn=rfn)
 
@@ -380,32 +380,110 @@ broadcast_maximum = maximum
 broadcast_minimum = minimum
 broadcast_power = power
 
-from .unary import (  # noqa: E402
-    Activation,
-    LeakyReLU,
-    abs,
-    cast,
-    ceil,
-    clip,
-    cos,
-    exp,
-    expm1,
-    floor,
-    log,
-    log1p,
-    negative,
-    reciprocal,
-    relu,
-    round,
-    rsqrt,
-    sigmoid,
-    sign,
-    sin,
-    softrelu,
-    softsign,
-    sqrt,
-    square,
-    tanh,
-    where,
-)
 
+class Operators:
+    """Python's arithmetic and comparison operators for NDArrays, in place ones included.
+
+    ``a += b`` writes into ``a``'s data, except inside ``autograd.record()`` when either side
+    takes part in the graph: then it makes a new, recorded array, as ``a = a + b`` would.
+    """
+
+    __slots__ = ()
+
+    def __add__(self, other):
+        return add(self, other)
+
+    def __radd__(self, other):
+        return add(self, other)
+
+    def __sub__(self, other):
+        return subtract(self, other)
+
+    def __rsub__(self, other):
+        return subtract(other, self)
+
+    def __mul__(self, other):
+        return multiply(self, other)
+
+    def __rmul__(self, other):
+        return multiply(self, other)
+
+    def __truediv__(self, other):
+        return divide(self, other)
+
+    def __rtruediv__(self, other):
+        return divide(other, self)
+
+    def __mod__(self, other):
+        return modulo(self, other)
+
+    def __rmod__(self, other):
+        return modulo(other, self)
+
+    def __pow__(self, other):
+        return power(self, other)
+
+    def __rpow__(self, other):
+        return power(other, self)
+
+    def __eq__(self, other):
+        return equal(self, other)
+
+    def __ne__(self, other):
+        return not_equal(self, other)
+
+    def __gt__(self, other):
+        return greater(self, other)
+
+    def __ge__(self, other):
+        return greater_equal(self, other)
+
+    def __lt__(self, other):
+        return lesser(self, other)
+
+    def __le__(self, other):
+        return lesser_equal(self, other)
+
+    def __iadd__(self, other):
+        return _inplace(self, other, add, _iadd)
+
+    def __isub__(self, other):
+        return _inplace(self, other, subtract, _isub)
+
+    def __imul__(self, other):
+        return _inplace(self, other, multiply, _imul)
+
+    def __itruediv__(self, other):
+        return _inplace(self, other, divide, _idiv)
+
+
+def _inplace(x, other, fn, pyop):
+    """In-place arithmetic: mutate ``x._data`` unless autograd must see a new node."""
+    if _state.recording and (x._needs_grad() or (
+            isinstance(other, ArrayCore) and other._needs_grad())):
+        return fn(x, other)
+    if isinstance(other, ArrayCore):
+        if other._ctx != x._ctx:
+            raise ContextError(f"in-place operation got arrays on two contexts, {x._ctx} "
+                               f"and {other._ctx}; move one with as_in_context() first")
+        other = other._data
+    elif not isinstance(other, (int, float, np.generic)):
+        raise TypeError(f"unsupported operand type {type(other).__name__}")
+    pyop(x._data, other)
+    return x
+
+
+def _iadd(a, b):
+    a += b
+
+
+def _isub(a, b):
+    a -= b
+
+
+def _imul(a, b):
+    a *= b
+
+
+def _idiv(a, b):
+    a /= b

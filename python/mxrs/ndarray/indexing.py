@@ -9,8 +9,9 @@ element gives shape ``(1,)``, as MXNet 1.x does.
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, axis_index
-from .ndarray import NDArray
+from ._core import ArrayCore
+from ._op import Op, apply, as_method, axis_index
+from ._transfer import move_data
 
 __all__ = ["getitem", "setitem", "take", "Embedding", "pick", "one_hot"]
 
@@ -27,7 +28,7 @@ def _convert_key(x, key):
         key = (key,)
     out = []
     for k in key:
-        if isinstance(k, NDArray):
+        if isinstance(k, ArrayCore):
             if k._ctx != x._ctx:
                 raise MXNetError(f"index array on {k._ctx} for an array on {x._ctx}")
             k = k._data.astype(np.int64) if k._data.dtype.kind != "b" else k._data
@@ -80,11 +81,9 @@ def setitem(x, key, value):
     key = _convert_key(x, key)
     if len(key) == 1:
         key = key[0]
-    if isinstance(value, NDArray):
+    if isinstance(value, ArrayCore):
         if value._ctx != x._ctx:
-            from .creation import _move_data
-
-            v = _move_data(value._data, value._ctx, x._ctx)
+            v = move_data(value._data, value._ctx, x._ctx)
         else:
             v = value._data
     elif isinstance(value, (np.ndarray, list, tuple)):
@@ -217,3 +216,19 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
     """Return one-hot rows of length ``depth`` for ``indices`` (out-of-range rows stay off)."""
     return apply(_OneHot, (indices,), depth=int(depth), on=on_value, off=off_value,
                  dtype=np.dtype(dtype))
+
+
+class IndexingMethods:
+    """Indexing as NDArray methods: ``x[key]``, ``x[key] = v``, ``take``, ``pick``, ``one_hot``."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        setitem(self, key, value)
+
+    take = as_method(take)
+    pick = as_method(pick)
+    one_hot = as_method(one_hot)

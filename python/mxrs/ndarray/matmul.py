@@ -6,6 +6,7 @@ BLAS as transposed views, not copies.
 
 import numpy as np
 
+from ..base import MXNetError
 from ._op import Op, apply
 
 __all__ = ["dot", "batch_dot", "FullyConnected"]
@@ -17,8 +18,6 @@ class _Dot(Op):
         B = b.T if tb else b
         k = A.shape[-1]
         if B.shape[0] != k:
-            from ..base import MXNetError
-
             raise MXNetError(f"dot: shapes {A.shape} and {B.shape} do not align")
         self.ta, self.tb = ta, tb
         self.A2 = A.reshape(-1, k)

@@ -1,16 +1,25 @@
 """The NDArray class: an array on a context, with operators, autograd hooks and conversions.
 
 An NDArray wraps one NumPy array (CPU contexts) or CuPy array (GPU contexts) in ``_data``, with
-its context in ``_ctx``. Arithmetic, comparison and indexing run through the primitive ops of the
-``elementwise``, ``reduce``, ``shape`` and ``indexing`` modules; the methods named like ``mx.nd``
-functions (``reshape``, ``sum``, ``relu``, ...) call those functions with the array first.
+its context in ``_ctx`` (the slots of :class:`~._core.ArrayCore`). Its operators and the methods
+named like ``mx.nd`` functions (``reshape``, ``sum``, ``relu``, ...) come from the op modules'
+mixins (``elementwise.Operators``, ``unary.UnaryMethods``, ...), each calling that module's
+function with the array first; this module adds conversions, context moves and autograd hooks.
 """
 
 import numpy as np
 
-from ..autograd import _state
-from ..base import ContextError, MXNetError
-from ..context import Context
+from ..autograd import backward as _backward
+from ..base import MXNetError
+from ..context import Context, current_context
+from ._core import ArrayCore
+from ._transfer import move_data, to_context
+from .elementwise import Operators
+from .indexing import IndexingMethods
+from .nn import SoftmaxMethods
+from .reduce import ReduceMethods
+from .shape import ShapeMethods
+from .unary import UnaryMethods
 
 __all__ = ["NDArray"]
 
@@ -29,7 +38,22 @@ def _wrap(data, ctx):
     return a
 
 
-class NDArray:
+def to_raw(source, ctx, dtype=None):
+    """Return ``source`` (array_like or NDArray) as raw data of ``ctx``'s library and device.
+
+    The element type is ``dtype``, else the source's for an NDArray, else float32; a scalar
+    becomes a 1-element array.
+    """
+    be = ctx.backend
+    if isinstance(source, ArrayCore):
+        dt = source._data.dtype if dtype is None else np.dtype(dtype)
+        return be.asarray(move_data(source._data, source._ctx, ctx), dt, ctx.device_id)
+    data = be.asarray(source, np.dtype(np.float32 if dtype is None else dtype), ctx.device_id)
+    return data.reshape(1) if data.ndim == 0 else data
+
+
+class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
+              IndexingMethods, SoftmaxMethods):
     """A multi-dimensional array on a device context.
 
     Create arrays with :func:`mxrs.nd.array`, :func:`mxrs.nd.zeros` and friends; ``NDArray(data,
@@ -44,76 +68,21 @@ class NDArray:
     <NDArray 1x2 @cpu(0)>
     """
 
-    __slots__ = ("_data", "_ctx", "_node", "_oidx", "_grad", "_grad_req", "_fresh", "__weakref__")
+    __slots__ = ()
     __array_priority__ = 1000.0
 
     def __init__(self, data, ctx=None, dtype=None):
-        from .creation import array
-
-        src = array(data, ctx=ctx, dtype=dtype)
-        self._data = src._data
-        self._ctx = src._ctx
+        ctx = current_context() if ctx is None else ctx
+        ctx = ctx if isinstance(ctx, Context) else Context(ctx)
+        self._data = to_raw(data, ctx, dtype)
+        self._ctx = ctx
         self._node = None
         self._oidx = 0
         self._grad = None
         self._grad_req = "null"
 
-    # ----------------------------------------------------------------- attributes
-    @property
-    def shape(self):
-        """tuple of int: the array's dimensions."""
-        return self._data.shape
-
-    @property
-    def dtype(self):
-        """The NumPy scalar type of the elements, e.g. ``numpy.float32``."""
-        return self._data.dtype.type
-
-    @property
-    def size(self):
-        """int: the number of elements."""
-        return self._data.size
-
-    @property
-    def ndim(self):
-        """int: the number of dimensions."""
-        return self._data.ndim
-
-    @property
-    def context(self):
-        """Context: where the array lives."""
-        return self._ctx
-
-    ctx = context
-
-    @property
-    def stype(self):
-        """str: the storage type; always ``'default'`` (dense)."""
-        return "default"
-
-    @property
-    def T(self):
-        """NDArray: the array with its axes reversed."""
-        return _shp.transpose(self)
-
-    @property
-    def grad(self):
-        """NDArray or None: the gradient buffer set up by :meth:`attach_grad`."""
-        return self._grad
-
-    @property
-    def grad_req(self):
-        """str: how backward stores this variable's gradient ('write', 'add' or 'null')."""
-        return self._grad_req
-
-    @property
-    def _fresh_grad(self):
-        """bool: True once backward wrote this variable's gradient, until a trainer consumes it."""
-        return getattr(self, "_fresh", False)
-
-    @_fresh_grad.setter
-    def _fresh_grad(self, value):
-        self._fresh = bool(value)
+    def _new(self, data, ctx):
+        return _wrap(data, ctx)
 
     # ----------------------------------------------------------------- conversions
     def __repr__(self):
@@ -161,13 +130,6 @@ class NDArray:
             raise ValueError("The current array is not a scalar")
         return self.asnumpy().reshape(-1)[0]
 
-    def astype(self, dtype, copy=True):
-        """Return the array converted to ``dtype`` (``self`` when unchanged and ``copy=False``)."""
-        dt = np.dtype(dtype)
-        if not copy and dt == self._data.dtype:
-            return self
-        return _ew.cast(self, dt)
-
     def copy(self):
         """Return a copy on the same context."""
         return self.copyto(self._ctx)
@@ -181,13 +143,13 @@ class NDArray:
             A target array of the same shape (written in place and returned), or a context.
         """
         if isinstance(other, Context):
-            return _cr._to_context(self, other, force_copy=True)
+            return to_context(self, other)
         if isinstance(other, NDArray):
             if other is self:
                 return other
             if other.shape != self.shape:
                 raise MXNetError(f"copyto: shape {self.shape} does not match target {other.shape}")
-            other._data[...] = _cr._move_data(self._data, self._ctx, other._ctx)
+            other._data[...] = move_data(self._data, self._ctx, other._ctx)
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}")
 
@@ -198,7 +160,7 @@ class NDArray:
         """
         if context == self._ctx:
             return self
-        return _cr._to_context(self, context)
+        return to_context(self, context)
 
     def wait_to_read(self):
         """Block until pending computation or KVStore requests writing this array have finished."""
@@ -246,167 +208,18 @@ class NDArray:
         retain_graph : bool, default False
             Keep the graph so it can be differentiated again.
         """
-        from ..autograd import backward
-
-        backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
-
-    # ----------------------------------------------------------------- operators
-    def __add__(self, other):
-        return _ew.add(self, other)
-
-    def __radd__(self, other):
-        return _ew.add(self, other)
-
-    def __sub__(self, other):
-        return _ew.subtract(self, other)
-
-    def __rsub__(self, other):
-        return _ew.subtract(other, self)
-
-    def __mul__(self, other):
-        return _ew.multiply(self, other)
-
-    def __rmul__(self, other):
-        return _ew.multiply(self, other)
-
-    def __truediv__(self, other):
-        return _ew.divide(self, other)
-
-    def __rtruediv__(self, other):
-        return _ew.divide(other, self)
-
-    def __mod__(self, other):
-        return _ew.modulo(self, other)
-
-    def __rmod__(self, other):
-        return _ew.modulo(other, self)
-
-    def __pow__(self, other):
-        return _ew.power(self, other)
-
-    def __rpow__(self, other):
-        return _ew.power(other, self)
-
-    def __neg__(self):
-        return _ew.negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _ew.abs(self)
-
-    def __eq__(self, other):
-        return _ew.equal(self, other)
-
-    def __ne__(self, other):
-        return _ew.not_equal(self, other)
-
-    def __gt__(self, other):
-        return _ew.greater(self, other)
-
-    def __ge__(self, other):
-        return _ew.greater_equal(self, other)
-
-    def __lt__(self, other):
-        return _ew.lesser(self, other)
-
-    def __le__(self, other):
-        return _ew.lesser_equal(self, other)
-
-    def _inplace(self, other, fn, pyop):
-        """In-place arithmetic: mutate ``_data`` unless autograd must see a new node."""
-        if _state.recording and (self._node is not None or self._grad is not None or (
-                isinstance(other, NDArray) and (other._node is not None
-                                                or other._grad is not None))):
-            return fn(self, other)
-        if isinstance(other, NDArray):
-            if other._ctx != self._ctx:
-                raise ContextError(f"in-place operation got arrays on two contexts, {self._ctx} "
-                                   f"and {other._ctx}; move one with as_in_context() first")
-            other = other._data
-        elif not isinstance(other, (int, float, np.generic)):
-            raise TypeError(f"unsupported operand type {type(other).__name__}")
-        pyop(self._data, other)
-        return self
-
-    def __iadd__(self, other):
-        return self._inplace(other, _ew.add, _iadd)
-
-    def __isub__(self, other):
-        return self._inplace(other, _ew.subtract, _isub)
-
-    def __imul__(self, other):
-        return self._inplace(other, _ew.multiply, _imul)
-
-    def __itruediv__(self, other):
-        return self._inplace(other, _ew.divide, _idiv)
-
-    def __getitem__(self, key):
-        return _ix.getitem(self, key)
-
-    def __setitem__(self, key, value):
-        _ix.setitem(self, key, value)
-
-    def reshape(self, *shape, **kwargs):
-        """Return the array with a new shape; see :func:`mxrs.nd.reshape` for special codes."""
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        if "shape" in kwargs:
-            shape = kwargs.pop("shape")
-        return _shp.reshape(self, shape, **kwargs)
+        _backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
     def zeros_like(self):
         """Return zeros of this array's shape, dtype and context."""
-        return _cr.zeros_like(self)
+        return self._filled_like(0)
 
     def ones_like(self):
         """Return ones of this array's shape, dtype and context."""
-        return _cr.ones_like(self)
+        return self._filled_like(1)
 
+    def _filled_like(self, value):
+        be, ctx = self._ctx.backend, self._ctx
+        with be.guard(ctx.device_id):
+            return _wrap(be.xp.full_like(self._data, value), ctx)
 
-def _iadd(a, b):
-    a += b
-
-
-def _isub(a, b):
-    a -= b
-
-
-def _imul(a, b):
-    a *= b
-
-
-def _idiv(a, b):
-    a /= b
-
-
-def _make_method(module, name):
-    fn = getattr(module, name)
-
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-
-    method.__name__ = name
-    method.__doc__ = f"Same as :func:`mxrs.nd.{name}` with this array as the first argument."
-    return method
-
-
-from . import creation as _cr  # noqa: E402
-from . import elementwise as _ew  # noqa: E402
-from . import indexing as _ix  # noqa: E402
-from . import nn as _nn  # noqa: E402
-from . import reduce as _red  # noqa: E402
-from . import shape as _shp  # noqa: E402
-
-for _mod, _names in (
-    (_ew, ("exp", "log", "sqrt", "square", "abs", "sign", "relu", "sigmoid", "tanh", "clip",
-           "reciprocal", "rsqrt", "log1p", "expm1", "sin", "cos", "floor", "ceil", "round")),
-    (_red, ("sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "topk", "nansum")),
-    (_shp, ("transpose", "flatten", "expand_dims", "squeeze", "broadcast_to", "broadcast_like",
-            "split", "slice", "slice_axis", "tile", "repeat", "flip", "swapaxes", "reshape_like")),
-    (_ix, ("take", "pick", "one_hot")),
-    (_nn, ("softmax", "log_softmax")),
-):
-    for _name in _names:
-        setattr(NDArray, _name, _make_method(_mod, _name))

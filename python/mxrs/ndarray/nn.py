@@ -12,7 +12,9 @@ import numpy as np
 
 from ..autograd import _state
 from ..base import ContextError, MXNetError
-from ._op import Op, apply, axis_index
+from ._op import Op, apply, as_method, axis_index
+from ._rng import generator
+from .reduce import sum as _sum
 
 __all__ = ["softmax", "log_softmax", "softmax_cross_entropy", "softmax_ce_loss",
            "SoftmaxOutput", "SoftmaxActivation", "Dropout", "BatchNorm", "LayerNorm"]
@@ -161,8 +163,6 @@ def softmax_cross_entropy(data, label):
     >>> mx.nd.softmax_cross_entropy(x, mx.nd.array([2, 0])).asnumpy()
     array([0.42818713], dtype=float32)
     """
-    from .reduce import sum as _sum
-
     return _sum(softmax_ce_loss(data, label, axis=-1, keepdims=False))
 
 
@@ -234,11 +234,8 @@ def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
         return apply(_Identity, (data,))
     if p >= 1:
         return data * 0
-    from .random import _generator
-
-    ctx = data._ctx
     return apply(_Dropout, (data,), p=float(p), axes={axis_index(a, data.ndim) for a in axes},
-                 rng=_generator(ctx))
+                 rng=generator(data._ctx))
 
 
 class _BatchNorm(Op):
@@ -352,3 +349,11 @@ def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
     if output_mean_var:
         raise MXNetError("LayerNorm(output_mean_var=True) is not supported")
     return apply(_LayerNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps))
+
+
+class SoftmaxMethods:
+    """The softmax family as NDArray methods."""
+
+    __slots__ = ()
+    softmax = as_method(softmax)
+    log_softmax = as_method(log_softmax)

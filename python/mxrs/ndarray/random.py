@@ -1,4 +1,4 @@
-"""Random sampling into NDArrays, with one generator per context.
+"""Random sampling into NDArrays, with one generator per context (see :mod:`._rng`).
 
 Each context draws from its own generator, created on first use. :func:`seed` resets the
 generators of every context (or of one), so a seeded program draws the same numbers on each run;
@@ -8,44 +8,10 @@ contexts seeded with the same value still get distinct streams.
 import numpy as np
 
 from ..context import Context, current_context
+from ._rng import generator, seed
 from .ndarray import NDArray, _wrap
 
 __all__ = ["seed", "uniform", "normal", "randn", "randint", "shuffle"]
-
-_generators = {}
-_base_seed = [None]
-
-
-def _derive(seed_state, ctx):
-    seq = np.random.SeedSequence([int(seed_state) & 0xFFFFFFFF, ctx.device_typeid,
-                                  ctx.device_id])
-    return int(seq.generate_state(1, dtype=np.uint32)[0])
-
-
-def _generator(ctx):
-    gen = _generators.get(ctx)
-    if gen is None:
-        base = _base_seed[0]
-        seed_value = None if base is None else _derive(base, ctx)
-        gen = _generators[ctx] = ctx.backend.make_rng(seed_value, ctx.device_id)
-    return gen
-
-
-def seed(seed_state, ctx="all"):
-    """Seed the random generators.
-
-    Parameters
-    ----------
-    seed_state : int
-    ctx : Context or 'all', default 'all'
-        Seed only this context's generator, or every context's (including ones not used yet).
-    """
-    if ctx == "all":
-        _base_seed[0] = int(seed_state)
-        _generators.clear()
-        return
-    ctx = ctx if isinstance(ctx, Context) else Context(ctx)
-    _generators[ctx] = ctx.backend.make_rng(_derive(seed_state, ctx), ctx.device_id)
 
 
 def _shape(shape):
@@ -93,7 +59,7 @@ def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwa
     shape = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
     with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.uniform(_generator(ctx), float(low), float(high), shape, dt)
+        data = ctx.backend.uniform(generator(ctx), float(low), float(high), shape, dt)
     return _result(data, ctx, out)
 
 
@@ -106,7 +72,7 @@ def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwa
     shape = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
     with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.normal(_generator(ctx), float(loc), float(scale), shape, dt)
+        data = ctx.backend.normal(generator(ctx), float(loc), float(scale), shape, dt)
     return _result(data, ctx, out)
 
 
@@ -120,7 +86,7 @@ def randint(low, high, shape=None, dtype="int32", ctx=None, out=None, **kwargs):
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
     with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.randint(_generator(ctx), int(low), int(high), shape, np.dtype(dtype))
+        data = ctx.backend.randint(generator(ctx), int(low), int(high), shape, np.dtype(dtype))
     return _result(data, ctx, out)
 
 
@@ -130,5 +96,5 @@ def shuffle(data, **kwargs):
         raise TypeError("shuffle expects an NDArray")
     ctx = data._ctx
     with ctx.backend.guard(ctx.device_id):
-        perm = ctx.backend.permutation(_generator(ctx), data.shape[0])
+        perm = ctx.backend.permutation(generator(ctx), data.shape[0])
         return _wrap(data._data[perm], ctx)

@@ -8,7 +8,7 @@ shape ``(1,)``, as MXNet 1.x has no zero-dimensional arrays. Index results are f
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, axis_index
+from ._op import Op, apply, as_method, axis_index
 
 __all__ = ["sum", "nansum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "topk",
            "sort", "argsort"]
@@ -266,3 +266,19 @@ def sort(data, axis=-1, is_ascend=True):
 def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
     """Indices that sort ``data`` along ``axis``, as ``dtype``."""
     return topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
+
+
+class ReduceMethods:
+    """The reductions as NDArray methods: ``x.sum(axis=1)`` is ``nd.sum(x, axis=1)``."""
+
+    __slots__ = ()
+    sum = as_method(sum)
+    mean = as_method(mean)
+    max = as_method(max)
+    min = as_method(min)
+    prod = as_method(prod)
+    norm = as_method(norm)
+    argmax = as_method(argmax)
+    argmin = as_method(argmin)
+    topk = as_method(topk)
+    nansum = as_method(nansum)

@@ -8,7 +8,7 @@ remaining ones, -3 merges two, -4 splits one into the next two values (one of wh
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, axis_index, unbroadcast
+from ._op import Op, apply, as_method, axis_index, unbroadcast
 
 __all__ = ["reshape", "Reshape", "reshape_like", "flatten", "Flatten", "transpose",
            "swapaxes", "expand_dims", "squeeze", "broadcast_to", "broadcast_like", "concat",
@@ -338,3 +338,37 @@ def flip(data, axis):
 
 
 reverse = flip
+
+
+class ShapeMethods:
+    """The shape operations as NDArray methods, with ``x.T`` and ``x.reshape(*shape)``."""
+
+    __slots__ = ()
+
+    @property
+    def T(self):
+        """NDArray: the array with its axes reversed."""
+        return transpose(self)
+
+    def reshape(self, *shape, **kwargs):
+        """Return the array with a new shape; see :func:`mxrs.nd.reshape` for special codes."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        return reshape(self, shape, **kwargs)
+
+    transpose = as_method(transpose)
+    flatten = as_method(flatten)
+    expand_dims = as_method(expand_dims)
+    squeeze = as_method(squeeze)
+    broadcast_to = as_method(broadcast_to)
+    broadcast_like = as_method(broadcast_like)
+    split = as_method(split)
+    slice = as_method(slice)
+    slice_axis = as_method(slice_axis)
+    tile = as_method(tile)
+    repeat = as_method(repeat)
+    flip = as_method(flip)
+    swapaxes = as_method(swapaxes)
+    reshape_like = as_method(reshape_like)

@@ -7,7 +7,7 @@ never modify the incoming gradient in place, since one gradient array may feed s
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, unbroadcast
+from ._op import Op, apply, as_method, unbroadcast
 
 __all__ = [
     "negative", "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p",
@@ -442,3 +442,45 @@ def where(condition, x, y):
 def cast(data, dtype):
     """Return ``data`` converted to ``dtype`` (the gradient converts back)."""
     return apply(_Cast, (data,), dtype=np.dtype(dtype))
+
+
+class UnaryMethods:
+    """One-input math as NDArray methods, with ``-x``, ``abs(x)`` and ``astype``."""
+
+    __slots__ = ()
+
+    def __neg__(self):
+        return negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return abs(self)
+
+    def astype(self, dtype, copy=True):
+        """Return the array converted to ``dtype`` (``self`` when unchanged and ``copy=False``)."""
+        dt = np.dtype(dtype)
+        if not copy and dt == self._data.dtype:
+            return self
+        return cast(self, dt)
+
+    exp = as_method(exp)
+    log = as_method(log)
+    sqrt = as_method(sqrt)
+    square = as_method(square)
+    abs = as_method(abs)
+    sign = as_method(sign)
+    relu = as_method(relu)
+    sigmoid = as_method(sigmoid)
+    tanh = as_method(tanh)
+    clip = as_method(clip)
+    reciprocal = as_method(reciprocal)
+    rsqrt = as_method(rsqrt)
+    log1p = as_method(log1p)
+    expm1 = as_method(expm1)
+    sin = as_method(sin)
+    cos = as_method(cos)
+    floor = as_method(floor)
+    ceil = as_method(ceil)
+    round = as_method(round)

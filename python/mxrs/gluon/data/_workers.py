@@ -42,6 +42,7 @@ import numpy as np
 from ... import ndarray as nd
 from ...base import MXNetError
 from ...context import cpu
+from ...ndarray import _rng
 
 _live_pools = weakref.WeakSet()
 _pool_counter = itertools.count()
@@ -172,7 +173,7 @@ def _seed_worker(seed):
     random.seed(seed)
     # Reseeding drops the inherited generators; keep them referenced so that none is destroyed
     # here (a GPU generator's destructor would call into the parent's CUDA context).
-    _inherited.extend(nd.random._generators.values())
+    _inherited.extend(_rng.generators())
     nd.random.seed(seed)
 
 

@@ -7,6 +7,7 @@ samples, a list of source indices.
 """
 
 from ...ndarray import NDArray
+from .sampler import Sampler
 
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
 
@@ -117,8 +118,6 @@ class Dataset:
         TypeError
             When ``sampler`` is not a :class:`~mxrs.gluon.data.Sampler`.
         """
-        from .sampler import Sampler
-
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sample() expects a gluon.data.Sampler, got {type(sampler).__name__}")
         return _SampledDataset(self, list(sampler))

@@ -28,6 +28,8 @@ def _run_chain(children, x, args):
 class _SequentialMixin:
     """``add``, indexing, ``len`` and ``repr`` shared by the two containers."""
 
+    _chains_children = True
+
     def add(self, *blocks):
         """Append blocks to the end of the stack."""
         for block in blocks:

@@ -20,7 +20,7 @@ import sys
 
 import numpy
 
-from ..base import ContextError
+from .base import ContextError
 
 _NULL_GUARD = contextlib.nullcontext()
 

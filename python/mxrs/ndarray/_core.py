@@ -1,0 +1,80 @@
+"""The core every NDArray shares: its slots, its read-only attributes, and how ops make arrays.
+
+The op modules (``elementwise``, ``reduce``, ...) work on this core alone: they test operands
+with ``isinstance(x, ArrayCore)`` and make their results with ``x._new(data, ctx)`` from an input
+array, so none of them imports the :class:`~mxrs.ndarray.NDArray` class, which is put together
+above them from this core and the op modules' method mixins.
+"""
+
+__all__ = ["ArrayCore"]
+
+
+class ArrayCore:
+    """Raw array data on a context, with the slots autograd and the KVStore use.
+
+    Slots: ``_data`` (a NumPy or CuPy array), ``_ctx`` (its context), ``_node`` (the op that made
+    it, when recorded) and ``_oidx`` (which of that op's outputs it is), ``_grad`` and
+    ``_grad_req`` (set by ``attach_grad``), ``_fresh`` (backward wrote ``_grad`` and no trainer
+    has used it yet).
+    """
+
+    __slots__ = ("_data", "_ctx", "_node", "_oidx", "_grad", "_grad_req", "_fresh", "__weakref__")
+
+    def _new(self, data, ctx):
+        """Return a new, unrecorded NDArray around raw ``data`` on ``ctx`` (no copy, no check)."""
+        raise NotImplementedError
+
+    @property
+    def shape(self):
+        """tuple of int: the array's dimensions."""
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        """The NumPy scalar type of the elements, e.g. ``numpy.float32``."""
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        """int: the number of elements."""
+        return self._data.size
+
+    @property
+    def ndim(self):
+        """int: the number of dimensions."""
+        return self._data.ndim
+
+    @property
+    def context(self):
+        """Context: where the array lives."""
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        """str: the storage type; always ``'default'`` (dense)."""
+        return "default"
+
+    @property
+    def grad(self):
+        """NDArray or None: the gradient buffer set up by :meth:`attach_grad`."""
+        return self._grad
+
+    @property
+    def grad_req(self):
+        """str: how backward stores this variable's gradient ('write', 'add' or 'null')."""
+        return self._grad_req
+
+    @property
+    def _fresh_grad(self):
+        """bool: True once backward wrote this variable's gradient, until a trainer consumes it."""
+        return getattr(self, "_fresh", False)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, value):
+        self._fresh = bool(value)
+
+    def _needs_grad(self):
+        """bool: whether an op on this array is recorded (it is a variable or was recorded)."""
+        return self._node is not None or self._grad is not None

@@ -1,0 +1,43 @@
+"""Moving array data between contexts: raw moves, and the recorded copy behind ``copyto``."""
+
+import numpy as np
+
+from ..autograd import _state
+from ._op import Op
+
+__all__ = ["move_data", "to_context"]
+
+
+def move_data(data, src, dst):
+    """Return raw ``data`` of context ``src`` as an array of ``dst``'s library and device.
+
+    Between CPU contexts the data itself is returned (they share host memory); otherwise a copy.
+    """
+    sbe, dbe = src.backend, dst.backend
+    if sbe is dbe and dbe.xp is np:
+        return data
+    host = sbe.to_host(data) if dbe is not sbe else data
+    return dbe.asarray(host, data.dtype, dst.device_id)
+
+
+class _ToContext(Op):
+    def forward(self, x, src, dst):
+        self.src, self.dst = src, dst
+        out = move_data(x, src, dst)
+        return out.copy() if out is x else out
+
+    def backward(self, g):
+        return move_data(g, self.dst, self.src)
+
+
+def to_context(x, ctx):
+    """Copy array ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
+    op = _ToContext()
+    sbe = x._ctx.backend
+    op.xp, op.be, op.ctx = sbe.xp, sbe, x._ctx
+    out = x._new(op.forward(x._data, x._ctx, ctx), ctx)
+    if _state.recording and x._needs_grad():
+        op.needs = (True,)
+        op.inputs = (x,)
+        out._node = op
+    return out

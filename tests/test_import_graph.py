@@ -1,0 +1,156 @@
+"""mxrs's modules import each other one way: the import graph of ``python/mxrs`` has no cycle.
+
+The graph is read from the source with ``ast``: every ``import`` and ``from ... import``, at
+module level and inside functions alike (an import deferred into a function still closes a
+cycle, it only hides it), except under ``if TYPE_CHECKING:``, which never runs. Importing
+``a.b.c`` runs ``a/__init__`` and ``a/b/__init__`` first, so those packages count as imported
+too, unless they enclose the importing module (they are already being imported then).
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+SOURCE = pathlib.Path(__file__).resolve().parent.parent / "python" / "mxrs"
+
+OP_MODULES = ["conv", "elementwise", "indexing", "matmul", "nn", "reduce", "shape", "unary",
+              "_op", "_core", "_rng", "_transfer"]
+
+
+def _modules(root):
+    """{dotted name: (path, is_package)} for every .py file below ``root`` (a package)."""
+    out = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return out
+
+
+def _runtime_imports(tree):
+    """Every import node of ``tree`` that can run (those under ``if TYPE_CHECKING:`` cannot)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def import_graph(root):
+    """{module: {imported module of the same tree: line}} for the package at ``root``."""
+    mods = _modules(root)
+    top = root.name
+    known = set(mods) | {".".join(p.relative_to(root.parent).with_suffix("").parts)
+                         for p in root.rglob("*.pyi")}
+    graph = {}
+    for name, (path, is_pkg) in mods.items():
+        edges = graph[name] = {}
+        here = name.split(".") if is_pkg else name.split(".")[:-1]
+        for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = here[:len(here) - node.level + 1] if node.level else []
+                pkg = ".".join(base + ([node.module] if node.module else []))
+                # `from pkg import x` imports the submodule pkg.x when there is one
+                targets = [f"{pkg}.{a.name}" if f"{pkg}.{a.name}" in known else pkg
+                           for a in node.names]
+            for target in targets:
+                if target.split(".")[0] != top:
+                    continue
+                parts = target.split(".")
+                for i in range(1, len(parts) + 1):
+                    dep = ".".join(parts[:i])
+                    if dep in mods and not (name == dep or name.startswith(dep + ".")):
+                        edges[dep] = min(edges.get(dep, node.lineno), node.lineno)
+    return graph
+
+
+def find_cycle(graph):
+    """One cycle of ``graph`` as a list of modules (first == last), or None."""
+    state = {}  # module -> 1 while on the path, 2 when done
+    path = []
+
+    def visit(mod):
+        state[mod] = 1
+        path.append(mod)
+        for dep in sorted(graph.get(mod, ())):
+            if state.get(dep) == 1:
+                return path[path.index(dep):] + [dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        path.pop()
+        state[mod] = 2
+        return None
+
+    for mod in sorted(graph):
+        if mod not in state:
+            found = visit(mod)
+            if found:
+                return found
+    return None
+
+
+def _describe(graph, cycle):
+    steps = zip(cycle[:-1], cycle[1:], strict=True)
+    return "; ".join(f"{a} imports {b} (line {graph[a][b]})" for a, b in steps)
+
+
+def test_mxrs_imports_have_no_cycle():
+    graph = import_graph(SOURCE)
+    assert "mxrs.ndarray.ndarray" in graph and "mxrs.gluon.trainer" in graph
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + _describe(graph, cycle)
+
+
+def test_the_layers_below_the_ndarray_class_do_not_import_it():
+    graph = import_graph(SOURCE)
+    for low in ["mxrs.autograd", "mxrs.context", "mxrs._backend", "mxrs.base"]:
+        assert not [m for m in graph[low] if m.startswith("mxrs.ndarray")], low
+    for name in OP_MODULES:
+        deps = graph[f"mxrs.ndarray.{name}"]
+        assert "mxrs.ndarray.ndarray" not in deps and "mxrs.ndarray" not in deps, name
+
+
+def _tree(tmp_path, files):
+    for rel, text in files.items():
+        path = tmp_path / "pkg" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path / "pkg"
+
+
+@pytest.mark.parametrize("files, expected", [
+    # a plain cycle between two modules
+    ({"__init__.py": "", "a.py": "from . import b\n", "b.py": "from .a import x\n"},
+     ["pkg.a", "pkg.b", "pkg.a"]),
+    # the same cycle, hidden in a function
+    ({"__init__.py": "", "a.py": "from . import b\n",
+      "b.py": "def f():\n    from .a import x\n    return x\n"},
+     ["pkg.a", "pkg.b", "pkg.a"]),
+    # importing a submodule runs its package's __init__, which imports the importer
+    ({"__init__.py": "", "a.py": "from .sub.c import y\n",
+      "sub/__init__.py": "from .d import z\n", "sub/c.py": "", "sub/d.py": "import pkg.a\n"},
+     ["pkg.a", "pkg.sub", "pkg.sub.d", "pkg.a"]),
+])
+def test_the_checker_finds_cycles(tmp_path, files, expected):
+    assert find_cycle(import_graph(_tree(tmp_path, files))) == expected
+
+
+def test_the_checker_accepts_one_way_imports_and_type_checking_blocks(tmp_path):
+    root = _tree(tmp_path, {
+        "__init__.py": "from . import a, b\n",
+        "a.py": "from . import b\nfrom .b import x\n",
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import y\n"
+                "x = 1\n",
+    })
+    graph = import_graph(root)
+    assert graph["pkg.a"] == {"pkg.b": 1} and graph["pkg.b"] == {}
+    assert find_cycle(graph) is None
