@@ -6,7 +6,7 @@ a dist job (``bench/_jobs.py``: the Trainer gets a ``dist_sync`` store and every
 its own shard, ``rank::num_workers``). ``BENCH_LIB`` names the library to import (``mxrs`` or
 ``mxnet``).
 
-The network is the seeds' LeNet of ``examples/train_mnist.py`` (Conv2D 6x5 relu, MaxPool 2,
+The network is the seeds' LeNet of ``examples/lenet.py`` (Conv2D 6x5 relu, MaxPool 2,
 Conv2D 16x3 relu, MaxPool 2, Flatten, Dense 120 relu, Dense 84 relu, Dense 10) in a Gluon
 ``HybridSequential``, never hybridized: both libraries run it imperatively, operator by operator.
 Inputs are MNIST images scaled to [0, 1], read from the IDX files with numpy.
@@ -30,9 +30,13 @@ import importlib
 import json
 import os
 import struct
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples"))
+from lenet import lenet  # noqa: E402  (examples/lenet.py, the one definition of the seeds' LeNet)
 
 
 def default_data_dir():
@@ -76,20 +80,6 @@ def load_mnist(data_dir, train):
     return x, labels.astype(np.float32)
 
 
-def build(nn):
-    """The seeds' LeNet, exactly as in ``examples/train_mnist.py``."""
-    net = nn.HybridSequential()
-    net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Flatten(),
-            nn.Dense(120, activation="relu"),
-            nn.Dense(84, activation="relu"),
-            nn.Dense(10))
-    return net
-
-
 def xavier(shape, rng, magnitude=2.24):
     """Weights drawn as ``mx.init.Xavier(magnitude=2.24)`` does (uniform, 'avg'), with numpy."""
     receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
@@ -119,7 +109,7 @@ def setup(mx, args):
         rank, workers = store.rank, store.num_workers
     else:
         store, rank, workers = "local", 0, 1
-    net = build(mx.gluon.nn)
+    net = lenet(mx.gluon.nn)
     net.initialize(mx.init.Xavier(magnitude=2.24), ctx=mx.cpu())
     same_start(mx, net, args.seed)
     trainer = mx.gluon.Trainer(net.collect_params(), "sgd",

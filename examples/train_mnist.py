@@ -19,6 +19,7 @@ import time
 
 import mxrs as mx
 import numpy as np
+from lenet import lenet
 from mxrs import autograd, gluon
 from mxrs.gluon import nn
 from mxrs.gluon.data.vision import MNIST, transforms
@@ -46,19 +47,11 @@ def parse_args(argv=None):
 
 
 def build(network):
-    """The seeds' LeNet (as in the multi-device tutorial), or a 2-hidden-layer MLP."""
-    net = nn.HybridSequential()
+    """The seeds' LeNet (``lenet.py``), or a 2-hidden-layer MLP."""
     if network == "lenet":
-        net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-                nn.MaxPool2D(pool_size=2, strides=2),
-                nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-                nn.MaxPool2D(pool_size=2, strides=2),
-                nn.Flatten(),
-                nn.Dense(120, activation="relu"),
-                nn.Dense(84, activation="relu"),
-                nn.Dense(10))
-    else:
-        net.add(nn.Flatten(), nn.Dense(128, activation="relu"), nn.Dense(64, activation="relu"),
+        return lenet(nn)
+    net = nn.HybridSequential()
+    net.add(nn.Flatten(), nn.Dense(128, activation="relu"), nn.Dense(64, activation="relu"),
                 nn.Dense(10))
     return net
 

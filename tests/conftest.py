@@ -1,6 +1,9 @@
-"""Makes the shared ``gradcheck`` helper importable from every test module."""
+"""Makes the shared test helpers (``gradcheck``, ``jobs``) and ``examples/lenet.py`` importable
+from every test module."""
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, os.pardir, "examples"))

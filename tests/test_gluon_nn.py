@@ -3,6 +3,7 @@
 import mxrs as mx
 import numpy as np
 import pytest
+from lenet import lenet
 from mxrs import autograd
 from mxrs.base import MXNetError
 from mxrs.gluon import nn
@@ -253,15 +254,7 @@ def test_lenet_tutorial_step_on_two_contexts():
     update done by hand: sum each parameter's gradients over the contexts, then SGD."""
     mx.random.seed(1)
     context = [mx.cpu(0), mx.cpu(1)]
-    net = nn.Sequential()
-    net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Flatten(),
-            nn.Dense(120, activation="relu"),
-            nn.Dense(84, activation="relu"),
-            nn.Dense(10))
+    net = lenet(nn)
     net.initialize(init=mx.init.Xavier(), ctx=context)
     loss_function = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     rng = np.random.default_rng(0)

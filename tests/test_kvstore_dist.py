@@ -84,7 +84,7 @@ def step(lr):
 
 step(0.1)
 step(0.1)
-kv._set_learning_rate(0.05)
+kv.set_optimizer_params(learning_rate=0.05)
 step(0.05)
 if r == 0:
     kv.save_optimizer_states('states.bin')

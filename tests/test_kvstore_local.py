@@ -81,3 +81,39 @@ def test_create_names():
         mx.kv.create("nccl2")
 
 
+
+
+def test_registering_a_taken_name_warns_and_takes_it_over():
+    from mxrs.kvstore import base
+
+    before = dict(base._REGISTRY)
+    mine = type("Mine", (base.KVStoreBase,), {})
+    try:
+        with pytest.warns(UserWarning, match=r"KVStore 'local': new .*Mine is overriding "
+                                             r"existing mxrs.kvstore.local.LocalKVStore"):
+            base.register("LOCAL")(mine)
+        assert base._REGISTRY["local"] is mine
+        base.register("local", "mine")(mine)  # the same class again, a new name: no warning
+    finally:
+        base._REGISTRY.clear()
+        base._REGISTRY.update(before)
+    assert type(mx.kv.create("local")).__name__ == "LocalKVStore"
+
+
+def test_set_optimizer_params_changes_the_stores_optimizer_and_refuses_other_names():
+    kv = mx.kv.create("local")
+    with pytest.raises(KVStoreError, match="no optimizer is set"):
+        kv.set_optimizer_params(learning_rate=0.5)
+    opt = mx.optimizer.SGD(learning_rate=0.1)
+    kv.set_optimizer(opt)
+    kv.set_optimizer_params(learning_rate=0.5, rescale_grad=0.25)
+    assert opt.learning_rate == 0.5 and opt.rescale_grad == 0.25
+    kv.init(3, mx.nd.ones((2,)))
+    kv.push(3, mx.nd.ones((2,)))  # w - lr * rescale * g = 1 - 0.5 * 0.25
+    out = mx.nd.zeros((2,))
+    kv.pull(3, out=out)
+    np.testing.assert_allclose(out.asnumpy(), [0.875, 0.875])
+    with pytest.raises(mx.MXNetError, match="cannot change momentum; only learning_rate and "
+                                            "rescale_grad"):
+        kv.set_optimizer_params(momentum=0.9)
+    assert opt.momentum == 0.0

@@ -162,7 +162,7 @@ class Trainer:
         """Set the learning rate, on the servers too when they run the optimizer."""
         self._optimizer.set_learning_rate(lr)
         if self._update_on_kvstore and self._distributed:
-            self._kvstore._set_learning_rate(lr)
+            self._kvstore.set_optimizer_params(learning_rate=lr)
             self._server_lr = lr
 
     # ------------------------------------------------------------------ training
@@ -229,7 +229,7 @@ class Trainer:
                 change.append(("learning_rate", float(lr)))
                 self._server_lr = lr
         if change:
-            self._kvstore._worker.set_params(change)
+            self._kvstore.set_optimizer_params(**dict(change))
 
     def _trained(self):
         return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]

@@ -1,6 +1,7 @@
 """The KVStore interface, its registry and the key/value normalisation every store shares."""
 
 import pickle
+import warnings
 
 from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
@@ -10,10 +11,19 @@ _REGISTRY = {}
 
 
 def register(*names):
-    """Class decorator: make ``create(name)`` build this store for each of ``names``."""
+    """Class decorator: make ``create(name)`` build this store for each of ``names``.
+
+    A name that already builds another class is taken over, with a warning saying which class
+    it built before (as MXNet does).
+    """
 
     def deco(klass):
         for name in names:
+            old = _REGISTRY.get(name.lower())
+            if old is not None and old is not klass:
+                warnings.warn(f"KVStore {name.lower()!r}: new {klass.__module__}."
+                              f"{klass.__qualname__} is overriding existing "
+                              f"{old.__module__}.{old.__qualname__}", stacklevel=2)
             _REGISTRY[name.lower()] = klass
         return klass
 
@@ -49,6 +59,15 @@ def create(name="local"):
     if klass is None:
         raise MXNetError(f"unknown KVStore type '{name}'; known: {', '.join(sorted(_REGISTRY))}")
     return klass(key)
+
+
+def _optimizer_params(values):
+    """``values`` as floats, after checking each names a hyper-parameter a store can change."""
+    unknown = sorted(set(values) - {"learning_rate", "rescale_grad"})
+    if unknown:
+        raise MXNetError(f"set_optimizer_params: cannot change {', '.join(unknown)}; only "
+                         "learning_rate and rescale_grad")
+    return {k: float(v) for k, v in values.items()}
 
 
 def check_shapes(what, key, shape, arrays, role):
@@ -160,9 +179,27 @@ class KVStoreBase:
         """Apply ``updater(key, merged_value, stored_value)`` to every push."""
         self._updater = updater
 
-    def _set_learning_rate(self, lr):
-        """Tell the servers' optimizer the learning rate is now ``lr`` (nothing to do locally:
-        the store's updater shares the caller's optimizer)."""
+    def set_optimizer_params(self, **values):
+        """Change hyper-parameters of the optimizer the store applies, from now on.
+
+        Parameters
+        ----------
+        learning_rate, rescale_grad : float, optional
+            The new values. A local store's updater shares the caller's optimizer, which is
+            changed here; a distributed store sends them to its servers' optimizer.
+
+        Raises
+        ------
+        MXNetError
+            For a name other than those above, or when no optimizer is set.
+        """
+        values = _optimizer_params(values)
+        if self._optimizer is None:
+            raise KVStoreError("set_optimizer_params: no optimizer is set on this KVStore")
+        if "learning_rate" in values:
+            self._optimizer.set_learning_rate(values["learning_rate"])
+        if "rescale_grad" in values:
+            self._optimizer.rescale_grad = values["rescale_grad"]
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Write the optimizer's states (and, with ``dump_optimizer``, the optimizer) to a file."""

@@ -21,7 +21,7 @@ from .. import _native
 from ..base import KVStoreError, MXNetError, NodeLostError, ShapeMismatchError
 from ..context import cpu
 from ..ndarray import _pending
-from .base import KVStoreBase, check_shapes, key_value_pairs, register
+from .base import KVStoreBase, _optimizer_params, check_shapes, key_value_pairs, register
 from .local import reduce_sum
 
 _STR_KEY_BIT = 1 << 63
@@ -275,11 +275,17 @@ class DistKVStore(KVStoreBase):
         if mults and self.rank == 0:
             self._worker.set_params([], mults)
 
-    def _set_learning_rate(self, lr):
-        """Change the learning rate the servers' optimizer uses from now on."""
+    def set_optimizer_params(self, **values):
+        """Change hyper-parameters of the servers' optimizer from now on (every server).
+
+        Parameters and errors as :meth:`KVStoreBase.set_optimizer_params`.
+        """
         _pending.check()
-        if self._optimizer is not None:
-            self._worker.set_params([("learning_rate", float(lr))])
+        values = _optimizer_params(values)
+        if self._optimizer is None:
+            raise KVStoreError("set_optimizer_params: no optimizer is set on this KVStore")
+        if values:
+            self._worker.set_params(sorted(values.items()))
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Write the servers' optimizer states to ``fname``."""
