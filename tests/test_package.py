@@ -46,3 +46,14 @@ def test_each_console_script_runs(name):
     # each one shows its own flags: the node settings, or the launcher's modes
     expected = "--num-workers" if name.startswith("ps-") else "{local,ssh,mpi,sge,yarn,slurm}"
     assert expected in r.stdout, r.stdout
+
+
+def test_the_license_file_is_the_license_the_manifests_declare():
+    # pyproject.toml and Cargo.toml both say Apache-2.0; LICENSE is that license's text, and
+    # the installed package's metadata names it too.
+    assert PYPROJECT["project"]["license"] == {"text": "Apache-2.0"}
+    assert CARGO["workspace"]["package"]["license"] == "Apache-2.0"
+    text = (ROOT / "LICENSE").read_text()
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0")
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert importlib.metadata.metadata("mxrs")["License"] == "Apache-2.0"
