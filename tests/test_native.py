@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from jobs import free_port
+from mxrs.launcher.scheduler import start_scheduler
 
 TIMEOUT = 60
 
@@ -64,16 +64,21 @@ def _env(role, port, **extra):
 
 @pytest.fixture
 def job():
-    """Starts a scheduler and two servers through ``import mxrs``; kills what it started."""
-    port = free_port()
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "import mxrs"], env=_env(role, port))
-        for role in ("scheduler", "server", "server")
-    ]
-    yield port, procs
-    for p in procs:
-        p.kill()
-        p.wait()
+    """Starts a scheduler (on the port it announces) and two servers through ``import mxrs``;
+    kills what it started."""
+    scheduler, port = start_scheduler([sys.executable, "-c", "import mxrs"],
+                                      _env("scheduler", 0))
+    procs = [scheduler]
+    try:
+        procs += [
+            subprocess.Popen([sys.executable, "-c", "import mxrs"], env=_env("server", port))
+            for _ in range(2)
+        ]
+        yield port, procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def _worker(port, script, **extra):
