@@ -5,6 +5,8 @@ The scheduler and the servers are started the way MXNet's launch tools start the
 """
 
 import os
+import select
+import socket
 import subprocess
 import sys
 import textwrap
@@ -138,3 +140,23 @@ def test_bad_settings_are_one_line_errors():
     )
     assert p.returncode != 0
     assert "KVStoreError: DMLC_NUM_WORKER: 'two' is not a valid" in p.stderr
+
+
+def test_the_ps_scheduler_script_on_port_zero_announces_the_port_it_listens_on():
+    exe = os.path.join(os.path.dirname(sys.executable), "ps-scheduler")
+    if not os.path.exists(exe):
+        pytest.skip("the ps-scheduler console script is not installed beside this Python")
+    p = subprocess.Popen([exe, "--announce", "/dev/stdout"], env=_env("scheduler", 0),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert select.select([p.stdout], [], [], TIMEOUT)[0], "no port announced in time"
+        line = p.stdout.readline()
+        assert line.endswith(b"\n") and 0 < int(line) < 65536, line
+        with socket.create_connection(("127.0.0.1", int(line)), timeout=TIMEOUT):
+            pass
+        assert p.poll() is None, p.stderr.read()
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
