@@ -139,7 +139,7 @@ fn announce_port(path: &Path, mut file: File, port: u16) -> Result<()> {
 
 /// Refuses `DMLC_PS_ROOT_PORT=0` for a node that connects to the scheduler: 0 only tells a
 /// scheduler to take any free port, which it announces; the others need that port.
-fn scheduler_port(cfg: &Config) -> Result<()> {
+fn require_scheduler_port(cfg: &Config) -> Result<()> {
     if cfg.root_port == 0 {
         return Err(PsError::Config {
             var: "DMLC_PS_ROOT_PORT",
@@ -154,7 +154,7 @@ fn scheduler_port(cfg: &Config) -> Result<()> {
 /// Runs a server: binds its data port, joins the job, serves until the scheduler ends the job
 /// (or is lost).
 pub async fn run_server(cfg: &Config) -> Result<Outcome> {
-    scheduler_port(cfg)?;
+    require_scheduler_port(cfg)?;
     let secret = secret(cfg);
     let ip = cfg.node_ip()?;
     let listener = transport::listen(ip, cfg.port).await?;
@@ -227,7 +227,7 @@ pub struct JobWorker {
 impl JobWorker {
     /// Joins the job `cfg` describes and connects to every server, in `mode`.
     pub async fn join(cfg: &Config, mode: Mode) -> Result<JobWorker> {
-        scheduler_port(cfg)?;
+        require_scheduler_port(cfg)?;
         let secret = secret(cfg);
         let ip = cfg.node_ip()?;
         let control = ControlClient::join(cfg, Role::Worker, &ip.to_string(), 0).await?;

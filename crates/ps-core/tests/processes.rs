@@ -84,6 +84,22 @@ fn a_scheduler_that_cannot_announce_its_port_stops_at_once_naming_the_setting() 
     std::fs::remove_dir(&dir).unwrap();
 }
 
+#[tokio::test]
+async fn port_zero_is_refused_to_a_worker_and_a_server() {
+    let job = Job::new(1, 1, &[]); // no scheduler started: DMLC_PS_ROOT_PORT is still 0
+    let said = "DMLC_PS_ROOT_PORT: 0 is not the scheduler's port";
+    let err = within(JobWorker::join(&job.config(None), Mode::Sync))
+        .await
+        .err()
+        .unwrap();
+    assert!(err.to_string().starts_with(said), "{err}");
+    let cmd = job.command(env!("CARGO_BIN_EXE_ps-server"), &[], &[]);
+    let out = output_within(cmd, "ps-server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("ps-server: {said}")), "{err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wrong_secret_and_garbage_leave_the_job_running() {
     let mut job = Job::new(1, 1, &[]);
