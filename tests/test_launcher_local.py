@@ -5,6 +5,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -126,6 +127,31 @@ def test_a_scheduler_that_fails_before_announcing_ends_the_launch(tmp_path, why)
                      "port; stopping the job; its last lines:"), r.stderr
     assert said in "\n".join(rest), r.stderr
     assert "[server" not in r.stdout and "[worker" not in r.stdout  # nothing else started
+    assert tagged_processes(tag) == {}
+
+
+def test_a_signal_while_the_scheduler_starts_stops_it(tmp_path):
+    # A stand-in python whose scheduler never announces: the launcher is still waiting for the
+    # port when it is told to stop.
+    tag = uuid.uuid4().hex
+    stub = tmp_path / "python-stub"
+    stub.write_text("#!/bin/sh\nexec sleep 600\n")
+    stub.chmod(0o755)
+    p = subprocess.Popen([sys.executable, "-m", "mxrs.launcher", "local", "-n", "1", "--env",
+                          f"MXRS_TEST_TAG={tag}", str(stub), "x.py"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not tagged_processes(tag):  # the scheduler is up (and silent)
+            assert time.monotonic() < deadline and p.poll() is None, "no scheduler started"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=TIMEOUT)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 128 + signal.SIGTERM, out + err
+    assert err.strip() == "mxrs-launch: interrupted (signal 15); stopping the job", err
     assert tagged_processes(tag) == {}
 
 

@@ -7,6 +7,7 @@ prefixes their output and ends the job on the first failure, or with ``dry_run``
 exact commands, with :data:`~.job.PORT_PLACEHOLDER` for the port, and starts nothing.
 """
 
+import contextlib
 import os
 import shlex
 import signal
@@ -74,11 +75,12 @@ def run(job: Job, plan, dry_run=False, out=None):
             print(describe(launch, job.secret), file=out)
         return 0
     sup = Supervisor()
-    restore = _signals_interrupt()
+    signals = _Signals()
     try:
-        job.root_port = _start_scheduler(sup, sched)
+        job.root_port = _start_scheduler(sup, sched, signals)
         for launch in plan(job):
-            sup.start(launch.label, launch.role, launch.argv, launch.env, stdin=launch.stdin)
+            with signals.held():
+                sup.start(launch.label, launch.role, launch.argv, launch.env, stdin=launch.stdin)
         return sup.wait()
     except _Interrupted as e:
         sup.stop()
@@ -89,13 +91,14 @@ def run(job: Job, plan, dry_run=False, out=None):
         sup.stop()
         raise
     finally:
-        restore()
+        signals.restore()
 
 
-def _start_scheduler(sup, sched):
+def _start_scheduler(sup, sched, signals):
     """Start ``sched`` under ``sup``; returns the port it announced."""
     def popen(argv, env, pass_fds):
-        return sup.start(sched.label, sched.role, argv, env, pass_fds=pass_fds)
+        with signals.held():
+            return sup.start(sched.label, sched.role, argv, env, pass_fds=pass_fds)
 
     try:
         return start_scheduler(sched.argv, sched.env, popen=popen)[1]
@@ -112,22 +115,38 @@ class _Interrupted(Exception):
         self.signum = signum
 
 
-def _signals_interrupt():
-    """Until the returned function is called, SIGINT and SIGTERM raise :class:`_Interrupted`
-    here (the supervisor takes them over while it watches the job); so a signal while the job
-    starts still stops what was started."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+class _Signals:
+    """While the job starts, SIGINT and SIGTERM raise :class:`_Interrupted` here (the supervisor
+    takes them over while it watches the job), so a signal still stops what was started; within
+    :meth:`held` (a process being started and recorded) the signal waits for the block's end."""
 
-    def interrupt(signum, _frame):
-        raise _Interrupted(signum)
+    def __init__(self):
+        self._held = False
+        self._pending = None
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                self._previous[s] = signal.signal(s, self._on_signal)
 
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    def _on_signal(self, signum, _frame):
+        if self._held:
+            self._pending = self._pending or signum
+        else:
+            raise _Interrupted(signum)
 
-    def restore():
-        for s, h in previous.items():
+    @contextlib.contextmanager
+    def held(self):
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            if self._pending:
+                raise _Interrupted(self._pending)
+
+    def restore(self):
+        for s, h in self._previous.items():
             signal.signal(s, h)
-    return restore
 
 
 def node_launch(job: Job, node: Node, argv, env, stdin=None):
