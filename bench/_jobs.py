@@ -3,7 +3,9 @@
 A job is a scheduler, S servers and W workers, each a fresh process of the library's own Python
 (mxrs: this checkout's ``.venv``; Apache MXNet 1.9.1: ``bench/.venv-mxnet``, made by
 ``setup_mxnet.sh``). Scheduler and servers are ``python -c "import LIB"`` with ``DMLC_ROLE`` set:
-both libraries run the role on import, as MXNet's launch tools expect. Workers run the same
+both libraries run the role on import, as MXNet's launch tools expect. The mxrs scheduler takes
+any free port and announces it (``mxrs.launcher.scheduler``); MXNet's cannot, so its jobs get a
+port that was free a moment before. Workers run the same
 program under both, told which library to import by ``BENCH_LIB``. Every process binds to
 127.0.0.1 and gets the same thread counts.
 """
@@ -12,15 +14,24 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from mxrs.launcher.job import free_port
+from mxrs.launcher.scheduler import SchedulerStartError, start_scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBS = ("mxrs", "mxnet")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _free_port() -> int:
+    """A port free now on 127.0.0.1, for MXNet's scheduler (which cannot announce the one it
+    binds); another process may take it before the scheduler does, failing that job."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 class JobFailed(RuntimeError):
@@ -57,7 +68,8 @@ def run_job(lib: str, workers: int, servers: int, argv: list[str], threads: int 
             timeout: float = 900, extra_env: dict | None = None) -> list[dict]:
     """Run one job; returns every JSON object the workers printed (one per line), in order of
     worker start. Raises :class:`JobFailed` with the failing process's output."""
-    py, port = python_for(lib), free_port()
+    py = python_for(lib)
+    port = 0 if lib == "mxrs" else _free_port()
     procs = []
 
     def start(role, cmd):
@@ -66,7 +78,17 @@ def run_job(lib: str, workers: int, servers: int, argv: list[str], threads: int 
                                              stderr=subprocess.STDOUT, text=True)))
 
     try:
-        start("scheduler", [py, "-c", f"import {lib}"])
+        if lib == "mxrs":
+            env = job_env(lib, "scheduler", workers, servers, 0, threads, extra_env)
+            try:
+                proc, port = start_scheduler([py, "-c", "import mxrs"], env,
+                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                             text=True)
+            except SchedulerStartError as e:
+                raise JobFailed(f"mxrs: {e}") from None
+            procs.append(("scheduler", proc))
+        else:
+            start("scheduler", [py, "-c", f"import {lib}"])
         for _ in range(servers):
             start("server", [py, "-c", f"import {lib}"])
         for _ in range(workers):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from mxrs.launcher.job import free_port
+from mxrs.launcher.scheduler import start_scheduler
 
 TIMEOUT = 120
 
@@ -41,13 +41,15 @@ def scheduler_and_servers(workers=2, servers=2, **extra):
 
 @contextlib.contextmanager
 def job_nodes(workers=2, servers=2, **extra):
-    """Start a scheduler and ``servers`` servers; yields the port and their processes
-    (scheduler first); kills what it started."""
-    port = free_port()
-    procs = [subprocess.Popen([sys.executable, "-c", "import mxrs"],
-                              env=node_env(role, port, workers, servers, **extra))
-             for role in ["scheduler"] + ["server"] * servers]
+    """Start a scheduler, on the port it announces, and ``servers`` servers; yields the port and
+    their processes (scheduler first); kills what it started."""
+    scheduler, port = start_scheduler([sys.executable, "-c", "import mxrs"],
+                                      node_env("scheduler", 0, workers, servers, **extra))
+    procs = [scheduler]
     try:
+        procs += [subprocess.Popen([sys.executable, "-c", "import mxrs"],
+                                   env=node_env("server", port, workers, servers, **extra))
+                  for _ in range(servers)]
         yield port, procs
     finally:
         for p in procs:

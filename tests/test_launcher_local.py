@@ -5,11 +5,14 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
 from jobs import TIMEOUT, launch, tagged_processes
+from mxrs.launcher import scheduler
 from mxrs.launcher.cli import parse
+from mxrs.launcher.scheduler import start_scheduler
 
 
 def test_a_job_runs_with_prefixed_output_and_the_dmlc_environment(tmp_path):
@@ -88,19 +91,137 @@ def test_command_line():
             parse(bad)
 
 
-def test_the_scheduler_port_is_free_and_below_the_ephemeral_range(tmp_path):
-    from mxrs.launcher import job
+def test_the_job_runs_on_the_port_the_scheduler_announces(tmp_path):
+    script = """
+    import os
+    import mxrs as mx
+    kv = mx.kv.create('dist_sync')
+    print('port', os.environ['DMLC_PS_ROOT_PORT'], flush=True)
+    """
+    r = launch(tmp_path, script, n=1, s=1, args=(), env=["PS_VERBOSE=1"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    (port,) = [ln.split()[-1] for ln in r.stdout.splitlines() if ln.startswith("[worker 0] port")]
+    assert 0 < int(port) < 65536
+    # The worker reached the scheduler on the port the scheduler itself bound and announced.
+    listening = [ln for ln in r.stdout.splitlines() if "scheduler listening on" in ln]
+    assert listening and listening[0].endswith(f"scheduler listening on 127.0.0.1:{port}"), r.stdout
 
-    low = job._ephemeral_low()
-    for _ in range(20):
-        port = job.free_port()
-        assert 1024 <= port < low
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", port))  # free indeed
-    ranges = tmp_path / "range"
-    ranges.write_text("40000\t60999\n")
-    assert job._ephemeral_low(str(ranges)) == 40000
-    assert job._ephemeral_low(str(tmp_path / "missing")) == 32768
+
+@pytest.mark.parametrize("why", ["port in use", "bad setting"])
+def test_a_scheduler_that_fails_before_announcing_ends_the_launch(tmp_path, why):
+    tag = uuid.uuid4().hex
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        env = [f"MXRS_TEST_TAG={tag}"]
+        if why == "port in use":
+            env.append(f"DMLC_PS_ROOT_PORT={taken.getsockname()[1]}")
+            said = "Address already in use"
+        else:
+            env.append("PS_HEARTBEAT_TIMEOUT=-1")
+            said = "PS_HEARTBEAT_TIMEOUT:"
+        r = launch(tmp_path, "print('worker ran', flush=True)\n", n=1, s=1, env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    first, *rest = r.stderr.splitlines()
+    assert first == ("mxrs-launch: the scheduler exited with status 2 before announcing its "
+                     "port; stopping the job; its last lines:"), r.stderr
+    assert said in "\n".join(rest), r.stderr
+    assert "[server" not in r.stdout and "[worker" not in r.stdout  # nothing else started
+    assert tagged_processes(tag) == {}
+
+
+def test_a_signal_while_the_scheduler_starts_stops_it(tmp_path):
+    # A stand-in python whose scheduler never announces: the launcher is still waiting for the
+    # port when it is told to stop.
+    tag = uuid.uuid4().hex
+    stub = tmp_path / "python-stub"
+    stub.write_text("#!/bin/sh\nexec sleep 600\n")
+    stub.chmod(0o755)
+    p = subprocess.Popen([sys.executable, "-m", "mxrs.launcher", "local", "-n", "1", "--env",
+                          f"MXRS_TEST_TAG={tag}", str(stub), "x.py"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not tagged_processes(tag):  # the scheduler is up (and silent)
+            assert time.monotonic() < deadline and p.poll() is None, "no scheduler started"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=TIMEOUT)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 128 + signal.SIGTERM, out + err
+    assert err.strip() == "mxrs-launch: interrupted (signal 15); stopping the job", err
+    assert tagged_processes(tag) == {}
+
+
+def test_an_explicit_port_is_used_as_given_and_a_dry_run_shows_the_port(tmp_path):
+    def dry(*env):
+        r = subprocess.run([sys.executable, "-m", "mxrs.launcher", "local", "-n", "1",
+                            *[a for kv in env for a in ("--env", kv)], "--dry-run", "python",
+                            "x.py"], capture_output=True, text=True, timeout=TIMEOUT)
+        return r.returncode, r.stdout.splitlines(), r.stderr
+
+    code, lines, err = dry()
+    assert code == 0, err
+    assert lines[:2] == ["[scheduler] on localhost: python -c 'import mxrs'",
+                         "[scheduler]   port: <port> (any free one, which the scheduler "
+                         "announces once listening)"]
+    _, job, _ = parse(["local", "-n", "1", "--env", "DMLC_PS_ROOT_PORT=9123", "--env", "A=1",
+                       "python", "x.py"])
+    assert (job.root_port, job.extra_env) == (9123, {"A": "1"})
+    assert {n.env["DMLC_PS_ROOT_PORT"] for n in job.nodes()} == {"9123"}
+    code, lines, err = dry("DMLC_PS_ROOT_PORT=9123")
+    assert code == 0 and lines[1] == "[scheduler]   port: 9123", (lines, err)
+    for bad in ("x", "70000", "-1"):
+        code, _, err = dry(f"DMLC_PS_ROOT_PORT={bad}")
+        assert code == 2 and f"--env DMLC_PS_ROOT_PORT={bad}: expected a port" in err, err
+
+
+def _fake_scheduler(body):
+    """argv of a stand-in scheduler: Python ``body`` with ``announce(text)`` writing to the
+    announcement path."""
+    return [sys.executable, "-c",
+            "import os, sys, time\n"
+            "def announce(text):\n"
+            "    with open(os.environ['MXRS_ANNOUNCE'], 'w') as f:\n"
+            "        f.write(text)\n" + body]
+
+
+def test_start_scheduler_reads_the_announced_port():
+    proc, port = start_scheduler(_fake_scheduler("announce('5123\\n'); time.sleep(600)"), {})
+    try:
+        assert port == 5123 and proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("body, said", [
+    ("sys.exit(3)", "the scheduler exited with status 3 before announcing its port"),
+    ("announce('51'); sys.exit(0)", "the scheduler exited with status 0 before announcing"),
+    ("import signal; os.kill(os.getpid(), signal.SIGKILL)",
+     "the scheduler was killed by signal 9 before announcing its port"),
+    ("announce('hello\\n'); time.sleep(600)", "the scheduler announced b'hello', not a port"),
+    ("announce('0\\n'); time.sleep(600)", "the scheduler announced b'0', not a port"),
+    ("time.sleep(600)", "the scheduler did not announce its port within 1 s"),
+    ("os.close(int(os.environ['MXRS_ANNOUNCE'].rsplit('/', 1)[1])); time.sleep(600)",
+     "the scheduler closed its announcement pipe without announcing its port"),
+])
+def test_start_scheduler_fails_naming_the_scheduler_and_stops_it(monkeypatch, body, said):
+    monkeypatch.setattr(scheduler, "_EXIT_WAIT_S", 0.5)
+    started = []
+
+    def popen(argv, **kwargs):
+        started.append(subprocess.Popen(argv, **kwargs))
+        return started[-1]
+
+    with pytest.raises(scheduler.SchedulerStartError) as e:
+        start_scheduler(_fake_scheduler(body), {"PATH": os.environ["PATH"]}, timeout=1,
+                        popen=popen)
+    assert str(e.value) == said or str(e.value).startswith(said), e.value
+    (proc,) = started
+    assert proc.returncode is not None  # stopped (or exited) and reaped
 
 
 def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):

@@ -5,12 +5,14 @@ The scheduler and the servers are started the way MXNet's launch tools start the
 """
 
 import os
+import select
+import socket
 import subprocess
 import sys
 import textwrap
 
 import pytest
-from jobs import free_port
+from mxrs.launcher.scheduler import start_scheduler
 
 TIMEOUT = 60
 
@@ -64,16 +66,21 @@ def _env(role, port, **extra):
 
 @pytest.fixture
 def job():
-    """Starts a scheduler and two servers through ``import mxrs``; kills what it started."""
-    port = free_port()
-    procs = [
-        subprocess.Popen([sys.executable, "-c", "import mxrs"], env=_env(role, port))
-        for role in ("scheduler", "server", "server")
-    ]
-    yield port, procs
-    for p in procs:
-        p.kill()
-        p.wait()
+    """Starts a scheduler (on the port it announces) and two servers through ``import mxrs``;
+    kills what it started."""
+    scheduler, port = start_scheduler([sys.executable, "-c", "import mxrs"],
+                                      _env("scheduler", 0))
+    procs = [scheduler]
+    try:
+        procs += [
+            subprocess.Popen([sys.executable, "-c", "import mxrs"], env=_env("server", port))
+            for _ in range(2)
+        ]
+        yield port, procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def _worker(port, script, **extra):
@@ -133,3 +140,23 @@ def test_bad_settings_are_one_line_errors():
     )
     assert p.returncode != 0
     assert "KVStoreError: DMLC_NUM_WORKER: 'two' is not a valid" in p.stderr
+
+
+def test_the_ps_scheduler_script_on_port_zero_announces_the_port_it_listens_on():
+    exe = os.path.join(os.path.dirname(sys.executable), "ps-scheduler")
+    if not os.path.exists(exe):
+        pytest.skip("the ps-scheduler console script is not installed beside this Python")
+    p = subprocess.Popen([exe, "--announce", "/dev/stdout"], env=_env("scheduler", 0),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert select.select([p.stdout], [], [], TIMEOUT)[0], "no port announced in time"
+        line = p.stdout.readline()
+        assert line.endswith(b"\n") and 0 < int(line) < 65536, line
+        with socket.create_connection(("127.0.0.1", int(line)), timeout=TIMEOUT):
+            pass
+        assert p.poll() is None, p.stderr.read()
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()

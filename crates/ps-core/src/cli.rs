@@ -14,7 +14,8 @@ pub struct Settings {
     /// Scheduler address [env: DMLC_PS_ROOT_URI]
     #[arg(long)]
     pub root_uri: Option<String>,
-    /// Scheduler port [env: DMLC_PS_ROOT_PORT]
+    /// Scheduler port; for the scheduler, 0 binds any free port and needs --announce
+    /// [env: DMLC_PS_ROOT_PORT]
     #[arg(long)]
     pub root_port: Option<String>,
     /// Number of servers [env: DMLC_NUM_SERVER]
@@ -59,6 +60,10 @@ pub struct Settings {
     /// dropped) [env: MXRS_SECRET]
     #[arg(long)]
     pub secret_file: Option<PathBuf>,
+    /// Scheduler: once listening, write its port as one line to this path (a pipe such as
+    /// /dev/fd/N or /dev/stdout, a FIFO, or a file, created or appended to) [env: MXRS_ANNOUNCE]
+    #[arg(long, value_name = "PATH")]
+    pub announce: Option<String>,
 }
 
 impl Settings {
@@ -85,6 +90,7 @@ impl Settings {
                 "MXRS_MAX_INFLIGHT_BYTES" => &self.max_inflight_bytes,
                 "DMLC_SERVER_ID" => &self.server_id,
                 "MXRS_SECRET" => &secret,
+                "MXRS_ANNOUNCE" => &self.announce,
                 _ => &None,
             };
             v.clone()

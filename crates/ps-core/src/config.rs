@@ -6,6 +6,7 @@
 //! that names the variable.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{PsError, Result};
@@ -53,7 +54,8 @@ pub struct Config {
     pub role: Option<Role>,
     /// `DMLC_PS_ROOT_URI`: host of the scheduler.
     pub root_uri: String,
-    /// `DMLC_PS_ROOT_PORT`: gRPC port of the scheduler.
+    /// `DMLC_PS_ROOT_PORT`: gRPC port of the scheduler; for the scheduler itself 0 binds any
+    /// free port, which it then announces through `MXRS_ANNOUNCE`.
     pub root_port: u16,
     /// `DMLC_NUM_SERVER`.
     pub num_servers: u32,
@@ -83,6 +85,9 @@ pub struct Config {
     pub max_inflight_bytes: u64,
     /// `MXRS_SECRET`: the job's shared secret.
     pub secret: Option<Vec<u8>>,
+    /// `MXRS_ANNOUNCE`: where the scheduler writes the port it listens on, as one line, once it
+    /// is bound (a pipe such as `/dev/fd/N` or `/dev/stdout`, a FIFO, or a file, appended to).
+    pub announce: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Config {
@@ -106,6 +111,7 @@ impl std::fmt::Debug for Config {
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("max_inflight_bytes", &self.max_inflight_bytes)
             .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .field("announce", &self.announce)
             .finish()
     }
 }
@@ -129,6 +135,7 @@ pub const VARIABLES: &[&str] = &[
     "MXRS_MAX_FRAME_BYTES",
     "MXRS_MAX_INFLIGHT_BYTES",
     "MXRS_SECRET",
+    "MXRS_ANNOUNCE",
 ];
 
 impl Config {
@@ -188,6 +195,7 @@ impl Config {
             max_frame_bytes,
             max_inflight_bytes,
             secret,
+            announce: get("MXRS_ANNOUNCE").map(PathBuf::from),
         })
     }
 
@@ -211,6 +219,7 @@ impl Config {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             secret: None,
+            announce: None,
         }
     }
 
@@ -392,6 +401,7 @@ mod tests {
             ("MXNET_KVSTORE_BIGARRAY_BOUND", "1000"),
             ("MXRS_SECRET", "s3cret"),
             ("DMLC_NODE_HOST", "127.0.0.1"),
+            ("MXRS_ANNOUNCE", "/dev/fd/5"),
         ])))
         .unwrap();
         assert_eq!(cfg.role, Some(Role::Worker));
@@ -403,6 +413,7 @@ mod tests {
         assert_eq!(cfg.heartbeat_timeout, Duration::from_secs(3));
         assert_eq!(cfg.bigarray_bound, 1000);
         assert_eq!(cfg.secret.as_deref(), Some(&b"s3cret"[..]));
+        assert_eq!(cfg.announce, Some(PathBuf::from("/dev/fd/5")));
         assert_eq!(
             cfg.node_ip().unwrap(),
             "127.0.0.1".parse::<IpAddr>().unwrap()
@@ -418,6 +429,7 @@ mod tests {
         assert_eq!(cfg.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT);
         assert_eq!(cfg.bigarray_bound, DEFAULT_BIGARRAY_BOUND);
         assert!(cfg.secret.is_none());
+        assert!(cfg.announce.is_none());
         // With neither DMLC_NODE_HOST nor DMLC_INTERFACE, the route to the scheduler decides.
         assert_eq!(
             cfg.node_ip().unwrap(),

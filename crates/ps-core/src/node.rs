@@ -1,7 +1,10 @@
 //! Whole-process entry points: logging, and running a scheduler, a server or a worker's
 //! connection to the job from a [`Config`].
 
+use std::fs::File;
+use std::io::Write;
 use std::net::ToSocketAddrs;
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -72,16 +75,86 @@ pub fn main(role: Role, settings: &crate::cli::Settings) -> ! {
 }
 
 /// Runs the scheduler of the job `cfg` describes until every worker has finished.
+///
+/// It binds `DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT`, where port 0 takes any free one. With
+/// `MXRS_ANNOUNCE` it then writes the port it got as one line (`PORT\n`) to that path and closes
+/// it, before serving: whoever started it learns both the port and that it is listening. Port 0
+/// without `MXRS_ANNOUNCE` is refused, since nobody could learn the port.
 pub async fn run_scheduler(cfg: &Config) -> Result<Outcome> {
     let root = cfg.root_addr()?;
+    // Opened before binding, so that a bad path fails before anything listens.
+    let announce = match &cfg.announce {
+        Some(path) => Some((path, open_announcement(path)?)),
+        None if root.port() == 0 => {
+            return Err(PsError::Config {
+                var: "DMLC_PS_ROOT_PORT",
+                reason: "0 (any free port) needs MXRS_ANNOUNCE (--announce), the path where the \
+                         scheduler writes the port it got"
+                    .into(),
+            });
+        }
+        None => None,
+    };
     let listener = transport::listen(root.ip(), root.port()).await?;
-    tracing::info!("scheduler listening on {root}");
+    let bound = listener
+        .local_addr()
+        .map_err(|e| PsError::io("local address", e))?;
+    if let Some((path, file)) = announce {
+        announce_port(path, file, bound.port())?;
+    }
+    tracing::info!("scheduler listening on {bound}");
     scheduler::serve(cfg, listener, std::future::pending()).await
+}
+
+/// Opens `MXRS_ANNOUNCE`'s path for writing: a pipe or FIFO as it is, a file created if missing
+/// and appended to (never truncated: `/dev/stdout` may be a log file the scheduler shares). A
+/// descriptor path such as `/dev/fd/N` is opened anew, so nothing here takes over a raw
+/// descriptor.
+fn open_announcement(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| PsError::Config {
+            var: "MXRS_ANNOUNCE",
+            reason: format!(
+                "cannot open {} to announce the scheduler's port: {e}",
+                path.display()
+            ),
+        })
+}
+
+/// Writes `port` as one line to the announcement file and closes it.
+fn announce_port(path: &Path, mut file: File, port: u16) -> Result<()> {
+    file.write_all(format!("{port}\n").as_bytes())
+        .and_then(|()| file.flush())
+        .map_err(|e| PsError::Config {
+            var: "MXRS_ANNOUNCE",
+            reason: format!(
+                "cannot write the scheduler's port to {}: {e}",
+                path.display()
+            ),
+        })
+}
+
+/// Refuses `DMLC_PS_ROOT_PORT=0` for a node that connects to the scheduler: 0 only tells a
+/// scheduler to take any free port, which it announces; the others need that port.
+fn require_scheduler_port(cfg: &Config) -> Result<()> {
+    if cfg.root_port == 0 {
+        return Err(PsError::Config {
+            var: "DMLC_PS_ROOT_PORT",
+            reason: "0 is not the scheduler's port (0 tells only the scheduler itself to take \
+                     any free port and announce it)"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// Runs a server: binds its data port, joins the job, serves until the scheduler ends the job
 /// (or is lost).
 pub async fn run_server(cfg: &Config) -> Result<Outcome> {
+    require_scheduler_port(cfg)?;
     let secret = secret(cfg);
     let ip = cfg.node_ip()?;
     let listener = transport::listen(ip, cfg.port).await?;
@@ -154,6 +227,7 @@ pub struct JobWorker {
 impl JobWorker {
     /// Joins the job `cfg` describes and connects to every server, in `mode`.
     pub async fn join(cfg: &Config, mode: Mode) -> Result<JobWorker> {
+        require_scheduler_port(cfg)?;
         let secret = secret(cfg);
         let ip = cfg.node_ip()?;
         let control = ControlClient::join(cfg, Role::Worker, &ip.to_string(), 0).await?;

@@ -7,7 +7,7 @@ mod jobs;
 use std::time::{Duration, Instant};
 
 use common::*;
-use jobs::Job;
+use jobs::{Job, output_within};
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
 use ps_core::{DType, PsError};
@@ -26,6 +26,78 @@ fn a_normal_job_exits_zero_everywhere() {
         let status = job.wait(name);
         assert!(status.success(), "{name} exited with {status}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_on_port_zero_announces_the_port_it_listens_on() {
+    let mut job = Job::new(1, 1, &[]);
+    let port = job.scheduler();
+    assert_ne!(port, 0);
+    // What listens there knows the job's secret: the scheduler itself, listening already.
+    let addr = ([127, 0, 0, 1], port).into();
+    within(ps_core::protocol::transport::connect(
+        addr,
+        Some(job.secret.as_bytes()),
+    ))
+    .await
+    .unwrap();
+    // And the job forms and runs on that port.
+    job.server("server", &[]);
+    job.bench_worker("worker", 5, &[]);
+    for name in ["worker", "server", "scheduler"] {
+        let status = job.wait(name);
+        assert!(status.success(), "{name} exited with {status}");
+    }
+}
+
+#[test]
+fn a_scheduler_that_cannot_announce_its_port_stops_at_once_naming_the_setting() {
+    let job = Job::new(1, 1, &[]);
+    let dir = std::env::temp_dir().join(format!("mxrs-announce-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir_arg = dir.to_str().unwrap();
+    let cases: [(&[&str], String); 3] = [
+        // A descriptor the launcher never passed.
+        (
+            &["--announce", "/dev/fd/9999"],
+            "ps-scheduler: MXRS_ANNOUNCE: cannot open /dev/fd/9999 to announce".into(),
+        ),
+        (
+            &["--announce", dir_arg],
+            format!("ps-scheduler: MXRS_ANNOUNCE: cannot open {dir_arg} to announce"),
+        ),
+        // Any free port, and nobody told which.
+        (
+            &[],
+            "ps-scheduler: DMLC_PS_ROOT_PORT: 0 (any free port) needs MXRS_ANNOUNCE".into(),
+        ),
+    ];
+    for (args, said) in cases {
+        let cmd = job.command(env!("CARGO_BIN_EXE_ps-scheduler"), args, &[]);
+        let out = output_within(cmd, "ps-scheduler");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&said), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn port_zero_is_refused_to_a_worker_and_a_server() {
+    let job = Job::new(1, 1, &[]); // no scheduler started: DMLC_PS_ROOT_PORT is still 0
+    let said = "DMLC_PS_ROOT_PORT: 0 is not the scheduler's port";
+    let err = within(JobWorker::join(&job.config(None), Mode::Sync))
+        .await
+        .err()
+        .unwrap();
+    assert!(err.to_string().starts_with(said), "{err}");
+    let cmd = job.command(env!("CARGO_BIN_EXE_ps-server"), &[], &[]);
+    let out = output_within(cmd, "ps-server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("ps-server: {said}")), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,6 +10,8 @@ hostfile
     ``host``, ``host:port`` and ``host slots=N`` lines.
 tracker
     What every launcher shares: the scheduler here, dry runs, supervision of the launches.
+scheduler
+    ``start_scheduler``: starts a scheduler and reads the port it announces (``MXRS_ANNOUNCE``).
 supervise
     Runs processes, prefixes their output, ends everything on the first failure.
 local, ssh, ...

@@ -5,7 +5,8 @@ Each of them hands the servers and workers to a tool (``mpirun``, ``qsub``, ``ya
 :mod:`.tracker`). This module holds what they have in common: the environment of a role, the
 command of a role, where the scheduler is advertised, the job scripts the batch systems run, and
 the files a submission needs. Those files hold the job secret, so they are written readable by
-this user only (mode 0600, in a 0700 folder) and the secret never appears on a command line.
+this user only (mode 0600, in a 0700 folder) and the secret never appears on a command line;
+they also hold the scheduler's port, so they are made once the scheduler has announced it.
 """
 
 import os
@@ -17,7 +18,7 @@ import socket
 import sys
 
 from . import tracker
-from .job import Job, LaunchError, Node, free_port, interface_address, route_address
+from .job import Job, LaunchError, Node, interface_address, route_address
 from .tracker import SECRET_MASK
 
 #: Variables of the launching shell that every process also gets (where to find Python and mxrs).
@@ -71,7 +72,8 @@ def require(tool, launcher, dry_run):
 
 def advertise(job: Job):
     """Choose where the scheduler listens: ``--interface``'s address, else the address of the
-    route to the first host, else of the default route (else this machine's name)."""
+    route to the first host, else of the default route (else this machine's name). Its port is
+    the one it announces when it starts (see :mod:`.tracker`)."""
     iface = job.extra_env.get("DMLC_INTERFACE")
     if iface:
         host = interface_address(iface)
@@ -84,16 +86,7 @@ def advertise(job: Job):
         except LaunchError:
             host = socket.getfqdn()
     job.root_host = host
-    job.root_port = job.root_port or free_port(host if _is_address(host) else "")
     return host
-
-
-def _is_address(host):
-    try:
-        socket.inet_aton(host)
-    except OSError:
-        return False
-    return True
 
 
 def exports(env):
@@ -202,23 +195,35 @@ def show_role_envs(job: Job):
         show_env(f"{role}s", role_env(job, role), job.secret)
 
 
-def run_with_files(job: Job, files, todo, dry_run=False, output_of=None, show_envs=False):
-    """Run the launches ``todo`` with ``files`` written for as long as the job runs; a dry run
-    shows the files instead (and with ``show_envs`` the roles' environments). When ``output_of``
-    names the batch system, its output folder (the job folder) is kept and pointed to at the
-    end. Returns the job's exit status."""
+def run_with_files(job: Job, make, dry_run=False, output_of=None, show_envs=False):
+    """Run a job whose launches need files: ``make(job)`` returns ``(files, todo)``, a
+    :class:`JobFiles` and the launches, once the scheduler announced its port (the files hold
+    it); the files are written for as long as the job runs. A dry run shows the files instead
+    (and with ``show_envs`` the roles' environments), the port as a placeholder. When
+    ``output_of`` names the batch system, its output folder (the job folder) is kept and pointed
+    to at the end. Returns the job's exit status."""
     if dry_run:
+        files, todo = make(job)
         files.show(job.secret, sys.stdout)
         if show_envs:
             show_role_envs(job)
-        return tracker.run(job, todo, dry_run=True)
-    files.write()
+        return tracker.run(job, lambda _job: todo, dry_run=True)
+    make(job)  # a bad setting it meets (MXRS_*_ARGS, a variable name) fails before any start
+    written = []
+
+    def plan(job):
+        files, todo = make(job)
+        written.append(files)
+        files.write()
+        return todo
+
     try:
-        return tracker.run(job, todo)
+        return tracker.run(job, plan)
     finally:
-        files.remove()
-        if output_of and os.path.isdir(files.dir):  # what the batch system wrote there
-            print(f"mxrs-launch: the {output_of} output is in {files.dir}", file=sys.stderr)
+        for files in written:
+            files.remove()
+            if output_of and os.path.isdir(files.dir):  # what the batch system wrote there
+                print(f"mxrs-launch: the {output_of} output is in {files.dir}", file=sys.stderr)
 
 
 def job_dir():

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib
+import re
 import sys
 
 from .hostfile import read_hostfile
@@ -90,6 +91,11 @@ def parse(argv):
             job.hosts = read_hostfile(args.hostfile)
     except LaunchError as e:
         p.error(str(e))
+    port = env.pop("DMLC_PS_ROOT_PORT", None)  # given: the scheduler's port as it is
+    if port is not None:
+        if not re.fullmatch(r"[0-9]{1,5}", port.strip()) or int(port) > 65535:
+            p.error(f"--env DMLC_PS_ROOT_PORT={port}: expected a port, 0-65535 (0: any free one)")
+        job.root_port = int(port)
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:

@@ -2,7 +2,6 @@
 
 import fcntl
 import os
-import random
 import secrets
 import socket
 import struct
@@ -10,6 +9,8 @@ import sys
 from dataclasses import dataclass, field
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: What stands for the scheduler's port before it announces it (in dry runs).
+PORT_PLACEHOLDER = "<port>"
 
 
 class LaunchError(Exception):
@@ -35,9 +36,10 @@ class Node:
 class Job:
     """A job's shape and settings: W workers, S servers and one scheduler on the launching host.
 
-    ``root_host``/``root_port`` are where the scheduler listens; ``hosts`` are where servers and
-    workers go, round-robin. Every process gets the ``DMLC_*`` variables, the job secret, ``env``
-    and, by role, ``env_server`` or ``env_worker``.
+    ``root_host``/``root_port`` are where the scheduler listens; ``root_port`` is 0 (any free
+    port) until the scheduler announces the one it got, unless the user gave one. ``hosts`` are
+    where servers and workers go, round-robin. Every process gets the ``DMLC_*`` variables, the
+    job secret, ``env`` and, by role, ``env_server`` or ``env_worker``.
     """
 
     num_workers: int
@@ -53,10 +55,11 @@ class Job:
     secret: str = field(default_factory=lambda: secrets.token_hex(32))
 
     def base_env(self):
-        """The variables every process of the job gets."""
+        """The variables every process of the job gets (the port is :data:`PORT_PLACEHOLDER`
+        while it is not known yet)."""
         return {
             "DMLC_PS_ROOT_URI": self.root_host,
-            "DMLC_PS_ROOT_PORT": str(self.root_port),
+            "DMLC_PS_ROOT_PORT": str(self.root_port) if self.root_port else PORT_PLACEHOLDER,
             "DMLC_NUM_SERVER": str(self.num_servers),
             "DMLC_NUM_WORKER": str(self.num_workers),
             "MXRS_SECRET": self.secret,
@@ -68,7 +71,8 @@ class Job:
         hosts = list(hosts or self.hosts or ["127.0.0.1"])
         base = self.base_env()
         out = [Node("scheduler", 0, self.root_host,
-                    {**base, "DMLC_ROLE": "scheduler", "DMLC_NODE_HOST": self.root_host})]
+                    {**base, "DMLC_ROLE": "scheduler", "DMLC_NODE_HOST": self.root_host,
+                     "DMLC_PS_ROOT_PORT": str(self.root_port)})]  # 0: any, announced
         for i in range(self.num_servers):  # ranks fixed, so the job's names match the labels
             env = {**base, **self.env_server, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i)}
             out.append(Node("server", i, hosts[i % len(hosts)], env))
@@ -103,36 +107,6 @@ def compute_threads(cpus, workers_here):
     """
     n = str(max(1, cpus // max(1, workers_here)))
     return {var: n for var in THREAD_VARS}
-
-
-def free_port(host="127.0.0.1"):
-    """A TCP port on ``host`` that nothing listens on right now, for a scheduler.
-
-    It is taken below the kernel's ephemeral range: the job's servers (and anything else
-    starting meanwhile) get their ports from that range, so none of them can take this one
-    between now and the scheduler's bind. Falls back to any free port.
-    """
-    low = _ephemeral_low()
-    for _ in range(100):
-        port = random.randrange(max(1024, low - 12_000), low) if low > 2048 else 0
-        with socket.socket() as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def _ephemeral_low(path="/proc/sys/net/ipv4/ip_local_port_range"):
-    """The first port of the kernel's ephemeral range (Linux's default when unknown)."""
-    try:
-        with open(path) as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
 
 
 def interface_address(iface):

@@ -3,11 +3,11 @@
 import os
 
 from . import tracker
-from .job import Job, compute_threads, free_port
+from .job import Job, compute_threads
 
 
 def launches(job: Job):
-    """Every server and worker as a local process on 127.0.0.1."""
+    """Every server and worker as a local process on 127.0.0.1 (once the job's port is known)."""
     threads = compute_threads(os.cpu_count() or 1, job.num_workers)
     out = []
     for node in job.nodes()[1:]:
@@ -20,5 +20,4 @@ def submit(job: Job, dry_run=False):
     """Run ``job`` on this machine over 127.0.0.1; returns the job's exit status."""
     job.root_host = "127.0.0.1"
     job.hosts = ["127.0.0.1"]
-    job.root_port = job.root_port or free_port()
-    return tracker.run(job, launches(job), dry_run)
+    return tracker.run(job, launches, dry_run)

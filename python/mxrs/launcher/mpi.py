@@ -87,7 +87,10 @@ def submit(job: Job, dry_run=False):
     batch.require("mpirun", "mpi", dry_run)
     mpi = flavor(dry_run)
     batch.advertise(job)
-    files = batch.JobFiles(tempfile.gettempdir(), "mxrs-mpi")
-    hostfile = files.add("hostfile", hostfile_text(job.hosts, mpi))
-    todo = launches(job, mpi, hostfile)
-    return batch.run_with_files(job, files, todo, dry_run, show_envs=True)
+
+    def make(job):
+        files = batch.JobFiles(tempfile.gettempdir(), "mxrs-mpi")
+        hostfile = files.add("hostfile", hostfile_text(job.hosts, mpi))
+        return files, launches(job, mpi, hostfile)
+
+    return batch.run_with_files(job, make, dry_run, show_envs=True)

@@ -49,7 +49,11 @@ def submit(job: Job, dry_run=False):
     """Submit ``job``'s servers and workers to SGE and run its scheduler here."""
     batch.require("qsub", "sge", dry_run)
     batch.advertise(job)
-    files = batch.JobFiles(batch.job_dir(), "mxrs-sge")
-    path = files.add("job.sh", job_script(job))
-    launch = tracker.Launch("sge", "worker", qsub(job, path, files.dir), dict(os.environ))
-    return batch.run_with_files(job, files, [launch], dry_run, output_of="SGE tasks'")
+
+    def make(job):
+        files = batch.JobFiles(batch.job_dir(), "mxrs-sge")
+        path = files.add("job.sh", job_script(job))
+        return files, [tracker.Launch("sge", "worker", qsub(job, path, files.dir),
+                                      dict(os.environ))]
+
+    return batch.run_with_files(job, make, dry_run, output_of="SGE tasks'")

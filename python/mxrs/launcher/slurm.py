@@ -69,11 +69,16 @@ def submit(job: Job, dry_run=False):
     batch.require("srun" if inside else "sbatch", "slurm", dry_run)
     batch.advertise(job)
     if inside:
-        todo = step_launches(job)
         if dry_run:
             batch.show_role_envs(job)
-        return tracker.run(job, todo, dry_run)
-    files = batch.JobFiles(batch.job_dir(), "mxrs-slurm")
-    path = files.add("job.sh", batch_script(job))
-    launch = tracker.Launch("slurm", "worker", sbatch(job, path, files.dir), dict(os.environ))
-    return batch.run_with_files(job, files, [launch], dry_run, output_of="Slurm job's")
+        else:
+            step_launches(job)  # a bad MXRS_SRUN_ARGS fails before the scheduler starts
+        return tracker.run(job, step_launches, dry_run)
+
+    def make(job):
+        files = batch.JobFiles(batch.job_dir(), "mxrs-slurm")
+        path = files.add("job.sh", batch_script(job))
+        return files, [tracker.Launch("slurm", "worker", sbatch(job, path, files.dir),
+                                      dict(os.environ))]
+
+    return batch.run_with_files(job, make, dry_run, output_of="Slurm job's")

@@ -12,7 +12,7 @@ import shlex
 import subprocess
 
 from . import tracker
-from .job import Job, LaunchError, compute_threads, free_port, interface_address, route_address
+from .job import Job, LaunchError, compute_threads, interface_address, route_address
 
 _CHECK_TIMEOUT_S = 30
 
@@ -109,10 +109,9 @@ def submit(job: Job, dry_run=False):
         raise LaunchError("the ssh launcher needs -H/--hostfile")
     iface = job.extra_env.get("DMLC_INTERFACE")
     job.root_host = interface_address(iface) if iface else route_address(job.hosts[0].name)
-    job.root_port = job.root_port or free_port(job.root_host)
     unique = list(dict.fromkeys(job.hosts))
     if not dry_run:
         check_hosts(unique)
         if job.sync_dst_dir:
             sync(unique, job.sync_dst_dir)
-    return tracker.run(job, launches(job), dry_run)
+    return tracker.run(job, launches, dry_run)

@@ -28,18 +28,21 @@ class Supervisor:
         self._err = err or sys.stderr
         self._lock = threading.Lock()
         self._procs = []  # (label, role, Popen, deque of last lines)
+        self._pumps = {}  # label -> the thread copying its output
         self._exits = queue.Queue()
 
-    def start(self, label, role, argv, env, stdin=None):
+    def start(self, label, role, argv, env, stdin=None, pass_fds=()):
         """Start ``argv`` with environment ``env``; ``role`` 'worker' marks the job's workers.
 
         ``stdin`` bytes are written to the process, whose stdin then stays open until the job
-        ends (closing it is how remote launchers learn to stop).
+        ends (closing it is how remote launchers learn to stop). ``pass_fds`` are descriptors
+        the process inherits (the scheduler's announcement pipe).
         """
         try:
             proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE)
+                                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                    pass_fds=pass_fds)
         except OSError as e:
             self._terminate()
             raise LaunchError(f"{label}: cannot start {argv[0]}: {e.strerror}") from None
@@ -48,7 +51,9 @@ class Supervisor:
             proc.stdin.flush()
         tail = collections.deque(maxlen=20)
         self._procs.append((label, role, proc, tail))
-        threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True).start()
+        pump = threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True)
+        self._pumps[label] = pump
+        pump.start()
         return proc
 
     def _pump(self, label, proc, tail):
@@ -110,10 +115,19 @@ class Supervisor:
         return 0
 
     def _report(self, label, status):
-        tail = next(t for lab, _, _, t in self._procs if lab == label)
-        lines = b"".join(tail).decode(errors="replace").rstrip()
+        lines = self.last_lines(label)
         shown = f"; its last lines:\n{lines}" if lines else ""
         self._say(f"{label} failed with exit status {status}; stopping the job{shown}")
+
+    def last_lines(self, label, wait=_GRACE_S):
+        """str: the last output lines of ``label``, once its output ended (or ``wait`` passed)."""
+        self._pumps[label].join(wait)
+        tail = next(t for lab, _, _, t in self._procs if lab == label)
+        return b"".join(tail).decode(errors="replace").rstrip()
+
+    def stop(self):
+        """End every process started here (SIGTERM to each group, SIGKILL after a grace)."""
+        self._terminate()
 
     def _terminate(self):
         """SIGTERM every process group started here, then SIGKILL what is left after a grace."""

@@ -2,16 +2,21 @@
 
 A launcher turns a :class:`~.job.Job` into :class:`Launch` entries (the local commands that
 start each server and worker, through ssh, mpirun, srun...); :func:`run` starts the scheduler
-here, starts the entries, prefixes their output and ends the job on the first failure, or with
-``dry_run`` prints the exact commands and starts nothing.
+here, waits for the port it announces (:mod:`.scheduler`), then makes and starts the entries,
+prefixes their output and ends the job on the first failure, or with ``dry_run`` prints the
+exact commands, with :data:`~.job.PORT_PLACEHOLDER` for the port, and starts nothing.
 """
 
+import contextlib
 import os
 import shlex
+import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 
-from .job import Job, Node
+from .job import PORT_PLACEHOLDER, Job, LaunchError, Node
+from .scheduler import SchedulerStartError, start_scheduler
 from .supervise import Supervisor
 
 SECRET_MASK = "<secret>"
@@ -51,18 +56,97 @@ def describe(launch: Launch, secret):
     return "\n".join(lines)
 
 
-def run(job: Job, launches, dry_run=False, out=None):
-    """Start the scheduler and ``launches`` and supervise them; returns the job's exit status."""
-    all_launches = [scheduler_launch(job), *launches]
+def run(job: Job, plan, dry_run=False, out=None):
+    """Start the scheduler, then the launches ``plan(job)`` returns, and supervise them all;
+    returns the job's exit status.
+
+    ``plan`` is called once ``job.root_port`` is the port the scheduler announced (in a dry run:
+    0, which the job's environments show as :data:`~.job.PORT_PLACEHOLDER`). A scheduler that
+    fails before announcing stops everything and raises :class:`~.job.LaunchError`.
+    """
+    sched = scheduler_launch(job)
     if dry_run:
         out = out or sys.stdout
-        for launch in all_launches:
+        print(describe(sched, job.secret), file=out)
+        port = job.root_port or (f"{PORT_PLACEHOLDER} (any free one, which the scheduler "
+                                 "announces once listening)")
+        print(f"[{sched.label}]   port: {port}", file=out)
+        for launch in plan(job):
             print(describe(launch, job.secret), file=out)
         return 0
     sup = Supervisor()
-    for launch in all_launches:
-        sup.start(launch.label, launch.role, launch.argv, launch.env, stdin=launch.stdin)
-    return sup.wait()
+    signals = _Signals()
+    try:
+        job.root_port = _start_scheduler(sup, sched, signals)
+        for launch in plan(job):
+            with signals.held():
+                sup.start(launch.label, launch.role, launch.argv, launch.env, stdin=launch.stdin)
+        return sup.wait()
+    except _Interrupted as e:
+        sup.stop()
+        print(f"mxrs-launch: interrupted (signal {e.signum}); stopping the job", file=sys.stderr,
+              flush=True)
+        return 128 + e.signum
+    except BaseException:
+        sup.stop()
+        raise
+    finally:
+        signals.restore()
+
+
+def _start_scheduler(sup, sched, signals):
+    """Start ``sched`` under ``sup``; returns the port it announced."""
+    def popen(argv, env, pass_fds):
+        with signals.held():
+            return sup.start(sched.label, sched.role, argv, env, pass_fds=pass_fds)
+
+    try:
+        return start_scheduler(sched.argv, sched.env, popen=popen)[1]
+    except SchedulerStartError as e:
+        sup.stop()
+        lines = sup.last_lines(sched.label)
+        shown = f"; its last lines:\n{lines}" if lines else ""
+        raise LaunchError(f"{e}; stopping the job{shown}") from None
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """While the job starts, SIGINT and SIGTERM raise :class:`_Interrupted` here (the supervisor
+    takes them over while it watches the job), so a signal still stops what was started; within
+    :meth:`held` (a process being started and recorded) the signal waits for the block's end."""
+
+    def __init__(self):
+        self._held = False
+        self._pending = None
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for s in (signal.SIGINT, signal.SIGTERM):
+                self._previous[s] = signal.signal(s, self._on_signal)
+
+    def _on_signal(self, signum, _frame):
+        if self._held:
+            self._pending = self._pending or signum
+        else:
+            raise _Interrupted(signum)
+
+    @contextlib.contextmanager
+    def held(self):
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+            if self._pending:
+                raise _Interrupted(self._pending)
+
+    def restore(self):
+        for s, h in self._previous.items():
+            signal.signal(s, h)
 
 
 def node_launch(job: Job, node: Node, argv, env, stdin=None):

@@ -82,11 +82,15 @@ def submit(job: Job, dry_run=False):
     tool = yarn_tool(dry_run)
     jar = distributed_shell_jar(dry_run)
     batch.advertise(job)
-    files = batch.JobFiles(batch.job_dir() if os.environ.get("MXRS_JOB_DIR")
-                           else tempfile.gettempdir(), "mxrs-yarn")
-    todo = []
-    for role in ("server", "worker"):
-        path = files.add(f"{role}.sh", role_script(job, role))
-        todo.append(tracker.Launch(f"yarn {role}s", role, client(job, tool, jar, role, path),
-                                   dict(os.environ)))
-    return batch.run_with_files(job, files, todo, dry_run)
+
+    def make(job):
+        files = batch.JobFiles(batch.job_dir() if os.environ.get("MXRS_JOB_DIR")
+                               else tempfile.gettempdir(), "mxrs-yarn")
+        todo = []
+        for role in ("server", "worker"):
+            path = files.add(f"{role}.sh", role_script(job, role))
+            todo.append(tracker.Launch(f"yarn {role}s", role,
+                                       client(job, tool, jar, role, path), dict(os.environ)))
+        return files, todo
+
+    return batch.run_with_files(job, make, dry_run)

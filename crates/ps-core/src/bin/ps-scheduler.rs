@@ -1,6 +1,8 @@
 //! `ps-scheduler`: the scheduler of an mxrs job. Settings come from MXNet's environment
 //! variables (`DMLC_PS_ROOT_URI`, `DMLC_PS_ROOT_PORT`, `DMLC_NUM_SERVER`, ...) or these flags.
-//! Exits 0 when every worker has finished, 1 when the job failed, 2 on a bad setting.
+//! With port 0 it binds any free port and writes it, once listening, to `--announce PATH`
+//! (`MXRS_ANNOUNCE`). Exits 0 when every worker has finished, 1 when the job failed, 2 on a bad
+//! setting.
 
 use clap::Parser;
 use ps_core::Role;

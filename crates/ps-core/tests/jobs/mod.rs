@@ -3,24 +3,14 @@
 
 #![allow(dead_code)]
 
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use ps_core::Config;
 
 use crate::common::LIMIT;
-
-/// A free port for a job's scheduler. A port from binding port 0 comes from the ephemeral range,
-/// where the servers of the tests running beside this one take theirs between this check and the
-/// scheduler's own bind; a port below that range that is free now is not raced that way.
-fn scheduler_port() -> u16 {
-    loop {
-        let port = 20_000 + rand::random::<u16>() % 12_000;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
 
 /// Kills the processes it started when dropped (a failing test leaves nothing behind).
 pub struct Job {
@@ -31,11 +21,11 @@ pub struct Job {
 
 impl Job {
     pub fn new(workers: u32, servers: u32, extra: &[(&str, &str)]) -> Job {
-        let port = scheduler_port();
-        let secret = format!("secret-{port}");
+        let secret = format!("secret-{:016x}", rand::random::<u64>());
+        // Port 0 until the scheduler announces the one it got (see `scheduler`).
         let mut env: Vec<(String, String)> = vec![
             ("DMLC_PS_ROOT_URI".into(), "127.0.0.1".into()),
-            ("DMLC_PS_ROOT_PORT".into(), port.to_string()),
+            ("DMLC_PS_ROOT_PORT".into(), "0".into()),
             ("DMLC_NUM_SERVER".into(), servers.to_string()),
             ("DMLC_NUM_WORKER".into(), workers.to_string()),
             ("DMLC_NODE_HOST".into(), "127.0.0.1".into()),
@@ -50,7 +40,8 @@ impl Job {
         }
     }
 
-    pub fn spawn(&mut self, name: &str, exe: &str, args: &[&str], env: &[(&str, &str)]) {
+    /// A command with the job's environment and secret, its output thrown away.
+    pub fn command(&self, exe: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new(exe);
         cmd.args(args)
             .env("MXRS_SECRET", &self.secret)
@@ -61,11 +52,31 @@ impl Job {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        self.children.push((name.to_string(), cmd.spawn().unwrap()));
+        cmd
     }
 
-    pub fn scheduler(&mut self) {
-        self.spawn("scheduler", env!("CARGO_BIN_EXE_ps-scheduler"), &[], &[]);
+    pub fn spawn(&mut self, name: &str, exe: &str, args: &[&str], env: &[(&str, &str)]) {
+        let child = self.command(exe, args, env).spawn().unwrap();
+        self.children.push((name.to_string(), child));
+    }
+
+    /// Starts the scheduler on any free port and waits, within the hard limit, for the port it
+    /// announces on its stdout (`--announce /dev/stdout`); the processes started after it, and
+    /// [`Job::config`], get that port. Returns the port.
+    pub fn scheduler(&mut self) -> u16 {
+        let exe = env!("CARGO_BIN_EXE_ps-scheduler");
+        let mut cmd = self.command(exe, &["--announce", "/dev/stdout"], &[]);
+        let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        self.children.push(("scheduler".into(), child)); // killed on drop if the port never comes
+        let port = announced_port(out);
+        let var = self
+            .env
+            .iter_mut()
+            .find(|(k, _)| k == "DMLC_PS_ROOT_PORT")
+            .unwrap();
+        var.1 = port.to_string();
+        port
     }
 
     pub fn server(&mut self, name: &str, env: &[(&str, &str)]) {
@@ -146,4 +157,72 @@ pub fn peak_rss(pid: u32) -> u64 {
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
     let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     kb * 1024
+}
+
+/// The port a scheduler announced as the first line of `out`, read within the hard limit; a
+/// thread reads the rest of `out` until it closes, so the scheduler never writes into a closed
+/// pipe.
+pub fn announced_port(out: impl Read + Send + 'static) -> u16 {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(out);
+        let mut line = String::new();
+        let read = reader.read_line(&mut line).map(|_| line);
+        let _ = tx.send(read);
+        let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    });
+    let line = rx
+        .recv_timeout(LIMIT)
+        .expect("the scheduler did not announce its port in time")
+        .expect("reading the scheduler's announcement");
+    assert!(
+        line.ends_with('\n'),
+        "the scheduler's announcement ended without a whole line: {line:?}"
+    );
+    line.trim_end()
+        .parse()
+        .unwrap_or_else(|_| panic!("the scheduler announced {line:?}, not a port"))
+}
+
+/// Runs `cmd` to its end within the hard limit (killed past it) and returns its status and
+/// output; stdout and stderr go through files, so nothing blocks on a full pipe.
+pub fn output_within(mut cmd: Command, name: &str) -> Output {
+    let dir = std::env::temp_dir();
+    let stem = format!(
+        "mxrs-test-{}-{:016x}",
+        std::process::id(),
+        rand::random::<u64>()
+    );
+    let (out_path, err_path) = (
+        dir.join(format!("{stem}.out")),
+        dir.join(format!("{stem}.err")),
+    );
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name} did not exit within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let read = |path: &std::path::Path| {
+        let bytes = std::fs::read(path).unwrap();
+        std::fs::remove_file(path).unwrap();
+        bytes
+    };
+    Output {
+        status,
+        stdout: read(&out_path),
+        stderr: read(&err_path),
+    }
 }
