@@ -1,8 +1,9 @@
 //! `Worker` and `Ticket`: a distributed KVStore's connection to its job, from Python.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use numpy::PyUntypedArray;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
 use ps_core::updater::OptimizerSpec;
@@ -333,7 +334,7 @@ impl Worker {
 
 impl Ticket {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     /// Waits (without the GIL) for another thread's wait on this ticket to end.
@@ -342,9 +343,7 @@ impl Ticket {
             let mut state = self.state();
             loop {
                 match &*state {
-                    State::Waiting => {
-                        state = self.ended.wait(state).unwrap_or_else(|e| e.into_inner())
-                    }
+                    State::Waiting => self.ended.wait(&mut state),
                     State::Done(failure) => return failure.clone(),
                     State::Pending(_) => return None,
                 }

@@ -6,9 +6,10 @@
 //! notices when the node's end of the stream goes away.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -172,8 +173,7 @@ struct Shared {
 
 impl Shared {
     fn job(&self) -> MutexGuard<'_, Job> {
-        // Nothing panics while holding the lock; if something did, the state is still usable.
-        self.job.lock().unwrap_or_else(PoisonError::into_inner)
+        self.job.lock()
     }
 }
 

@@ -80,7 +80,7 @@ pub(crate) async fn run(
         }
     };
     if let Some(rank) = peer.rank {
-        let mut connected = super::lock(&shared.connected);
+        let mut connected = shared.connected.lock();
         if connected
             .get(&rank)
             .is_some_and(|(conn, _)| *conn == peer.conn)

@@ -22,9 +22,10 @@ mod reply;
 mod store;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, RwLock};
 
+use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -38,7 +39,7 @@ use crate::protocol::frame::Mode;
 use crate::protocol::transport;
 use crate::updater::{OptimizerSpec, Updater};
 pub use reply::MAX_OUTSTANDING_ENTRIES;
-use store::{Store, lock};
+use store::Store;
 
 /// Bounds on what a server reads.
 #[derive(Debug, Clone, Copy)]
@@ -131,11 +132,7 @@ impl Server {
     /// an error naming it.
     pub fn worker_finished(&self, rank: u32, name: &str) {
         let finished = {
-            let mut slot = self
-                .shared
-                .finished
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut slot = self.shared.finished.write();
             let Some(known) = slot.get(rank as usize) else {
                 return;
             };
@@ -149,7 +146,7 @@ impl Server {
         };
         tracing::debug!("{name} finished");
         for (_, k) in self.shared.store.pieces() {
-            lock(&k).fail_blocked_pulls(&finished);
+            k.lock().fail_blocked_pulls(&finished);
         }
     }
 
