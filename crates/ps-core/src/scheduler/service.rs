@@ -58,7 +58,10 @@ pub async fn serve(
     ] {
         if n == 0 {
             let reason = "must be at least 1".into();
-            return Err(PsError::Config { var, reason });
+            return Err(PsError::Config {
+                var: var.into(),
+                reason,
+            });
         }
     }
     let addr = listener
@@ -294,7 +297,7 @@ impl Scheduler for Service {
             Ok(result) => result?,
             Err(_) => {
                 let why = format!("node {} entered the {group} barrier again", req.node_id);
-                return Err(Status::failed_precondition(why));
+                return Err(PsError::Rejected(why).into());
             }
         }
         Ok(Response::new(pb::BarrierReply {}))
