@@ -10,6 +10,8 @@
 //! ps-bench --workers 2 --servers 2 --runs 4096,1048576,16777216,4096x1000 --rounds 50
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Stdio;
