@@ -11,6 +11,7 @@
 //! - `store`: sharded map of key pieces; rank-0-wins initialisation.
 //! - `key`: one piece's value, sync round, merge buffer, waiting pulls and optimizer state.
 //! - `handlers`: one function per request op, dispatched by `Op`.
+//! - `offload`: large pushes summed and applied on tokio's blocking pool, the rest inline.
 //! - `connection`: a worker's connection: the reader that dispatches and the writer that answers.
 //! - `reply`: reply frames assembled from entries that complete at different times, and the
 //!   per-connection flow accounting.
@@ -18,6 +19,7 @@
 mod connection;
 mod handlers;
 mod key;
+mod offload;
 mod reply;
 mod store;
 
@@ -64,6 +66,8 @@ pub(crate) struct Shared {
     /// Workers connected now: rank -> (connection id, peer address).
     connected: Mutex<FxHashMap<u32, (u64, String)>>,
     next_conn: AtomicU64,
+    #[cfg(test)]
+    hooks: offload::Hooks,
 }
 
 /// The optimizer in use and its generation.
@@ -123,6 +127,8 @@ impl Server {
                 finished: RwLock::new(vec![None; num_workers as usize].into()),
                 connected: Mutex::new(FxHashMap::default()),
                 next_conn: AtomicU64::new(1),
+                #[cfg(test)]
+                hooks: Default::default(),
             }),
         }
     }
