@@ -151,6 +151,14 @@ pub struct JobWorker {
     watcher: tokio::task::JoinHandle<()>,
 }
 
+impl std::fmt::Debug for JobWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobWorker")
+            .field("worker", &self.worker)
+            .finish_non_exhaustive()
+    }
+}
+
 impl JobWorker {
     /// Joins the job `cfg` describes and connects to every server, in `mode`.
     pub async fn join(cfg: &Config, mode: Mode) -> Result<JobWorker> {

@@ -23,6 +23,15 @@ pub struct Worker {
     pid: u32,
 }
 
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("job", &self.job)
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
 /// A pending push, pull or init; `wait()` blocks (without the GIL) until it is done.
 #[pyclass(module = "mxrs._native", frozen)]
 pub struct Ticket {
@@ -31,6 +40,14 @@ pub struct Ticket {
     nbytes: usize,
     /// Signalled when a wait in progress has ended.
     ended: Condvar,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("nbytes", &self.nbytes)
+            .finish_non_exhaustive()
+    }
 }
 
 enum State {
@@ -81,7 +98,7 @@ impl Worker {
     fn run<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl std::future::Future<Output = ps_core::Result<T>> + Send,
+        f: impl Future<Output = ps_core::Result<T>> + Send,
     ) -> PyResult<T> {
         py.detach(|| runtime::get().block_on(f)).map_err(to_py)
     }

@@ -12,7 +12,7 @@ pub(crate) mod states;
 pub mod transport;
 
 /// Generated gRPC types and services of the control plane.
-#[allow(clippy::all, missing_docs)]
+#[allow(clippy::all, missing_docs, unused_qualifications)]
 pub mod pb {
     tonic::include_proto!("mxrs.control");
 }

@@ -101,6 +101,15 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("num_workers", &self.shared.num_workers)
+            .field("limits", &self.shared.limits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     /// A server for a job of `num_workers` workers that refuses frames over `max_frame` bytes
     /// (and reads at most the default in-flight budget, or `max_frame` if that is more).

@@ -73,6 +73,17 @@ pub struct Worker {
     keys: Arc<Mutex<FxHashMap<u64, Arc<KeyMeta>>>>,
 }
 
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("rank", &self.rank)
+            .field("num_workers", &self.num_workers)
+            .field("mode", &self.mode)
+            .field("servers", &self.conns.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Worker {
     /// Connects to every server of `plane` and introduces itself.
     pub async fn connect(plane: DataPlane) -> Result<Worker> {

@@ -24,7 +24,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 /// Elements of the large key: one piece of exactly [`OFFLOAD_BYTES`].
 const LARGE: usize = OFFLOAD_BYTES / 4;
 
-async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+async fn within<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(LIMIT, f)
         .await
         .expect("test step timed out")
@@ -51,7 +51,10 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
     let (stop, stopped) = oneshot::channel::<()>();
     let serving = server.clone();
     tokio::spawn(async move {
-        let farewell = async { stopped.await.ok().map(|()| None::<Farewell>).flatten() };
+        let farewell = async {
+            let _ = stopped.await;
+            None::<Farewell>
+        };
         serving.serve(listener, None, farewell).await.unwrap();
     });
     let mut out = Vec::new();
