@@ -17,6 +17,6 @@ cargo fmt --all -- --check
 # rust-version is a true minimum; clippy's incompatible_msrv then checks std APIs against it
 python scripts/check_msrv.py
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test -p ps-core
+cargo test -p ps-core -p ps-bench
 ruff check .
 pytest -q

@@ -3,7 +3,7 @@ both as 2 workers x 2 servers on 127.0.0.1, medians over repeats, into ``bench/R
 
 Usage::
 
-    cargo build --release -p ps-core && pip install .
+    cargo build --release -p ps-core -p ps-bench && pip install .
     python bench/kvstore_py.py [--repeats 3]
 """
 

@@ -3,7 +3,7 @@ TCP ceiling (iperf3), takes medians over repeats and writes them into ``bench/RE
 
 Usage::
 
-    cargo build --release -p ps-core
+    cargo build --release -p ps-core -p ps-bench
     python bench/ps_core.py [--repeats 3] [--op fused|push-pull]
 """
 
@@ -115,7 +115,7 @@ def main() -> None:
     args = ap.parse_args()
     exe = ROOT / "target" / "release" / "ps-bench"
     if not exe.exists():
-        sys.exit("build first: cargo build --release -p ps-core")
+        sys.exit("build first: cargo build --release -p ps-core -p ps-bench")
 
     samples: dict[tuple, list[dict]] = {}
     ceiling = []
@@ -142,7 +142,7 @@ def main() -> None:
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}; "
         f"{datetime.date.today().isoformat()}. Command: `python bench/ps_core.py --repeats "
         f"{args.repeats} --op {args.op}` after `cargo build --release "
-        "-p ps-core`.",
+        "-p ps-core -p ps-bench`.",
         "",
         "Whole jobs on 127.0.0.1 (scheduler, S server processes, W worker processes), dist_sync, "
         f"float32, `{args.op}` rounds ({OPS[args.op]} per key per round), every pulled value "

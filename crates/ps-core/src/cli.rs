@@ -104,7 +104,7 @@ impl Settings {
 /// it would run the job open, which a `--secret-file` never asks for.
 fn read_secret_file(path: &std::path::Path) -> Result<String> {
     let refuse = |reason: String| PsError::Config {
-        var: "MXRS_SECRET",
+        var: "MXRS_SECRET".into(),
         reason,
     };
     let mut secret = std::fs::read_to_string(path)

@@ -149,7 +149,7 @@ impl Config {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let role = get("DMLC_ROLE").map(|v| parse_role(v.trim())).transpose()?;
         let root_uri = get("DMLC_PS_ROOT_URI").ok_or(PsError::Config {
-            var: "DMLC_PS_ROOT_URI",
+            var: "DMLC_PS_ROOT_URI".into(),
             reason: "not set (address of the scheduler)".into(),
         })?;
         let secret = lookup("MXRS_SECRET")
@@ -163,7 +163,7 @@ impl Config {
             None => DEFAULT_MAX_FRAME_BYTES.min(max_inflight_bytes),
             Some(n) if n > max_inflight_bytes => {
                 return Err(PsError::Config {
-                    var: "MXRS_MAX_FRAME_BYTES",
+                    var: "MXRS_MAX_FRAME_BYTES".into(),
                     reason: format!(
                         "{n} is above MXRS_MAX_INFLIGHT_BYTES ({max_inflight_bytes}): a server \
                          could never read such a frame"
@@ -245,7 +245,7 @@ impl Config {
         .and_then(|s| s.connect(root).map(|_| s))
         .and_then(|s| s.local_addr())
         .map_err(|e| PsError::Config {
-            var: "DMLC_PS_ROOT_URI",
+            var: "DMLC_PS_ROOT_URI".into(),
             reason: format!("no route to the scheduler at {root}: {e}"),
         })?;
         Ok(probe.ip())
@@ -258,7 +258,7 @@ fn parse_role(v: &str) -> Result<Role> {
         "server" => Ok(Role::Server),
         "worker" => Ok(Role::Worker),
         other => Err(PsError::Config {
-            var: "DMLC_ROLE",
+            var: "DMLC_ROLE".into(),
             reason: format!("'{other}' is not one of scheduler, server, worker"),
         }),
     }
@@ -274,7 +274,7 @@ where
     get(var)
         .map(|v| {
             v.trim().parse::<T>().map_err(|e| PsError::Config {
-                var,
+                var: var.into(),
                 reason: format!("'{v}' is not a valid {}: {e}", type_word::<T>()),
             })
         })
@@ -289,7 +289,7 @@ where
     T::Err: std::fmt::Display,
 {
     optional(get, var)?.ok_or(PsError::Config {
-        var,
+        var: var.into(),
         reason: "not set".into(),
     })
 }
@@ -299,7 +299,7 @@ fn positive<T: PartialOrd + Default>(v: T, var: &'static str) -> Result<T> {
         Ok(v)
     } else {
         Err(PsError::Config {
-            var,
+            var: var.into(),
             reason: "must be at least 1".into(),
         })
     }
@@ -312,7 +312,7 @@ fn seconds(get: &impl Fn(&str) -> Option<String>, var: &'static str) -> Result<O
     Duration::try_from_secs_f64(secs)
         .map(Some)
         .map_err(|_| PsError::Config {
-            var,
+            var: var.into(),
             reason: format!("'{secs}' is not a non-negative number of seconds"),
         })
 }
@@ -334,14 +334,14 @@ fn resolve(host: &str, port: u16, var: &'static str) -> Result<SocketAddr> {
         .ok()
         .and_then(|mut addrs| addrs.next())
         .ok_or_else(|| PsError::Config {
-            var,
+            var: var.into(),
             reason: format!("cannot resolve host '{host}'"),
         })
 }
 
 fn interface_ip(name: &str) -> Result<IpAddr> {
     let ifaces = if_addrs::get_if_addrs().map_err(|e| PsError::Config {
-        var: "DMLC_INTERFACE",
+        var: "DMLC_INTERFACE".into(),
         reason: format!("cannot list network interfaces: {e}"),
     })?;
     let mut addrs: Vec<IpAddr> = ifaces
@@ -351,7 +351,7 @@ fn interface_ip(name: &str) -> Result<IpAddr> {
         .collect();
     addrs.sort_by_key(|ip| ip.is_ipv6());
     addrs.first().copied().ok_or_else(|| PsError::Config {
-        var: "DMLC_INTERFACE",
+        var: "DMLC_INTERFACE".into(),
         reason: format!(
             "no interface named '{name}' with an address (have: {})",
             ifaces

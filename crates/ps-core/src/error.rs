@@ -2,8 +2,12 @@
 //!
 //! Each variant is a distinct failure a caller may want to tell apart; the Python bindings map
 //! them one to one onto `MXNetError` subclasses. Errors that a server reports over the data plane
-//! travel as an [`ErrorCode`] plus the server's message and come back as the same variant.
+//! travel as an [`ErrorCode`] plus the server's message and come back as the same variant; errors
+//! of the control plane travel as a gRPC status whose details name the variant (`status`).
 
+mod status;
+
+use std::borrow::Cow;
 use std::io;
 
 /// Result alias used throughout ps-core.
@@ -14,7 +18,10 @@ pub type Result<T, E = PsError> = std::result::Result<T, E>;
 pub enum PsError {
     /// A setting (environment variable or flag) is missing or malformed.
     #[error("{var}: {reason}")]
-    Config { var: &'static str, reason: String },
+    Config {
+        var: Cow<'static, str>,
+        reason: String,
+    },
 
     /// The operating system refused an operation (socket, file).
     #[error("{context}: {source}")]
@@ -118,35 +125,6 @@ impl ErrorCode {
             5 => ErrorCode::NodeLost,
             6 => ErrorCode::Shutdown,
             _ => ErrorCode::Rejected,
-        }
-    }
-}
-
-impl From<tonic::Status> for PsError {
-    fn from(status: tonic::Status) -> Self {
-        match status.code() {
-            tonic::Code::Unavailable if status.message().starts_with("node lost") => {
-                PsError::NodeLost(status.message().to_string())
-            }
-            tonic::Code::Aborted => PsError::NodeLost(status.message().to_string()),
-            tonic::Code::Cancelled => PsError::Shutdown,
-            tonic::Code::InvalidArgument | tonic::Code::FailedPrecondition => {
-                PsError::Rejected(status.message().to_string())
-            }
-            _ => PsError::Rpc(status.message().to_string()),
-        }
-    }
-}
-
-impl From<PsError> for tonic::Status {
-    fn from(err: PsError) -> Self {
-        let msg = err.to_string();
-        match err {
-            PsError::NodeLost(_) => tonic::Status::aborted(msg),
-            PsError::Shutdown => tonic::Status::cancelled(msg),
-            PsError::Config { .. } | PsError::Rejected(_) => tonic::Status::invalid_argument(msg),
-            PsError::Auth(_) => tonic::Status::unauthenticated(msg),
-            _ => tonic::Status::internal(msg),
         }
     }
 }

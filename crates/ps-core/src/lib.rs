@@ -19,6 +19,8 @@
 //! - [`worker`]: the client a training process uses: push/pull tickets, slicing, barriers.
 //! - [`node`]: logging and the entry points that run a whole scheduler or server process.
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod config;
 pub mod dtype;

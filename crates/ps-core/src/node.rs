@@ -87,7 +87,7 @@ pub async fn run_scheduler(cfg: &Config) -> Result<Outcome> {
         Some(path) => Some((path, open_announcement(path)?)),
         None if root.port() == 0 => {
             return Err(PsError::Config {
-                var: "DMLC_PS_ROOT_PORT",
+                var: "DMLC_PS_ROOT_PORT".into(),
                 reason: "0 (any free port) needs MXRS_ANNOUNCE (--announce), the path where the \
                          scheduler writes the port it got"
                     .into(),
@@ -116,7 +116,7 @@ fn open_announcement(path: &Path) -> Result<File> {
         .create(true)
         .open(path)
         .map_err(|e| PsError::Config {
-            var: "MXRS_ANNOUNCE",
+            var: "MXRS_ANNOUNCE".into(),
             reason: format!(
                 "cannot open {} to announce the scheduler's port: {e}",
                 path.display()
@@ -129,7 +129,7 @@ fn announce_port(path: &Path, mut file: File, port: u16) -> Result<()> {
     file.write_all(format!("{port}\n").as_bytes())
         .and_then(|()| file.flush())
         .map_err(|e| PsError::Config {
-            var: "MXRS_ANNOUNCE",
+            var: "MXRS_ANNOUNCE".into(),
             reason: format!(
                 "cannot write the scheduler's port to {}: {e}",
                 path.display()
@@ -142,7 +142,7 @@ fn announce_port(path: &Path, mut file: File, port: u16) -> Result<()> {
 fn require_scheduler_port(cfg: &Config) -> Result<()> {
     if cfg.root_port == 0 {
         return Err(PsError::Config {
-            var: "DMLC_PS_ROOT_PORT",
+            var: "DMLC_PS_ROOT_PORT".into(),
             reason: "0 is not the scheduler's port (0 tells only the scheduler itself to take \
                      any free port and announce it)"
                 .into(),
@@ -222,6 +222,14 @@ pub struct JobWorker {
     worker: Arc<Worker>,
     control: ControlClient,
     watcher: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for JobWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobWorker")
+            .field("worker", &self.worker)
+            .finish_non_exhaustive()
+    }
 }
 
 impl JobWorker {

@@ -1,5 +1,5 @@
-//! Whole jobs with the real binaries: `ps-scheduler`, `ps-server` and `ps-bench` worker
-//! processes on 127.0.0.1, plus workers driven from the test itself.
+//! Whole jobs with the real binaries: `ps-scheduler`, `ps-server` and worker processes
+//! (`jobs::worker_process`) on 127.0.0.1, plus workers driven from the test itself.
 
 mod common;
 mod jobs;
@@ -164,7 +164,7 @@ async fn a_killed_worker_fails_the_others_pull_naming_it() {
         .unwrap();
     let w = me.worker();
     assert_eq!(w.rank(), 0);
-    // Same keys as the victim (ps-bench: keys 0..3 of 1024 float32 each).
+    // Same keys as the victim (keys 0..3 of 1024 float32 each).
     let keys = [0u64, 1, 2];
     let zeros = f32s(&[0.0; 1024]);
     let items = keys

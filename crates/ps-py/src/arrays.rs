@@ -97,6 +97,8 @@ impl ArrayInfo {
 // we hold; NumPy array memory is not tied to a thread.
 unsafe impl Send for ArrayInfo {}
 
+/// An array's memory lent to `Bytes`: only moved into the `Bytes` (which reads the view once,
+/// when it is made) and dropped, so it is `Send` but never shared between threads.
 struct Lent {
     _owner: Py<PyAny>,
     ptr: *mut u8,
@@ -106,7 +108,6 @@ struct Lent {
 // SAFETY: as for `ArrayInfo`; `_owner` keeps the memory alive, and dropping a `Py` without the
 // GIL defers the decref to the next time the GIL is held.
 unsafe impl Send for Lent {}
-unsafe impl Sync for Lent {}
 
 impl AsRef<[u8]> for Lent {
     fn as_ref(&self) -> &[u8] {

@@ -1,8 +1,9 @@
 //! `Worker` and `Ticket`: a distributed KVStore's connection to its job, from Python.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use numpy::PyUntypedArray;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
 use ps_core::updater::OptimizerSpec;
@@ -22,6 +23,15 @@ pub struct Worker {
     pid: u32,
 }
 
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("job", &self.job)
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
 /// A pending push, pull or init; `wait()` blocks (without the GIL) until it is done.
 #[pyclass(module = "mxrs._native", frozen)]
 pub struct Ticket {
@@ -30,6 +40,14 @@ pub struct Ticket {
     nbytes: usize,
     /// Signalled when a wait in progress has ended.
     ended: Condvar,
+}
+
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("nbytes", &self.nbytes)
+            .finish_non_exhaustive()
+    }
 }
 
 enum State {
@@ -80,7 +98,7 @@ impl Worker {
     fn run<T: Send>(
         &self,
         py: Python<'_>,
-        f: impl std::future::Future<Output = ps_core::Result<T>> + Send,
+        f: impl Future<Output = ps_core::Result<T>> + Send,
     ) -> PyResult<T> {
         py.detach(|| runtime::get().block_on(f)).map_err(to_py)
     }
@@ -333,7 +351,7 @@ impl Worker {
 
 impl Ticket {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     /// Waits (without the GIL) for another thread's wait on this ticket to end.
@@ -342,9 +360,7 @@ impl Ticket {
             let mut state = self.state();
             loop {
                 match &*state {
-                    State::Waiting => {
-                        state = self.ended.wait(state).unwrap_or_else(|e| e.into_inner())
-                    }
+                    State::Waiting => self.ended.wait(&mut state),
                     State::Done(failure) => return failure.clone(),
                     State::Pending(_) => return None,
                 }

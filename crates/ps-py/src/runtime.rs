@@ -4,8 +4,7 @@
 //! memory but none of its threads, so the runtime would be dead there: a child that needs one
 //! gets a fresh runtime of its own, and the parent's connections stay the parent's.
 
-use std::sync::Mutex;
-
+use parking_lot::Mutex;
 use tokio::runtime::{Builder, Runtime};
 
 static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
@@ -13,7 +12,7 @@ static RUNTIME: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
 /// The runtime of this process.
 pub(crate) fn get() -> &'static Runtime {
     let pid = std::process::id();
-    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slot = RUNTIME.lock();
     match *slot {
         Some((owner, rt)) if owner == pid => rt,
         _ => {

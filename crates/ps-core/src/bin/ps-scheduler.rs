@@ -4,6 +4,8 @@
 //! (`MXRS_ANNOUNCE`). Exits 0 when every worker has finished, 1 when the job failed, 2 on a bad
 //! setting.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use ps_core::Role;
 use ps_core::cli::Settings;

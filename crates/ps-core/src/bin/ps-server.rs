@@ -2,6 +2,8 @@
 //! (`DMLC_PS_ROOT_URI`, `DMLC_PS_ROOT_PORT`, `DMLC_NUM_SERVER`, ...) or these flags.
 //! Exits 0 when the scheduler ends the job normally, 1 when the job failed, 2 on a bad setting.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use ps_core::Role;
 use ps_core::cli::Settings;

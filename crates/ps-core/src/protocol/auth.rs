@@ -71,7 +71,7 @@ pub async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
     with_timeout(connect_inner(stream, secret.unwrap_or_default())).await
 }
 
-async fn with_timeout(f: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+async fn with_timeout(f: impl Future<Output = Result<()>>) -> Result<()> {
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, f).await {
         Ok(r) => r,
         Err(_) => Err(PsError::Auth(format!(

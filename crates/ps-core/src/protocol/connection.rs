@@ -80,6 +80,15 @@ pub struct FrameReader<R> {
     held: Option<OwnedSemaphorePermit>,
 }
 
+impl<R> std::fmt::Debug for FrameReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameReader")
+            .field("buffered", &self.buf.len())
+            .field("max_frame", &self.max_frame)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// Reads frames of at most `max_frame` bytes from `inner`.
     pub fn new(inner: R, max_frame: u64) -> Self {
@@ -176,6 +185,14 @@ pub struct FrameWriter<W> {
     scratch: BytesMut,
     chunks: VecDeque<Bytes>,
     queued: usize,
+}
+
+impl<W> std::fmt::Debug for FrameWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameWriter")
+            .field("queued", &self.queued)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<W: AsyncWrite + Unpin> FrameWriter<W> {

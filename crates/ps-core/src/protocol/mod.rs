@@ -1,16 +1,18 @@
 //! Wire protocols. The data plane is raw TCP with length-prefixed frames ([`frame`],
 //! [`connection`]); the control plane is gRPC generated from `proto/control.proto` ([`pb`]).
-//! Both open with the shared-secret handshake of [`auth`].
+//! Both open with a shared-secret handshake (`auth`, crate-private like the buffer `pool` and the
+//! optimizer-state blob format `states`: the outside reaches them through [`transport`], the
+//! server and the worker).
 
-pub mod auth;
+pub(crate) mod auth;
 pub mod connection;
 pub mod frame;
-pub mod pool;
-pub mod states;
+pub(crate) mod pool;
+pub(crate) mod states;
 pub mod transport;
 
 /// Generated gRPC types and services of the control plane.
-#[allow(clippy::all, missing_docs)]
+#[allow(clippy::all, missing_docs, unused_qualifications)]
 pub mod pb {
     tonic::include_proto!("mxrs.control");
 }

@@ -5,9 +5,8 @@
 //! buffers are therefore handed out from a small process-wide pool and come back to it when the
 //! last `Bytes` that views them is dropped.
 
-use std::sync::Mutex;
-
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 /// Buffers smaller than this are ordinary allocations.
 pub const POOLED_MIN: usize = 1 << 20;
@@ -21,7 +20,7 @@ static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 /// An empty buffer with room for at least `capacity` bytes, recycled when possible.
 pub fn take(capacity: usize) -> Vec<u8> {
     if capacity >= POOLED_MIN {
-        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pool = POOL.lock();
         // Best fit: the smallest idle buffer that is large enough.
         let best = pool
             .iter()
@@ -52,7 +51,7 @@ fn give_back(buf: Vec<u8>) {
     if buf.capacity() < POOLED_MIN {
         return;
     }
-    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pool = POOL.lock();
     let held: usize = pool.iter().map(Vec::capacity).sum();
     if pool.len() < POOL_BUFFERS && held + buf.capacity() <= POOL_BYTES {
         pool.push(buf);

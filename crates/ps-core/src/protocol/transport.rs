@@ -37,9 +37,9 @@ pub const MAX_PENDING_HANDSHAKES: usize = 64;
 
 /// Accepts connections on `listener` forever and yields those that pass the handshake. Each
 /// handshake runs in its own task, so a silent or hostile peer delays nobody; at most
-/// [`MAX_PENDING_HANDSHAKES`] run at once, and each has [`auth::HANDSHAKE_TIMEOUT`]. Failures
-/// are logged and the connection dropped. Ends, handshakes in progress included, when the
-/// receiver is dropped.
+/// [`MAX_PENDING_HANDSHAKES`] run at once, and each has the handshake timeout
+/// (`auth::HANDSHAKE_TIMEOUT`). Failures are logged and the connection dropped. Ends,
+/// handshakes in progress included, when the receiver is dropped.
 pub fn authenticated(
     listener: TcpListener,
     secret: Option<Arc<[u8]>>,

@@ -6,9 +6,10 @@
 //! notices when the node's end of the stream goes away.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -57,7 +58,10 @@ pub async fn serve(
     ] {
         if n == 0 {
             let reason = "must be at least 1".into();
-            return Err(PsError::Config { var, reason });
+            return Err(PsError::Config {
+                var: var.into(),
+                reason,
+            });
         }
     }
     let addr = listener
@@ -172,8 +176,7 @@ struct Shared {
 
 impl Shared {
     fn job(&self) -> MutexGuard<'_, Job> {
-        // Nothing panics while holding the lock; if something did, the state is still usable.
-        self.job.lock().unwrap_or_else(PoisonError::into_inner)
+        self.job.lock()
     }
 }
 
@@ -294,7 +297,7 @@ impl Scheduler for Service {
             Ok(result) => result?,
             Err(_) => {
                 let why = format!("node {} entered the {group} barrier again", req.node_id);
-                return Err(Status::failed_precondition(why));
+                return Err(PsError::Rejected(why).into());
             }
         }
         Ok(Response::new(pb::BarrierReply {}))

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
-use super::handlers;
+use super::offload;
 use super::reply::{Flow, Outbox, Outgoing};
 use super::{Farewell, Shared};
 use crate::error::{PsError, Result};
@@ -26,6 +26,7 @@ use crate::protocol::frame::{Entry, Frame, Op};
 const BYE_GRACE: Duration = Duration::from_secs(1);
 
 /// Who is at the other end of a connection.
+#[derive(Clone)]
 pub(crate) struct Peer {
     /// The server's id for the connection.
     pub conn: u64,
@@ -64,7 +65,7 @@ pub(crate) async fn run(
         match frame {
             Ok(Some(frame)) => {
                 flow.read(frame.entries.len());
-                if let Err(e) = handlers::dispatch(&shared, &mut peer, frame, &outbox) {
+                if let Err(e) = offload::dispatch(&shared, &mut peer, frame, &outbox).await {
                     tracing::warn!("closing connection from {}: {e}", peer.addr);
                     break None;
                 }
@@ -80,7 +81,7 @@ pub(crate) async fn run(
         }
     };
     if let Some(rank) = peer.rank {
-        let mut connected = super::lock(&shared.connected);
+        let mut connected = shared.connected.lock();
         if connected
             .get(&rank)
             .is_some_and(|(conn, _)| *conn == peer.conn)

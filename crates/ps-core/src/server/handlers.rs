@@ -6,14 +6,14 @@
 //! entry does not fit its key, every entry is answered with an error and no key, round or value
 //! changes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use super::connection::Peer;
 use super::key::{Ctx, KeyState};
 use super::reply::{Outbox, ReplySlot};
-use super::store::lock;
 use super::{Installed, Shared};
 use crate::dtype::DType;
 use crate::error::{PsError, Result};
@@ -45,14 +45,10 @@ pub(crate) fn dispatch(
         return Ok(());
     }
     let installed = current(shared);
-    let finished = shared
-        .finished
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let finished = shared.finished.read().clone();
     let ctx = Ctx {
         num_workers: shared.num_workers,
-        mode: lock(&shared.mode).unwrap_or(Mode::Sync),
+        mode: shared.mode.lock().unwrap_or(Mode::Sync),
         updater: installed.as_ref().map(|i| i.updater.as_ref()),
         epoch: installed.as_ref().map_or(0, |i| i.epoch),
         finished: &finished,
@@ -80,7 +76,7 @@ pub(crate) fn dispatch(
                 }
             };
             for ((e, slot), key) in entries.zip(keys) {
-                let mut k = lock(&key);
+                let mut k = key.lock();
                 match (frame.op, k.push(&ctx, rank, e)) {
                     (Op::Push, r) => {
                         let r = r.map(|()| (k.round(), Bytes::new()));
@@ -97,7 +93,7 @@ pub(crate) fn dispatch(
             }
         }
         Op::Pull => entries.for_each(|(e, slot)| match shared.store.get(e) {
-            Ok(key) => lock(&key).pull(&ctx, e.round, e, slot),
+            Ok(key) => key.lock().pull(&ctx, e.round, e, slot),
             Err(err) => slot.complete(e.error(&err)),
         }),
         Op::SetOptimizer => entries.for_each(|(e, slot)| {
@@ -141,7 +137,7 @@ fn checked_keys(
         .enumerate()
         .map(|(i, e)| {
             let key = shared.store.get(e).map_err(|err| (i, err))?;
-            lock(&key).check_push(e).map_err(|err| (i, err))?;
+            key.lock().check_push(e).map_err(|err| (i, err))?;
             Ok(key)
         })
         .collect()
@@ -233,7 +229,7 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
             )));
         }
         let mode = Mode::from_code(e.round)?;
-        let mut current = lock(&shared.mode);
+        let mut current = shared.mode.lock();
         match *current {
             Some(m) if m != mode => {
                 return Err(PsError::Rejected(format!(
@@ -246,7 +242,7 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
             _ => *current = Some(mode),
         }
         let rank = e.key as u32;
-        let mut connected = lock(&shared.connected);
+        let mut connected = shared.connected.lock();
         if let Some((_, addr)) = connected.get(&rank) {
             return Err(PsError::Rejected(format!(
                 "worker rank {rank} is already connected (from {addr}); a second connection \
@@ -274,11 +270,7 @@ fn mode_name(m: Mode) -> &'static str {
 }
 
 fn current(shared: &Shared) -> Option<Arc<Installed>> {
-    shared
-        .updater
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
+    shared.updater.read().clone()
 }
 
 fn no_optimizer() -> PsError {
@@ -294,7 +286,7 @@ fn answer(e: &Entry, r: Result<(u64, Bytes)>) -> Entry {
 
 fn set_optimizer(shared: &Shared, payload: &[u8]) -> Result<()> {
     let spec = OptimizerSpec::decode(payload)?;
-    let mut slot = shared.updater.write().unwrap_or_else(|e| e.into_inner());
+    let mut slot = shared.updater.write();
     if slot.as_ref().is_some_and(|i| i.spec == spec) {
         // Every worker sends the optimizer; the same one again keeps the states.
         return Ok(());
@@ -312,7 +304,7 @@ fn set_optimizer(shared: &Shared, payload: &[u8]) -> Result<()> {
 
 fn set_params(shared: &Shared, payload: &[u8]) -> Result<()> {
     let change = OptimizerSpec::decode(payload)?;
-    let mut slot = shared.updater.write().unwrap_or_else(|e| e.into_inner());
+    let mut slot = shared.updater.write();
     let Some(current) = slot.as_mut() else {
         return Err(no_optimizer());
     };

@@ -11,6 +11,7 @@
 //! - `store`: sharded map of key pieces; rank-0-wins initialisation.
 //! - `key`: one piece's value, sync round, merge buffer, waiting pulls and optimizer state.
 //! - `handlers`: one function per request op, dispatched by `Op`.
+//! - `offload`: large pushes summed and applied on tokio's blocking pool, the rest inline.
 //! - `connection`: a worker's connection: the reader that dispatches and the writer that answers.
 //! - `reply`: reply frames assembled from entries that complete at different times, and the
 //!   per-connection flow accounting.
@@ -18,13 +19,15 @@
 mod connection;
 mod handlers;
 mod key;
+mod offload;
 mod reply;
 mod store;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, RwLock};
 
+use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -38,7 +41,7 @@ use crate::protocol::frame::Mode;
 use crate::protocol::transport;
 use crate::updater::{OptimizerSpec, Updater};
 pub use reply::MAX_OUTSTANDING_ENTRIES;
-use store::{Store, lock};
+use store::Store;
 
 /// Bounds on what a server reads.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +66,8 @@ pub(crate) struct Shared {
     /// Workers connected now: rank -> (connection id, peer address).
     connected: Mutex<FxHashMap<u32, (u64, String)>>,
     next_conn: AtomicU64,
+    #[cfg(test)]
+    hooks: offload::Hooks,
 }
 
 /// The optimizer in use and its generation.
@@ -96,6 +101,15 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("num_workers", &self.shared.num_workers)
+            .field("limits", &self.shared.limits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     /// A server for a job of `num_workers` workers that refuses frames over `max_frame` bytes
     /// (and reads at most the default in-flight budget, or `max_frame` if that is more).
@@ -122,6 +136,8 @@ impl Server {
                 finished: RwLock::new(vec![None; num_workers as usize].into()),
                 connected: Mutex::new(FxHashMap::default()),
                 next_conn: AtomicU64::new(1),
+                #[cfg(test)]
+                hooks: Default::default(),
             }),
         }
     }
@@ -131,11 +147,7 @@ impl Server {
     /// an error naming it.
     pub fn worker_finished(&self, rank: u32, name: &str) {
         let finished = {
-            let mut slot = self
-                .shared
-                .finished
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut slot = self.shared.finished.write();
             let Some(known) = slot.get(rank as usize) else {
                 return;
             };
@@ -149,7 +161,7 @@ impl Server {
         };
         tracing::debug!("{name} finished");
         for (_, k) in self.shared.store.pieces() {
-            lock(&k).fail_blocked_pulls(&finished);
+            k.lock().fail_blocked_pulls(&finished);
         }
     }
 

@@ -8,9 +8,10 @@
 //! ([`Flow`]); its reader stops reading requests while either is over its bound, so a peer that
 //! does not read its replies is slowed down instead of filling the server's memory.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -173,11 +174,11 @@ impl Drop for ReplySlot {
 
 fn fill(p: Arc<Pending>, index: usize, entry: Entry) {
     {
-        let mut entries = p.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = p.entries.lock();
         entries[index] = Some(entry);
     }
     if p.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-        let entries = std::mem::take(&mut *p.entries.lock().unwrap_or_else(|e| e.into_inner()));
+        let entries = std::mem::take(&mut *p.entries.lock());
         let entries = entries
             .into_iter()
             .map(|e| e.expect("every slot filled"))

@@ -5,7 +5,9 @@
 //! init replies are parked until rank 0's value arrives.
 
 use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::key::{KeyState, LoadedState, check_layout};
 use super::reply::ReplySlot;
@@ -29,11 +31,6 @@ pub(crate) struct Store {
     shards: Box<[Mutex<FxHashMap<PieceId, Slot>>]>,
 }
 
-/// Locks `m`, ignoring poisoning: key state stays consistent because no update panics midway.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Store {
     pub(crate) fn new() -> Self {
         Store {
@@ -50,7 +47,7 @@ impl Store {
 
     /// The piece `e` addresses, or an unknown-key error naming it.
     pub(crate) fn get(&self, e: &Entry) -> Result<Arc<Mutex<KeyState>>> {
-        match lock(self.shard((e.key, e.offset))).get(&(e.key, e.offset)) {
+        match self.shard((e.key, e.offset)).lock().get(&(e.key, e.offset)) {
             Some(Slot::Ready(k)) => Ok(k.clone()),
             _ => Err(PsError::UnknownKey(format!(
                 "key {} has not been initialised on this server (call init first)",
@@ -63,12 +60,12 @@ impl Store {
     /// exists, else as the value that creates it (rank 0) or as a layout to wait for.
     pub(crate) fn check_init(&self, worker: u32, e: &Entry) -> Result<()> {
         let id = (e.key, e.offset);
-        let ready = match lock(self.shard(id)).get(&id) {
+        let ready = match self.shard(id).lock().get(&id) {
             Some(Slot::Ready(k)) => Some(k.clone()),
             _ => None,
         };
         match ready {
-            Some(k) => lock(&k).check(e, Access::Init),
+            Some(k) => k.lock().check(e, Access::Init),
             None if worker == 0 => KeyState::check_create(e),
             None => check_layout(e),
         }
@@ -78,12 +75,12 @@ impl Store {
     /// answered once it exists. Every init is checked against the key's dtype and shape.
     pub(crate) fn init(&self, worker: u32, num_workers: u32, e: &Entry, slot: ReplySlot) {
         let id = (e.key, e.offset);
-        let mut shard = lock(self.shard(id));
+        let mut shard = self.shard(id).lock();
         match shard.get_mut(&id) {
             Some(Slot::Ready(k)) => {
                 let k = k.clone();
                 drop(shard);
-                let k = lock(&k);
+                let k = k.lock();
                 slot.complete(match k.check(e, Access::Init) {
                     Ok(()) => e.ok(k.round(), Default::default()),
                     Err(err) => e.error(&err),
@@ -105,7 +102,7 @@ impl Store {
                     };
                     let k = k.clone();
                     drop(shard);
-                    let k = lock(&k);
+                    let k = k.lock();
                     slot.complete(e.ok(k.round(), Default::default()));
                     for (req, slot) in waiters {
                         slot.complete(match k.check(&req, Access::Init) {
@@ -123,7 +120,7 @@ impl Store {
     pub(crate) fn forget_connection(&self, conn: u64) {
         let mut ready = Vec::new();
         for shard in self.shards.iter() {
-            lock(shard).retain(|_, slot| match slot {
+            shard.lock().retain(|_, slot| match slot {
                 Slot::Waiting(waiters) => {
                     waiters.retain(|(_, s)| s.conn() != conn);
                     !waiters.is_empty()
@@ -135,7 +132,7 @@ impl Store {
             });
         }
         for k in ready {
-            lock(&k).forget_connection(conn);
+            k.lock().forget_connection(conn);
         }
     }
 
@@ -144,14 +141,14 @@ impl Store {
         let mut inits = 0;
         let mut ready = Vec::new();
         for shard in self.shards.iter() {
-            for slot in lock(shard).values() {
+            for slot in shard.lock().values() {
                 match slot {
                     Slot::Waiting(waiters) => inits += waiters.len(),
                     Slot::Ready(k) => ready.push(k.clone()),
                 }
             }
         }
-        let pulls = ready.iter().map(|k| lock(k).parked_pulls()).sum();
+        let pulls = ready.iter().map(|k| k.lock().parked_pulls()).sum();
         (inits, pulls)
     }
 
@@ -159,7 +156,7 @@ impl Store {
     pub(crate) fn pieces(&self) -> Vec<(PieceId, Arc<Mutex<KeyState>>)> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
-            for (id, slot) in lock(shard).iter() {
+            for (id, slot) in shard.lock().iter() {
                 if let Slot::Ready(k) = slot {
                     out.push((*id, k.clone()));
                 }
@@ -173,7 +170,7 @@ impl Store {
     pub(crate) fn save_states(&self, epoch: u64) -> Vec<u8> {
         let mut saved: Vec<(u64, u64, bool, Vec<u8>)> = Vec::new();
         for ((key, offset), k) in self.pieces() {
-            let k = lock(&k);
+            let k = k.lock();
             let mut state = Vec::new();
             k.save_state(epoch, &mut state);
             if !state.is_empty() {
@@ -195,7 +192,7 @@ impl Store {
             let (key, offset, is_f64, bytes) = piece;
             let probe = Entry::new(key, crate::dtype::DType::F32, &[], offset, 0);
             let k = self.get(&probe)?;
-            let guard = lock(&k);
+            let guard = k.lock();
             if guard.is_f64() != is_f64 {
                 return Err(PsError::Rejected(format!(
                     "optimizer state for key {key} has another precision than the key"
@@ -213,7 +210,7 @@ impl Store {
             staged.push((k, state));
         }
         for (k, state) in staged {
-            lock(&k).install_state(epoch, state);
+            k.lock().install_state(epoch, state);
         }
         Ok(())
     }

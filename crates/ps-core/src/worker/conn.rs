@@ -7,9 +7,10 @@
 
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
+use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -35,8 +36,8 @@ struct State {
 }
 
 impl State {
-    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    fn table(&self) -> parking_lot::MutexGuard<'_, Table> {
+        self.table.lock()
     }
 
     /// Marks the connection dead and fails everything waiting on it.

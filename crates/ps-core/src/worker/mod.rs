@@ -16,10 +16,11 @@ mod ticket;
 
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use crate::dtype::{Access, DType, describe_array};
 use crate::error::{PsError, Result};
@@ -70,6 +71,17 @@ pub struct Worker {
     partitioner: Partitioner,
     conns: Arc<Vec<ServerConn>>,
     keys: Arc<Mutex<FxHashMap<u64, Arc<KeyMeta>>>>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("rank", &self.rank)
+            .field("num_workers", &self.num_workers)
+            .field("mode", &self.mode)
+            .field("servers", &self.conns.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Worker {
@@ -132,22 +144,17 @@ impl Worker {
     }
 
     fn meta(&self, key: u64) -> Result<Arc<KeyMeta>> {
-        self.keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| {
-                PsError::UnknownKey(format!(
-                    "key {key} has not been initialised on this worker (call init first)"
-                ))
-            })
+        self.keys.lock().get(&key).cloned().ok_or_else(|| {
+            PsError::UnknownKey(format!(
+                "key {key} has not been initialised on this worker (call init first)"
+            ))
+        })
     }
 
     /// Creates keys: `(key, dtype, shape, value)`. Rank 0's values are stored; every worker's
     /// ticket completes once the key exists on its servers with this dtype and shape.
     pub fn init(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>) -> Ticket {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keys = self.keys.lock();
         // Each key against what it is: in the table, or as an earlier item of this request.
         let mut seen: FxHashMap<u64, (DType, &[u64])> = FxHashMap::default();
         for (key, dtype, shape, value) in &items {
@@ -194,7 +201,7 @@ impl Worker {
         batch
             .send(&self.conns, ticket::Plan::Ack)
             .on_error(move || {
-                let mut keys = table.lock().unwrap_or_else(|e| e.into_inner());
+                let mut keys = table.lock();
                 for (key, meta) in fresh_keys {
                     if keys.get(&key).is_some_and(|m| Arc::ptr_eq(m, &meta)) {
                         keys.remove(&key);

@@ -81,6 +81,15 @@ pub struct Ticket {
     on_error: Option<Box<dyn FnOnce() + Send>>,
 }
 
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ticket")
+            .field("replies", &self.replies.len())
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Ticket {
     pub(crate) fn new(replies: Vec<ReplyRx>, plan: Plan) -> Ticket {
         Ticket {

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 pub const LIMIT: Duration = Duration::from_secs(20);
 
 /// Runs `f` under the hard limit.
-pub async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+pub async fn within<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(LIMIT, f)
         .await
         .expect("test step timed out")

@@ -1,5 +1,10 @@
-//! Whole jobs of real processes for the integration tests: the `ps-scheduler`, `ps-server` and
-//! `ps-bench` binaries on 127.0.0.1, started with one environment and killed when dropped.
+//! Whole jobs of real processes for the integration tests: the `ps-scheduler` and `ps-server`
+//! binaries and worker processes on 127.0.0.1, started with one environment and killed when
+//! dropped.
+//!
+//! A worker process is this test binary itself, run as the single test [`worker_process`] with
+//! [`WORKER_ROUNDS`] set: it trains a few keys in lockstep with the others and checks every value
+//! it pulls, failing (exit status 101) on anything wrong.
 
 #![allow(dead_code)]
 
@@ -8,9 +13,18 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ps_core::Config;
+use ps_core::node::JobWorker;
+use ps_core::protocol::frame::Mode;
+use ps_core::{Config, DType};
 
-use crate::common::LIMIT;
+use crate::common::{LIMIT, f32s, to_f32};
+
+/// Set in a worker process started by [`Job::bench_worker`]: the rounds it trains.
+pub const WORKER_ROUNDS: &str = "MXRS_TEST_WORKER_ROUNDS";
+/// Keys a worker process trains (float32, [`WORKER_NUMEL`] elements each).
+pub const WORKER_KEYS: u64 = 3;
+/// Elements of each key a worker process trains.
+pub const WORKER_NUMEL: usize = 1024;
 
 /// Kills the processes it started when dropped (a failing test leaves nothing behind).
 pub struct Job {
@@ -83,18 +97,14 @@ impl Job {
         self.spawn(name, env!("CARGO_BIN_EXE_ps-server"), &[], env);
     }
 
+    /// Starts a worker process (see the module's doc) that trains `rounds` rounds.
     pub fn bench_worker(&mut self, name: &str, rounds: u32, env: &[(&str, &str)]) {
+        let exe = std::env::current_exe().unwrap();
         let rounds = rounds.to_string();
-        let args = [
-            "--worker",
-            "--rounds",
-            rounds.as_str(),
-            "--bytes",
-            "4096",
-            "--keys",
-            "3",
-        ];
-        self.spawn(name, env!("CARGO_BIN_EXE_ps-bench"), &args, env);
+        let mut env = env.to_vec();
+        env.push((WORKER_ROUNDS, &rounds));
+        let args = ["--exact", "jobs::worker_process", "--test-threads", "1"];
+        self.spawn(name, exe.to_str().unwrap(), &args, &env);
     }
 
     pub fn config(&self, worker_id: Option<u32>) -> Config {
@@ -225,4 +235,51 @@ pub fn output_within(mut cmd: Command, name: &str) -> Output {
         stdout: read(&out_path),
         stderr: read(&err_path),
     }
+}
+
+/// A job's worker, when this binary runs as one (see the module's doc); a no-op test otherwise.
+#[test]
+fn worker_process() {
+    let Ok(rounds) = std::env::var(WORKER_ROUNDS) else {
+        return;
+    };
+    let rounds: u32 = rounds.parse().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(train(rounds));
+}
+
+/// Pushes `rank + 1` into every key each round and checks that it pulls the sum over all workers.
+async fn train(rounds: u32) {
+    let cfg = Config::from_env().unwrap();
+    let job = JobWorker::join(&cfg, Mode::Sync).await.unwrap();
+    let w = job.worker();
+    let (rank, nw) = (w.rank(), w.num_workers());
+    let keys: Vec<u64> = (0..WORKER_KEYS).collect();
+    let zeros = f32s(&[0.0; WORKER_NUMEL]);
+    let items = keys
+        .iter()
+        .map(|&k| (k, DType::F32, vec![WORKER_NUMEL as u64], zeros.clone()))
+        .collect();
+    w.init(items).wait().await.unwrap();
+    job.barrier().await.unwrap();
+    let grad = f32s(&[(rank + 1) as f32; WORKER_NUMEL]);
+    let expected = (nw * (nw + 1) / 2) as f32;
+    for round in 0..rounds {
+        let items = keys
+            .iter()
+            .map(|&k| (k, DType::F32, grad.clone()))
+            .collect();
+        let push = w.push(items);
+        let pull = w.pull(&keys);
+        push.wait().await.unwrap();
+        for (k, v) in keys.iter().zip(pull.wait().await.unwrap()) {
+            let v = to_f32(&v);
+            assert!(
+                v.iter().all(|&x| x == expected),
+                "round {round}, key {k}: {v:?}"
+            );
+        }
+    }
+    job.barrier().await.unwrap();
+    job.finish().await.unwrap();
 }

@@ -378,7 +378,7 @@ impl<T: Float> KeyData<T> {
         }
         // A single push in the key's own type is used in place when its bytes are aligned.
         let direct = match &self.first {
-            Some((dtype, payload)) if dtype.size() == std::mem::size_of::<T>() => {
+            Some((dtype, payload)) if dtype.size() == size_of::<T>() => {
                 bytemuck::try_cast_slice::<u8, T>(payload)
                     .ok()
                     .map(|_| payload.clone())

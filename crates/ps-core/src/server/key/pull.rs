@@ -101,7 +101,7 @@ impl<T: Float> KeyData<T> {
     }
 
     fn value_bytes(&mut self) -> Bytes {
-        if self.dtype.size() == std::mem::size_of::<T>() {
+        if self.dtype.size() == size_of::<T>() {
             Bytes::from_owner(SharedBytes(self.value.clone()))
         } else {
             let dtype = self.dtype;

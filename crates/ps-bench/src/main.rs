@@ -1,14 +1,17 @@
 //! `ps-bench`: load generator for the parameter server.
 //!
-//! For every run it starts a whole job on 127.0.0.1 (the `ps-scheduler` and `ps-server`
-//! binaries beside it, and W worker processes of its own), has each worker push and pull its
-//! keys for a number of rounds, checks every value it pulls, and prints one JSON line per run:
-//! GB/s per worker (push + pull bytes), key-ops/s per worker (a key pushed and pulled is one
-//! key-op), and p50/p99 round latency.
+//! For every run it starts a whole job on 127.0.0.1: the `ps-scheduler` and `ps-server` binaries
+//! of ps-core, found beside this one (`cargo build --release -p ps-core -p ps-bench` puts them
+//! there), and W worker processes of its own. Each worker pushes and pulls its keys for a number
+//! of rounds and checks every value it pulls; ps-bench prints one JSON line per run: GB/s per
+//! worker (push + pull bytes), key-ops/s per worker (a key pushed and pulled is one key-op), and
+//! p50/p99 round latency.
 //!
 //! ```text
 //! ps-bench --workers 2 --servers 2 --runs 4096,1048576,16777216,4096x1000 --rounds 50
 //! ```
+
+#![forbid(unsafe_code)]
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -326,4 +329,42 @@ fn check(key: u64, v: &[u8], ok: impl Fn(f32) -> bool) -> Result<(), BoxError> {
 
 fn f32s(v: &[f32]) -> Bytes {
     Bytes::from(bytemuck::cast_slice::<f32, u8>(v).to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_read_as_bytes_and_keys() {
+        assert_eq!(parse_run("4096").unwrap(), (4096, 1));
+        assert_eq!(parse_run(" 4096 x 1000 ").unwrap(), (4096, 1000));
+        for bad in ["2", "4097", "4096x0", "x", "lots"] {
+            assert!(parse_run(bad).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_summary_averages_the_workers_and_takes_latency_percentiles() {
+        let args = Args::parse_from(["ps-bench", "--workers", "2", "--rounds", "10"]);
+        let reports = [
+            serde_json::json!({ "rank": 0, "seconds": 1.0, "round_us": [100.0, 300.0] }),
+            serde_json::json!({ "rank": 1, "seconds": 2.0, "round_us": [200.0] }),
+        ];
+        let s = summarise(&args, 1000, 2, &reports);
+        let close = |field: &str, want: f64| {
+            let got = s[field].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs(),
+                "{field}: {got} != {want}"
+            );
+        };
+        // 2 keys x 1000 bytes, pushed and pulled, 10 rounds: 40 kB per worker.
+        close("gbps_per_worker", (40e3 / 1.0 + 40e3 / 2.0) / 2.0 / 1e9);
+        close("key_ops_per_s", (20.0 / 1.0 + 20.0 / 2.0) / 2.0);
+        close("p50_ms", 0.2);
+        close("p99_ms", 0.3);
+        assert_eq!(s["mode"], "sync");
+        assert_eq!(s["op"], "pushpull");
+    }
 }

@@ -1,0 +1,182 @@
+//! Large pushes run on the blocking pool while the connections' tasks go on serving.
+//!
+//! The tests run on a current-thread runtime: the test, both workers and the server share its one
+//! thread, so a dispatch held on that thread would stop everything. The hook holds the first
+//! offloaded dispatch at a gate the test opens only after other requests have been answered.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, oneshot};
+
+use super::*;
+use crate::dtype::DType;
+use crate::protocol::frame::Mode;
+use crate::protocol::transport;
+use crate::server::{Farewell, Server};
+use crate::worker::{DataPlane, Worker};
+
+/// Hard limit for any step of these tests (and for how long the gate holds a dispatch).
+const LIMIT: Duration = Duration::from_secs(20);
+/// Elements of the large key: one piece of exactly [`OFFLOAD_BYTES`].
+const LARGE: usize = OFFLOAD_BYTES / 4;
+
+async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .expect("test step timed out")
+}
+
+fn f32s(v: &[f32]) -> Bytes {
+    Bytes::from(bytemuck::cast_slice::<f32, u8>(v).to_vec())
+}
+
+fn to_f32(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// A server on 127.0.0.1 serving `workers` workers, the workers connected (sync mode, every key
+/// on the one server), and the sender that stops it.
+async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
+    let listener = transport::listen("127.0.0.1".parse().unwrap(), 0)
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Arc::new(Server::new(workers, 1 << 30));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let serving = server.clone();
+    tokio::spawn(async move {
+        let farewell = async {
+            let _ = stopped.await;
+            None::<Farewell>
+        };
+        serving.serve(listener, None, farewell).await.unwrap();
+    });
+    let mut out = Vec::new();
+    for rank in 0..workers {
+        let plane = DataPlane {
+            servers: vec![(addr, format!("server 0 on {addr}"))],
+            rank,
+            num_workers: workers,
+            mode: Mode::Sync,
+            bigarray_bound: u64::MAX,
+            max_frame_bytes: 1 << 30,
+            secret: None,
+        };
+        out.push(within(Worker::connect(plane)).await.unwrap());
+    }
+    (server, out, stop)
+}
+
+/// Initialises key 1 (large) and key 2 (small) on every worker.
+async fn init(workers: &[Worker]) {
+    let tickets: Vec<_> = workers
+        .iter()
+        .map(|w| {
+            w.init(vec![
+                (1, DType::F32, vec![LARGE as u64], f32s(&vec![0.0; LARGE])),
+                (2, DType::F32, vec![2], f32s(&[5.0, 6.0])),
+            ])
+        })
+        .collect();
+    for t in tickets {
+        within(t.wait()).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_large_push_is_summed_off_the_runtime_while_small_requests_are_answered() {
+    let (server, workers, stop) = job(2).await;
+    init(&workers).await;
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (entered_tx, mut entered) = mpsc::unbounded_channel::<ThreadId>();
+    let (open_gate, gate) = std::sync::mpsc::channel::<()>();
+    let gate = Mutex::new(Some(gate));
+    let counted = calls.clone();
+    *server.shared.hooks.on_offload.lock() = Some(Arc::new(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let _ = entered_tx.send(std::thread::current().id());
+        // Only the first offloaded dispatch waits at the gate.
+        if let Some(gate) = gate.lock().take() {
+            let _ = gate.recv_timeout(LIMIT);
+        }
+    }));
+
+    // Worker 0's large push is held on a blocking-pool thread, not on this (the only runtime)
+    // thread.
+    let large = within(async {
+        let push = workers[0].push(vec![(1, DType::F32, f32s(&vec![1.0; LARGE]))]);
+        (push, entered.recv().await.unwrap())
+    })
+    .await;
+    let (held_push, thread) = large;
+    assert_ne!(thread, std::thread::current().id());
+
+    // Meanwhile worker 1's small requests are answered, inline (a pull of round 0 first: after
+    // its push, its pull would wait for worker 0's push of the same round).
+    let small = within(workers[1].pull(&[2]).wait()).await.unwrap();
+    assert_eq!(to_f32(&small[0]), [5.0, 6.0]);
+    within(
+        workers[1]
+            .push(vec![(2, DType::F32, f32s(&[1.0, 1.0]))])
+            .wait(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // Once the gate opens, the large push completes and its round sums both pushes.
+    open_gate.send(()).unwrap();
+    within(held_push.wait()).await.unwrap();
+    within(
+        workers[1]
+            .push(vec![(1, DType::F32, f32s(&vec![2.0; LARGE]))])
+            .wait(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    for w in &workers {
+        let v = within(w.pull(&[1]).wait()).await.unwrap();
+        assert!(to_f32(&v[0]).iter().all(|&x| x == 3.0));
+    }
+    let _ = stop.send(());
+}
+
+#[tokio::test]
+async fn pieces_below_the_threshold_stay_inline() {
+    let (server, workers, stop) = job(1).await;
+    init(&workers).await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    *server.shared.hooks.on_offload.lock() = Some(Arc::new(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+    }));
+    let w = &workers[0];
+    within(w.push(vec![(2, DType::F32, f32s(&[1.0, 2.0]))]).wait())
+        .await
+        .unwrap();
+    // A pull of a large key, and a pushpull of a small one, are inline too.
+    within(w.pull(&[1]).wait()).await.unwrap();
+    let v = within(w.pushpull(vec![(2, DType::F32, f32s(&[3.0, 4.0]))]).wait())
+        .await
+        .unwrap();
+    assert_eq!(to_f32(&v[0]), [3.0, 4.0]);
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    // A large pushpull is offloaded, and its pull half answered from the blocking pool.
+    let v = within(
+        w.pushpull(vec![(1, DType::F32, f32s(&vec![7.0; LARGE]))])
+            .wait(),
+    )
+    .await
+    .unwrap();
+    assert!(to_f32(&v[0]).iter().all(|&x| x == 7.0));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let _ = stop.send(());
+}
