@@ -195,6 +195,20 @@ def show_role_envs(job: Job):
         show_env(f"{role}s", role_env(job, role), job.secret)
 
 
+def run_script(job: Job, launcher, script, submit, dry_run=False, output_of=None):
+    """Run a job as one batch script: ``script(job)`` is its text (written as ``job.sh`` in a
+    ``mxrs-LAUNCHER`` job folder) and ``submit(job, path, folder)`` the command that submits it
+    and waits. Returns the job's exit status (see :func:`run_with_files`)."""
+
+    def make(job):
+        files = JobFiles(job_dir(), f"mxrs-{launcher}")
+        path = files.add("job.sh", script(job))
+        return files, [tracker.Launch(launcher, "worker", submit(job, path, files.dir),
+                                      dict(os.environ))]
+
+    return run_with_files(job, make, dry_run, output_of=output_of)
+
+
 def run_with_files(job: Job, make, dry_run=False, output_of=None, show_envs=False):
     """Run a job whose launches need files: ``make(job)`` returns ``(files, todo)``, a
     :class:`JobFiles` and the launches, once the scheduler announced its port (the files hold

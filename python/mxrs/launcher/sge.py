@@ -13,9 +13,8 @@ Settings (environment): ``MXRS_QSUB_ARGS`` adds flags (for example ``-q all.q -l
 read on the execution hosts, so a shared file system).
 """
 
-import os
 
-from . import batch, tracker
+from . import batch
 from .job import Job
 
 
@@ -49,11 +48,4 @@ def submit(job: Job, dry_run=False):
     """Submit ``job``'s servers and workers to SGE and run its scheduler here."""
     batch.require("qsub", "sge", dry_run)
     batch.advertise(job)
-
-    def make(job):
-        files = batch.JobFiles(batch.job_dir(), "mxrs-sge")
-        path = files.add("job.sh", job_script(job))
-        return files, [tracker.Launch("sge", "worker", qsub(job, path, files.dir),
-                                      dict(os.environ))]
-
-    return batch.run_with_files(job, make, dry_run, output_of="SGE tasks'")
+    return batch.run_script(job, "sge", job_script, qsub, dry_run, output_of="SGE tasks'")

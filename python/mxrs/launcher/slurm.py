@@ -74,11 +74,5 @@ def submit(job: Job, dry_run=False):
         else:
             step_launches(job)  # a bad MXRS_SRUN_ARGS fails before the scheduler starts
         return tracker.run(job, step_launches, dry_run)
-
-    def make(job):
-        files = batch.JobFiles(batch.job_dir(), "mxrs-slurm")
-        path = files.add("job.sh", batch_script(job))
-        return files, [tracker.Launch("slurm", "worker", sbatch(job, path, files.dir),
-                                      dict(os.environ))]
-
-    return batch.run_with_files(job, make, dry_run, output_of="Slurm job's")
+    return batch.run_script(job, "slurm", batch_script, sbatch, dry_run,
+                            output_of="Slurm job's")

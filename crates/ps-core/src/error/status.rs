@@ -120,19 +120,23 @@ mod tests {
         ]
     }
 
+    /// `back` is the variant `kind` with the text `before`.
+    fn assert_came_back(before: &str, kind: std::mem::Discriminant<PsError>, back: PsError) {
+        assert_eq!(
+            std::mem::discriminant(&back),
+            kind,
+            "{before} came back as {back:?}"
+        );
+        assert_eq!(back.to_string(), before);
+    }
+
     #[test]
     fn every_variant_survives_a_status_round_trip() {
         for err in every_variant() {
             let (before, kind) = (err.to_string(), std::mem::discriminant(&err));
             let status = Status::from(err);
             assert_eq!(status.message(), before);
-            let back = PsError::from(status);
-            assert_eq!(
-                std::mem::discriminant(&back),
-                kind,
-                "{before} came back as {back:?}"
-            );
-            assert_eq!(back.to_string(), before);
+            assert_came_back(&before, kind, PsError::from(status));
         }
     }
 
@@ -142,12 +146,7 @@ mod tests {
             let (before, kind) = (err.to_string(), std::mem::discriminant(&err));
             let response = Status::from(err).into_http::<()>();
             let back = PsError::from(Status::from_header_map(response.headers()).unwrap());
-            assert_eq!(
-                std::mem::discriminant(&back),
-                kind,
-                "{before} came back as {back:?}"
-            );
-            assert_eq!(back.to_string(), before);
+            assert_came_back(&before, kind, back);
         }
     }
 
