@@ -1,8 +1,10 @@
-//! Large pushes run on the blocking pool while the connections' tasks go on serving.
+//! Large pushes are applied off the runtime's threads while the connections' tasks go on serving.
 //!
-//! The tests run on a current-thread runtime: the test, both workers and the server share its one
-//! thread, so a dispatch held on that thread would stop everything. The hook holds the first
-//! offloaded dispatch at a gate the test opens only after other requests have been answered.
+//! Each test runs on a runtime of one thread, current-thread (the dispatch goes to the blocking
+//! pool) and multi-thread with one worker (the dispatch blocks in place, and the runtime moves on
+//! to another thread): a dispatch held on the one runtime thread would stop everything. The hook
+//! holds the first offloaded dispatch at a gate the test opens only after other requests have
+//! been answered.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::ThreadId;
@@ -90,7 +92,16 @@ async fn init(workers: &[Worker]) {
 }
 
 #[tokio::test]
-async fn a_large_push_is_summed_off_the_runtime_while_small_requests_are_answered() {
+async fn a_large_push_is_summed_on_the_blocking_pool_while_small_requests_are_answered() {
+    large_push_is_summed_while_small_requests_are_answered().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_large_push_is_summed_in_place_while_small_requests_are_answered() {
+    large_push_is_summed_while_small_requests_are_answered().await;
+}
+
+async fn large_push_is_summed_while_small_requests_are_answered() {
     let (server, workers, stop) = job(2).await;
     init(&workers).await;
 
@@ -108,8 +119,7 @@ async fn a_large_push_is_summed_off_the_runtime_while_small_requests_are_answere
         }
     }));
 
-    // Worker 0's large push is held on a blocking-pool thread, not on this (the only runtime)
-    // thread.
+    // Worker 0's large push is held on a thread of its own, not on the test's.
     let large = within(async {
         let push = workers[0].push(vec![(1, DType::F32, f32s(&vec![1.0; LARGE]))]);
         (push, entered.recv().await.unwrap())
