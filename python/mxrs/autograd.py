@@ -17,7 +17,10 @@ Examples
 array([2., 4.], dtype=float32)
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Any
 
 from .base import MXNetError
 
@@ -47,6 +50,10 @@ class _Scope:
 
     __slots__ = ("_rec", "_train", "_prev")
 
+    _rec: bool | None
+    _train: bool | None
+    _prev: tuple[bool, bool] | None
+
     def __init__(self, recording, training):
         self._rec = recording
         self._train = training
@@ -61,6 +68,7 @@ class _Scope:
         return self
 
     def __exit__(self, *exc):
+        assert self._prev is not None  # set by __enter__
         _state.recording, _state.training = self._prev
         return False
 
@@ -174,8 +182,8 @@ def _run(heads, head_grads, retain_graph):
         head_grads = _as_list(head_grads)
         if len(head_grads) != len(heads):
             raise MXNetError(f"backward got {len(heads)} heads but {len(head_grads)} head_grads")
-    pending = {}
-    leaves = {}
+    pending: dict[int, Any] = {}
+    leaves: dict[int, Any] = {}
     for h, hg in zip(heads, head_grads, strict=True):
         be = h._ctx.backend
         if hg is None:

@@ -6,7 +6,10 @@ machines without CuPy or a GPU. ``cpu(0)`` and ``cpu(1)`` are distinct contexts:
 cannot be mixed in one operation, which lets multi-device code be tested without GPUs.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Any
 
 from ._backend import backend_for
 from .base import MXNetError
@@ -42,6 +45,10 @@ class Context:
     """
 
     __slots__ = ("device_typeid", "device_id", "_backend")
+
+    device_typeid: int
+    device_id: int
+    _backend: Any  # the backend object, made on first use
 
     devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
     devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}

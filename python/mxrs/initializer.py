@@ -19,10 +19,13 @@ Examples
 <mxrs.initializer.Zero object at ...>
 """
 
+from __future__ import annotations
+
 import json
 import logging
 import math
 import re
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +36,7 @@ from .ndarray import NDArray, load
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Zero", "One", "Constant",
            "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Mixed", "Load"]
 
-_REGISTRY = {}
+_REGISTRY: dict[str, type[Initializer]] = {}
 
 
 class InitDesc(str):
@@ -48,6 +51,9 @@ class InitDesc(str):
     global_init : Initializer, optional
         The initializer to fall back to.
     """
+
+    attrs: dict[str, Any]
+    global_init: Initializer | None
 
     def __new__(cls, name, attrs=None, global_init=None):
         ret = super().__new__(cls, name)

@@ -166,7 +166,8 @@ class FeedForward:
     def predict(self, X, num_batch=None, return_data=False, reuse_executor=False):
         """The network's outputs for ``X``, as one numpy array (rows in input order)."""
         self._init()
-        outs, datas = [], []
+        outs: list[np.ndarray] = []
+        datas: list[np.ndarray] = []
         for n, (data, _) in enumerate(self._batches(X, None, self.numpy_batch_size)):
             if num_batch is not None and n >= num_batch:
                 break

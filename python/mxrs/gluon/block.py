@@ -348,7 +348,7 @@ class Block:
 
     def summary(self, *inputs):
         """Print each layer's output shape and parameter count for one pass of ``inputs``."""
-        rows = []
+        rows: list[tuple[str, str, int, int, int]] = []
         seen = set()
         hooks = []
 
@@ -465,7 +465,7 @@ class HybridBlock(Block):
             raise MXNetError(f"Deferred initialization failed because shape cannot be "
                              f"inferred. {err}") from err
 
-    def forward(self, x, *args, **kwargs):
+    def forward(self, x, *args, **kwargs):  # type: ignore[override]  # MXNet's signature: input first
         """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on ``x``'s context,
         finishing deferred initialization on the first call."""
         if not isinstance(x, NDArray):

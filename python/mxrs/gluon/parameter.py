@@ -12,7 +12,10 @@ finishes the initialization then. Before that, ``data()`` raises
 :class:`DeferredInitializationError`.
 """
 
+from __future__ import annotations
+
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +23,7 @@ from .. import autograd, initializer
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
-from ..ndarray.ndarray import _wrap
+from ..ndarray.ndarray import NDArray, _wrap
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant"]
 
@@ -85,12 +88,13 @@ class Parameter:
                  stype="default", grad_stype="default"):
         if stype != "default" or grad_stype != "default":
             raise MXNetError(f"Parameter '{name}': only dense ('default') storage is supported")
-        self._data = None
-        self._grad = None
-        self._ctx_list = None
-        self._ctx_index = None
+        # _data, _ctx_list and _ctx_index are None until initialized, then all set together
+        self._data: list[NDArray] | None = None
+        self._grad: list[NDArray] | None = None
+        self._ctx_list: list[Context] | None = None
+        self._ctx_index: dict[Context, int] | None = None
         self._trainer = None
-        self._deferred_init = ()
+        self._deferred_init: tuple[Any, ...] = ()
         self._differentiable = differentiable
         self._allow_deferred_init = allow_deferred_init
         self._grad_req = None
@@ -125,10 +129,10 @@ class Parameter:
         self._grad_req = req
         if req == "null" and self._grad is not None:
             self._grad = None
-            for arr in self._data:
+            for arr in self._data or ():
                 arr.attach_grad("null")
         elif self._grad is not None:
-            for arr, g in zip(self._data, self._grad, strict=True):
+            for arr, g in zip(self._data or (), self._grad, strict=True):
                 arr._mark_variable(g, req)
         elif self._data is not None:
             self._init_grad()
@@ -182,6 +186,7 @@ class Parameter:
                 if len(arr_list) == 1:
                     return arr_list[0]
                 ctx = current_context()
+            assert self._ctx_index is not None  # set with the arrays
             idx = self._ctx_index.get(ctx)
             if idx is not None:
                 return arr_list[idx]
@@ -274,7 +279,7 @@ class Parameter:
             self._grad = None
             return
         grads = []
-        for arr in self._data:
+        for arr in self._data or ():
             be, ctx = arr._ctx.backend, arr._ctx
             with be.guard(ctx.device_id):
                 g = _wrap(be.xp.zeros_like(arr._data), ctx)
@@ -314,7 +319,7 @@ class Parameter:
             with autograd.pause():
                 self._init_impl(data, ctx)
         else:
-            if ctx is not None and set(ctx) != set(self._ctx_list):
+            if ctx is not None and set(ctx) != set(self._ctx_list or ()):
                 raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctx} because it "
                                  f"was previous initialized on {self.list_ctx()}.")
             self.set_data(data)
@@ -386,6 +391,7 @@ class Parameter:
         """
         arrs = self._data
         if arrs is not None and ctx is not None:
+            assert self._ctx_index is not None  # set with the arrays
             idx = self._ctx_index.get(ctx)
             if idx is not None:
                 return arrs[idx]

@@ -1,5 +1,7 @@
 """``gluon.Trainer``: applies an optimizer to a set of Parameters, through a KVStore when asked."""
 
+from __future__ import annotations
+
 from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
@@ -46,8 +48,8 @@ class Trainer:
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
         if compression_params is not None:
             raise MXNetError("Trainer: gradient compression is not supported")
-        self._kvstore = None
-        self._update_on_kvstore = None
+        self._kvstore: kvs.KVStoreBase | None = None  # set (or left None) by _init_kvstore
+        self._update_on_kvstore: bool | None = None
         self._distributed = False
         self._kv_initialized = False
         self._params_to_init = list(self._params)
@@ -66,7 +68,7 @@ class Trainer:
             self._optimizer.param_dict = param_dict
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
-        self._updaters = None
+        self._updaters: list[opt.Updater] | None = None  # one per context, by _init_kvstore
 
     def _check_contexts(self):
         contexts = None
@@ -120,8 +122,8 @@ class Trainer:
 
     def _init_params(self):
         """Put initialised Parameters into the store; every worker starts from rank 0's values."""
-        waiting = []
-        ready = []
+        waiting: list[Parameter] = []
+        ready: list[Parameter] = []
         for p in self._params_to_init:
             (ready if p._is_initialized() else waiting).append(p)
         if self._kvstore is not None and ready:
@@ -162,6 +164,7 @@ class Trainer:
         """Set the learning rate, on the servers too when they run the optimizer."""
         self._optimizer.set_learning_rate(lr)
         if self._update_on_kvstore and self._distributed:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.set_optimizer_params(learning_rate=lr)
             self._server_lr = lr
 
@@ -229,6 +232,7 @@ class Trainer:
                 change.append(("learning_rate", float(lr)))
                 self._server_lr = lr
         if change:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.set_optimizer_params(**dict(change))
 
     def _trained(self):
@@ -268,6 +272,7 @@ class Trainer:
                 data._fresh_grad = False
 
     def _local_update(self, ignore_stale_grad):
+        assert self._updaters is not None  # made by _init_kvstore
         for i, p in self._trained():
             for updater, arr, grad in zip(self._updaters, p.list_data(), p.list_grad(),
                                           strict=True):
@@ -280,7 +285,9 @@ class Trainer:
     def save_states(self, fname):
         """Save the optimizer's states (from the servers when they run it) to ``fname``."""
         self._ensure_store()
+        assert self._updaters is not None  # made by _init_kvstore
         if self._update_on_kvstore:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
         else:
             with open(fname, "wb") as f:
@@ -289,10 +296,14 @@ class Trainer:
     def load_states(self, fname):
         """Load optimizer states written by :meth:`save_states`."""
         self._ensure_store()
+        assert self._updaters is not None  # made by _init_kvstore
         if self._update_on_kvstore:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.load_optimizer_states(fname)
             if not self._distributed:
-                self._optimizer = self._kvstore._updater.optimizer
+                updater = self._kvstore._updater
+                assert updater is not None  # set_optimizer made it (update_on_kvstore)
+                self._optimizer = updater.optimizer
         else:
             with open(fname, "rb") as f:
                 blob = f.read()

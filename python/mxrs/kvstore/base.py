@@ -1,5 +1,7 @@
 """The KVStore interface, its registry and the key/value normalisation every store shares."""
 
+from __future__ import annotations
+
 import pickle
 import warnings
 
@@ -7,7 +9,7 @@ from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray.ndarray import NDArray
 
-_REGISTRY = {}
+_REGISTRY: dict[str, type[KVStoreBase]] = {}
 
 
 def register(*names):

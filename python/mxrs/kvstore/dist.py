@@ -11,6 +11,8 @@ process exits is printed to stderr, and the process exits with status 1 so that 
 fails the job.
 """
 
+from __future__ import annotations
+
 import atexit
 import hashlib
 import sys
@@ -25,7 +27,8 @@ from .base import KVStoreBase, _optimizer_params, check_shapes, key_value_pairs,
 from .local import reduce_sum
 
 _STR_KEY_BIT = 1 << 63
-_worker = None  # one parameter-server connection per process: (mode, _native.Worker)
+# one parameter-server connection per process: (mode, _native.Worker)
+_worker: tuple[str, _native.Worker] | None = None
 
 
 def _connect(mode):
@@ -49,6 +52,7 @@ def _finish():
     except Exception as e:  # noqa: BLE001  (reported below with the others)
         lost.append(f"{type(e).__name__}: {e}")
     lost.extend(_pending.unreported())
+    assert _worker is not None  # registered by _connect after it set _worker
     try:
         _worker[1].finish()
     except NodeLostError as e:
@@ -143,7 +147,7 @@ class DistKVStore(KVStoreBase):
         for k, vals in pairs:
             layout = layouts.get(k)
             if layout is None:
-                self._layout(k, what)
+                layout = self._layout(k, what)
             wire, shape, dtype = layout
             if len(vals) == 1:
                 v = vals[0]
@@ -174,7 +178,7 @@ class DistKVStore(KVStoreBase):
         for k, outs in pairs:
             layout = layouts.get(k)
             if layout is None:
-                self._layout(k, what)
+                layout = self._layout(k, what)
             _, shape, dtype = layout
             if len(outs) == 1:
                 o = outs[0]
@@ -261,6 +265,7 @@ class DistKVStore(KVStoreBase):
 
     def _key_mults(self, keys):
         opt = self._optimizer
+        assert opt is not None  # called only once set_optimizer has set it
         mults = []
         for k in keys:
             if not isinstance(k, int):

@@ -1,6 +1,8 @@
 """The metric base class, the registry behind ``create``, and shared label/prediction checks."""
 
 
+from __future__ import annotations
+
 import numpy
 
 from ..base import MXNetError
@@ -9,7 +11,7 @@ from ..ndarray import NDArray
 __all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes", "create",
            "register", "alias"]
 
-_REGISTRY = {}
+_REGISTRY: dict[str, type[EvalMetric]] = {}
 
 
 def register(klass):

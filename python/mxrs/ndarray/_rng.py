@@ -4,14 +4,18 @@
 same numbers on each run; contexts seeded with the same value still get distinct streams.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from ..context import Context
 
 __all__ = ["generator", "generators", "seed"]
 
-_generators = {}
-_base_seed = [None]
+_generators: dict[Context, Any] = {}
+_base_seed: list[int | None] = [None]
 
 
 def _derive(seed_state, ctx):

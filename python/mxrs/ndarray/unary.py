@@ -4,6 +4,10 @@ Backward passes reuse the forward output where that is cheaper (exp, sqrt, sigmo
 never modify the incoming gradient in place, since one gradient array may feed several inputs.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from ..base import MXNetError
@@ -448,6 +452,7 @@ class UnaryMethods:
     """One-input math as NDArray methods, with ``-x``, ``abs(x)`` and ``astype``."""
 
     __slots__ = ()
+    _data: Any  # ArrayCore's slot, on the NDArray this mixin is part of
 
     def __neg__(self):
         return negative(self)

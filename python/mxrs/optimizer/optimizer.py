@@ -21,6 +21,8 @@ counts the update, computes the learning rate and weight decay for the index, an
 Updates change ``weight`` in place and are never recorded by autograd.
 """
 
+from __future__ import annotations
+
 import logging
 import warnings
 
@@ -71,9 +73,9 @@ class Optimizer:
     array([0.9, 0.9], dtype=float32)
     """
 
-    opt_registry = {}
+    opt_registry: dict[str, type[Optimizer]] = {}
     #: The name the parameter servers run this optimizer under; None when they do not run it.
-    _server_name = None
+    _server_name: str | None = None
 
     def __init__(self, rescale_grad=1.0, param_idx2name=None, wd=0.0, clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
@@ -93,7 +95,7 @@ class Optimizer:
         self.wd_mult = {}
         self.begin_num_update = begin_num_update
         self.num_update = begin_num_update
-        self._all_index_update_counts = {0: {}}
+        self._all_index_update_counts: dict[int, dict[int, int]] = {0: {}}
         self._index_update_count = self._all_index_update_counts[0]
         self.clip_gradient = clip_gradient
         self.multi_precision = multi_precision

@@ -4,6 +4,10 @@ Layers whose weight shapes depend on the input (Dense without ``in_units``, Batc
 LayerNorm without ``in_channels``) infer them from the first batch they see.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ... import ndarray as nd
@@ -25,7 +29,13 @@ def _run_chain(children, x, args):
     return (x, *args) if args else x
 
 
-class _SequentialMixin:
+if TYPE_CHECKING:
+    _MixinBase = Block  # the containers below put the mixin before Block
+else:
+    _MixinBase = object
+
+
+class _SequentialMixin(_MixinBase):
     """``add``, indexing, ``len`` and ``repr`` shared by the two containers."""
 
     _chains_children = True
@@ -125,6 +135,7 @@ class Dense(HybridBlock):
                                             dtype=dtype, allow_deferred_init=True)
             else:
                 self.bias = None
+            self.act: Activation | None
             if activation is not None:
                 self.act = Activation(activation, prefix=activation + "_")
             else:

@@ -5,6 +5,8 @@ A convolution's weight is ``(channels, in_channels // groups, *kernel_size)``; w
 to the window size, as in MXNet's Gluon layers.
 """
 
+from __future__ import annotations
+
 from ...base import MXNetError
 from ..block import HybridBlock
 from .activations import Activation
@@ -47,6 +49,7 @@ class _Conv(HybridBlock):
                                             allow_deferred_init=True)
             else:
                 self.bias = None
+            self.act: Activation | None
             if activation is not None:
                 self.act = Activation(activation, prefix=activation + "_")
             else:
