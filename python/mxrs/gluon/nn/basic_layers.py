@@ -13,6 +13,7 @@ import numpy as np
 from ... import ndarray as nd
 from ...base import MXNetError
 from ..block import Block, HybridBlock
+from ..parameter import Parameter
 from ..utils import _indent
 from .activations import Activation
 
@@ -130,6 +131,7 @@ class Dense(HybridBlock):
             self.weight = self.params.get("weight", shape=(units, in_units),
                                           init=weight_initializer, dtype=dtype,
                                           allow_deferred_init=True)
+            self.bias: Parameter | None
             if use_bias:
                 self.bias = self.params.get("bias", shape=(units,), init=bias_initializer,
                                             dtype=dtype, allow_deferred_init=True)
@@ -156,6 +158,7 @@ class Dense(HybridBlock):
 
     def __repr__(self):
         shape = self.weight.shape
+        assert shape is not None  # layers always give their weight a shape (0: not known yet)
         return (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
                 f"{self.act if self.act else 'linear'})")
 
@@ -252,6 +255,7 @@ class BatchNorm(HybridBlock):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
 
     def __repr__(self):
+        assert self.gamma.shape is not None  # given by the layer
         in_channels = self.gamma.shape[0]
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({content}, in_channels={in_channels or None})"
@@ -295,6 +299,7 @@ class LayerNorm(HybridBlock):
 
     def __repr__(self):
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        assert self.gamma.shape is not None  # given by the layer
         return f"{type(self).__name__}({content}, in_channels={self.gamma.shape[0]})"
 
 
