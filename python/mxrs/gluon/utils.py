@@ -200,6 +200,7 @@ def clip_global_norm(arrays: Sequence[NDArray], max_norm: float,
         flat = arr.reshape((-1,))
         sq = ndarray.dot(flat, flat).as_in_context(ctx)
         total = sq if total is None else total + sq
+    assert total is not None  # arrays is not empty
     total_norm = ndarray.sqrt(total)
     if check_isfinite:
         norm = float(total_norm.asscalar())
