@@ -19,4 +19,5 @@ python scripts/check_msrv.py
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test -p ps-core -p ps-bench
 ruff check .
+mypy
 pytest -q

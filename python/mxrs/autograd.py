@@ -17,9 +17,16 @@ Examples
 array([2., 4.], dtype=float32)
 """
 
+from __future__ import annotations
+
 import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .base import MXNetError
+
+if TYPE_CHECKING:
+    from .ndarray.ndarray import NDArray
 
 __all__ = [
     "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -34,7 +41,7 @@ _NOT_IN_GRAPH = (
 
 
 class _State(threading.local):
-    def __init__(self):
+    def __init__(self) -> None:
         self.recording = False
         self.training = False
 
@@ -47,12 +54,16 @@ class _Scope:
 
     __slots__ = ("_rec", "_train", "_prev")
 
-    def __init__(self, recording, training):
+    _rec: bool | None
+    _train: bool | None
+    _prev: tuple[bool, bool] | None
+
+    def __init__(self, recording: bool | None, training: bool | None) -> None:
         self._rec = recording
         self._train = training
         self._prev = None
 
-    def __enter__(self):
+    def __enter__(self) -> _Scope:
         self._prev = (_state.recording, _state.training)
         if self._rec is not None:
             _state.recording = self._rec
@@ -60,12 +71,13 @@ class _Scope:
             _state.training = self._train
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
+        assert self._prev is not None  # set by __enter__
         _state.recording, _state.training = self._prev
         return False
 
 
-def record(train_mode=True):
+def record(train_mode: bool = True) -> _Scope:
     """Return a scope in which operations are recorded for differentiation.
 
     Parameters
@@ -76,46 +88,48 @@ def record(train_mode=True):
     return _Scope(True, train_mode)
 
 
-def pause(train_mode=False):
+def pause(train_mode: bool = False) -> _Scope:
     """Return a scope in which nothing is recorded, e.g. for metric computations."""
     return _Scope(False, train_mode)
 
 
-def train_mode():
+def train_mode() -> _Scope:
     """Return a scope in training mode, without changing whether operations are recorded."""
     return _Scope(None, True)
 
 
-def predict_mode():
+def predict_mode() -> _Scope:
     """Return a scope in inference mode, without changing whether operations are recorded."""
     return _Scope(None, False)
 
 
-def is_recording():
+def is_recording() -> bool:
     """Return whether operations are being recorded."""
     return _state.recording
 
 
-def is_training():
+def is_training() -> bool:
     """Return whether operations run in training mode."""
     return _state.training
 
 
-def set_recording(is_recording):
+def set_recording(is_recording: bool) -> bool:
     """Set the recording flag and return its previous value."""
     prev = _state.recording
     _state.recording = bool(is_recording)
     return prev
 
 
-def set_training(train_mode):
+def set_training(train_mode: bool) -> bool:
     """Set the training flag and return its previous value."""
     prev = _state.training
     _state.training = bool(train_mode)
     return prev
 
 
-def mark_variables(variables, gradients, grad_reqs="write"):
+def mark_variables(variables: NDArray | list[NDArray] | tuple[NDArray, ...],
+                   gradients: NDArray | Sequence[NDArray],
+                   grad_reqs: str | Sequence[str] = "write") -> None:
     """Mark arrays as variables whose gradients go into the given gradient arrays.
 
     Parameters
@@ -126,18 +140,18 @@ def mark_variables(variables, gradients, grad_reqs="write"):
     grad_reqs : str or list of str, default 'write'
     """
     if not isinstance(variables, (list, tuple)):
-        variables, gradients = [variables], [gradients]
+        variables, gradients = [variables], [cast("NDArray", gradients)]
     if isinstance(grad_reqs, str):
         grad_reqs = [grad_reqs] * len(variables)
     for var, g, req in zip(variables, gradients, grad_reqs, strict=True):
         var._mark_variable(g, req)
 
 
-def _as_list(x):
+def _as_list(x: Any) -> list[Any]:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def _toposort(heads):
+def _toposort(heads: list[NDArray]) -> list[Any]:
     """Return the op nodes reachable from ``heads``, every node after all of its inputs' nodes."""
     order = []
     visited = set()
@@ -165,7 +179,9 @@ def _toposort(heads):
     return order
 
 
-def _run(heads, head_grads, retain_graph):
+def _run(heads: NDArray | Sequence[NDArray],
+         head_grads: NDArray | Sequence[NDArray | None] | None,
+         retain_graph: bool) -> dict[int, Any]:
     """Propagate gradients from ``heads``; return {id(variable): (variable, gradient)}."""
     heads = _as_list(heads)
     if head_grads is None:
@@ -174,8 +190,8 @@ def _run(heads, head_grads, retain_graph):
         head_grads = _as_list(head_grads)
         if len(head_grads) != len(heads):
             raise MXNetError(f"backward got {len(heads)} heads but {len(head_grads)} head_grads")
-    pending = {}
-    leaves = {}
+    pending: dict[int, Any] = {}
+    leaves: dict[int, Any] = {}
     for h, hg in zip(heads, head_grads, strict=True):
         be = h._ctx.backend
         if hg is None:
@@ -228,7 +244,7 @@ def _run(heads, head_grads, retain_graph):
     return leaves
 
 
-def _accumulate(leaves, var, g):
+def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
     entry = leaves.get(id(var))
     if entry is None:
         leaves[id(var)] = (var, g)
@@ -236,7 +252,9 @@ def _accumulate(leaves, var, g):
         leaves[id(var)] = (var, entry[1] + g)
 
 
-def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
+def backward(heads: NDArray | Sequence[NDArray],
+             head_grads: NDArray | Sequence[NDArray | None] | None = None,
+             retain_graph: bool = False, train_mode: bool = True) -> None:
     """Compute the gradients of ``heads`` with respect to the marked variables.
 
     Parameters
@@ -265,8 +283,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
         var._fresh = True
 
 
-def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
-         train_mode=True):
+def grad(heads: NDArray | Sequence[NDArray], variables: NDArray | Sequence[NDArray],
+         head_grads: NDArray | Sequence[NDArray | None] | None = None,
+         retain_graph: bool | None = None, create_graph: bool = False,
+         train_mode: bool = True) -> NDArray | list[NDArray]:
     """Return the gradients of ``heads`` with respect to ``variables`` (first order only).
 
     The variables' ``.grad`` buffers are left untouched.
@@ -327,21 +347,21 @@ class Function:
     ...         return dy * y * (1 - y)
     """
 
-    saved_tensors = ()
+    saved_tensors: tuple[Any, ...] = ()
 
-    def save_for_backward(self, *args):
+    def save_for_backward(self, *args: Any) -> None:
         """Keep ``args`` as ``self.saved_tensors`` for :meth:`backward`."""
         self.saved_tensors = args
 
-    def forward(self, *inputs):
+    def forward(self, *inputs: NDArray) -> Any:
         """Compute the outputs from input NDArrays."""
         raise NotImplementedError
 
-    def backward(self, *output_grads):
+    def backward(self, *output_grads: NDArray) -> Any:
         """Return the gradient of each input given the gradient of each output."""
         raise NotImplementedError
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs: NDArray) -> NDArray | list[NDArray]:
         with _Scope(False, None):
             outputs = self.forward(*inputs)
         single = not isinstance(outputs, (list, tuple))
@@ -359,13 +379,14 @@ class Function:
 class _FunctionNode:
     """Graph node adapting a :class:`Function` to the primitive-op protocol."""
 
-    def __init__(self, fn, inputs, needs, outs):
+    def __init__(self, fn: Function, inputs: Sequence[NDArray], needs: tuple[bool, ...],
+                 outs: list[NDArray]) -> None:
         self.fn, self.inputs, self.needs = fn, tuple(inputs), needs
         self.nout = len(outs)
         self.ctx = inputs[0]._ctx
         self.outs = [(o._ctx, o._data.shape, o._data.dtype) for o in outs]
 
-    def backward(self, *gouts):
+    def backward(self, *gouts: Any) -> tuple[Any, ...]:
         new = self.inputs[0]._new
         grads = []
         for g, (ctx, shape, dtype) in zip(gouts, self.outs, strict=True):

@@ -6,7 +6,10 @@ machines without CuPy or a GPU. ``cpu(0)`` and ``cpu(1)`` are distinct contexts:
 cannot be mixed in one operation, which lets multi-device code be tested without GPUs.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Any, ClassVar, Literal
 
 from ._backend import backend_for
 from .base import MXNetError
@@ -15,8 +18,8 @@ __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
 
 
 class _DefaultStack(threading.local):
-    def __init__(self):
-        self.stack = []
+    def __init__(self) -> None:
+        self.stack: list[Context] = []
 
 
 _default = _DefaultStack()
@@ -43,10 +46,14 @@ class Context:
 
     __slots__ = ("device_typeid", "device_id", "_backend")
 
-    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
-    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+    device_typeid: int
+    device_id: int
+    _backend: Any  # the backend object, made on first use
 
-    def __init__(self, device_type, device_id=0):
+    devtype2str: ClassVar[dict[int, str]] = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type: ClassVar[dict[str, int]] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+
+    def __init__(self, device_type: str | Context, device_id: int = 0) -> None:
         if isinstance(device_type, Context):
             self.device_typeid = device_type.device_typeid
             self.device_id = device_type.device_id
@@ -60,40 +67,40 @@ class Context:
         self._backend = None
 
     @property
-    def device_type(self):
+    def device_type(self) -> str:
         """str: ``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'``."""
         return Context.devtype2str[self.device_typeid]
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.device_typeid, self.device_id))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Context) and self.device_typeid == other.device_typeid
                 and self.device_id == other.device_id)
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{Context.devtype2str[self.device_typeid]}({self.device_id})"
 
     __str__ = __repr__
 
-    def __enter__(self):
+    def __enter__(self) -> Context:
         _default.stack.append(self)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         _default.stack.pop()
         return False
 
-    def empty_cache(self):
+    def empty_cache(self) -> None:
         """Release cached device memory back to the driver (a no-op on CPU)."""
         if self.device_typeid == 2:
             self.backend.empty_cache(self.device_id)
 
     @property
-    def backend(self):
+    def backend(self) -> Any:
         """The array-library backend (NumPy or CuPy) that runs operations on this context.
 
         Raises
@@ -107,7 +114,7 @@ class Context:
         return be
 
 
-def cpu(device_id=0):
+def cpu(device_id: int = 0) -> Context:
     """Return the CPU context ``cpu(device_id)``.
 
     Parameters
@@ -118,12 +125,12 @@ def cpu(device_id=0):
     return Context("cpu", device_id)
 
 
-def cpu_pinned(device_id=0):
+def cpu_pinned(device_id: int = 0) -> Context:
     """Return the pinned-host-memory context (host memory; kept for API compatibility)."""
     return Context("cpu_pinned", device_id)
 
 
-def gpu(device_id=0):
+def gpu(device_id: int = 0) -> Context:
     """Return the GPU context ``gpu(device_id)``.
 
     Creating the context always works; creating arrays on it needs CuPy and a CUDA device.
@@ -131,13 +138,13 @@ def gpu(device_id=0):
     return Context("gpu", device_id)
 
 
-def current_context():
+def current_context() -> Context:
     """Return the context of the innermost ``with ctx:`` block, or ``cpu(0)`` outside any."""
     stack = _default.stack
     return stack[-1] if stack else Context("cpu", 0)
 
 
-def num_gpus():
+def num_gpus() -> int:
     """Return the number of CUDA GPUs visible through CuPy, or 0 without CuPy or a driver."""
     try:
         import cupy
@@ -149,6 +156,6 @@ def num_gpus():
         return 0
 
 
-def gpu_memory_info(device_id=0):
+def gpu_memory_info(device_id: int = 0) -> tuple[int, int]:
     """Return ``(free, total)`` bytes of GPU ``device_id``."""
     return gpu(device_id).backend.memory_info(device_id)

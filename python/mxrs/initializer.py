@@ -19,10 +19,14 @@ Examples
 <mxrs.initializer.Zero object at ...>
 """
 
+from __future__ import annotations
+
 import json
 import logging
 import math
 import re
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,7 +37,8 @@ from .ndarray import NDArray, load
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Zero", "One", "Constant",
            "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Mixed", "Load"]
 
-_REGISTRY = {}
+_REGISTRY: dict[str, type[Initializer]] = {}
+_I = TypeVar("_I", bound="type[Initializer]")
 
 
 class InitDesc(str):
@@ -49,7 +54,11 @@ class InitDesc(str):
         The initializer to fall back to.
     """
 
-    def __new__(cls, name, attrs=None, global_init=None):
+    attrs: dict[str, Any]
+    global_init: Initializer | None
+
+    def __new__(cls, name: str, attrs: dict[str, Any] | None = None,
+                global_init: Initializer | None = None) -> InitDesc:
         ret = super().__new__(cls, name)
         ret.attrs = attrs or {}
         ret.global_init = global_init
@@ -63,12 +72,13 @@ class Initializer:
     MXNet's constants (bias and beta 0, gamma 1).
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         self._kwargs = kwargs
         self._verbose = False
-        self._print_func = None
+        self._print_func: Callable[[NDArray], str] | None = None
 
-    def set_verbosity(self, verbose=False, print_func=None):
+    def set_verbosity(self, verbose: bool = False,
+                      print_func: Callable[[NDArray], str] | None = None) -> Initializer:
         """Log a statistic of every initialized array (default: its RMS value).
 
         Parameters
@@ -79,24 +89,24 @@ class Initializer:
         """
         self._verbose = verbose
         if print_func is None:
-            def print_func(x):
+            def print_func(x: NDArray) -> str:
                 return str(float(np.sqrt((x.asnumpy().astype(np.float64) ** 2).mean())))
         self._print_func = print_func
         return self
 
-    def _verbose_print(self, desc, init, arr):
+    def _verbose_print(self, desc: str, init: object, arr: NDArray) -> None:
         if self._verbose and self._print_func:
             logging.info("Initialized %s as %s: %s", desc, init, self._print_func(arr))
 
-    def dumps(self):
+    def dumps(self) -> str:
         """Return the initializer as a JSON string ``'["name", {kwargs}]'``."""
         return json.dumps([type(self).__name__.lower(), self._kwargs])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({args})"
 
-    def __call__(self, desc, arr):
+    def __call__(self, desc: str, arr: NDArray) -> None:
         """Initialize NDArray ``arr`` described by ``desc`` (an :class:`InitDesc` or a str)."""
         if not isinstance(arr, NDArray):
             raise TypeError(f"initializer expects an NDArray to fill, got {type(arr).__name__}")
@@ -116,25 +126,25 @@ class Initializer:
                 return
         self._init_default(desc, arr)
 
-    def _init_zero(self, _, arr):
+    def _init_zero(self, _: str, arr: NDArray) -> None:
         arr[:] = 0.0
 
-    def _init_one(self, _, arr):
+    def _init_one(self, _: str, arr: NDArray) -> None:
         arr[:] = 1.0
 
-    def _init_bias(self, _, arr):
+    def _init_bias(self, _: str, arr: NDArray) -> None:
         arr[:] = 0.0
 
-    def _init_gamma(self, _, arr):
+    def _init_gamma(self, _: str, arr: NDArray) -> None:
         arr[:] = 1.0
 
-    def _init_beta(self, _, arr):
+    def _init_beta(self, _: str, arr: NDArray) -> None:
         arr[:] = 0.0
 
-    def _init_weight(self, name, arr):
+    def _init_weight(self, name: str, arr: NDArray) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement _init_weight")
 
-    def _init_default(self, name, _):
+    def _init_default(self, name: str, _: NDArray) -> None:
         raise MXNetError(
             f"Unknown initialization pattern for {name}. Default initialization is limited to "
             "names ending in \"weight\", \"bias\", \"gamma\" (1.0), \"beta\" (0.0) and the "
@@ -156,14 +166,14 @@ _SUFFIX_RULES = (
 
 
 # ----------------------------------------------------------------- registry
-def register(klass):
+def register(klass: _I) -> _I:
     """Register initializer class ``klass`` under its lower-case name (usable as a decorator).
 
     Examples
     --------
     >>> @mx.init.register
     ... class Halves(mx.init.Initializer):
-    ...     def _init_weight(self, _, arr):
+    ...     def _init_weight(self, _: str, arr: NDArray) -> None:
     ...         arr[:] = 0.5
     >>> mx.init.create('halves')
     """
@@ -173,16 +183,17 @@ def register(klass):
     return klass
 
 
-def alias(*aliases):
+def alias(*aliases: str) -> Callable[[_I], _I]:
     """Return a decorator registering an initializer class under extra names."""
-    def reg(klass):
+    def reg(klass: _I) -> _I:
         for name in aliases:
             _REGISTRY[name.lower()] = klass
         return klass
     return reg
 
 
-def create(initializer, *args, **kwargs):
+def create(initializer: Initializer | type[Initializer] | str, *args: Any,
+           **kwargs: Any) -> Initializer:
     """Return an initializer from an instance, a registered name or a JSON dump.
 
     Parameters
@@ -222,7 +233,7 @@ def create(initializer, *args, **kwargs):
 class Zero(Initializer):
     """Fill with zeros."""
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         arr[:] = 0
 
 
@@ -231,7 +242,7 @@ class Zero(Initializer):
 class One(Initializer):
     """Fill with ones."""
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         arr[:] = 1
 
 
@@ -244,12 +255,12 @@ class Constant(Initializer):
     value : float, array_like or NDArray
     """
 
-    def __init__(self, value):
+    def __init__(self, value: float) -> None:
         super().__init__(value=value.tolist() if isinstance(value, np.ndarray) else
                          value.asnumpy().tolist() if isinstance(value, NDArray) else value)
         self.value = value
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         arr[:] = self.value
 
 
@@ -262,11 +273,11 @@ class Uniform(Initializer):
     scale : float, default 0.07
     """
 
-    def __init__(self, scale=0.07):
+    def __init__(self, scale: float = 0.07) -> None:
         super().__init__(scale=scale)
         self.scale = scale
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         random.uniform(-self.scale, self.scale, out=arr)
 
 
@@ -279,11 +290,11 @@ class Normal(Initializer):
     sigma : float, default 0.01
     """
 
-    def __init__(self, sigma=0.01):
+    def __init__(self, sigma: float = 0.01) -> None:
         super().__init__(sigma=sigma)
         self.sigma = sigma
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         random.normal(0, self.sigma, out=arr)
 
 
@@ -297,12 +308,12 @@ class Orthogonal(Initializer):
     rand_type : {'uniform', 'normal'}, default 'uniform'
     """
 
-    def __init__(self, scale=1.414, rand_type="uniform"):
+    def __init__(self, scale: float = 1.414, rand_type: str = "uniform") -> None:
         super().__init__(scale=scale, rand_type=rand_type)
         self.scale = scale
         self.rand_type = rand_type
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         nout = arr.shape[0]
         nin = int(np.prod(arr.shape[1:]))
         if self.rand_type == "uniform":
@@ -311,7 +322,7 @@ class Orthogonal(Initializer):
             tmp = random.normal(0.0, 1.0, shape=(nout, nin)).asnumpy()
         else:
             raise MXNetError(f"Orthogonal: unknown rand_type {self.rand_type!r}")
-        u, _, v = np.linalg.svd(tmp, full_matrices=False)
+        u, _s, v = np.linalg.svd(tmp, full_matrices=False)
         res = u if u.shape == tmp.shape else v
         arr[:] = (self.scale * res).reshape(arr.shape)
 
@@ -332,13 +343,14 @@ class Xavier(Initializer):
     magnitude : float, default 3
     """
 
-    def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
+    def __init__(self, rnd_type: str = "uniform", factor_type: str = "avg",
+                 magnitude: float = 3) -> None:
         super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
         self.rnd_type = rnd_type
         self.factor_type = factor_type
         self.magnitude = float(magnitude)
 
-    def _init_weight(self, name, arr):
+    def _init_weight(self, name: str, arr: NDArray) -> None:
         shape = arr.shape
         if len(shape) < 2:
             raise MXNetError(f"Xavier initializer cannot be applied to vector {name}. It "
@@ -376,7 +388,7 @@ class MSRAPrelu(Xavier):
         The initial negative slope of the PReLU units.
     """
 
-    def __init__(self, factor_type="avg", slope=0.25):
+    def __init__(self, factor_type: str = "avg", slope: float = 0.25) -> None:
         super().__init__("gaussian", factor_type, 2.0 / (1 + slope ** 2))
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
@@ -391,12 +403,13 @@ class Mixed:
     initializers : list of Initializer
     """
 
-    def __init__(self, patterns, initializers):
+    def __init__(self, patterns: Sequence[str],
+                 initializers: Sequence[Callable[[str, NDArray], None]]) -> None:
         if len(patterns) != len(initializers):
             raise MXNetError("Mixed: patterns and initializers differ in length")
         self.map = list(zip([re.compile(p) for p in patterns], initializers, strict=True))
 
-    def __call__(self, name, arr):
+    def __call__(self, name: str, arr: NDArray) -> None:
         """Initialize ``arr`` with the initializer of the first matching pattern."""
         for prog, init in self.map:
             if prog.match(name):
@@ -413,17 +426,18 @@ class Load:
     ``default_init``.
     """
 
-    def __init__(self, param, default_init=None, verbose=False):
-        if isinstance(param, str):
-            param = load(param)
-        if not isinstance(param, dict):
+    def __init__(self, param: str | dict[str, NDArray],
+                 default_init: Callable[[str, NDArray], None] | None = None,
+                 verbose: bool = False) -> None:
+        loaded = load(param) if isinstance(param, str) else param
+        if not isinstance(loaded, dict):
             raise MXNetError("Load expects a dict of name to NDArray or a file holding one")
         self.param = {(k[4:] if k.startswith(("arg:", "aux:")) else k): v
-                      for k, v in param.items()}
+                      for k, v in loaded.items()}
         self.default_init = default_init
         self.verbose = verbose
 
-    def __call__(self, name, arr):
+    def __call__(self, name: str, arr: NDArray) -> None:
         """Fill ``arr`` from the saved array called ``name``, or with the default."""
         if name in self.param:
             if arr.shape != self.param[name].shape:

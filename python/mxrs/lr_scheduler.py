@@ -16,6 +16,8 @@ Examples
 [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
 """
 
+from __future__ import annotations
+
 import logging
 from math import cos, pi
 
@@ -43,7 +45,8 @@ class LRScheduler:
         ``warmup_begin_lr`` throughout the warmup.
     """
 
-    def __init__(self, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0, warmup_mode="linear"):
+    def __init__(self, base_lr: float = 0.01, warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear") -> None:
         self.base_lr = base_lr
         if not isinstance(warmup_steps, int):
             raise MXNetError(f"warmup_steps must be an int, got {warmup_steps!r}")
@@ -60,7 +63,7 @@ class LRScheduler:
                              f"{warmup_mode!r}")
         self.warmup_mode = warmup_mode
 
-    def get_warmup_lr(self, num_update):
+    def get_warmup_lr(self, num_update: int) -> float:
         """The learning rate at update ``num_update`` of the warmup (``< warmup_steps``)."""
         if num_update >= self.warmup_steps:
             raise MXNetError(f"update {num_update} is past the warmup of "
@@ -71,7 +74,7 @@ class LRScheduler:
             return self.warmup_begin_lr + increase
         return self.warmup_begin_lr
 
-    def __call__(self, num_update):
+    def __call__(self, num_update: int) -> float:
         """Return the learning rate for ``num_update``, the most updates any weight has had."""
         raise NotImplementedError("must override this")
 
@@ -94,8 +97,9 @@ class FactorScheduler(LRScheduler):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, step, factor=1, stop_factor_lr=1e-8, base_lr=0.01, warmup_steps=0,
-                 warmup_begin_lr=0, warmup_mode="linear"):
+    def __init__(self, step: int, factor: float = 1, stop_factor_lr: float = 1e-8,
+                 base_lr: float = 0.01, warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear") -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if step < 1:
             raise MXNetError(f"Schedule step must be greater or equal than 1 round, got {step}")
@@ -106,7 +110,7 @@ class FactorScheduler(LRScheduler):
         self.stop_factor_lr = stop_factor_lr
         self.count = 0
 
-    def __call__(self, num_update):
+    def __call__(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         # A loop rather than one power, so resuming at a large num_update catches up.
@@ -137,8 +141,9 @@ class MultiFactorScheduler(LRScheduler):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, step, factor=1, base_lr=0.01, warmup_steps=0, warmup_begin_lr=0,
-                 warmup_mode="linear"):
+    def __init__(self, step: list[int], factor: float = 1, base_lr: float = 0.01,
+                 warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear") -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(step, list) or len(step) < 1:
             raise MXNetError(f"step must be a non-empty list of ints, got {step!r}")
@@ -154,7 +159,7 @@ class MultiFactorScheduler(LRScheduler):
         self.factor = factor
         self.count = 0
 
-    def __call__(self, num_update):
+    def __call__(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         while self.cur_step_ind < len(self.step) and num_update > self.step[self.cur_step_ind]:
@@ -170,8 +175,8 @@ class _DecayToFinal(LRScheduler):
     ``n = num_update - warmup_steps`` and ``max_steps = max_update - warmup_steps``, ``shape``
     going from 1 to 0; past ``max_update`` the last value is kept."""
 
-    def __init__(self, max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
-                 warmup_mode):
+    def __init__(self, max_update: int, base_lr: float, final_lr: float, warmup_steps: int,
+                 warmup_begin_lr: float, warmup_mode: str) -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(max_update, int):
             raise MXNetError(f"max_update must be an int, got {max_update!r}")
@@ -183,10 +188,10 @@ class _DecayToFinal(LRScheduler):
         self.final_lr = final_lr
         self.max_steps = self.max_update - self.warmup_steps
 
-    def _shape(self, frac):
+    def _shape(self, frac: float) -> float:
         raise NotImplementedError
 
-    def __call__(self, num_update):
+    def __call__(self, num_update: int) -> float:
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:
@@ -215,13 +220,14 @@ class PolyScheduler(_DecayToFinal):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
-                 warmup_begin_lr=0, warmup_mode="linear"):
+    def __init__(self, max_update: int, base_lr: float = 0.01, pwr: float = 2,
+                 final_lr: float = 0, warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear") -> None:
         self.power = pwr
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
                          warmup_mode)
 
-    def _shape(self, frac):
+    def _shape(self, frac: float) -> float:
         return pow(1 - frac, self.power)
 
 
@@ -242,10 +248,11 @@ class CosineScheduler(_DecayToFinal):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
-                 warmup_mode="linear"):
+    def __init__(self, max_update: int, base_lr: float = 0.01, final_lr: float = 0,
+                 warmup_steps: int = 0, warmup_begin_lr: float = 0,
+                 warmup_mode: str = "linear") -> None:
         super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
                          warmup_mode)
 
-    def _shape(self, frac):
+    def _shape(self, frac: float) -> float:
         return (1 + cos(pi * frac)) / 2

@@ -6,9 +6,13 @@ outputs (class scores by default). The batch is cut across ``ctx`` evenly or in 
 ``gluon.Trainer``.
 """
 
+from __future__ import annotations
+
 import logging
 import time
 from collections import namedtuple
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -21,6 +25,9 @@ from .gluon import Block, Trainer
 from .gluon.loss import SoftmaxCrossEntropyLoss
 from .gluon.utils import split_and_load
 from .ndarray import NDArray
+
+#: A callback, or a list of them, called with the arguments MXNet passes.
+_Callbacks = Callable[..., Any] | list[Callable[..., Any]] | tuple[Callable[..., Any], ...] | None
 
 BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"])
 
@@ -47,9 +54,12 @@ class FeedForward:
         Optimizer hyper-parameters (``learning_rate``, ``momentum``, ``wd``...).
     """
 
-    def __init__(self, symbol, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd",
-                 initializer=None, numpy_batch_size=128, arg_params=None,
-                 aux_params=None, allow_extra_params=False, begin_epoch=0, loss=None, **kwargs):
+    def __init__(self, symbol: Block, ctx: Context | Sequence[Context] | None = None,
+                 num_epoch: int | None = None, epoch_size: int | None = None,
+                 optimizer: Any = "sgd", initializer: _init.Initializer | None = None,
+                 numpy_batch_size: int = 128, arg_params: dict[str, Any] | None = None,
+                 aux_params: dict[str, Any] | None = None, allow_extra_params: bool = False,
+                 begin_epoch: int = 0, loss: Block | None = None, **kwargs: Any) -> None:
         if not isinstance(symbol, Block):
             raise MXNetError(f"FeedForward: symbol must be a gluon Block, got "
                              f"{type(symbol).__name__}")
@@ -70,12 +80,13 @@ class FeedForward:
                              "into the Block with load_parameters")
 
     # ------------------------------------------------------------------ helpers
-    def _init(self):
+    def _init(self) -> None:
         if not self._initialized:
             self.symbol.initialize(self.initializer, ctx=self.ctx)
             self._initialized = True
 
-    def _batches(self, X, y, batch_size, shuffle=False):
+    def _batches(self, X: Any, y: Any, batch_size: int,
+                 shuffle: bool = False) -> Iterator[tuple[Any, Any]]:
         """Yield (data, label) numpy/NDArray batches from arrays or from an iterable of batches."""
         if isinstance(X, (np.ndarray, NDArray)):
             X = X.asnumpy() if isinstance(X, NDArray) else X
@@ -96,15 +107,18 @@ class FeedForward:
             else:
                 yield batch, None
 
-    def _split(self, data, work_load_list):
+    def _split(self, data: Any, work_load_list: Sequence[float] | None) -> list[NDArray]:
         if len(self.ctx) == 1:
             return split_and_load(data, self.ctx, even_split=False)
         return split_and_load(data, self.ctx, even_split=False, work_load_list=work_load_list)
 
     # ------------------------------------------------------------------ API
-    def fit(self, X, y=None, eval_data=None, eval_metric="acc", epoch_end_callback=None,
-            batch_end_callback=None, kvstore="local", logger=None, work_load_list=None,
-            monitor=None, eval_end_callback=None, eval_batch_end_callback=None):
+    def fit(self, X: Any, y: Any = None, eval_data: Any = None, eval_metric: Any = "acc",
+            epoch_end_callback: _Callbacks = None, batch_end_callback: _Callbacks = None,
+            kvstore: Any = "local", logger: logging.Logger | None = None,
+            work_load_list: Sequence[float] | None = None, monitor: Any = None,
+            eval_end_callback: _Callbacks = None,
+            eval_batch_end_callback: _Callbacks = None) -> FeedForward:
         """Train for ``num_epoch`` epochs.
 
         Parameters
@@ -131,7 +145,7 @@ class FeedForward:
         if work_load_list is not None and len(work_load_list) != len(self.ctx):
             raise MXNetError(f"FeedForward.fit: work_load_list has {len(work_load_list)} entries "
                              f"for {len(self.ctx)} contexts")
-        logger = logger or logging
+        log: Any = logger or logging  # the logging module itself by default, as in MXNet
         self._init()
         loss_fn = self._loss or SoftmaxCrossEntropyLoss()
         trainer = Trainer(self.symbol.collect_params(), self.optimizer, dict(self.kwargs),
@@ -154,19 +168,21 @@ class FeedForward:
                 metric.update(labels, outs)
                 _call(batch_end_callback, BatchEndParam(epoch, nbatch, metric, locals()))
             for name, val in _pairs(metric):
-                logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
-            logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+                log.info("Epoch[%d] Train-%s=%f", epoch, name, val)
+            log.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
             if eval_data is not None:
                 ex, ey = eval_data if isinstance(eval_data, tuple) else (eval_data, None)
                 for name, val in _pairs(self._score(ex, ey, eval_metric)):
-                    logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
+                    log.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
             _call(epoch_end_callback, epoch, self.symbol, None, None)
         return self
 
-    def predict(self, X, num_batch=None, return_data=False, reuse_executor=False):
+    def predict(self, X: Any, num_batch: int | None = None, return_data: bool = False,
+                reuse_executor: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The network's outputs for ``X``, as one numpy array (rows in input order)."""
         self._init()
-        outs, datas = [], []
+        outs: list[np.ndarray] = []
+        datas: list[np.ndarray] = []
         for n, (data, _) in enumerate(self._batches(X, None, self.numpy_batch_size)):
             if num_batch is not None and n >= num_batch:
                 break
@@ -179,13 +195,14 @@ class FeedForward:
         pred = np.concatenate(outs)
         return (pred, np.concatenate(datas)) if return_data else pred
 
-    def score(self, X, y=None, eval_metric="acc", num_batch=None, batch_end_callback=None,
-              reset=True):
+    def score(self, X: Any, y: Any = None, eval_metric: Any = "acc", num_batch: int | None = None,
+              batch_end_callback: _Callbacks = None, reset: bool = True) -> Any:
         """Evaluate ``eval_metric`` over ``X`` (with labels ``y`` or in the batches)."""
         m = self._score(X, y, eval_metric, num_batch)
         return m.get()[1]
 
-    def _score(self, X, y, eval_metric, num_batch=None):
+    def _score(self, X: Any, y: Any, eval_metric: Any,
+               num_batch: int | None = None) -> _metric.EvalMetric:
         self._init()
         m = _metric.create(eval_metric)
         for n, (data, label) in enumerate(self._batches(X, y, self.numpy_batch_size)):
@@ -199,14 +216,14 @@ class FeedForward:
         return m
 
 
-def _pairs(metric):
+def _pairs(metric: _metric.EvalMetric) -> list[tuple[Any, Any]]:
     names, vals = metric.get()
     if isinstance(names, str):
         return [(names, vals)]
-    return list(zip(names, vals, strict=True))
+    return list(zip(names, cast(list, vals), strict=True))  # a list, as names is
 
 
-def _call(callbacks, *args):
+def _call(callbacks: _Callbacks, *args: Any) -> None:
     if callbacks is None:
         return
     for cb in callbacks if isinstance(callbacks, (list, tuple)) else [callbacks]:

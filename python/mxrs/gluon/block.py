@@ -12,19 +12,29 @@ initialization then runs with the initializer and contexts ``initialize`` was gi
 ``hybridize()`` is accepted and changes nothing: blocks always run imperatively.
 """
 
+from __future__ import annotations
+
+import os
 import re
 import threading
 import warnings
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import autograd
 from .. import name as _naming
 from .. import ndarray as nd
 from ..base import MXNetError
+from ..context import Context
 from ..ndarray import NDArray
 from .parameter import DeferredInitializationError, Parameter, _shape_known
 from .parameter_dict import ParameterDict
 from .utils import HookHandle, _brief_print_list, _indent
+
+if TYPE_CHECKING:
+    from .._typing import DTypeLike
+    from .parameter import InitLike
 
 __all__ = ["Block", "HybridBlock"]
 
@@ -34,13 +44,14 @@ class _BlockScope:
 
     _current = threading.local()
 
-    def __init__(self, block):
+    def __init__(self, block: Block) -> None:
         self._block = block
-        self._counter = {}
-        self._old_scope = None
+        self._counter: dict[str, int] = {}
+        self._old_scope: _BlockScope | None = None
 
     @staticmethod
-    def create(prefix, params, hint):
+    def create(prefix: str | None, params: ParameterDict | None,
+               hint: str) -> tuple[str, ParameterDict]:
         """Return the prefix and ParameterDict of a new block of alias ``hint``."""
         current = getattr(_BlockScope._current, "value", None)
         if current is None:
@@ -62,14 +73,14 @@ class _BlockScope:
             params = ParameterDict(params.prefix, params)
         return current._block.prefix + prefix, params
 
-    def __enter__(self):
+    def __enter__(self) -> _BlockScope:
         if self._block._empty_prefix:
             return self
         self._old_scope = getattr(_BlockScope._current, "value", None)
         _BlockScope._current.value = self
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         if self._block._empty_prefix:
             return False
         _BlockScope._current.value = self._old_scope
@@ -109,22 +120,22 @@ class Block:
     #: A block that only chains its children: :meth:`summary` lists the children, not it.
     _chains_children = False
 
-    def __init__(self, prefix=None, params=None):
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
         self._empty_prefix = prefix == ""
         self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
         self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
         self._scope = _BlockScope(self)
-        self._children = OrderedDict()
-        self._reg_params = {}
-        self._forward_hooks = OrderedDict()
-        self._forward_pre_hooks = OrderedDict()
+        self._children: OrderedDict[str, Block] = OrderedDict()
+        self._reg_params: dict[str, Parameter] = {}
+        self._forward_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._forward_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         modstr = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
                            for key, block in self.__dict__.items() if isinstance(block, Block))
         return f"{type(self).__name__}(\n{modstr}\n)"
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         """Register Blocks and Parameters assigned as attributes."""
         if hasattr(self, name):
             existing = getattr(self, name)
@@ -141,32 +152,32 @@ class Block:
             self._reg_params[name] = value
         super().__setattr__(name, value)
 
-    def _alias(self):
+    def _alias(self) -> str:
         return type(self).__name__.lower()
 
     @property
-    def prefix(self):
+    def prefix(self) -> str:
         """str: the prefix of this block's name and of its parameters' names."""
         return self._prefix
 
     @property
-    def name(self):
+    def name(self) -> str:
         """str: the prefix without its trailing underscore."""
         return self._name
 
-    def name_scope(self):
+    def name_scope(self) -> _BlockScope:
         """Return the scope in which child blocks get this block's prefix (use with ``with``)."""
         return self._scope
 
     @property
-    def params(self):
+    def params(self) -> ParameterDict:
         """ParameterDict: this block's own parameters (not its children's)."""
         return self._params
 
-    def _check_container_with_block(self):
+    def _check_container_with_block(self) -> None:
         children = set(self._children.values())
 
-        def unregistered(data):
+        def unregistered(data: Any) -> bool:
             if isinstance(data, (list, tuple)):
                 return any(unregistered(e) for e in data)
             if isinstance(data, dict):
@@ -182,7 +193,7 @@ class Block:
                               "register_child() or switching to nn.Sequential/"
                               "nn.HybridSequential instead.", stacklevel=3)
 
-    def collect_params(self, select=None):
+    def collect_params(self, select: str | None = None) -> ParameterDict:
         """Return a ParameterDict of this block's and all descendants' parameters.
 
         Parameters
@@ -203,7 +214,7 @@ class Block:
             ret.update(child.collect_params(select=select))
         return ret
 
-    def _collect_params_with_prefix(self, prefix=""):
+    def _collect_params_with_prefix(self, prefix: str = "") -> dict[str, Parameter]:
         if prefix:
             prefix += "."
         ret = {prefix + key: val for key, val in self._reg_params.items()}
@@ -211,7 +222,7 @@ class Block:
             ret.update(child._collect_params_with_prefix(prefix + name))
         return ret
 
-    def save_parameters(self, filename, deduplicate=False):
+    def save_parameters(self, filename: str | os.PathLike[str], deduplicate: bool = False) -> None:
         """Save the parameters under structural names (``'0.weight'``, ``'features.1.bias'``).
 
         Parameters
@@ -228,8 +239,10 @@ class Block:
             params = {v[0]: k for k, v in names.items()}
         nd.save(filename, {key: val._reduce() for key, val in params.items()})
 
-    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
-                        cast_dtype=False, dtype_source="current"):
+    def load_parameters(self, filename: str | os.PathLike[str],
+                        ctx: Context | Sequence[Context] | None = None,
+                        allow_missing: bool = False, ignore_extra: bool = False,
+                        cast_dtype: bool = False, dtype_source: str = "current") -> None:
         """Load parameters saved by :meth:`save_parameters` (or ``ParameterDict.save``).
 
         Parameters
@@ -281,33 +294,37 @@ class Block:
                 continue
             params[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
 
-    def register_child(self, block, name=None):
+    def register_child(self, block: Block, name: str | None = None) -> None:
         """Register ``block`` as a child (attributes are registered automatically)."""
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
 
-    def register_forward_pre_hook(self, hook):
+    def register_forward_pre_hook(self, hook: Callable[[Block, tuple[Any, ...]], Any]
+                                  ) -> HookHandle:
         """Call ``hook(block, inputs)`` before every :meth:`forward`; returns a HookHandle."""
         handle = HookHandle()
         handle.attach(self._forward_pre_hooks, hook)
         return handle
 
-    def register_forward_hook(self, hook):
+    def register_forward_hook(self, hook: Callable[[Block, tuple[Any, ...], Any], Any]
+                              ) -> HookHandle:
         """Call ``hook(block, inputs, outputs)`` after every :meth:`forward`; returns a
         HookHandle."""
         handle = HookHandle()
         handle.attach(self._forward_hooks, hook)
         return handle
 
-    def apply(self, fn):
+    def apply(self, fn: Callable[[Block], Any]) -> Block:
         """Call ``fn(block)`` on every descendant, children first, then on this block."""
         for child in self._children.values():
             child.apply(fn)
         fn(self)
         return self
 
-    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+    def initialize(self, init: InitLike | None = None,
+                   ctx: Context | Sequence[Context] | None = None, verbose: bool = False,
+                   force_reinit: bool = False) -> None:
         """Initialize the parameters of this block and its descendants.
 
         Same as ``collect_params().initialize(init, ctx, verbose, force_reinit)``.
@@ -321,19 +338,19 @@ class Block:
         """
         self.collect_params().initialize(init, ctx, verbose, force_reinit)
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
         """Accepted for compatibility: blocks always run imperatively in mxrs."""
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
-    def cast(self, dtype):
+    def cast(self, dtype: DTypeLike) -> None:
         """Convert every parameter of this block and its descendants to ``dtype``."""
         for child in self._children.values():
             child.cast(dtype)
         for param in self.params.values():
             param.cast(dtype)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the pre-hooks, :meth:`forward` and the hooks."""
         for hook in self._forward_pre_hooks.values():
             hook(self, args)
@@ -342,22 +359,22 @@ class Block:
             hook(self, args, out)
         return out
 
-    def forward(self, *args):
+    def forward(self, *args: Any) -> Any:
         """Compute the block's output from NDArrays (subclasses implement this)."""
         raise NotImplementedError
 
-    def summary(self, *inputs):
+    def summary(self, *inputs: Any) -> None:
         """Print each layer's output shape and parameter count for one pass of ``inputs``."""
-        rows = []
+        rows: list[tuple[str, str, int, int, int]] = []
         seen = set()
         hooks = []
 
-        def shape_str(x):
+        def shape_str(x: Any) -> str:
             if isinstance(x, (list, tuple)):
                 return ", ".join(shape_str(i) for i in x)
             return str(x.shape) if isinstance(x, NDArray) else str(x)
 
-        def hook(block, _, outputs):
+        def hook(block: Block, _: Any, outputs: Any) -> None:
             n = trainable = shared = 0
             for p in block.params.values():
                 size = p.data().size
@@ -369,7 +386,7 @@ class Block:
             rows.append((f"{type(block).__name__}-{len(rows) + 1}", shape_str(outputs), n,
                          trainable, shared))
 
-        def register(block):
+        def register(block: Block) -> None:
             if not block._chains_children:
                 hooks.append(block.register_forward_hook(hook))
 
@@ -416,12 +433,12 @@ class HybridBlock(Block):
     ...         return F.broadcast_mul(x, s)
     """
 
-    def __init__(self, prefix=None, params=None):
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
         super().__init__(prefix=prefix, params=params)
         self._active = False
-        self._flags = []
+        self._flags: list[tuple[str, Any]] = []
 
-    def register_child(self, block, name=None):
+    def register_child(self, block: Block, name: str | None = None) -> None:
         """Register HybridBlock ``block`` as a child.
 
         Raises
@@ -435,14 +452,14 @@ class HybridBlock(Block):
                              "HybridSequential instead.")
         super().register_child(block, name)
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
         """Accepted for compatibility (remembers the flags); the block still runs
         imperatively."""
         self._active = active
         self._flags = list(kwargs.items())
         super().hybridize(active, **kwargs)
 
-    def infer_shape(self, *args):
+    def infer_shape(self, *args: Any) -> None:
         """Fill in unknown shapes of this block's parameters from the inputs ``args``.
 
         Layers override this; the base version only checks that nothing is left unknown.
@@ -458,14 +475,15 @@ class HybridBlock(Block):
                              "its inputs; give the full shapes when creating the parameters or "
                              "override infer_shape(self, *args)")
 
-    def _deferred_infer_shape(self, *args):
+    def _deferred_infer_shape(self, *args: Any) -> None:
         try:
             self.infer_shape(*args)
         except MXNetError as err:
             raise MXNetError(f"Deferred initialization failed because shape cannot be "
                              f"inferred. {err}") from err
 
-    def forward(self, x, *args, **kwargs):
+    def forward(  # type: ignore[override]  # MXNet's signature: the input first
+            self, x: NDArray, *args: Any, **kwargs: Any) -> Any:
         """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on ``x``'s context,
         finishing deferred initialization on the first call."""
         if not isinstance(x, NDArray):
@@ -485,12 +503,12 @@ class HybridBlock(Block):
                 params.update(kwargs)
             return self.hybrid_forward(nd, x, *args, **params)
 
-    def hybrid_forward(self, F, x, *args, **kwargs):
+    def hybrid_forward(self, F: Any, x: NDArray, *args: Any, **kwargs: Any) -> Any:
         """Compute the output with operator namespace ``F`` (``mx.nd``); subclasses implement
         this."""
         raise NotImplementedError
 
-    def export(self, path, epoch=0, **kwargs):
+    def export(self, path: str, epoch: int = 0, **kwargs: Any) -> None:
         """Not supported: mxrs has no symbolic graphs to export; use :meth:`save_parameters`."""
         raise MXNetError("HybridBlock.export needs a symbolic graph, which mxrs does not build; "
                          "use save_parameters/load_parameters instead")

@@ -12,7 +12,11 @@ finishes the initialization then. Before that, ``data()`` raises
 :class:`DeferredInitializationError`.
 """
 
+from __future__ import annotations
+
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard, cast, overload
 
 import numpy as np
 
@@ -20,7 +24,14 @@ from .. import autograd, initializer
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
-from ..ndarray.ndarray import _wrap
+from ..ndarray.ndarray import NDArray, _wrap
+
+if TYPE_CHECKING:
+    from .._typing import DTypeLike
+    from .trainer import Trainer
+
+#: An initializer argument: an instance, a registered name or a JSON dump.
+InitLike = initializer.Initializer | str
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant"]
 
@@ -29,7 +40,7 @@ class DeferredInitializationError(MXNetError):
     """A parameter's data was asked for before its deferred initialization finished."""
 
 
-def _ctx_list(ctx):
+def _ctx_list(ctx: Context | Sequence[Context] | None) -> list[Context]:
     if ctx is None:
         return [current_context()]
     if isinstance(ctx, Context):
@@ -37,7 +48,15 @@ def _ctx_list(ctx):
     return list(ctx)
 
 
-def _norm_shape(shape):
+@overload
+def _norm_shape(shape: None) -> None: ...
+
+
+@overload
+def _norm_shape(shape: int | Sequence[int | None]) -> tuple[int, ...]: ...
+
+
+def _norm_shape(shape: int | Sequence[int | None] | None) -> tuple[int, ...] | None:
     if shape is None:
         return None
     if isinstance(shape, (int, np.integer)):
@@ -45,7 +64,7 @@ def _norm_shape(shape):
     return tuple(0 if d is None else int(d) for d in shape)
 
 
-def _shape_known(shape):
+def _shape_known(shape: tuple[int, ...] | None) -> TypeGuard[tuple[int, ...]]:
     return shape is not None and all(d > 0 for d in shape)
 
 
@@ -80,20 +99,23 @@ class Parameter:
     [cpu(0), cpu(1)]
     """
 
-    def __init__(self, name, grad_req="write", shape=None, dtype=np.float32, lr_mult=1.0,
-                 wd_mult=1.0, init=None, allow_deferred_init=False, differentiable=True,
-                 stype="default", grad_stype="default"):
+    def __init__(self, name: str, grad_req: str = "write",
+                 shape: int | Sequence[int | None] | None = None, dtype: DTypeLike = np.float32,
+                 lr_mult: float = 1.0, wd_mult: float = 1.0, init: InitLike | None = None,
+                 allow_deferred_init: bool = False, differentiable: bool = True,
+                 stype: str = "default", grad_stype: str = "default") -> None:
         if stype != "default" or grad_stype != "default":
             raise MXNetError(f"Parameter '{name}': only dense ('default') storage is supported")
-        self._data = None
-        self._grad = None
-        self._ctx_list = None
-        self._ctx_index = None
-        self._trainer = None
-        self._deferred_init = ()
+        # _data, _ctx_list and _ctx_index are None until initialized, then all set together
+        self._data: list[NDArray] | None = None
+        self._grad: list[NDArray] | None = None
+        self._ctx_list: list[Context] | None = None
+        self._ctx_index: dict[Context, int] | None = None
+        self._trainer: Trainer | None = None
+        self._deferred_init: tuple[Any, ...] = ()
         self._differentiable = differentiable
         self._allow_deferred_init = allow_deferred_init
-        self._grad_req = None
+        self._grad_req = ""  # set by the grad_req setter below
         self._stype = stype
         self._grad_stype = grad_stype
         self._shape = _norm_shape(shape)
@@ -104,17 +126,17 @@ class Parameter:
         self.grad_req = grad_req
         self.init = init
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Parameter {self.name} (shape={self.shape}, dtype={self.dtype})"
 
     # ----------------------------------------------------------------- attributes
     @property
-    def grad_req(self):
+    def grad_req(self) -> str:
         """str: 'write', 'add' or 'null'; setting 'null' drops the gradient buffers."""
         return self._grad_req
 
     @grad_req.setter
-    def grad_req(self, req):
+    def grad_req(self, req: str) -> None:
         if req not in ("write", "add", "null"):
             raise MXNetError(f"grad_req must be one of 'write', 'add', or 'null', but got "
                              f"'{req}'")
@@ -125,21 +147,21 @@ class Parameter:
         self._grad_req = req
         if req == "null" and self._grad is not None:
             self._grad = None
-            for arr in self._data:
+            for arr in self._data or ():
                 arr.attach_grad("null")
         elif self._grad is not None:
-            for arr, g in zip(self._data, self._grad, strict=True):
+            for arr, g in zip(self._data or (), self._grad, strict=True):
                 arr._mark_variable(g, req)
         elif self._data is not None:
             self._init_grad()
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...] | None:
         """tuple of int or None: the shape; 0 marks a dimension not known yet."""
         return self._shape
 
     @shape.setter
-    def shape(self, new_shape):
+    def shape(self, new_shape: int | Sequence[int | None]) -> None:
         new_shape = _norm_shape(new_shape)
         if self._shape is None:
             self._shape = new_shape
@@ -151,20 +173,20 @@ class Parameter:
         self._shape = new_shape
 
     @property
-    def stype(self):
+    def stype(self) -> str:
         """str: the storage type, always 'default' (dense)."""
         return self._stype
 
     # ----------------------------------------------------------------- state helpers
-    def _is_initialized(self):
+    def _is_initialized(self) -> bool:
         """Return whether the data arrays exist (initialization is complete)."""
         return self._data is not None
 
-    def _is_deferred(self):
+    def _is_deferred(self) -> bool:
         """Return whether initialization waits for the shape to become known."""
         return self._data is None and bool(self._deferred_init)
 
-    def _set_trainer(self, trainer):
+    def _set_trainer(self, trainer: Trainer | None) -> None:
         """Remember the trainer updating this parameter (a dense parameter may change trainer,
         as in MXNet; only a sparse one may not)."""
         if (self._stype != "default" and self._trainer is not None and trainer is not None
@@ -174,7 +196,8 @@ class Parameter:
                              "Parameter is not supported.")
         self._trainer = trainer
 
-    def _check_and_get(self, arr_list, ctx):
+    def _check_and_get(self, arr_list: list[NDArray] | None,
+                       ctx: Context | type[list] | None) -> Any:
         if arr_list is not None:
             if ctx is list:
                 return arr_list
@@ -182,7 +205,8 @@ class Parameter:
                 if len(arr_list) == 1:
                     return arr_list[0]
                 ctx = current_context()
-            idx = self._ctx_index.get(ctx)
+            assert self._ctx_index is not None  # set with the arrays
+            idx = self._ctx_index.get(cast(Context, ctx))  # not list, after the test above
             if idx is not None:
                 return arr_list[idx]
             raise MXNetError(f"Parameter '{self.name}' was not initialized on context {ctx}. "
@@ -200,7 +224,9 @@ class Parameter:
             "because the later does not include Parameters of nested child Blocks")
 
     # ----------------------------------------------------------------- initialization
-    def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):
+    def initialize(self, init: InitLike | None = None,
+                   ctx: Context | Sequence[Context] | None = None,
+                   default_init: InitLike | None = None, force_reinit: bool = False) -> None:
         """Allocate and fill the data (and gradient) arrays on the given contexts.
 
         Parameters
@@ -237,7 +263,7 @@ class Parameter:
         self._deferred_init = (init, ctx, default_init, None)
         self._finish_deferred_init()
 
-    def _finish_deferred_init(self):
+    def _finish_deferred_init(self) -> None:
         """Run the initialization ``initialize`` recorded (the shape must be known now)."""
         if not self._deferred_init:
             return
@@ -254,7 +280,7 @@ class Parameter:
                     initializer.InitDesc(self.name, {"__init__": init}), data)
             self._init_impl(data, ctx)
 
-    def _init_impl(self, data, ctx_list):
+    def _init_impl(self, data: NDArray, ctx_list: Sequence[Context]) -> None:
         """Copy ``data`` to every context, reusing the arrays already there when possible."""
         ctx_list = list(ctx_list)
         old = self._data
@@ -269,12 +295,12 @@ class Parameter:
         self._data = [data.copyto(c) for c in ctx_list]
         self._init_grad()
 
-    def _init_grad(self):
+    def _init_grad(self) -> None:
         if self.grad_req == "null":
             self._grad = None
             return
         grads = []
-        for arr in self._data:
+        for arr in self._data or ():
             be, ctx = arr._ctx.backend, arr._ctx
             with be.guard(ctx.device_id):
                 g = _wrap(be.xp.zeros_like(arr._data), ctx)
@@ -282,7 +308,8 @@ class Parameter:
             grads.append(g)
         self._grad = grads
 
-    def _load_init(self, data, ctx, cast_dtype=False, dtype_source="current"):
+    def _load_init(self, data: NDArray, ctx: Context | Sequence[Context] | None,
+                   cast_dtype: bool = False, dtype_source: str = "current") -> None:
         """(Re)initialize from loaded ``data`` (checking shape and dtype)."""
         if self._shape:
             if len(self._shape) != len(data.shape) or not all(
@@ -302,25 +329,25 @@ class Parameter:
                                  f"dtype incompatible expected {np.dtype(self.dtype).name} vs "
                                  f"saved {np.dtype(data.dtype).name}. Set cast_dtype=True to "
                                  "cast the dtype of saved params.")
-        ctx = None if ctx is None else _ctx_list(ctx)
+        ctxs = None if ctx is None else _ctx_list(ctx)
         if self._data is None:
             if self._deferred_init:
-                if ctx is not None and set(ctx) != set(self._deferred_init[1]):
-                    raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctx} because "
+                if ctxs is not None and set(ctxs) != set(self._deferred_init[1]):
+                    raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctxs} because "
                                      f"it was previous initialized on {self.list_ctx()}.")
-                ctx = self._deferred_init[1]
-            elif ctx is None:
-                ctx = [cpu()]
+                ctxs = self._deferred_init[1]
+            elif ctxs is None:
+                ctxs = [cpu()]
             with autograd.pause():
-                self._init_impl(data, ctx)
+                self._init_impl(data, ctxs)
         else:
-            if ctx is not None and set(ctx) != set(self._ctx_list):
-                raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctx} because it "
+            if ctxs is not None and set(ctxs) != set(self._ctx_list or ()):
+                raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctxs} because it "
                                  f"was previous initialized on {self.list_ctx()}.")
             self.set_data(data)
         self._deferred_init = ()
 
-    def _reduce(self):
+    def _reduce(self) -> NDArray:
         """Return the copies' mean on the CPU (the value to save)."""
         block = self.list_data()
         with autograd.pause():
@@ -331,7 +358,7 @@ class Parameter:
                 total += w.copyto(cpu())
             return total / len(block)
 
-    def reset_ctx(self, ctx):
+    def reset_ctx(self, ctx: Context | Sequence[Context] | None) -> None:
         """Move the parameter to other contexts (its value is the mean of the current copies).
 
         Parameters
@@ -351,7 +378,7 @@ class Parameter:
                              "not been initialized.")
 
     # ----------------------------------------------------------------- data access
-    def set_data(self, data):
+    def set_data(self, data: NDArray) -> None:
         """Write ``data`` into the copy on every context (or keep it for deferred init).
 
         Parameters
@@ -374,7 +401,7 @@ class Parameter:
         for arr in self._data:
             data.copyto(arr)
 
-    def data(self, ctx=None):
+    def data(self, ctx: Context | None = None) -> NDArray:
         """Return the copy on ``ctx`` (the only copy, or the current context's, when None).
 
         Raises
@@ -386,45 +413,47 @@ class Parameter:
         """
         arrs = self._data
         if arrs is not None and ctx is not None:
+            assert self._ctx_index is not None  # set with the arrays
             idx = self._ctx_index.get(ctx)
             if idx is not None:
                 return arrs[idx]
         return self._check_and_get(arrs, ctx)
 
-    def list_data(self):
+    def list_data(self) -> list[NDArray]:
         """Return the copies on all contexts, in the order of :meth:`list_ctx`."""
         return self._check_and_get(self._data, list)
 
-    def grad(self, ctx=None):
+    def grad(self, ctx: Context | None = None) -> NDArray:
         """Return the gradient buffer on ``ctx`` (as :meth:`data` picks the context)."""
         if self._data is not None and self._grad is None:
             raise MXNetError(f"Cannot get gradient array for Parameter '{self.name}' because "
                              "grad_req='null'")
         return self._check_and_get(self._grad, ctx)
 
-    def list_grad(self):
+    def list_grad(self) -> list[NDArray]:
         """Return the gradient buffers on all contexts, in the order of :meth:`list_ctx`."""
         if self._data is not None and self._grad is None:
             raise MXNetError(f"Cannot get gradient array for Parameter '{self.name}' because "
                              "grad_req='null'")
         return self._check_and_get(self._grad, list)
 
-    def list_ctx(self):
+    def list_ctx(self) -> list[Context]:
         """Return the contexts holding a copy (or that will, for a deferred initialization)."""
         if self._data is None:
             if self._deferred_init:
                 return self._deferred_init[1]
             raise MXNetError(f"Parameter '{self.name}' has not been initialized")
+        assert self._ctx_list is not None  # set with the arrays
         return self._ctx_list
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Set the gradient buffers to 0 (nothing to do without them)."""
         if self._grad is None:
             return
         for g in self._grad:
             g._data.fill(0)
 
-    def cast(self, dtype):
+    def cast(self, dtype: DTypeLike) -> None:
         """Convert the data and gradients to ``dtype``, keeping the same NDArray objects."""
         self.dtype = dtype
         if self._data is None:
@@ -439,11 +468,11 @@ class Parameter:
 class _ValueInit(initializer.Initializer):
     """Fills an array with a :class:`Constant`'s value."""
 
-    def __init__(self, value):
+    def __init__(self, value: Any) -> None:
         super().__init__()
         self.value = value
 
-    def _init_weight(self, _, arr):
+    def _init_weight(self, _: str, arr: NDArray) -> None:
         self.value.copyto(arr)
 
 
@@ -461,23 +490,23 @@ class Constant(Parameter):
     >>> const = mx.gluon.Constant('const', [[1, 2], [3, 4]])
     """
 
-    def __init__(self, name, value):
+    def __init__(self, name: str, value: Any) -> None:
         if not isinstance(value, nd.NDArray):
             value = nd.array(value)
         self.value = value
         super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype,
                          init=_ValueInit(value))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Constant {self.name} (shape={self.shape}, dtype={self.dtype})"
 
     @property
-    def grad_req(self):
+    def grad_req(self) -> str:
         """str: always 'null'."""
         return "null"
 
     @grad_req.setter
-    def grad_req(self, req):
+    def grad_req(self, req: str) -> None:
         if req != "null":
             warnings.warn(f'Constant parameter "{self.name}" does not support grad_req other '
                           f'than "null", and new value "{req}" is ignored.', stacklevel=2)

@@ -6,14 +6,20 @@ out the shared dict's parameter of that name instead of creating one: that is ho
 share weights.
 """
 
+from __future__ import annotations
+
+import os
 from collections import OrderedDict
+from collections.abc import ItemsView, Iterator, KeysView, Sequence, ValuesView
+from typing import Any
 
 import numpy as np
 
 from .. import initializer
 from .. import ndarray as nd
 from ..base import MXNetError
-from .parameter import Constant, Parameter, _norm_shape
+from ..context import Context
+from .parameter import Constant, InitLike, Parameter, _norm_shape
 from .utils import _brief_print_list, _indent
 
 __all__ = ["ParameterDict"]
@@ -37,46 +43,46 @@ class ParameterDict:
     ['net_weight']
     """
 
-    def __init__(self, prefix="", shared=None):
+    def __init__(self, prefix: str = "", shared: ParameterDict | None = None) -> None:
         self._prefix = prefix
-        self._params = OrderedDict()
+        self._params: OrderedDict[str, Parameter] = OrderedDict()
         self._shared = shared
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         name = self._prefix + " " if self._prefix else ""
         content = "\n".join(_indent(f"  {v}", 2) for v in self.values())
         return f"{name}(\n{content}\n)"
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Parameter:
         return self._params[key]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._params)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._params)
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return key in self._params
 
-    def items(self):
+    def items(self) -> ItemsView[str, Parameter]:
         """Return ``(name, Parameter)`` pairs in insertion order."""
         return self._params.items()
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         """Return the full parameter names in insertion order."""
         return self._params.keys()
 
-    def values(self):
+    def values(self) -> ValuesView[Parameter]:
         """Return the parameters in insertion order."""
         return self._params.values()
 
     @property
-    def prefix(self):
+    def prefix(self) -> str:
         """str: the prefix :meth:`get` prepends to names."""
         return self._prefix
 
-    def _get_impl(self, name):
+    def _get_impl(self, name: str) -> Parameter | None:
         if name in self._params:
             return self._params[name]
         if self._shared is not None and name in self._shared._params:
@@ -84,7 +90,7 @@ class ParameterDict:
             return self._params[name]
         return None
 
-    def get(self, name, **kwargs):
+    def get(self, name: str, **kwargs: Any) -> Parameter:
         """Return the parameter ``prefix + name``, creating it with ``kwargs`` if needed.
 
         An existing parameter (here or in the shared dict) is returned when ``kwargs`` agree
@@ -121,7 +127,7 @@ class ParameterDict:
                                  f"'{v}' vs stored '{existing}'.")
         return param
 
-    def get_constant(self, name, value=None):
+    def get_constant(self, name: str, value: Any = None) -> Parameter:
         """Return the :class:`Constant` ``prefix + name``, creating it from ``value``.
 
         Raises
@@ -146,7 +152,7 @@ class ParameterDict:
                                  "match new value")
         return param
 
-    def update(self, other):
+    def update(self, other: ParameterDict | dict[str, Parameter]) -> None:
         """Add every parameter of ``other`` (a ParameterDict or a dict of them).
 
         Raises
@@ -161,7 +167,9 @@ class ParameterDict:
         for k, v in other.items():
             self._params[k] = v
 
-    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+    def initialize(self, init: InitLike | None = None,
+                   ctx: Context | Sequence[Context] | None = None, verbose: bool = False,
+                   force_reinit: bool = False) -> None:
         """Initialize every parameter (see :meth:`Parameter.initialize`).
 
         Parameters
@@ -179,17 +187,17 @@ class ParameterDict:
         for v in self.values():
             v.initialize(None, ctx, init, force_reinit=force_reinit)
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Set every parameter's gradient buffers to 0."""
         for p in self.values():
             p.zero_grad()
 
-    def reset_ctx(self, ctx):
+    def reset_ctx(self, ctx: Context | Sequence[Context] | None) -> None:
         """Move every parameter to the contexts ``ctx``."""
         for p in self.values():
             p.reset_ctx(ctx)
 
-    def list_ctx(self):
+    def list_ctx(self) -> list[Context]:
         """Return the contexts any parameter lives on, in first-seen order."""
         seen = []
         for p in self.values():
@@ -198,12 +206,12 @@ class ParameterDict:
                     seen.append(c)
         return seen
 
-    def setattr(self, name, value):
+    def setattr(self, name: str, value: Any) -> None:
         """Set attribute ``name`` of every parameter, e.g. ``setattr('grad_req', 'null')``."""
         for p in self.values():
             setattr(p, name, value)
 
-    def save(self, filename, strip_prefix=""):
+    def save(self, filename: str | os.PathLike[str], strip_prefix: str = "") -> None:
         """Save the parameters' values (names without ``strip_prefix``) with ``mx.nd.save``.
 
         Raises
@@ -222,8 +230,10 @@ class ParameterDict:
             arg_dict[param.name[len(strip_prefix):]] = param._reduce()
         nd.save(filename, arg_dict)
 
-    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
-             restore_prefix="", cast_dtype=False, dtype_source="current"):
+    def load(self, filename: str | os.PathLike[str],
+             ctx: Context | Sequence[Context] | None = None, allow_missing: bool = False,
+             ignore_extra: bool = False, restore_prefix: str = "", cast_dtype: bool = False,
+             dtype_source: str = "current") -> None:
         """Load values saved by :meth:`save` (names get ``restore_prefix`` prepended).
 
         Parameters
@@ -277,7 +287,8 @@ class ParameterDict:
                                           dtype_source=dtype_source)
 
 
-def _merge_shapes(wanted, existing):
+def _merge_shapes(wanted: tuple[int, ...] | None,
+                  existing: tuple[int, ...]) -> tuple[int, ...] | None:
     """Merge two shapes where 0 means unknown; None when they contradict."""
     if wanted is None or len(wanted) != len(existing):
         return None

@@ -1,8 +1,15 @@
 """``gluon.Trainer``: applies an optimizer to a set of Parameters, through a KVStore when asked."""
 
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
 from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
+from ..context import Context
 from .parameter import Parameter
 from .parameter_dict import ParameterDict
 
@@ -33,30 +40,34 @@ class Trainer:
     ``step(batch_size)`` rescales gradients by ``1 / batch_size``, the batch on this worker.
     """
 
-    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device",
-                 compression_params=None, update_on_kvstore=None):
+    def __init__(self, params: ParameterDict | dict[str, Parameter] | Sequence[Parameter],
+                 optimizer: str | opt.Optimizer, optimizer_params: dict[str, Any] | None = None,
+                 kvstore: str | kvs.KVStoreBase | None = "device",
+                 compression_params: dict[str, Any] | None = None,
+                 update_on_kvstore: bool | None = None) -> None:
         self._params = _param_list(params)
-        self._param2idx = {}
+        self._param2idx: dict[str, int] = {}
         for i, p in enumerate(self._params):
             self._param2idx[p.name] = i
             p._set_trainer(self)
-        self._contexts = None
+        self._contexts: list[Context] | None = None
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
         if compression_params is not None:
             raise MXNetError("Trainer: gradient compression is not supported")
-        self._kvstore = None
-        self._update_on_kvstore = None
+        self._kvstore: kvs.KVStoreBase | None = None  # set (or left None) by _init_kvstore
+        self._update_on_kvstore: bool | None = None
         self._distributed = False
         self._kv_initialized = False
         self._params_to_init = list(self._params)
         self._steps = 0
-        self._server_lr = None
-        self._server_rescale = None
+        self._server_lr: float | None = None
+        self._server_rescale: float | None = None
 
     # ------------------------------------------------------------------ set-up
-    def _init_optimizer(self, optimizer, optimizer_params):
+    def _init_optimizer(self, optimizer: str | opt.Optimizer,
+                        optimizer_params: dict[str, Any]) -> None:
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, opt.Optimizer):
             if optimizer_params:
@@ -66,9 +77,9 @@ class Trainer:
             self._optimizer.param_dict = param_dict
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
-        self._updaters = None
+        self._updaters: list[opt.Updater] | None = None  # one per context, by _init_kvstore
 
-    def _check_contexts(self):
+    def _check_contexts(self) -> list[Context]:
         contexts = None
         for p in self._params:
             ctx = p.list_ctx()
@@ -78,7 +89,7 @@ class Trainer:
             contexts = ctx
         return contexts or []
 
-    def _init_kvstore(self):
+    def _init_kvstore(self) -> None:
         """Create the store and decide update_on_kvstore, as MXNet's rules say."""
         self._contexts = self._check_contexts()
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
@@ -111,17 +122,17 @@ class Trainer:
         self._kvstore, self._update_on_kvstore = kv, bool(update_on_kv)
         self._kv_initialized = True
 
-    def _ensure_store(self):
+    def _ensure_store(self) -> None:
         """Set up the store on first use and put newly initialised Parameters into it."""
         if not self._kv_initialized:
             self._init_kvstore()
         if self._params_to_init:
             self._init_params()
 
-    def _init_params(self):
+    def _init_params(self) -> None:
         """Put initialised Parameters into the store; every worker starts from rank 0's values."""
-        waiting = []
-        ready = []
+        waiting: list[Parameter] = []
+        ready: list[Parameter] = []
         for p in self._params_to_init:
             (ready if p._is_initialized() else waiting).append(p)
         if self._kvstore is not None and ready:
@@ -130,7 +141,7 @@ class Trainer:
             self._kvstore.pull(idx, [p.list_data() for p in ready])
         self._params_to_init = waiting
 
-    def _reset_kvstore(self):
+    def _reset_kvstore(self) -> None:
         """Forget the store so the next step sets it up again (after ``Parameter.set_data``).
 
         Raises
@@ -149,24 +160,25 @@ class Trainer:
 
     # ------------------------------------------------------------------ properties
     @property
-    def optimizer(self):
+    def optimizer(self) -> opt.Optimizer:
         """Optimizer: the optimizer this trainer applies."""
         return self._optimizer
 
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
         """float: the optimizer's current learning rate."""
         return self._optimizer.learning_rate
 
-    def set_learning_rate(self, lr):
+    def set_learning_rate(self, lr: float) -> None:
         """Set the learning rate, on the servers too when they run the optimizer."""
         self._optimizer.set_learning_rate(lr)
         if self._update_on_kvstore and self._distributed:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.set_optimizer_params(learning_rate=lr)
             self._server_lr = lr
 
     # ------------------------------------------------------------------ training
-    def step(self, batch_size, ignore_stale_grad=False):
+    def step(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """One optimisation step: reduce gradients, then update every Parameter.
 
         Parameters
@@ -191,7 +203,7 @@ class Trainer:
             self._consume_fresh()
         self._steps += 1
 
-    def allreduce_grads(self):
+    def allreduce_grads(self) -> None:
         """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
         self._ensure_store()
         if self._update_on_kvstore:
@@ -199,7 +211,7 @@ class Trainer:
                              "applies the optimizer while reducing")
         self._reduce(update=False)
 
-    def update(self, batch_size, ignore_stale_grad=False):
+    def update(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """Apply the optimizer to reduced gradients (after :meth:`allreduce_grads`)."""
         self._ensure_store()
         if self._update_on_kvstore:
@@ -210,13 +222,13 @@ class Trainer:
         self._local_update(ignore_stale_grad)
         self._steps += 1
 
-    def _prepare(self, batch_size):
+    def _prepare(self, batch_size: int) -> None:
         self._optimizer.rescale_grad = self._scale / batch_size
         self._ensure_store()
         if self._update_on_kvstore and self._distributed:
             self._sync_server_hyperparams()
 
-    def _sync_server_hyperparams(self):
+    def _sync_server_hyperparams(self) -> None:
         """Send the servers a changed rescale_grad, or the lr the scheduler gives this step."""
         o = self._optimizer
         change = []
@@ -229,12 +241,13 @@ class Trainer:
                 change.append(("learning_rate", float(lr)))
                 self._server_lr = lr
         if change:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.set_optimizer_params(**dict(change))
 
-    def _trained(self):
+    def _trained(self) -> list[tuple[int, Parameter]]:
         return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
 
-    def _check_stale(self, ignore_stale_grad):
+    def _check_stale(self, ignore_stale_grad: bool) -> None:
         if ignore_stale_grad:
             return
         for _, p in self._trained():
@@ -248,7 +261,7 @@ class Trainer:
                         "ignore_stale_grad=True to suppress this warning and skip updating of "
                         "Parameters with stale gradient")
 
-    def _reduce(self, update):
+    def _reduce(self, update: bool) -> None:
         """One batched pushpull: gradients in, reduced gradients or updated weights out."""
         if self._kvstore is None:
             return
@@ -262,12 +275,13 @@ class Trainer:
         else:
             self._kvstore.pushpull(keys, grads)
 
-    def _consume_fresh(self):
+    def _consume_fresh(self) -> None:
         for _, p in self._trained():
             for data in p.list_data():
                 data._fresh_grad = False
 
-    def _local_update(self, ignore_stale_grad):
+    def _local_update(self, ignore_stale_grad: bool) -> None:
+        assert self._updaters is not None  # made by _init_kvstore
         for i, p in self._trained():
             for updater, arr, grad in zip(self._updaters, p.list_data(), p.list_grad(),
                                           strict=True):
@@ -277,22 +291,28 @@ class Trainer:
                 arr._fresh_grad = False
 
     # ------------------------------------------------------------------ states
-    def save_states(self, fname):
+    def save_states(self, fname: str | os.PathLike[str]) -> None:
         """Save the optimizer's states (from the servers when they run it) to ``fname``."""
         self._ensure_store()
+        assert self._updaters is not None  # made by _init_kvstore
         if self._update_on_kvstore:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
         else:
             with open(fname, "wb") as f:
                 f.write(self._updaters[0].get_states(dump_optimizer=True))
 
-    def load_states(self, fname):
+    def load_states(self, fname: str | os.PathLike[str]) -> None:
         """Load optimizer states written by :meth:`save_states`."""
         self._ensure_store()
+        assert self._updaters is not None  # made by _init_kvstore
         if self._update_on_kvstore:
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.load_optimizer_states(fname)
             if not self._distributed:
-                self._optimizer = self._kvstore._updater.optimizer
+                updater = self._kvstore._updater
+                assert updater is not None  # set_optimizer made it (update_on_kvstore)
+                self._optimizer = updater.optimizer
         else:
             with open(fname, "rb") as f:
                 blob = f.read()
@@ -302,7 +322,7 @@ class Trainer:
         self._optimizer.param_dict = dict(enumerate(self._params))
 
 
-def _param_list(params):
+def _param_list(params: Any) -> list[Parameter]:
     if isinstance(params, (dict, ParameterDict)):
         params = list(params.values())
     if not isinstance(params, (list, tuple)):
@@ -318,7 +338,7 @@ def _param_list(params):
     return out
 
 
-def _size(shape):
+def _size(shape: Sequence[int] | None) -> int:
     n = 1
     for d in shape or ():
         n *= max(int(d), 0)

@@ -14,13 +14,18 @@ Examples
 [(6, 1), (2, 1)]
 """
 
+from __future__ import annotations
+
 import math
 import warnings
 import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
 
 from .. import ndarray
 from ..base import MXNetError
 from ..context import Context
+from ..ndarray import NDArray
 
 __all__ = ["split_data", "split_and_load", "split_data_by_work_load", "clip_global_norm",
            "HookHandle", "SplitError"]
@@ -30,13 +35,14 @@ class SplitError(MXNetError, ValueError):
     """A batch cannot be split as asked (a ``ValueError`` too, as MXNet raises)."""
 
 
-def _slice_axis(data, batch_axis, begin, end):
+def _slice_axis(data: NDArray, batch_axis: int, begin: int, end: int) -> NDArray:
     if batch_axis == 0:
         return data[begin:end]
     return ndarray.slice_axis(data, batch_axis, begin, end)
 
 
-def split_data(data, num_slice, batch_axis=0, even_split=True):
+def split_data(data: NDArray, num_slice: int, batch_axis: int = 0,
+               even_split: bool = True) -> list[NDArray]:
     """Split an NDArray into ``num_slice`` slices along ``batch_axis``.
 
     Parameters
@@ -85,7 +91,8 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
     return [_slice_axis(data, batch_axis, bounds[i], bounds[i + 1]) for i in range(num_slice)]
 
 
-def _work_load_slices(batch_size, work_load_list):
+def _work_load_slices(batch_size: int,
+                      work_load_list: Sequence[float]) -> list[tuple[int, int]]:
     """Return MXNet's slices of ``batch_size`` samples for weights ``work_load_list``."""
     total = sum(work_load_list)
     if total <= 0 or any(w < 0 for w in work_load_list):
@@ -106,7 +113,8 @@ def _work_load_slices(batch_size, work_load_list):
     return slices
 
 
-def split_data_by_work_load(data, work_load_list, batch_axis=0):
+def split_data_by_work_load(data: NDArray, work_load_list: Sequence[float],
+                            batch_axis: int = 0) -> list[NDArray]:
     """Split an NDArray along ``batch_axis`` in proportion to ``work_load_list``.
 
     Parameters
@@ -129,7 +137,9 @@ def split_data_by_work_load(data, work_load_list, batch_axis=0):
     return [_slice_axis(data, batch_axis, b, e) for b, e in slices]
 
 
-def split_and_load(data, ctx_list, batch_axis=0, even_split=True, work_load_list=None):
+def split_and_load(data: Any, ctx_list: Context | Sequence[Context], batch_axis: int = 0,
+                   even_split: bool = True,
+                   work_load_list: Sequence[float] | None = None) -> list[NDArray]:
     """Split a batch along ``batch_axis`` and load slice ``i`` onto ``ctx_list[i]``.
 
     Parameters
@@ -166,7 +176,8 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True, work_load_list
     return [s.as_in_context(ctx) for s, ctx in zip(slices, ctx_list, strict=True)]
 
 
-def clip_global_norm(arrays, max_norm, check_isfinite=True):
+def clip_global_norm(arrays: Sequence[NDArray], max_norm: float,
+                     check_isfinite: bool = True) -> float | NDArray:
     """Rescale ``arrays`` in place so that their joint 2-norm is at most ``max_norm``.
 
     Parameters
@@ -189,6 +200,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
         flat = arr.reshape((-1,))
         sq = ndarray.dot(flat, flat).as_in_context(ctx)
         total = sq if total is None else total + sq
+    assert total is not None  # arrays is not empty
     total_norm = ndarray.sqrt(total)
     if check_isfinite:
         norm = float(total_norm.asscalar())
@@ -202,7 +214,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
 
 
 # ----------------------------------------------------------------- helpers for Gluon
-def _indent(s, num_spaces):
+def _indent(s: str, num_spaces: int) -> str:
     """Indent every line of ``s`` but the first by ``num_spaces`` spaces."""
     lines = s.split("\n")
     if len(lines) == 1:
@@ -210,7 +222,7 @@ def _indent(s, num_spaces):
     return "\n".join([lines[0]] + [" " * num_spaces + line for line in lines[1:]])
 
 
-def _brief_print_list(lst, limit=7):
+def _brief_print_list(lst: Iterable[Any], limit: int = 7) -> str:
     """Quote at most ``limit`` items of ``lst``, eliding the middle."""
     lst = list(lst)
     if len(lst) > limit:
@@ -222,11 +234,11 @@ def _brief_print_list(lst, limit=7):
 class HookHandle:
     """A handle to a registered forward hook; ``detach()`` (or leaving a ``with``) removes it."""
 
-    def __init__(self):
-        self._hooks_dict_ref = None
-        self._id = None
+    def __init__(self) -> None:
+        self._hooks_dict_ref: weakref.ref[dict[int, Callable[..., Any]]] | None = None
+        self._id: int | None = None
 
-    def attach(self, hooks_dict, hook):
+    def attach(self, hooks_dict: dict[int, Callable[..., Any]], hook: Callable[..., Any]) -> None:
         """Register ``hook`` in ``hooks_dict``."""
         if self._hooks_dict_ref is not None:
             raise MXNetError("The same handle cannot be attached twice.")
@@ -234,16 +246,16 @@ class HookHandle:
         hooks_dict[self._id] = hook
         self._hooks_dict_ref = weakref.ref(hooks_dict)
 
-    def detach(self):
+    def detach(self) -> None:
         """Remove the hook (a no-op when it is already gone)."""
         hooks = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
         if hooks is not None and self._id in hooks:
             del hooks[self._id]
 
-    def __enter__(self):
+    def __enter__(self) -> HookHandle:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.detach()
         return False
 

@@ -1,23 +1,36 @@
 """The KVStore interface, its registry and the key/value normalisation every store shares."""
 
+from __future__ import annotations
+
+import os
 import pickle
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias, TypeVar, cast
 
 from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray.ndarray import NDArray
 
-_REGISTRY = {}
+#: A key: a non-negative int or a str.
+Key: TypeAlias = int | str
+#: The keys argument of init, push, pull and pushpull: one key or a list of keys.
+Keys: TypeAlias = Key | Sequence[Key]
+#: Their values: one array, a list (one per device, or one per key), or a list of such lists.
+Values: TypeAlias = NDArray | Sequence[NDArray] | Sequence[Sequence[NDArray]]
+
+_REGISTRY: dict[str, type[KVStoreBase]] = {}
+_K = TypeVar("_K", bound="type[KVStoreBase]")
 
 
-def register(*names):
+def register(*names: str) -> Callable[[_K], _K]:
     """Class decorator: make ``create(name)`` build this store for each of ``names``.
 
     A name that already builds another class is taken over, with a warning saying which class
     it built before (as MXNet does).
     """
 
-    def deco(klass):
+    def deco(klass: _K) -> _K:
         for name in names:
             old = _REGISTRY.get(name.lower())
             if old is not None and old is not klass:
@@ -30,7 +43,7 @@ def register(*names):
     return deco
 
 
-def create(name="local"):
+def create(name: str | KVStoreBase = "local") -> KVStoreBase:
     """Create a KVStore.
 
     Parameters
@@ -61,7 +74,7 @@ def create(name="local"):
     return klass(key)
 
 
-def _optimizer_params(values):
+def _optimizer_params(values: dict[str, Any]) -> dict[str, float]:
     """``values`` as floats, after checking each names a hyper-parameter a store can change."""
     unknown = sorted(set(values) - {"learning_rate", "rescale_grad"})
     if unknown:
@@ -70,7 +83,8 @@ def _optimizer_params(values):
     return {k: float(v) for k, v in values.items()}
 
 
-def check_shapes(what, key, shape, arrays, role):
+def check_shapes(what: str, key: Key, shape: tuple[int, ...], arrays: Sequence[NDArray],
+                 role: str) -> None:
     """Raise ShapeMismatchError naming ``key`` and both shapes if an array of ``arrays`` (the
     ``role``: 'pushed value' or 'output array') is not of the key's ``shape``."""
     for a in arrays:
@@ -79,7 +93,8 @@ def check_shapes(what, key, shape, arrays, role):
                                      f"{role} has shape {a.shape}")
 
 
-def key_value_pairs(key, value, what):
+def key_value_pairs(key: Keys, value: Values | None,
+                    what: str) -> list[tuple[Key, list[NDArray]]]:
     """Pair keys with lists of values: ``(k, v)``, ``(k, [v0, v1])``, ``([k..], [v..])``.
 
     Returns
@@ -90,14 +105,14 @@ def key_value_pairs(key, value, what):
         if not isinstance(value, (list, tuple)) or len(value) != len(key):
             n = len(value) if isinstance(value, (list, tuple)) else 1
             raise MXNetError(f"KVStore.{what}: {len(key)} keys but {n} values")
-        out = []
+        out: list[tuple[Key, list[NDArray]]] = []
         for k, v in zip(key, value, strict=True):
             if isinstance(v, NDArray) and type(k) is int and k >= 0:  # the common case, fast
                 out.append((k, [v]))
             else:
                 out.extend(key_value_pairs(k, v, what))
         return out
-    check_key(key, what)
+    key = check_key(key, what)
     vals = list(value) if isinstance(value, (list, tuple)) else [value]
     if not vals:
         raise MXNetError(f"KVStore.{what}: key {key!r} has an empty list of values")
@@ -105,15 +120,16 @@ def key_value_pairs(key, value, what):
         if not isinstance(v, NDArray):
             raise MXNetError(f"KVStore.{what}: the value of key {key!r} must be an NDArray, got "
                              f"{type(v).__name__}")
-    return [(key, vals)]
+    return [(key, cast("list[NDArray]", vals))]  # each checked above
 
 
-def check_key(key, what):
-    """Raise unless ``key`` is a non-negative int or a str."""
+def check_key(key: object, what: str) -> Key:
+    """Return ``key``; raise unless it is a non-negative int or a str."""
     if isinstance(key, bool) or not isinstance(key, (int, str)):
         raise MXNetError(f"KVStore.{what}: a key must be an int or a str, got {key!r}")
     if isinstance(key, int) and key < 0:
         raise MXNetError(f"KVStore.{what}: key {key} is negative")
+    return key
 
 
 class KVStoreBase:
@@ -125,61 +141,64 @@ class KVStoreBase:
     device, which are summed before the push.
     """
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self._type = name
-        self._updater = None
-        self._optimizer = None
+        # an optimizer.Updater, or any updater(key, merged, stored) given to _set_updater
+        self._updater: Any = None
+        self._optimizer: opt.Optimizer | None = None
 
     # ------------------------------------------------------------------ identity
     @property
-    def type(self):
+    def type(self) -> str:
         """str: the store's type name, such as 'local' or 'dist_sync'."""
         return self._type
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """int: this worker's rank (0 in a single process)."""
         return 0
 
     @property
-    def num_workers(self):
+    def num_workers(self) -> int:
         """int: the number of workers in the job (1 in a single process)."""
         return 1
 
     @staticmethod
-    def is_capable(capability):
+    def is_capable(capability: str) -> bool:
         """bool: whether the store supports ``capability`` ('optimizer' is the only one asked)."""
         return capability == "optimizer"
 
     # ------------------------------------------------------------------ data
-    def init(self, key, value):
+    def init(self, key: Keys, value: Values) -> None:
         """Initialise ``key`` (or each key of a list) with ``value``."""
         raise NotImplementedError
 
-    def push(self, key, value, priority=0):
+    def push(self, key: Keys, value: Values, priority: int = 0) -> None:
         """Push ``value`` into ``key``: lists of values are summed, then the updater applies."""
         raise NotImplementedError
 
-    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+    def pull(self, key: Keys, out: Values | None = None, priority: int = 0,
+             ignore_sparse: bool = True) -> None:
         """Copy the current value of ``key`` into ``out`` (an array or a list, one per device)."""
         raise NotImplementedError
 
-    def pushpull(self, key, value, out=None, priority=0):
+    def pushpull(self, key: Keys, value: Values, out: Values | None = None,
+                 priority: int = 0) -> None:
         """Push ``value`` then pull into ``out`` (into ``value`` when ``out`` is None)."""
         self.push(key, value, priority)
         self.pull(key, value if out is None else out, priority)
 
     # ------------------------------------------------------------------ optimizer
-    def set_optimizer(self, optimizer):
+    def set_optimizer(self, optimizer: opt.Optimizer) -> None:
         """Make the store apply ``optimizer`` to every push (instead of storing the sum)."""
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
 
-    def _set_updater(self, updater):
+    def _set_updater(self, updater: Callable[[Key, NDArray, NDArray], Any]) -> None:
         """Apply ``updater(key, merged_value, stored_value)`` to every push."""
         self._updater = updater
 
-    def set_optimizer_params(self, **values):
+    def set_optimizer_params(self, **values: float) -> None:
         """Change hyper-parameters of the optimizer the store applies, from now on.
 
         Parameters
@@ -193,22 +212,23 @@ class KVStoreBase:
         MXNetError
             For a name other than those above, or when no optimizer is set.
         """
-        values = _optimizer_params(values)
+        params = _optimizer_params(values)
         if self._optimizer is None:
             raise KVStoreError("set_optimizer_params: no optimizer is set on this KVStore")
-        if "learning_rate" in values:
-            self._optimizer.set_learning_rate(values["learning_rate"])
-        if "rescale_grad" in values:
-            self._optimizer.rescale_grad = values["rescale_grad"]
+        if "learning_rate" in params:
+            self._optimizer.set_learning_rate(params["learning_rate"])
+        if "rescale_grad" in params:
+            self._optimizer.rescale_grad = params["rescale_grad"]
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
+    def save_optimizer_states(self, fname: str | os.PathLike[str],
+                              dump_optimizer: bool = False) -> None:
         """Write the optimizer's states (and, with ``dump_optimizer``, the optimizer) to a file."""
         if self._updater is None:
             raise KVStoreError("save_optimizer_states: no optimizer is set on this KVStore")
         with open(fname, "wb") as f:
             f.write(self._updater.get_states(dump_optimizer))
 
-    def load_optimizer_states(self, fname):
+    def load_optimizer_states(self, fname: str | os.PathLike[str]) -> None:
         """Restore optimizer states written by :meth:`save_optimizer_states`."""
         if self._updater is None:
             raise KVStoreError("load_optimizer_states: no optimizer is set on this KVStore")
@@ -216,13 +236,13 @@ class KVStoreBase:
             self._updater.set_states(f.read())
 
     # ------------------------------------------------------------------ sync
-    def barrier(self):
+    def barrier(self) -> None:
         """Wait until every worker reaches this point (nothing to wait for in one process)."""
 
     _barrier = barrier
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{type(self).__name__} type={self.type} rank={self.rank}/{self.num_workers}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         raise pickle.PicklingError("a KVStore cannot be pickled")

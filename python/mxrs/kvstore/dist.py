@@ -11,24 +11,43 @@ process exits is printed to stderr, and the process exits with status 1 so that 
 fails the job.
 """
 
+from __future__ import annotations
+
 import atexit
 import hashlib
+import os
 import sys
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from .. import _native
+from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, NodeLostError, ShapeMismatchError
-from ..context import cpu
+from ..context import Context, cpu
 from ..ndarray import _pending
-from .base import KVStoreBase, _optimizer_params, check_shapes, key_value_pairs, register
+from ..ndarray.ndarray import NDArray
+from .base import (
+    Key,
+    Keys,
+    KVStoreBase,
+    Values,
+    _optimizer_params,
+    check_shapes,
+    key_value_pairs,
+    register,
+)
 from .local import reduce_sum
 
 _STR_KEY_BIT = 1 << 63
-_worker = None  # one parameter-server connection per process: (mode, _native.Worker)
+#: A pulled array and what fills it once the pull is done (None: the pull writes it in place).
+_Mark: TypeAlias = tuple[NDArray, Callable[[Any], None] | None]
+# one parameter-server connection per process: (mode, _native.Worker)
+_worker: tuple[str, _native.Worker] | None = None
 
 
-def _connect(mode):
+def _connect(mode: str) -> _native.Worker:
     """Join the job once per process; every store of the process shares the connection."""
     global _worker
     if _worker is None:
@@ -40,7 +59,7 @@ def _connect(mode):
     return _worker[1]
 
 
-def _finish():
+def _finish() -> None:
     """At exit: wait for outstanding requests, tell the scheduler this worker is done, and
     make sure no error is lost: print what was never reported and exit with status 1."""
     lost = []
@@ -49,6 +68,7 @@ def _finish():
     except Exception as e:  # noqa: BLE001  (reported below with the others)
         lost.append(f"{type(e).__name__}: {e}")
     lost.extend(_pending.unreported())
+    assert _worker is not None  # registered by _connect after it set _worker
     try:
         _worker[1].finish()
     except NodeLostError as e:
@@ -66,7 +86,7 @@ def _finish():
         _native.exit_with_status(1)
 
 
-def wire_key(key):
+def wire_key(key: Key) -> int:
     """The 64-bit key on the wire: ints as they are, strs hashed into the upper half."""
     if isinstance(key, str):
         digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
@@ -86,37 +106,38 @@ class DistKVStore(KVStoreBase):
     one copy goes over the wire (``dist_sync`` sums them on CPU).
     """
 
-    def __init__(self, name="dist_sync"):
+    def __init__(self, name: str = "dist_sync") -> None:
         super().__init__(name)
         self._mode = "async" if name == "dist_async" else "sync"
         self._on_device = name == "dist_device_sync"
         self._worker = _connect(self._mode)
-        self._keys = {}  # key -> (wire key, shape, numpy dtype)
+        self._keys: dict[Key, tuple[int, tuple[int, ...], np.dtype]] = {}  # wire key, shape, dtype
 
     # ------------------------------------------------------------------ identity
     @property
-    def rank(self):
+    def rank(self) -> int:
         """int: this worker's rank, 0..num_workers-1."""
         return self._worker.rank
 
     @property
-    def num_workers(self):
+    def num_workers(self) -> int:
         """int: the number of workers in the job."""
         return self._worker.num_workers
 
     @property
-    def num_servers(self):
+    def num_servers(self) -> int:
         """int: the number of servers in the job."""
         return self._worker.num_servers
 
     # ------------------------------------------------------------------ helpers
-    def _layout(self, k, what):
+    def _layout(self, k: Key, what: str) -> tuple[int, tuple[int, ...], np.dtype]:
         layout = self._keys.get(k)
         if layout is None:
             raise KVStoreError(f"KVStore.{what}: key {k!r} was never initialised (call init first)")
         return layout
 
-    def _check(self, k, arrays, what, role, dtypes=True):
+    def _check(self, k: Key, arrays: list[NDArray], what: str, role: str,
+               dtypes: bool = True) -> None:
         _, shape, dtype = self._layout(k, what)
         check_shapes(what, k, shape, arrays, role)
         for a in arrays:
@@ -125,14 +146,15 @@ class DistKVStore(KVStoreBase):
                     f"KVStore.{what}: key {k!r} holds {dtype}, the {role} is {a.dtype} (keys "
                     "of float32, float16 and bfloat16 take pushes of any of the three)")
 
-    def _host_sum(self, vals):
+    def _host_sum(self, vals: list[NDArray]) -> np.ndarray:
         """One host array holding the sum of ``vals`` (zero-copy for a single CPU array)."""
         home = vals[0]._ctx if self._on_device else cpu(0)
         merged = reduce_sum(vals, home)
         host = merged if _on_host(home) else home.backend.to_host(merged)
         return np.ascontiguousarray(host)
 
-    def _gather_pushes(self, pairs, what):
+    def _gather_pushes(self, pairs: list[tuple[Key, list[NDArray]]],
+                       what: str) -> tuple[list[int], list[np.ndarray], list[NDArray]]:
         """Wire keys and host arrays for ``pairs``; every pair is checked before any is sent.
 
         A single contiguous CPU value is lent as it is (and returned in ``lent`` so it can be
@@ -143,7 +165,7 @@ class DistKVStore(KVStoreBase):
         for k, vals in pairs:
             layout = layouts.get(k)
             if layout is None:
-                self._layout(k, what)
+                layout = self._layout(k, what)
             wire, shape, dtype = layout
             if len(vals) == 1:
                 v = vals[0]
@@ -161,20 +183,22 @@ class DistKVStore(KVStoreBase):
             arrays.append(self._host_sum(vals))
         return keys, arrays, lent
 
-    def _gather_pulls(self, pairs, what):
+    def _gather_pulls(self, pairs: list[tuple[Key, list[NDArray]]],
+                      what: str) -> tuple[list[np.ndarray], list[_Mark]]:
         """Host buffers the pull writes into, and (array, finalizer) pairs to mark pending.
 
         A single contiguous CPU output of the key's dtype receives the value in place (once per
         request: an array that is the output of two keys gets the second by copy); other
         outputs get a copy from a host buffer when they are first used.
         """
-        bufs, marks = [], []
+        bufs: list[np.ndarray] = []
+        marks: list[_Mark] = []
         in_place = set()
         layouts = self._keys
         for k, outs in pairs:
             layout = layouts.get(k)
             if layout is None:
-                self._layout(k, what)
+                layout = self._layout(k, what)
             _, shape, dtype = layout
             if len(outs) == 1:
                 o = outs[0]
@@ -195,7 +219,7 @@ class DistKVStore(KVStoreBase):
         return bufs, marks
 
     # ------------------------------------------------------------------ data
-    def init(self, key, value):
+    def init(self, key: Keys, value: Values) -> None:
         """Initialise keys on the servers: rank 0's values win; returns once every key exists."""
         _pending.check()
         pairs = key_value_pairs(key, value, "init")
@@ -212,14 +236,15 @@ class DistKVStore(KVStoreBase):
         if self._optimizer is not None:
             self._send_key_mults([k for k, _ in pairs])
 
-    def push(self, key, value, priority=0):
+    def push(self, key: Keys, value: Values, priority: int = 0) -> None:
         """Send the sum of each key's values to the servers; returns before they answer."""
         _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
         ticket = self._worker.push(keys, arrays)
         _pending.track(ticket, reads=lent)
 
-    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+    def pull(self, key: Keys, out: Values | None = None, priority: int = 0,
+             ignore_sparse: bool = True) -> None:
         """Fetch each key's value into ``out``; the arrays are filled when first used."""
         _pending.check()
         if out is None:
@@ -229,7 +254,8 @@ class DistKVStore(KVStoreBase):
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
         _pending.track(ticket, writes=marks)
 
-    def pushpull(self, key, value, out=None, priority=0):
+    def pushpull(self, key: Keys, value: Values, out: Values | None = None,
+                 priority: int = 0) -> None:
         """Push and pull in one round trip per server (``out`` defaults to ``value``)."""
         _pending.check()
         pushes = key_value_pairs(key, value, "pushpull")
@@ -240,7 +266,7 @@ class DistKVStore(KVStoreBase):
         _pending.track(ticket, reads=lent, writes=marks)
 
     # ------------------------------------------------------------------ optimizer
-    def set_optimizer(self, optimizer):
+    def set_optimizer(self, optimizer: opt.Optimizer) -> None:
         """Run ``optimizer`` on the servers: rank 0 sends its name and numbers, all wait.
 
         Raises
@@ -259,8 +285,9 @@ class DistKVStore(KVStoreBase):
             self._worker.set_optimizer(name, params, self._key_mults(self._keys))
         self.barrier()
 
-    def _key_mults(self, keys):
+    def _key_mults(self, keys: Iterable[Key]) -> list[tuple[int, float, float]]:
         opt = self._optimizer
+        assert opt is not None  # called only once set_optimizer has set it
         mults = []
         for k in keys:
             if not isinstance(k, int):
@@ -270,30 +297,31 @@ class DistKVStore(KVStoreBase):
                 mults.append((self._keys[k][0], float(lr), float(wd)))
         return mults
 
-    def _send_key_mults(self, keys):
+    def _send_key_mults(self, keys: Iterable[Key]) -> None:
         mults = self._key_mults(keys)
         if mults and self.rank == 0:
             self._worker.set_params([], mults)
 
-    def set_optimizer_params(self, **values):
+    def set_optimizer_params(self, **values: float) -> None:
         """Change hyper-parameters of the servers' optimizer from now on (every server).
 
         Parameters and errors as :meth:`KVStoreBase.set_optimizer_params`.
         """
         _pending.check()
-        values = _optimizer_params(values)
+        params = _optimizer_params(values)
         if self._optimizer is None:
             raise KVStoreError("set_optimizer_params: no optimizer is set on this KVStore")
-        if values:
-            self._worker.set_params(sorted(values.items()))
+        if params:
+            self._worker.set_params(sorted(params.items()))
 
-    def save_optimizer_states(self, fname, dump_optimizer=False):
+    def save_optimizer_states(self, fname: str | os.PathLike[str],
+                              dump_optimizer: bool = False) -> None:
         """Write the servers' optimizer states to ``fname``."""
         _pending.settle_all()
         with open(fname, "wb") as f:
             f.write(self._worker.save_states())
 
-    def load_optimizer_states(self, fname):
+    def load_optimizer_states(self, fname: str | os.PathLike[str]) -> None:
         """Restore optimizer states written by :meth:`save_optimizer_states`."""
         _pending.check()
         with open(fname, "rb") as f:
@@ -301,7 +329,7 @@ class DistKVStore(KVStoreBase):
         self._worker.load_states(blob)
 
     # ------------------------------------------------------------------ sync
-    def barrier(self):
+    def barrier(self) -> None:
         """Wait until every worker of the job reaches this point."""
         _pending.check()
         self._worker.barrier("workers")
@@ -312,7 +340,7 @@ class DistKVStore(KVStoreBase):
 _PUSH_FAMILY = frozenset(("float32", "float16", "bfloat16"))
 
 
-def push_accepts(key_dtype, dtype):
+def push_accepts(key_dtype: Any, dtype: Any) -> bool:
     """bool: whether a key of ``key_dtype`` takes a pushed array of ``dtype``: its own dtype, or
     any of float32, float16 and bfloat16 for a key of one of them (summed in float32 on the
     servers), the rule the parameter-server client applies too."""
@@ -320,18 +348,18 @@ def push_accepts(key_dtype, dtype):
     return dtype == key_dtype or (key_dtype.name in _PUSH_FAMILY and dtype.name in _PUSH_FAMILY)
 
 
-def _copy_from(buf, ctx):
+def _copy_from(buf: np.ndarray, ctx: Context) -> Callable[[Any], None]:
     """A finalizer copying host buffer ``buf`` into a pulled array on ``ctx``."""
     if _on_host(ctx):
         return lambda raw: np.copyto(raw, buf)
 
-    def to_device(raw):
+    def to_device(raw: Any) -> None:
         with ctx.backend.guard(ctx.device_id):
             raw[...] = ctx.backend.xp.asarray(buf)
 
     return to_device
 
 
-def _on_host(ctx):
+def _on_host(ctx: Context) -> bool:
     """bool: whether arrays of ``ctx`` are NumPy arrays in host memory."""
     return ctx.backend.xp is np

@@ -1,13 +1,17 @@
 """The single-process stores: ``local`` (sum and update on CPU) and ``device`` (on the devices)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from ..base import KVStoreError
-from ..context import cpu
+from ..context import Context, cpu
 from ..ndarray._transfer import move_data
-from ..ndarray.ndarray import _wrap
-from .base import KVStoreBase, check_shapes, key_value_pairs, register
+from ..ndarray.ndarray import NDArray, _wrap
+from .base import Key, Keys, KVStoreBase, Values, check_shapes, key_value_pairs, register
 
 
-def reduce_sum(values, ctx):
+def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
     """Sum the raw data of NDArrays ``values`` into a fresh raw array on ``ctx``."""
     first = values[0]
     acc = move_data(first._data, first._ctx, ctx)
@@ -18,7 +22,7 @@ def reduce_sum(values, ctx):
     return acc
 
 
-def copy_into(dst, src_raw, src_ctx):
+def copy_into(dst: NDArray, src_raw: Any, src_ctx: Context) -> None:
     """Copy raw array ``src_raw`` living on ``src_ctx`` into NDArray ``dst`` in place."""
     moved = move_data(src_raw, src_ctx, dst._ctx)
     dst._ctx.backend.xp.copyto(dst._data, moved)
@@ -33,14 +37,14 @@ class LocalKVStore(KVStoreBase):
     GPUs are reduced without a trip through host memory.
     """
 
-    def __init__(self, name="local"):
+    def __init__(self, name: str = "local") -> None:
         super().__init__(name)
-        self._store = {}
+        self._store: dict[Key, NDArray] = {}
 
-    def _home(self, value):
+    def _home(self, value: NDArray) -> Context:
         return cpu(0) if self._type == "local" else value._ctx
 
-    def init(self, key, value):
+    def init(self, key: Keys, value: Values) -> None:
         """Initialise keys; a list of values per key uses its first value (MXNet's rule).
 
         Raises
@@ -54,13 +58,13 @@ class LocalKVStore(KVStoreBase):
             home = self._home(vals[0])
             self._store[k] = _wrap(reduce_sum(vals[:1], home), home)
 
-    def _stored(self, k, what):
+    def _stored(self, k: Key, what: str) -> NDArray:
         stored = self._store.get(k)
         if stored is None:
             raise KVStoreError(f"KVStore.{what}: key {k!r} was never initialised (call init first)")
         return stored
 
-    def push(self, key, value, priority=0):
+    def push(self, key: Keys, value: Values, priority: int = 0) -> None:
         """Sum each key's values on the key's home device, then update or store the sum.
 
         Raises
@@ -79,7 +83,8 @@ class LocalKVStore(KVStoreBase):
             else:
                 stored._ctx.backend.xp.copyto(stored._data, merged.astype(stored.dtype, copy=False))
 
-    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+    def pull(self, key: Keys, out: Values | None = None, priority: int = 0,
+             ignore_sparse: bool = True) -> None:
         """Copy each key's value into its output array(s), on their own devices."""
         if out is None:
             raise KVStoreError("KVStore.pull: out is required")

@@ -1,6 +1,11 @@
 """The metric base class, the registry behind ``create``, and shared label/prediction checks."""
 
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeAlias, TypeVar
+
 import numpy
 
 from ..base import MXNetError
@@ -9,10 +14,13 @@ from ..ndarray import NDArray
 __all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes", "create",
            "register", "alias"]
 
-_REGISTRY = {}
+_REGISTRY: dict[str, type[EvalMetric]] = {}
+_M = TypeVar("_M", bound="type[EvalMetric]")
+#: What ``get()`` returns: a name and a value, or (composite metrics) a list of each.
+NameValue: TypeAlias = "tuple[str | list[str], float | list[float]]"
 
 
-def register(klass):
+def register(klass: _M) -> _M:
     """Register metric class ``klass`` under its lower-case class name (a class decorator)."""
     if not (isinstance(klass, type) and issubclass(klass, EvalMetric)):
         raise MXNetError(f"register expects an EvalMetric subclass, got {klass!r}")
@@ -20,7 +28,7 @@ def register(klass):
     return klass
 
 
-def alias(*aliases):
+def alias(*aliases: str) -> Callable[[_M], _M]:
     """Return a class decorator registering the class under each of ``aliases`` too.
 
     Examples
@@ -30,14 +38,15 @@ def alias(*aliases):
     ... class MyAccuracy(mx.metric.Accuracy):
     ...     pass
     """
-    def reg(klass):
+    def reg(klass: _M) -> _M:
         for name in aliases:
             _REGISTRY[name.lower()] = klass
         return klass
     return reg
 
 
-def create(metric, *args, **kwargs):
+def create(metric: str | Callable[..., Any] | EvalMetric | list[Any], *args: Any,
+           **kwargs: Any) -> EvalMetric:
     """Create a metric from a name, a function, a metric instance or a list of those.
 
     Parameters
@@ -81,7 +90,7 @@ def create(metric, *args, **kwargs):
 
 
 # ----------------------------------------------------------------- inputs
-def _host(x):
+def _host(x: Any) -> numpy.ndarray:
     """``x`` (NDArray, NumPy or CuPy array, or array-like) as a NumPy array."""
     if isinstance(x, NDArray):
         return x.asnumpy()
@@ -93,11 +102,12 @@ def _host(x):
     return numpy.asarray(x)
 
 
-def _is_array(x):
+def _is_array(x: object) -> bool:
     return isinstance(x, (NDArray, numpy.ndarray))
 
 
-def check_label_shapes(labels, preds, wrap=False, shape=False):
+def check_label_shapes(labels: Any, preds: Any, wrap: bool = False,
+                       shape: bool = False) -> tuple[Any, Any]:
     """Check that ``labels`` and ``preds`` agree in length (or, with ``shape``, in shape).
 
     Parameters
@@ -149,7 +159,8 @@ class EvalMetric:
         Recorded for :meth:`get_config`.
     """
 
-    def __init__(self, name, output_names=None, label_names=None, **kwargs):
+    def __init__(self, name: str, output_names: list[str] | None = None,
+                 label_names: list[str] | None = None, **kwargs: Any) -> None:
         self.name = str(name)
         self.output_names = output_names
         self.label_names = label_names
@@ -157,58 +168,58 @@ class EvalMetric:
         self._kwargs = kwargs
         self.reset()
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"EvalMetric: {dict(self.get_name_value())}"
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """Return a dict that :func:`create` accepts as keyword arguments to rebuild the metric."""
         config = self._kwargs.copy()
         config.update({"metric": type(self).__name__, "name": self.name,
                        "output_names": self.output_names, "label_names": self.label_names})
         return config
 
-    def update_dict(self, label, pred):
+    def update_dict(self, label: dict[str, Any], pred: dict[str, Any]) -> None:
         """Update from dicts of name to array, picking ``label_names``/``output_names``."""
         if self.output_names is not None:
-            pred = [pred[name] for name in self.output_names]
+            preds = [pred[name] for name in self.output_names]
         else:
-            pred = list(pred.values())
+            preds = list(pred.values())
         if self.label_names is not None:
-            label = [label[name] for name in self.label_names]
+            labels = [label[name] for name in self.label_names]
         else:
-            label = list(label.values())
-        self.update(label, pred)
+            labels = list(label.values())
+        self.update(labels, preds)
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Accumulate the metric over a batch of ``labels`` and predictions ``preds``."""
         raise NotImplementedError()
 
-    def _add(self, value, count):
+    def _add(self, value: float, count: int) -> None:
         """Add ``value`` over ``count`` instances to the local and global sums."""
         self.sum_metric += value
         self.global_sum_metric += value
         self.num_inst += count
         self.global_num_inst += count
 
-    def reset(self):
+    def reset(self) -> None:
         """Clear the local and global sums."""
         self.num_inst = 0
         self.sum_metric = 0.0
         self.global_num_inst = 0
         self.global_sum_metric = 0.0
 
-    def reset_local(self):
+    def reset_local(self) -> None:
         """Clear the local sums only; :meth:`get_global` keeps counting."""
         self.num_inst = 0
         self.sum_metric = 0.0
 
-    def get(self):
+    def get(self) -> NameValue:
         """Return ``(name, value)`` over the updates since the last reset (NaN if none)."""
         if self.num_inst == 0:
             return (self.name, float("nan"))
         return (self.name, self.sum_metric / self.num_inst)
 
-    def get_global(self):
+    def get_global(self) -> NameValue:
         """Return ``(name, value)`` over the updates since the last :meth:`reset`."""
         if not self._has_global_stats:
             return self.get()
@@ -216,16 +227,16 @@ class EvalMetric:
             return (self.name, float("nan"))
         return (self.name, self.global_sum_metric / self.global_num_inst)
 
-    def get_name_value(self):
+    def get_name_value(self) -> list[tuple[str, float]]:
         """Return ``[(name, value), ...]`` of :meth:`get`."""
         return _pairs(self.get())
 
-    def get_global_name_value(self):
+    def get_global_name_value(self) -> list[tuple[str, float]]:
         """Return ``[(name, value), ...]`` of :meth:`get_global`."""
         return _pairs(self.get_global())
 
 
-def _pairs(result):
+def _pairs(result: NameValue) -> list[tuple[str, float]]:
     name, value = result
     if not isinstance(name, list):
         name = [name]
@@ -248,16 +259,18 @@ class CompositeEvalMetric(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, metrics=None, name="composite", output_names=None, label_names=None):
+    def __init__(self, metrics: list[Any] | None = None, name: str = "composite",
+                 output_names: list[str] | None = None,
+                 label_names: list[str] | None = None) -> None:
         super().__init__(name, output_names=output_names, label_names=label_names,
                          has_global_stats=True)
         self.metrics = [create(m) for m in (metrics or [])]
 
-    def add(self, metric):
+    def add(self, metric: Any) -> None:
         """Add a child metric (or anything :func:`create` accepts)."""
         self.metrics.append(create(metric))
 
-    def get_metric(self, index):
+    def get_metric(self, index: int) -> EvalMetric:
         """Return child metric number ``index``.
 
         Raises
@@ -271,7 +284,7 @@ class CompositeEvalMetric(EvalMetric):
             raise MXNetError(f"Metric index {index} is out of range 0 and "
                              f"{len(self.metrics)}") from None
 
-    def update_dict(self, labels, preds):
+    def update_dict(self, labels: dict[str, Any], preds: dict[str, Any]) -> None:
         """Update every child from dicts, restricted to this metric's names when set."""
         if self.label_names is not None:
             labels = {k: v for k, v in labels.items() if k in self.label_names}
@@ -280,30 +293,30 @@ class CompositeEvalMetric(EvalMetric):
         for metric in self.metrics:
             metric.update_dict(labels, preds)
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Update every child metric."""
         for metric in self.metrics:
             metric.update(labels, preds)
 
-    def reset(self):
+    def reset(self) -> None:
         """Reset every child metric."""
         for metric in getattr(self, "metrics", ()):
             metric.reset()
 
-    def reset_local(self):
+    def reset_local(self) -> None:
         """Reset every child metric's local sums."""
         for metric in self.metrics:
             metric.reset_local()
 
-    def get(self):
+    def get(self) -> NameValue:
         """Return ``([names], [values])`` of the children, flattened."""
         return self._collect(lambda m: m.get())
 
-    def get_global(self):
+    def get_global(self) -> NameValue:
         """Return ``([names], [values])`` of the children's global values, flattened."""
         return self._collect(lambda m: m.get_global())
 
-    def _collect(self, fn):
+    def _collect(self, fn: Callable[[EvalMetric], NameValue]) -> tuple[list[str], list[float]]:
         names, values = [], []
         for metric in self.metrics:
             name, value = fn(metric)
@@ -311,7 +324,7 @@ class CompositeEvalMetric(EvalMetric):
             values.extend(value if isinstance(value, list) else [value])
         return (names, values)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         """As :meth:`EvalMetric.get_config`, with the children's configs."""
         config = super().get_config()
         config.update({"metrics": [m.get_config() for m in self.metrics]})
@@ -336,8 +349,9 @@ class CustomMetric(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, feval, name=None, allow_extra_outputs=False, output_names=None,
-                 label_names=None):
+    def __init__(self, feval: Callable[..., Any], name: str | None = None,
+                 allow_extra_outputs: bool = False, output_names: list[str] | None = None,
+                 label_names: list[str] | None = None) -> None:
         if name is None:
             name = feval.__name__
             if "<" in name:
@@ -348,7 +362,7 @@ class CustomMetric(EvalMetric):
         self._feval = feval
         self._allow_extra_outputs = allow_extra_outputs
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Add ``feval``'s result for each (label, prediction) pair."""
         if not self._allow_extra_outputs:
             labels, preds = check_label_shapes(labels, preds, True)

@@ -165,6 +165,11 @@ class _PerBatch(EvalMetric):
                 pred = pred.reshape(pred.shape[0], 1)
             self._add(float(self._value(label - pred)), 1)
 
+    @staticmethod
+    def _value(diff):
+        """The metric's value for one batch of ``label - pred`` (subclasses implement this)."""
+        raise NotImplementedError
+
 
 @register
 class MAE(_PerBatch):

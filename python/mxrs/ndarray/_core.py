@@ -6,6 +6,15 @@ array, so none of them imports the :class:`~mxrs.ndarray.NDArray` class, which i
 above them from this core and the op modules' method mixins.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ._op import Op
+    from .ndarray import NDArray
+
 __all__ = ["ArrayCore"]
 
 
@@ -20,61 +29,69 @@ class ArrayCore:
 
     __slots__ = ("_data", "_ctx", "_node", "_oidx", "_grad", "_grad_req", "_fresh", "__weakref__")
 
-    def _new(self, data, ctx):
+    _data: Any
+    _ctx: Context
+    _node: Op | None
+    _oidx: int
+    _grad: NDArray | None
+    _grad_req: str
+    _fresh: bool
+
+    def _new(self, data: Any, ctx: Context) -> NDArray:
         """Return a new, unrecorded NDArray around raw ``data`` on ``ctx`` (no copy, no check)."""
         raise NotImplementedError
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         """tuple of int: the array's dimensions."""
         return self._data.shape
 
     @property
-    def dtype(self):
+    def dtype(self) -> type:
         """The NumPy scalar type of the elements, e.g. ``numpy.float32``."""
         return self._data.dtype.type
 
     @property
-    def size(self):
+    def size(self) -> int:
         """int: the number of elements."""
         return self._data.size
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         """int: the number of dimensions."""
         return self._data.ndim
 
     @property
-    def context(self):
+    def context(self) -> Context:
         """Context: where the array lives."""
         return self._ctx
 
     ctx = context
 
     @property
-    def stype(self):
+    def stype(self) -> str:
         """str: the storage type; always ``'default'`` (dense)."""
         return "default"
 
     @property
-    def grad(self):
+    def grad(self) -> NDArray | None:
         """NDArray or None: the gradient buffer set up by :meth:`attach_grad`."""
         return self._grad
 
     @property
-    def grad_req(self):
+    def grad_req(self) -> str:
         """str: how backward stores this variable's gradient ('write', 'add' or 'null')."""
         return self._grad_req
 
     @property
-    def _fresh_grad(self):
+    def _fresh_grad(self) -> bool:
         """bool: True once backward wrote this variable's gradient, until a trainer consumes it."""
         return getattr(self, "_fresh", False)
 
     @_fresh_grad.setter
-    def _fresh_grad(self, value):
+    def _fresh_grad(self, value: bool) -> None:
         self._fresh = bool(value)
 
-    def _needs_grad(self):
+    def _needs_grad(self) -> bool:
         """bool: whether an op on this array is recorded (it is a variable or was recorded)."""
         return self._node is not None or self._grad is not None

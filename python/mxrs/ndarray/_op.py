@@ -11,8 +11,17 @@ by the first input (``ArrayCore._new``), so no op module needs the NDArray class
 :func:`as_method` turns an op function into the NDArray method of the same name.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, SupportsIndex
+
 from ..autograd import _state
 from ..base import ContextError, MXNetError
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ._core import ArrayCore
 
 __all__ = ["Op", "apply", "as_method", "unbroadcast", "axis_index"]
 
@@ -25,13 +34,18 @@ class Op:
     ``nout`` (number of outputs).
     """
 
-    nout = 1
+    xp: Any
+    be: Any
+    ctx: Context
+    needs: tuple[bool, ...]
+    inputs: Sequence[ArrayCore] | None  # None once backward has freed the graph
+    nout: int = 1
 
-    def forward(self, *arrays, **attrs):
+    def forward(self, *arrays: Any, **attrs: Any) -> Any:
         """Compute the output(s) from raw input arrays; save what backward needs on ``self``."""
         raise NotImplementedError
 
-    def backward(self, *out_grads):
+    def backward(self, *out_grads: Any) -> Any:
         """Return the gradient of each input given the outputs' gradients.
 
         Multi-output ops receive None for outputs that got no gradient. Return None for an
@@ -40,14 +54,14 @@ class Op:
         raise NotImplementedError
 
 
-def _mixed(op_cls, ctx, other):
+def _mixed(op_cls: type[Op], ctx: Context, other: Context) -> ContextError:
     name = op_cls.__name__.lstrip("_")
     return ContextError(
         f"operation {name} got arrays on two contexts, {ctx} and {other}; move one with "
         "as_in_context() or copyto() first")
 
 
-def apply(op_cls, arrays, **attrs):
+def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
     """Run primitive op ``op_cls`` on NDArrays ``arrays`` with keyword ``attrs``.
 
     Returns
@@ -87,14 +101,14 @@ def apply(op_cls, arrays, **attrs):
         raise MXNetError(f"{op_cls.__name__.lstrip('_')} on shapes {shapes}: {err}") from None
     new = arrays[0]._new
     if type(out) is tuple:
-        res = [new(o, ctx) for o in out]
+        outs = [new(o, ctx) for o in out]
         if rec:
             op.nout = len(out)
             op.inputs = arrays
-            for i, r in enumerate(res):
+            for i, r in enumerate(outs):
                 r._node = op
                 r._oidx = i
-        return res
+        return outs
     res = new(out, ctx)
     if rec:
         op.inputs = arrays
@@ -102,10 +116,10 @@ def apply(op_cls, arrays, **attrs):
     return res
 
 
-def as_method(fn):
+def as_method(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Return ``fn`` as an NDArray method: ``x.name(*args)`` is ``nd.name(x, *args)``."""
 
-    def method(self, *args, **kwargs):
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)
 
     method.__name__ = method.__qualname__ = fn.__name__
@@ -113,7 +127,7 @@ def as_method(fn):
     return method
 
 
-def unbroadcast(g, shape):
+def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     """Sum gradient ``g`` over the axes that broadcasting expanded so it gets ``shape``."""
     if g.shape == shape:
         return g
@@ -125,7 +139,7 @@ def unbroadcast(g, shape):
     return g.reshape(shape)
 
 
-def axis_index(axis, ndim):
+def axis_index(axis: SupportsIndex, ndim: int) -> int:
     """Return ``axis`` as an index in ``[0, ndim)``; negative values count from the end.
 
     Raises

@@ -18,9 +18,13 @@ never written). Errors still unreported
 when the process exits are printed and make it exit with status 1 (see :mod:`.dist`).
 """
 
+from __future__ import annotations
+
 import collections
 import os
 import weakref
+from collections.abc import Sequence
+from typing import Any
 
 from ._core import ArrayCore
 from .ndarray import NDArray
@@ -41,6 +45,13 @@ class _Request:
     """One KVStore request: its ticket, the arrays it covers, and how it ended."""
 
     __slots__ = ("ticket", "arrays", "nbytes", "done", "error", "reported")
+
+    ticket: Any
+    arrays: Sequence[NDArray]
+    nbytes: int
+    done: bool
+    error: Exception | None
+    reported: bool
 
     def __init__(self, ticket, nbytes):
         self.ticket = ticket
@@ -69,13 +80,14 @@ class _Request:
         return self.error
 
 
-_INFLIGHT = collections.deque()  # _Request, in the order they were made
+_INFLIGHT: collections.deque[_Request] = collections.deque()  # in the order they were made
 # id(array) -> (array, [(request, finalize or None, writes), ...]) in request order; the array is
 # held so its id stays unique.
-_PENDING = {}
+_PENDING: dict[int, tuple[NDArray, list[tuple[_Request, Any, bool]]]] = {}
 # id(array) -> (weakref to array, request): arrays a failed request was to write, not read since.
-_FAILED = {}
-_UNREPORTED = []  # failed requests whose error has not reached the user, oldest first
+_FAILED: dict[int, tuple[weakref.ref[NDArray], _Request]] = {}
+# failed requests whose error has not reached the user, oldest first
+_UNREPORTED: list[_Request] = []
 _more_failures = 0  # failures beyond MAX_UNREPORTED
 _scan_at = _SCAN_FROM
 _inflight_bytes = 0  # of the requests in _INFLIGHT
@@ -114,7 +126,11 @@ def _fresh(error, more=0):
 def _poison(arr, req):
     """``arr`` was to be written by failed ``req``: its first read raises ``req``'s error."""
     key = id(arr)
-    _FAILED[key] = (weakref.ref(arr, lambda _, key=key: _FAILED.pop(key, None)), req)
+
+    def forget(_: object) -> None:
+        _FAILED.pop(key, None)
+
+    _FAILED[key] = (weakref.ref(arr, forget), req)
 
 
 def _advance(arr, entry):
@@ -253,7 +269,7 @@ def sweep():
     while q and q[0].ready():
         _release(q.popleft())
     if len(q) >= _scan_at:  # something old is slow: look behind it too, now and then
-        waiting = collections.deque()
+        waiting: collections.deque[_Request] = collections.deque()
         for req in q:
             if req.ready():
                 _release(req)

@@ -4,23 +4,27 @@
 same numbers on each run; contexts seeded with the same value still get distinct streams.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 from ..context import Context
 
 __all__ = ["generator", "generators", "seed"]
 
-_generators = {}
-_base_seed = [None]
+_generators: dict[Context, Any] = {}
+_base_seed: list[int | None] = [None]
 
 
-def _derive(seed_state, ctx):
+def _derive(seed_state: int, ctx: Context) -> int:
     seq = np.random.SeedSequence([int(seed_state) & 0xFFFFFFFF, ctx.device_typeid,
                                   ctx.device_id])
     return int(seq.generate_state(1, dtype=np.uint32)[0])
 
 
-def generator(ctx):
+def generator(ctx: Context) -> Any:
     """Return the generator of context ``ctx`` (its backend's kind), creating it if needed."""
     gen = _generators.get(ctx)
     if gen is None:
@@ -30,12 +34,12 @@ def generator(ctx):
     return gen
 
 
-def generators():
+def generators() -> list[Any]:
     """list: the generators created so far, one per context."""
     return list(_generators.values())
 
 
-def seed(seed_state, ctx="all"):
+def seed(seed_state: int, ctx: Context | str = "all") -> None:
     """Seed the random generators.
 
     Parameters

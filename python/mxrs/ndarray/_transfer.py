@@ -1,14 +1,22 @@
 """Moving array data between contexts: raw moves, and the recorded copy behind ``copyto``."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..autograd import _state
 from ._op import Op
 
+if TYPE_CHECKING:
+    from ..context import Context
+    from .ndarray import NDArray
+
 __all__ = ["move_data", "to_context"]
 
 
-def move_data(data, src, dst):
+def move_data(data: Any, src: Context, dst: Context) -> Any:
     """Return raw ``data`` of context ``src`` as an array of ``dst``'s library and device.
 
     Between CPU contexts the data itself is returned (they share host memory); otherwise a copy.
@@ -30,7 +38,7 @@ class _ToContext(Op):
         return move_data(g, self.dst, self.src)
 
 
-def to_context(x, ctx):
+def to_context(x: NDArray, ctx: Context) -> NDArray:
     """Copy array ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
     op = _ToContext()
     sbe = x._ctx.backend

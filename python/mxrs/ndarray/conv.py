@@ -13,8 +13,16 @@ The same code runs on NumPy and CuPy; inputs are ``(N, C, H, W)`` (or ``(N, C, W
 run as a height-1 2-D op).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ..base import MXNetError
 from ._op import Op, apply
+
+if TYPE_CHECKING:
+    from .ndarray import NDArray
 
 __all__ = ["Convolution", "Pooling"]
 
@@ -104,8 +112,13 @@ class _Conv(Op):
         return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
 
 
-def Convolution(data, weight, bias=None, kernel=None, stride=None, dilate=None, pad=None,
-                num_filter=None, num_group=1, no_bias=False, layout=None, **kwargs):
+def Convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
+                kernel: int | Sequence[int] | None = None,
+                stride: int | Sequence[int] | None = None,
+                dilate: int | Sequence[int] | None = None,
+                pad: int | Sequence[int] | None = None,
+                num_filter: int | None = None, num_group: int = 1, no_bias: bool = False,
+                layout: str | None = None, **kwargs: Any) -> NDArray:
     """2-D convolution (cross-correlation) of ``(N, C, H, W)`` data.
 
     Parameters
@@ -274,8 +287,11 @@ class _GlobalPool(Op):
         return self.xp.broadcast_to(g, self.x.shape)
 
 
-def Pooling(data, kernel=None, pool_type="max", global_pool=False, stride=None, pad=None,
-            pooling_convention="valid", count_include_pad=True, layout=None, **kwargs):
+def Pooling(data: NDArray, kernel: int | Sequence[int] | None = None, pool_type: str = "max",
+            global_pool: bool = False, stride: int | Sequence[int] | None = None,
+            pad: int | Sequence[int] | None = None, pooling_convention: str = "valid",
+            count_include_pad: bool = True, layout: str | None = None,
+            **kwargs: Any) -> NDArray:
     """2-D max, average or sum pooling of ``(N, C, H, W)`` data.
 
     Parameters

@@ -4,6 +4,12 @@ Float32 is the default element type everywhere, as in MXNet 1.x: ``array`` of a 
 of a NumPy array gives float32 unless ``dtype`` says otherwise (an NDArray source keeps its dtype).
 """
 
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .. import _backend
@@ -12,34 +18,37 @@ from ..context import Context, current_context
 from . import _pending
 from .ndarray import NDArray, _wrap, to_raw
 
+if TYPE_CHECKING:
+    from .._typing import CtxLike, DTypeLike, ShapeLike
+
 __all__ = ["array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
            "full_like", "eye", "linspace", "waitall", "save", "load"]
 
 
-def _dtype(dtype, default=np.float32):
+def _dtype(dtype: DTypeLike | None, default: DTypeLike = np.float32) -> np.dtype:
     return np.dtype(default if dtype is None else dtype)
 
 
-def _shape(shape):
+def _shape(shape: ShapeLike) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     return tuple(int(s) for s in shape)
 
 
-def _ctx(ctx):
+def _ctx(ctx: CtxLike | None) -> Context:
     if ctx is None:
         return current_context()
     return ctx if isinstance(ctx, Context) else Context(ctx)
 
 
-def _out(result, out):
+def _out(result: NDArray, out: NDArray | None) -> NDArray:
     if out is None:
         return result
     out[:] = result
     return out
 
 
-def array(source_array, ctx=None, dtype=None):
+def array(source_array: Any, ctx: CtxLike | None = None, dtype: DTypeLike | None = None) -> NDArray:
     """Create an array from a list, tuple, NumPy array, scalar or NDArray.
 
     Parameters
@@ -61,7 +70,8 @@ def array(source_array, ctx=None, dtype=None):
     return _wrap(to_raw(source_array, ctx, dtype), ctx)
 
 
-def _filled(fill, shape, ctx, dtype):
+def _filled(fill: float | None, shape: ShapeLike, ctx: CtxLike | None,
+            dtype: DTypeLike | None) -> NDArray:
     ctx = _ctx(ctx)
     be = ctx.backend
     with be.guard(ctx.device_id):
@@ -72,7 +82,8 @@ def _filled(fill, shape, ctx, dtype):
     return _wrap(data, ctx)
 
 
-def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
+def zeros(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None = None,
+          out: NDArray | None = None, **kwargs: Any) -> NDArray:
     """Return an array of zeros.
 
     Parameters
@@ -87,43 +98,47 @@ def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
     return _out(_filled(0, shape, ctx, dtype), out)
 
 
-def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
+def ones(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None = None,
+         out: NDArray | None = None, **kwargs: Any) -> NDArray:
     """Return an array of ones; parameters as :func:`zeros`."""
     return _out(_filled(1, shape, ctx, dtype), out)
 
 
-def full(shape, val, ctx=None, dtype=None, out=None):
+def full(shape: ShapeLike, val: float, ctx: CtxLike | None = None, dtype: DTypeLike | None = None,
+         out: NDArray | None = None) -> NDArray:
     """Return an array filled with ``val``; parameters as :func:`zeros`."""
     return _out(_filled(val, shape, ctx, dtype), out)
 
 
-def empty(shape, ctx=None, dtype=None):
+def empty(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None = None) -> NDArray:
     """Return an uninitialised array; parameters as :func:`zeros`."""
     return _filled(None, shape, ctx, dtype)
 
 
-def _like(data, make):
+def _like(data: NDArray, make: Callable[[Any, Any], Any]) -> NDArray:
     be, ctx = data._ctx.backend, data._ctx
     with be.guard(ctx.device_id):
         return _wrap(make(be.xp, data._data), ctx)
 
 
-def zeros_like(data):
+def zeros_like(data: NDArray) -> NDArray:
     """Return zeros with the shape, dtype and context of ``data``."""
     return _like(data, lambda xp, x: xp.zeros_like(x))
 
 
-def ones_like(data):
+def ones_like(data: NDArray) -> NDArray:
     """Return ones with the shape, dtype and context of ``data``."""
     return _like(data, lambda xp, x: xp.ones_like(x))
 
 
-def full_like(data, fill_value):
+def full_like(data: NDArray, fill_value: float) -> NDArray:
     """Return ``fill_value`` with the shape, dtype and context of ``data``."""
     return _like(data, lambda xp, x: xp.full_like(x, fill_value))
 
 
-def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           infer_range: bool = False, ctx: CtxLike | None = None,
+           dtype: DTypeLike | None = None) -> NDArray:
     """Return evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times.
 
     Examples
@@ -139,18 +154,20 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dt
     return array(host, ctx=ctx, dtype=host.dtype)
 
 
-def eye(N, M=0, k=0, ctx=None, dtype=None):
+def eye(N: int, M: int = 0, k: int = 0, ctx: CtxLike | None = None,
+        dtype: DTypeLike | None = None) -> NDArray:
     """Return a 2-D array with ones on diagonal ``k`` (``M=0`` means ``M=N``)."""
     return array(np.eye(N, M or N, k), ctx=ctx, dtype=_dtype(dtype))
 
 
-def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+def linspace(start: float, stop: float, num: int, endpoint: bool = True,
+             ctx: CtxLike | None = None, dtype: DTypeLike | None = None) -> NDArray:
     """Return ``num`` evenly spaced values from ``start`` to ``stop``."""
     return array(np.linspace(start, stop, num, endpoint=endpoint), ctx=ctx,
                  dtype=_dtype(dtype))
 
 
-def waitall():
+def waitall() -> None:
     """Block until all pending computation on every device, and every KVStore request, finished."""
     _pending.settle_all()
 
@@ -161,13 +178,15 @@ def waitall():
 
 
 # ----------------------------------------------------------------- save / load
-def save(fname, data):
+def save(fname: str | os.PathLike[str],
+         data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> None:
     """Save an NDArray, a list of NDArrays or a dict of str to NDArray to file ``fname``.
 
     The file is a NumPy ``.npz`` archive; :func:`load` restores the same structure.
     """
     if isinstance(data, NDArray):
         data = [data]
+    arrays: dict[str, Any]  # np.savez keywords (its stub would take them for allow_pickle)
     if isinstance(data, dict):
         arrays = {f"d:{k}": v.asnumpy() for k, v in data.items()}
     elif isinstance(data, (list, tuple)):
@@ -178,7 +197,8 @@ def save(fname, data):
         np.savez(f, **arrays)
 
 
-def load(fname, ctx=None):
+def load(fname: str | os.PathLike[str],
+         ctx: CtxLike | None = None) -> list[NDArray] | dict[str, NDArray]:
     """Load what :func:`save` wrote: a list or a dict of NDArrays (on ``ctx``, default cpu)."""
     with np.load(fname, allow_pickle=False) as z:
         keys = list(z.keys())

@@ -6,12 +6,19 @@ dtype. Comparisons return 0/1 arrays of the left operand's dtype, as MXNet does,
 gradient.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..autograd import _state
 from ..base import ContextError
 from ._core import ArrayCore
 from ._op import Op, apply, unbroadcast
+
+if TYPE_CHECKING:
+    from .ndarray import NDArray
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum", "equal",
@@ -250,22 +257,22 @@ def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
                     f"{type(rhs).__name__}")
 
 
-def add(lhs, rhs):
+def add(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return ``lhs + rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Add, _AddS, _AddS)
 
 
-def subtract(lhs, rhs):
+def subtract(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return ``lhs - rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Sub, _AddS, _RSubS, neg=True)
 
 
-def multiply(lhs, rhs):
+def multiply(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return ``lhs * rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Mul, _MulS, _MulS)
 
 
-def divide(lhs, rhs):
+def divide(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return ``lhs / rhs`` with broadcasting; integer arrays divided by a scalar truncate."""
     if isinstance(lhs, ArrayCore) and not isinstance(rhs, (ArrayCore, np.ndarray)) \
             and lhs._data.dtype.kind in "iu":
@@ -290,22 +297,22 @@ class _DivIntS(Op):
         return None
 
 
-def modulo(lhs, rhs):
+def modulo(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return the remainder of ``lhs / rhs`` with the sign of ``rhs``, as Python's ``%``."""
     return _binary(lhs, rhs, _Mod, _ModS, _RModS)
 
 
-def power(base, exp):
+def power(base: NDArray | float, exp: NDArray | float) -> NDArray:
     """Return ``base ** exp`` with broadcasting; either side may be a scalar."""
     return _binary(base, exp, _Pow, _PowS, _RPowS)
 
 
-def maximum(lhs, rhs):
+def maximum(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return the elementwise maximum; ties send the gradient to ``lhs``."""
     return _binary(lhs, rhs, _Maximum, _MaxS, _MaxS)
 
 
-def minimum(lhs, rhs):
+def minimum(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return the elementwise minimum; ties send the gradient to ``lhs``."""
     return _binary(lhs, rhs, _Minimum, _MinS, _MinS)
 
@@ -318,32 +325,32 @@ def _compare(lhs, rhs, fn, rfn):
     return apply(_CompareS, (rhs,), s=_scalar(lhs), fn=rfn)
 
 
-def equal(lhs, rhs):
+def equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return 1 where ``lhs == rhs`` else 0, in ``lhs``'s dtype."""
     return _compare(lhs, rhs, _eq, _eq)
 
 
-def not_equal(lhs, rhs):
+def not_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return 1 where ``lhs != rhs`` else 0."""
     return _compare(lhs, rhs, _ne, _ne)
 
 
-def greater(lhs, rhs):
+def greater(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return 1 where ``lhs > rhs`` else 0."""
     return _compare(lhs, rhs, _gt, _lt)
 
 
-def greater_equal(lhs, rhs):
+def greater_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return 1 where ``lhs >= rhs`` else 0."""
     return _compare(lhs, rhs, _ge, _le)
 
 
-def lesser(lhs, rhs):
+def lesser(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return 1 where ``lhs < rhs`` else 0."""
     return _compare(lhs, rhs, _lt, _gt)
 
 
-def lesser_equal(lhs, rhs):
+def lesser_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return 1 where ``lhs <= rhs`` else 0."""
     return _compare(lhs, rhs, _le, _ge)
 
@@ -390,70 +397,72 @@ class Operators:
 
     __slots__ = ()
 
-    def __add__(self, other):
+    def __add__(self: Any, other: NDArray | float) -> NDArray:
         return add(self, other)
 
-    def __radd__(self, other):
+    def __radd__(self: Any, other: NDArray | float) -> NDArray:
         return add(self, other)
 
-    def __sub__(self, other):
+    def __sub__(self: Any, other: NDArray | float) -> NDArray:
         return subtract(self, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self: Any, other: NDArray | float) -> NDArray:
         return subtract(other, self)
 
-    def __mul__(self, other):
+    def __mul__(self: Any, other: NDArray | float) -> NDArray:
         return multiply(self, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self: Any, other: NDArray | float) -> NDArray:
         return multiply(self, other)
 
-    def __truediv__(self, other):
+    def __truediv__(self: Any, other: NDArray | float) -> NDArray:
         return divide(self, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self: Any, other: NDArray | float) -> NDArray:
         return divide(other, self)
 
-    def __mod__(self, other):
+    def __mod__(self: Any, other: NDArray | float) -> NDArray:
         return modulo(self, other)
 
-    def __rmod__(self, other):
+    def __rmod__(self: Any, other: NDArray | float) -> NDArray:
         return modulo(other, self)
 
-    def __pow__(self, other):
+    def __pow__(self: Any, other: NDArray | float) -> NDArray:
         return power(self, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self: Any, other: NDArray | float) -> NDArray:
         return power(other, self)
 
-    def __eq__(self, other):
+    def __eq__(  # type: ignore[override]  # elementwise, as NumPy's
+            self: Any, other: NDArray | float) -> NDArray:
         return equal(self, other)
 
-    def __ne__(self, other):
+    def __ne__(  # type: ignore[override]  # elementwise, as NumPy's
+            self: Any, other: NDArray | float) -> NDArray:
         return not_equal(self, other)
 
-    def __gt__(self, other):
+    def __gt__(self: Any, other: NDArray | float) -> NDArray:
         return greater(self, other)
 
-    def __ge__(self, other):
+    def __ge__(self: Any, other: NDArray | float) -> NDArray:
         return greater_equal(self, other)
 
-    def __lt__(self, other):
+    def __lt__(self: Any, other: NDArray | float) -> NDArray:
         return lesser(self, other)
 
-    def __le__(self, other):
+    def __le__(self: Any, other: NDArray | float) -> NDArray:
         return lesser_equal(self, other)
 
-    def __iadd__(self, other):
+    def __iadd__(self: Any, other: NDArray | float) -> NDArray:
         return _inplace(self, other, add, _iadd)
 
-    def __isub__(self, other):
+    def __isub__(self: Any, other: NDArray | float) -> NDArray:
         return _inplace(self, other, subtract, _isub)
 
-    def __imul__(self, other):
+    def __imul__(self: Any, other: NDArray | float) -> NDArray:
         return _inplace(self, other, multiply, _imul)
 
-    def __itruediv__(self, other):
+    def __itruediv__(self: Any, other: NDArray | float) -> NDArray:
         return _inplace(self, other, divide, _idiv)
 
 

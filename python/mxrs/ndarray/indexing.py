@@ -6,12 +6,20 @@ gradient scatter-adds, so repeated indices accumulate. An integer index that sel
 element gives shape ``(1,)``, as MXNet 1.x does.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..base import MXNetError
 from ._core import ArrayCore
 from ._op import Op, apply, as_method, axis_index
 from ._transfer import move_data
+
+if TYPE_CHECKING:
+    from .._typing import DTypeLike
+    from .ndarray import NDArray
 
 __all__ = ["getitem", "setitem", "take", "Embedding", "pick", "one_hot"]
 
@@ -66,14 +74,14 @@ class _AdvancedIndex(Op):
         return dx
 
 
-def getitem(x, key):
+def getitem(x: NDArray, key: Any) -> NDArray:
     """Return ``x[key]`` (recorded by autograd)."""
     key = _convert_key(x, key)
     op = _BasicIndex if _is_basic(key) else _AdvancedIndex
     return apply(op, (x,), key=key)
 
 
-def setitem(x, key, value):
+def setitem(x: NDArray, key: Any, value: Any) -> None:
     """Write ``value`` (scalar, array_like or NDArray, broadcast as needed) into ``x[key]``.
 
     An NDArray value on another context is copied over, as ``copyto`` would.
@@ -126,7 +134,7 @@ class _Take(Op):
         return dx.reshape(shape), None
 
 
-def take(a, indices, axis=0, mode="clip"):
+def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip") -> NDArray:
     """Gather slices of ``a`` along ``axis`` at ``indices``.
 
     Parameters
@@ -143,8 +151,9 @@ def take(a, indices, axis=0, mode="clip"):
     return apply(_Take, (a, indices), axis=axis_index(axis, a.ndim), mode=mode)
 
 
-def Embedding(data, weight, input_dim=None, output_dim=None, dtype="float32",
-              sparse_grad=False, **kwargs):
+def Embedding(data: NDArray, weight: NDArray, input_dim: int | None = None,
+              output_dim: int | None = None, dtype: DTypeLike = "float32",
+              sparse_grad: bool = False, **kwargs: Any) -> NDArray:
     """Look up rows of ``weight`` (shape ``(input_dim, output_dim)``) at indices ``data``.
 
     The output has shape ``data.shape + (output_dim,)``; indices are clipped into range.
@@ -184,7 +193,8 @@ class _Pick(Op):
         return xp.moveaxis(dx, -1, axis), None
 
 
-def pick(data, index, axis=-1, keepdims=False, mode="clip"):
+def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
+         mode: str = "clip") -> NDArray:
     """Pick one entry per position along ``axis``: ``out[i] = data[i, index[i]]`` for 2-D.
 
     Parameters
@@ -212,7 +222,8 @@ class _OneHot(Op):
         return None
 
 
-def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
+def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: float = 0.0,
+            dtype: DTypeLike = "float32") -> NDArray:
     """Return one-hot rows of length ``depth`` for ``indices`` (out-of-range rows stay off)."""
     return apply(_OneHot, (indices,), depth=int(depth), on=on_value, off=off_value,
                  dtype=np.dtype(dtype))
@@ -223,10 +234,10 @@ class IndexingMethods:
 
     __slots__ = ()
 
-    def __getitem__(self, key):
+    def __getitem__(self: Any, key: Any) -> NDArray:
         return getitem(self, key)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self: Any, key: Any, value: Any) -> None:
         setitem(self, key, value)
 
     take = as_method(take)

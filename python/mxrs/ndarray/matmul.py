@@ -4,10 +4,17 @@ Each is one GEMM forward and (at most) two GEMMs backward; transposed operands a
 BLAS as transposed views, not copies.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..base import MXNetError
 from ._op import Op, apply
+
+if TYPE_CHECKING:
+    from .ndarray import NDArray
 
 __all__ = ["dot", "batch_dot", "FullyConnected"]
 
@@ -40,7 +47,8 @@ class _Dot(Op):
         return ga, gb
 
 
-def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
+        forward_stype: str | None = None) -> NDArray:
     """Dot product: contracts the last axis of ``lhs`` with the first axis of ``rhs``.
 
     For 2-D arrays this is the matrix product; ``transpose_a``/``transpose_b`` reverse the axes
@@ -75,7 +83,8 @@ class _BatchDot(Op):
         return ga, gb
 
 
-def batch_dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
+def batch_dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
+              transpose_b: bool = False, forward_stype: str | None = None) -> NDArray:
     """Batched matrix product of ``(B, N, K)`` and ``(B, K, M)`` arrays: ``(B, N, M)``."""
     return apply(_BatchDot, (lhs, rhs), ta=transpose_a, tb=transpose_b)
 
@@ -103,8 +112,9 @@ class _FC(Op):
         return gx, gw
 
 
-def FullyConnected(data, weight, bias=None, num_hidden=None, no_bias=False, flatten=True,
-                   **kwargs):
+def FullyConnected(data: NDArray, weight: NDArray, bias: NDArray | None = None,
+                   num_hidden: int | None = None, no_bias: bool = False, flatten: bool = True,
+                   **kwargs: Any) -> NDArray:
     """Fully connected layer: ``data @ weight.T + bias``.
 
     Parameters

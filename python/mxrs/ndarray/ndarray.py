@@ -7,6 +7,11 @@ mixins (``elementwise.Operators``, ``unary.UnaryMethods``, ...), each calling th
 function with the array first; this module adds conversions, context moves and autograd hooks.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..autograd import backward as _backward
@@ -21,12 +26,15 @@ from .reduce import ReduceMethods
 from .shape import ShapeMethods
 from .unary import UnaryMethods
 
+if TYPE_CHECKING:
+    from .._typing import CtxLike, DTypeLike
+
 __all__ = ["NDArray"]
 
 _object_new = object.__new__
 
 
-def _wrap(data, ctx):
+def _wrap(data: Any, ctx: Context) -> NDArray:
     """Make an NDArray around raw array ``data`` on ``ctx`` without copying or checking."""
     a = _object_new(NDArray)
     a._data = data
@@ -38,7 +46,7 @@ def _wrap(data, ctx):
     return a
 
 
-def to_raw(source, ctx, dtype=None):
+def to_raw(source: Any, ctx: Context, dtype: DTypeLike | None = None) -> Any:
     """Return ``source`` (array_like or NDArray) as raw data of ``ctx``'s library and device.
 
     The element type is ``dtype``, else the source's for an NDArray, else float32; a scalar
@@ -71,7 +79,8 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
     __slots__ = ()
     __array_priority__ = 1000.0
 
-    def __init__(self, data, ctx=None, dtype=None):
+    def __init__(self, data: Any, ctx: CtxLike | None = None,
+                 dtype: DTypeLike | None = None) -> None:
         ctx = current_context() if ctx is None else ctx
         ctx = ctx if isinstance(ctx, Context) else Context(ctx)
         self._data = to_raw(data, ctx, dtype)
@@ -81,44 +90,44 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
         self._grad = None
         self._grad_req = "null"
 
-    def _new(self, data, ctx):
+    def _new(self, data: Any, ctx: Context) -> NDArray:
         return _wrap(data, ctx)
 
     # ----------------------------------------------------------------- conversions
-    def __repr__(self):
+    def __repr__(self) -> str:
         shape = "x".join(str(s) for s in self.shape)
         return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape} @{self._ctx}>"
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[NDArray]:
         for i in range(self._data.shape[0]):
             yield self[i]
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         if self._data.size == 1:
             return bool(self._data.reshape(-1)[0])
         if self._data.size == 0:
             return False
         raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.asscalar())
 
-    def __int__(self):
+    def __int__(self) -> int:
         return int(self.asscalar())
 
     __hash__ = object.__hash__
 
-    def asnumpy(self):
+    def asnumpy(self) -> np.ndarray:
         """Return a NumPy copy of the array (waits for pending device work)."""
         be = self._ctx.backend
         if be.xp is np:
             return np.array(self._data, copy=True)
         return be.to_host(self._data)
 
-    def asscalar(self):
+    def asscalar(self) -> Any:
         """Return the only element of a size-1 array as a NumPy scalar.
 
         Raises
@@ -130,11 +139,11 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
             raise ValueError("The current array is not a scalar")
         return self.asnumpy().reshape(-1)[0]
 
-    def copy(self):
+    def copy(self) -> NDArray:
         """Return a copy on the same context."""
         return self.copyto(self._ctx)
 
-    def copyto(self, other):
+    def copyto(self, other: NDArray | Context) -> NDArray:
         """Copy into another NDArray, or to a new array on a context.
 
         Parameters
@@ -153,7 +162,7 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}")
 
-    def as_in_context(self, context):
+    def as_in_context(self, context: Context) -> NDArray:
         """Return this array on ``context``: ``self`` when already there, else a copy.
 
         The copy is recorded by autograd, so gradients flow back to the source context.
@@ -162,17 +171,17 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
             return self
         return to_context(self, context)
 
-    def wait_to_read(self):
+    def wait_to_read(self) -> None:
         """Block until pending computation or KVStore requests writing this array have finished."""
         self._data  # noqa: B018  (touching the data settles pending KVStore requests)
         self._ctx.backend.synchronize(self._ctx.device_id)
 
-    def detach(self):
+    def detach(self) -> NDArray:
         """Return an array sharing this one's data but cut from the autograd graph."""
         return _wrap(self._data, self._ctx)
 
     # ----------------------------------------------------------------- autograd
-    def attach_grad(self, grad_req="write", stype=None):
+    def attach_grad(self, grad_req: str = "write", stype: str | None = None) -> None:
         """Allocate a gradient buffer and make this array a variable for autograd.
 
         Parameters
@@ -191,14 +200,15 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
             grad = _wrap(be.xp.zeros_like(self._data), self._ctx)
         self._mark_variable(grad, grad_req)
 
-    def _mark_variable(self, grad, grad_req):
+    def _mark_variable(self, grad: NDArray | None, grad_req: str) -> None:
         if grad_req not in ("write", "add", "null"):
             raise MXNetError(f"grad_req must be 'write', 'add' or 'null', not {grad_req!r}")
         self._grad = grad if grad_req != "null" else None
         self._grad_req = grad_req
         self._node = None
 
-    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+    def backward(self, out_grad: NDArray | None = None, retain_graph: bool = False,
+                 train_mode: bool = True) -> None:
         """Compute gradients of this array with respect to the marked variables.
 
         Parameters
@@ -210,15 +220,15 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
         """
         _backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
-    def zeros_like(self):
+    def zeros_like(self) -> NDArray:
         """Return zeros of this array's shape, dtype and context."""
         return self._filled_like(0)
 
-    def ones_like(self):
+    def ones_like(self) -> NDArray:
         """Return ones of this array's shape, dtype and context."""
         return self._filled_like(1)
 
-    def _filled_like(self, value):
+    def _filled_like(self, value: float) -> NDArray:
         be, ctx = self._ctx.backend, self._ctx
         with be.guard(ctx.device_id):
             return _wrap(be.xp.full_like(self._data, value), ctx)

@@ -8,6 +8,11 @@ always with ``mode='always'``. BatchNorm normalises with batch statistics in tra
 updates the running statistics in place, and uses the running statistics otherwise.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..autograd import _state
@@ -15,6 +20,9 @@ from ..base import ContextError, MXNetError
 from ._op import Op, apply, as_method, axis_index
 from ._rng import generator
 from .reduce import sum as _sum
+
+if TYPE_CHECKING:
+    from .ndarray import NDArray
 
 __all__ = ["softmax", "log_softmax", "softmax_cross_entropy", "softmax_ce_loss",
            "SoftmaxOutput", "SoftmaxActivation", "Dropout", "BatchNorm", "LayerNorm"]
@@ -54,7 +62,8 @@ class _LogSoftmax(Op):
         return gx / self.t if self.t != 1.0 else gx
 
 
-def softmax(data, axis=-1, temperature=None, **kwargs):
+def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
+            **kwargs: Any) -> NDArray:
     """Softmax along ``axis``: ``exp(x/T) / sum(exp(x/T))``.
 
     Parameters
@@ -66,12 +75,13 @@ def softmax(data, axis=-1, temperature=None, **kwargs):
     return apply(_Softmax, (data,), axis=axis, temperature=float(temperature or 1.0))
 
 
-def log_softmax(data, axis=-1, temperature=None, **kwargs):
+def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
+                **kwargs: Any) -> NDArray:
     """Logarithm of :func:`softmax`, computed stably."""
     return apply(_LogSoftmax, (data,), axis=axis, temperature=float(temperature or 1.0))
 
 
-def SoftmaxActivation(data, mode="instance"):
+def SoftmaxActivation(data: NDArray, mode: str = "instance") -> NDArray:
     """Softmax over axis 1 ('channel') or over each flattened instance ('instance')."""
     if mode == "channel":
         return softmax(data, axis=1)
@@ -134,7 +144,8 @@ class _SoftmaxCE(Op):
         return (gx if self.needs[0] else None), gl
 
 
-def softmax_ce_loss(pred, label, axis=-1, sparse_label=True, from_logits=False, keepdims=True):
+def softmax_ce_loss(pred: NDArray, label: NDArray, axis: int = -1, sparse_label: bool = True,
+                    from_logits: bool = False, keepdims: bool = True) -> NDArray:
     """Fused softmax cross-entropy per position (mxrs extension used by Gluon's loss).
 
     Computes ``-pick(log_softmax(pred, axis), label, axis)`` (sparse labels) or
@@ -154,7 +165,7 @@ def softmax_ce_loss(pred, label, axis=-1, sparse_label=True, from_logits=False, 
                  from_logits=from_logits, keepdims=keepdims)
 
 
-def softmax_cross_entropy(data, label):
+def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
     """Total cross-entropy of ``softmax(data)`` against class indices ``label``, shape (1,).
 
     Examples
@@ -195,8 +206,10 @@ class _SoftmaxOutput(Op):
         return gx * grad_scale, None
 
 
-def SoftmaxOutput(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
-                  use_ignore=False, normalization="null", **kwargs):
+def SoftmaxOutput(data: NDArray, label: NDArray, grad_scale: float = 1.0,
+                  ignore_label: float = -1.0, multi_output: bool = False,
+                  use_ignore: bool = False, normalization: str = "null",
+                  **kwargs: Any) -> NDArray:
     """Softmax forward whose backward is the cross-entropy gradient ``softmax - one_hot(label)``
     (scaled by ``grad_scale``, ignoring the incoming gradient, as MXNet's output layer)."""
     return apply(_SoftmaxOutput, (data, label), grad_scale=grad_scale, ignore_label=ignore_label,
@@ -224,7 +237,8 @@ class _Dropout(Op):
         return g * self.mask
 
 
-def Dropout(data, p=0.5, mode="training", axes=(), **kwargs):
+def Dropout(data: NDArray, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (),
+            **kwargs: Any) -> NDArray:
     """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
     Active only in training mode unless ``mode='always'``; otherwise returns a copy of ``data``.
@@ -287,8 +301,11 @@ class _BatchNorm(Op):
         return gx, ggamma, gbeta
 
 
-def BatchNorm(data, gamma, beta, moving_mean, moving_var, eps=1e-3, momentum=0.9,
-              fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, **kwargs):
+def BatchNorm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray,
+              moving_var: NDArray, eps: float = 1e-3, momentum: float = 0.9,
+              fix_gamma: bool = True, use_global_stats: bool = False,
+              output_mean_var: bool = False, axis: int = 1,
+              **kwargs: Any) -> NDArray | list[NDArray]:
     """Batch normalisation over every axis but ``axis``.
 
     In training mode (and without ``use_global_stats``) normalises with the batch mean and
@@ -344,7 +361,8 @@ class _LayerNorm(Op):
         return gx, gg, gb
 
 
-def LayerNorm(data, gamma, beta, axis=-1, eps=1e-5, output_mean_var=False):
+def LayerNorm(data: NDArray, gamma: NDArray, beta: NDArray, axis: int = -1, eps: float = 1e-5,
+              output_mean_var: bool = False) -> NDArray | list[NDArray]:
     """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
     if output_mean_var:
         raise MXNetError("LayerNorm(output_mean_var=True) is not supported")

@@ -5,29 +5,36 @@ generators of every context (or of one), so a seeded program draws the same numb
 contexts seeded with the same value still get distinct streams.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..context import Context, current_context
 from ._rng import generator, seed
 from .ndarray import NDArray, _wrap
 
+if TYPE_CHECKING:
+    from .._typing import CtxLike, DTypeLike, ShapeLike
+
 __all__ = ["seed", "uniform", "normal", "randn", "randint", "shuffle"]
 
 
-def _shape(shape):
+def _shape(shape: ShapeLike | None) -> tuple[int, ...]:
     if shape is None or shape == ():
         return (1,)
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
 
-def _result(data, ctx, out):
+def _result(data: Any, ctx: Context, out: NDArray | None) -> NDArray:
     if out is None:
         return _wrap(data, ctx)
     out[:] = _wrap(data, ctx)
     return out
 
 
-def _target(ctx, out):
+def _target(ctx: CtxLike | None, out: NDArray | None) -> Context:
     if out is not None:
         return out._ctx
     if ctx is None:
@@ -35,7 +42,9 @@ def _target(ctx, out):
     return ctx if isinstance(ctx, Context) else Context(ctx)
 
 
-def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+def uniform(low: float = 0.0, high: float = 1.0, shape: ShapeLike | None = None,
+            dtype: DTypeLike | None = None, ctx: CtxLike | None = None,
+            out: NDArray | None = None, **kwargs: Any) -> NDArray:
     """Draw from the uniform distribution on ``[low, high)``.
 
     Parameters
@@ -63,7 +72,9 @@ def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwa
     return _result(data, ctx, out)
 
 
-def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+def normal(loc: float = 0.0, scale: float = 1.0, shape: ShapeLike | None = None,
+           dtype: DTypeLike | None = None, ctx: CtxLike | None = None,
+           out: NDArray | None = None, **kwargs: Any) -> NDArray:
     """Draw from the normal distribution with mean ``loc`` and deviation ``scale``.
 
     Parameters as :func:`uniform`.
@@ -76,12 +87,14 @@ def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwa
     return _result(data, ctx, out)
 
 
-def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, **kwargs):
+def randn(*shape: int, loc: float = 0.0, scale: float = 1.0, dtype: DTypeLike | None = None,
+          ctx: CtxLike | None = None, **kwargs: Any) -> NDArray:
     """Draw normal samples of shape ``shape`` (given as separate ints)."""
     return normal(loc, scale, shape or None, dtype=dtype, ctx=ctx)
 
 
-def randint(low, high, shape=None, dtype="int32", ctx=None, out=None, **kwargs):
+def randint(low: int, high: int, shape: ShapeLike | None = None, dtype: DTypeLike = "int32",
+            ctx: CtxLike | None = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
     """Draw integers uniformly from ``[low, high)``; parameters as :func:`uniform`."""
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
@@ -90,7 +103,7 @@ def randint(low, high, shape=None, dtype="int32", ctx=None, out=None, **kwargs):
     return _result(data, ctx, out)
 
 
-def shuffle(data, **kwargs):
+def shuffle(data: NDArray, **kwargs: Any) -> NDArray:
     """Return a copy of ``data`` with its first axis randomly permuted."""
     if not isinstance(data, NDArray):
         raise TypeError("shuffle expects an NDArray")

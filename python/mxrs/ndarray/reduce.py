@@ -5,10 +5,19 @@ listed, and ``keepdims`` keeps reduced axes with length 1. A reduction to a sing
 shape ``(1,)``, as MXNet 1.x has no zero-dimensional arrays. Index results are float32.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 
 from ..base import MXNetError
 from ._op import Op, apply, as_method, axis_index
+
+if TYPE_CHECKING:
+    from .._typing import DTypeLike
+    from .ndarray import NDArray
 
 __all__ = ["sum", "nansum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "topk",
            "sort", "argsort"]
@@ -130,7 +139,8 @@ class _ArgExtreme(Op):
         return None
 
 
-def sum(data, axis=None, keepdims=False, exclude=False):
+def sum(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+        exclude: bool = False) -> NDArray:
     """Sum over ``axis`` (all axes when None).
 
     Parameters
@@ -150,47 +160,53 @@ def sum(data, axis=None, keepdims=False, exclude=False):
     return apply(_Sum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def nansum(data, axis=None, keepdims=False, exclude=False):
+def nansum(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+           exclude: bool = False) -> NDArray:
     """Sum over ``axis`` treating NaN as zero; parameters as :func:`sum`."""
     return apply(_NanSum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def mean(data, axis=None, keepdims=False, exclude=False):
+def mean(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+         exclude: bool = False) -> NDArray:
     """Average over ``axis``; parameters as :func:`sum`."""
     return apply(_Mean, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def max(data, axis=None, keepdims=False, exclude=False):
+def max(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+        exclude: bool = False) -> NDArray:
     """Maximum over ``axis``; every tied maximum receives the gradient. Parameters as
     :func:`sum`."""
     return apply(_Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims,
                  fn="max")
 
 
-def min(data, axis=None, keepdims=False, exclude=False):
+def min(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+        exclude: bool = False) -> NDArray:
     """Minimum over ``axis``; parameters as :func:`max`."""
     return apply(_Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims,
                  fn="min")
 
 
-def prod(data, axis=None, keepdims=False, exclude=False):
+def prod(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
+         exclude: bool = False) -> NDArray:
     """Product over ``axis``; parameters as :func:`sum`."""
     return apply(_Prod, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def norm(data, ord=2, axis=None, keepdims=False):
+def norm(data: NDArray, ord: int = 2, axis: int | Sequence[int] | None = None,
+         keepdims: bool = False) -> NDArray:
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements when None)."""
     if ord not in (1, 2):
         raise MXNetError(f"norm supports ord=1 and ord=2, not {ord!r}")
     return apply(_Norm, (data,), axes=_axes(data.ndim, axis), keepdims=keepdims, ord=ord)
 
 
-def argmax(data, axis=None, keepdims=False):
+def argmax(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
     """Index of the maximum along ``axis`` (of the flattened array when None), as float32."""
     return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmax")
 
 
-def argmin(data, axis=None, keepdims=False):
+def argmin(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
     """Index of the minimum along ``axis`` (of the flattened array when None), as float32."""
     return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmin")
 
@@ -234,7 +250,8 @@ class _TopK(Op):
         return xp.moveaxis(dx, -1, self.axis)
 
 
-def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"):
+def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
+         is_ascend: bool = False, dtype: DTypeLike = "float32") -> NDArray | list[NDArray]:
     """The ``k`` largest (or, with ``is_ascend``, smallest) entries along ``axis``.
 
     Parameters
@@ -258,14 +275,16 @@ def topk(data, axis=-1, k=1, ret_typ="indices", is_ascend=False, dtype="float32"
                  dtype=np.dtype(dtype))
 
 
-def sort(data, axis=-1, is_ascend=True):
+def sort(data: NDArray, axis: int = -1, is_ascend: bool = True) -> NDArray:
     """Sort along ``axis`` (ascending by default); differentiable."""
-    return topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend)
+    return cast("NDArray", topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend))
 
 
-def argsort(data, axis=-1, is_ascend=True, dtype="float32"):
+def argsort(data: NDArray, axis: int = -1, is_ascend: bool = True,
+            dtype: DTypeLike = "float32") -> NDArray:
     """Indices that sort ``data`` along ``axis``, as ``dtype``."""
-    return topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
+    return cast("NDArray", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend,
+                                dtype=dtype))
 
 
 class ReduceMethods:

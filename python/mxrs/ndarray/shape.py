@@ -5,10 +5,18 @@ slicing, tiling and flipping.
 remaining ones, -3 merges two, -4 splits one into the next two values (one of which may be -1).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..base import MXNetError
 from ._op import Op, apply, as_method, axis_index, unbroadcast
+
+if TYPE_CHECKING:
+    from .ndarray import NDArray
 
 __all__ = ["reshape", "Reshape", "reshape_like", "flatten", "Flatten", "transpose",
            "swapaxes", "expand_dims", "squeeze", "broadcast_to", "broadcast_like", "concat",
@@ -25,11 +33,13 @@ class _Reshape(Op):
         return g.reshape(self.shape)
 
 
-def _infer_shape(src, spec, reverse=False):
+def _infer_shape(src: Sequence[int], spec: Sequence[int],
+                 reverse: bool = False) -> tuple[int, ...]:
     """Resolve MXNet reshape codes in ``spec`` against source shape ``src``."""
     if reverse:
         return tuple(reversed(_infer_shape(tuple(reversed(src)), tuple(reversed(spec)))))
-    out, i, j = [], 0, 0
+    out: list[int] = []
+    i, j = 0, 0
     spec = list(spec)
     while j < len(spec):
         s = spec[j]
@@ -63,7 +73,8 @@ def _infer_shape(src, spec, reverse=False):
     return tuple(out)
 
 
-def reshape(data, shape, reverse=False, **kwargs):
+def reshape(data: NDArray, shape: int | Sequence[int], reverse: bool = False,
+            **kwargs: Any) -> NDArray:
     """Return ``data`` with a new shape (a view where possible).
 
     Parameters
@@ -92,12 +103,12 @@ def reshape(data, shape, reverse=False, **kwargs):
 Reshape = reshape
 
 
-def reshape_like(lhs, rhs):
+def reshape_like(lhs: NDArray, rhs: NDArray) -> NDArray:
     """Return ``lhs`` reshaped to ``rhs``'s shape."""
     return reshape(lhs, rhs.shape)
 
 
-def flatten(data):
+def flatten(data: NDArray) -> NDArray:
     """Collapse all axes but the first: shape ``(N, d1 * d2 * ...)``."""
     n = data.shape[0] if data.ndim else 1
     rest = int(np.prod(data.shape[1:], dtype=np.int64))  # not -1: an empty batch has no size
@@ -116,7 +127,7 @@ class _Transpose(Op):
         return g.transpose(self.inv)
 
 
-def transpose(data, axes=None):
+def transpose(data: NDArray, axes: Sequence[int] | None = None) -> NDArray:
     """Permute axes (reverse them when ``axes`` is None or empty)."""
     if not axes:
         axes = tuple(range(data.ndim))[::-1]
@@ -125,14 +136,14 @@ def transpose(data, axes=None):
     return apply(_Transpose, (data,), axes=axes)
 
 
-def swapaxes(data, dim1=0, dim2=0):
+def swapaxes(data: NDArray, dim1: int = 0, dim2: int = 0) -> NDArray:
     """Exchange axes ``dim1`` and ``dim2``."""
     axes = list(range(data.ndim))
     axes[dim1], axes[dim2] = axes[dim2], axes[dim1]
     return transpose(data, tuple(axes))
 
 
-def expand_dims(data, axis):
+def expand_dims(data: NDArray, axis: int) -> NDArray:
     """Insert a length-1 axis at position ``axis``."""
     ndim = data.ndim + 1
     axis = axis_index(axis, ndim)
@@ -140,7 +151,7 @@ def expand_dims(data, axis):
     return apply(_Reshape, (data,), shape=shape)
 
 
-def squeeze(data, axis=None):
+def squeeze(data: NDArray, axis: int | Sequence[int] | None = None) -> NDArray:
     """Remove length-1 axes (only those in ``axis`` when given); a result of no axes is (1,)."""
     if axis is None:
         shape = tuple(s for s in data.shape if s != 1)
@@ -162,14 +173,14 @@ class _BroadcastTo(Op):
         return unbroadcast(g, self.shape)
 
 
-def broadcast_to(data, shape):
+def broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
     """Broadcast ``data`` to ``shape``; a 0 in ``shape`` keeps that dimension."""
     shape = tuple(d if s == 0 else s for s, d in zip(shape, data.shape, strict=False)) + tuple(
         shape[data.ndim:])
     return apply(_BroadcastTo, (data,), shape=shape)
 
 
-def broadcast_like(lhs, rhs):
+def broadcast_like(lhs: NDArray, rhs: NDArray) -> NDArray:
     """Broadcast ``lhs`` to ``rhs``'s shape."""
     return apply(_BroadcastTo, (lhs,), shape=rhs.shape)
 
@@ -185,7 +196,7 @@ class _Concat(Op):
         return tuple(p if n else None for p, n in zip(parts, self.needs, strict=True))
 
 
-def concat(*data, dim=1, **kwargs):
+def concat(*data: NDArray, dim: int = 1, **kwargs: Any) -> NDArray:
     """Join arrays along axis ``dim`` (default 1, as MXNet).
 
     Examples
@@ -212,7 +223,7 @@ class _Stack(Op):
                      for i, n in enumerate(self.needs))
 
 
-def stack(*data, axis=0, **kwargs):
+def stack(*data: NDArray, axis: int = 0, **kwargs: Any) -> NDArray:
     """Join arrays of one shape along a new axis ``axis``."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
@@ -240,7 +251,8 @@ class _Split(Op):
         return xp.concatenate(full, axis=self.axis)
 
 
-def split(data, num_outputs, axis=1, squeeze_axis=False):
+def split(data: NDArray, num_outputs: int, axis: int = 1,
+          squeeze_axis: bool = False) -> NDArray | list[NDArray]:
     """Split into ``num_outputs`` equal parts along ``axis`` (default 1, as MXNet).
 
     Returns a list of arrays, or the array itself when ``num_outputs`` is 1.
@@ -264,7 +276,8 @@ class _Slice(Op):
         return dx
 
 
-def slice(data, begin, end, step=None):
+def slice(data: NDArray, begin: Sequence[int | None], end: Sequence[int | None],
+          step: Sequence[int | None] | None = None) -> NDArray:
     """Take ``data[begin:end:step]`` per axis; ``None`` entries mean the whole axis.
 
     Examples
@@ -277,7 +290,7 @@ def slice(data, begin, end, step=None):
     return apply(_Slice, (data,), key=key)
 
 
-def slice_axis(data, axis, begin, end):
+def slice_axis(data: NDArray, axis: int, begin: int, end: int | None) -> NDArray:
     """Take ``begin:end`` along one axis (``end=None`` means to the end)."""
     axis = axis_index(axis, data.ndim)
     key = (np.s_[:],) * axis + (np.s_[begin:end],)
@@ -298,7 +311,7 @@ class _Tile(Op):
         return g.reshape(split).sum(axis=tuple(range(0, len(split), 2))).reshape(self.shape)
 
 
-def tile(data, reps):
+def tile(data: NDArray, reps: Sequence[int]) -> NDArray:
     """Repeat the whole array ``reps`` times per axis."""
     return apply(_Tile, (data,), reps=tuple(reps))
 
@@ -316,7 +329,7 @@ class _Repeat(Op):
         return g.reshape(shape).sum(axis=a + 1)
 
 
-def repeat(data, repeats, axis=None):
+def repeat(data: NDArray, repeats: int, axis: int | None = None) -> NDArray:
     """Repeat each element ``repeats`` times along ``axis`` (of the flattened array if None)."""
     return apply(_Repeat, (data,), repeats=int(repeats),
                  axis=None if axis is None else axis_index(axis, data.ndim))
@@ -331,7 +344,7 @@ class _Flip(Op):
         return self.xp.flip(g, axis=self.axes)
 
 
-def flip(data, axis):
+def flip(data: NDArray, axis: int | Sequence[int]) -> NDArray:
     """Reverse the order of elements along ``axis`` (an int or a tuple)."""
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     return apply(_Flip, (data,), axes=tuple(axis_index(a, data.ndim) for a in axes))
@@ -346,11 +359,11 @@ class ShapeMethods:
     __slots__ = ()
 
     @property
-    def T(self):
+    def T(self: Any) -> NDArray:
         """NDArray: the array with its axes reversed."""
         return transpose(self)
 
-    def reshape(self, *shape, **kwargs):
+    def reshape(self: Any, *shape: Any, **kwargs: Any) -> NDArray:
         """Return the array with a new shape; see :func:`mxrs.nd.reshape` for special codes."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])

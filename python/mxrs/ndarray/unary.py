@@ -4,10 +4,18 @@ Backward passes reuse the forward output where that is cheaper (exp, sqrt, sigmo
 never modify the incoming gradient in place, since one gradient array may feed several inputs.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..base import MXNetError
 from ._op import Op, apply, as_method, unbroadcast
+
+if TYPE_CHECKING:
+    from .._typing import DTypeLike
+    from .ndarray import NDArray
 
 __all__ = [
     "negative", "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p",
@@ -263,117 +271,117 @@ class _Cast(Op):
         return g.astype(self.src)
 
 
-def negative(data):
+def negative(data: NDArray) -> NDArray:
     """Return ``-data``."""
     return apply(_Neg, (data,))
 
 
-def exp(data):
+def exp(data: NDArray) -> NDArray:
     """Return ``e ** data`` elementwise."""
     return apply(_Exp, (data,))
 
 
-def log(data):
+def log(data: NDArray) -> NDArray:
     """Return the natural logarithm elementwise."""
     return apply(_Log, (data,))
 
 
-def sqrt(data):
+def sqrt(data: NDArray) -> NDArray:
     """Return the square root elementwise."""
     return apply(_Sqrt, (data,))
 
 
-def rsqrt(data):
+def rsqrt(data: NDArray) -> NDArray:
     """Return ``1 / sqrt(data)`` elementwise."""
     return apply(_Rsqrt, (data,))
 
 
-def square(data):
+def square(data: NDArray) -> NDArray:
     """Return ``data * data`` elementwise."""
     return apply(_Square, (data,))
 
 
-def abs(data):
+def abs(data: NDArray) -> NDArray:
     """Return the absolute value elementwise (gradient ``sign(data)``, 0 at 0)."""
     return apply(_Abs, (data,))
 
 
-def sign(data):
+def sign(data: NDArray) -> NDArray:
     """Return -1, 0 or 1 by the sign of each element (zero gradient)."""
     return apply(_NoGrad, (data,), fn="sign")
 
 
-def floor(data):
+def floor(data: NDArray) -> NDArray:
     """Return the floor elementwise (zero gradient)."""
     return apply(_NoGrad, (data,), fn="floor")
 
 
-def ceil(data):
+def ceil(data: NDArray) -> NDArray:
     """Return the ceiling elementwise (zero gradient)."""
     return apply(_NoGrad, (data,), fn="ceil")
 
 
-def round(data):
+def round(data: NDArray) -> NDArray:
     """Round to the nearest integer, halves away from zero (zero gradient)."""
     return apply(_NoGrad, (data,), fn="round")
 
 
-def rint(data):
+def rint(data: NDArray) -> NDArray:
     """Round to the nearest integer, halves to even (zero gradient)."""
     return apply(_NoGrad, (data,), fn="rint")
 
 
-def trunc(data):
+def trunc(data: NDArray) -> NDArray:
     """Round toward zero (zero gradient)."""
     return apply(_NoGrad, (data,), fn="trunc")
 
 
-def reciprocal(data):
+def reciprocal(data: NDArray) -> NDArray:
     """Return ``1 / data`` elementwise."""
     return apply(_Reciprocal, (data,))
 
 
-def log1p(data):
+def log1p(data: NDArray) -> NDArray:
     """Return ``log(1 + data)`` elementwise."""
     return apply(_Log1p, (data,))
 
 
-def expm1(data):
+def expm1(data: NDArray) -> NDArray:
     """Return ``exp(data) - 1`` elementwise."""
     return apply(_Expm1, (data,))
 
 
-def sin(data):
+def sin(data: NDArray) -> NDArray:
     """Return the sine elementwise."""
     return apply(_Sin, (data,))
 
 
-def cos(data):
+def cos(data: NDArray) -> NDArray:
     """Return the cosine elementwise."""
     return apply(_Cos, (data,))
 
 
-def relu(data):
+def relu(data: NDArray) -> NDArray:
     """Return ``max(data, 0)`` elementwise."""
     return apply(_Relu, (data,))
 
 
-def sigmoid(data):
+def sigmoid(data: NDArray) -> NDArray:
     """Return ``1 / (1 + exp(-data))`` elementwise (computed without overflow)."""
     return apply(_Sigmoid, (data,))
 
 
-def tanh(data):
+def tanh(data: NDArray) -> NDArray:
     """Return the hyperbolic tangent elementwise."""
     return apply(_Tanh, (data,))
 
 
-def softrelu(data):
+def softrelu(data: NDArray) -> NDArray:
     """Return ``log(1 + exp(data))`` elementwise (computed without overflow)."""
     return apply(_Softrelu, (data,))
 
 
-def softsign(data):
+def softsign(data: NDArray) -> NDArray:
     """Return ``data / (1 + |data|)`` elementwise."""
     return apply(_Softsign, (data,))
 
@@ -382,7 +390,7 @@ _ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softrelu": soft
                 "softsign": softsign}
 
 
-def Activation(data, act_type="relu", **kwargs):
+def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
     """Apply the activation ``act_type``: 'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'."""
     try:
         fn = _ACTIVATIONS[act_type]
@@ -396,8 +404,9 @@ _SELU_ALPHA = 1.6732632423543772
 _SELU_LAMBDA = 1.0507009873554805
 
 
-def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125,
-              upper_bound=0.334, **kwargs):
+def LeakyReLU(data: NDArray, gamma: NDArray | None = None, act_type: str = "leaky",
+              slope: float = 0.25, lower_bound: float = 0.125, upper_bound: float = 0.334,
+              **kwargs: Any) -> NDArray:
     """Leaky rectified linear units and relatives.
 
     Parameters
@@ -426,12 +435,12 @@ def LeakyReLU(data, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125,
     raise MXNetError(f"unknown LeakyReLU act_type {act_type!r}")
 
 
-def clip(data, a_min, a_max):
+def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
     """Clip values to ``[a_min, a_max]``; the gradient passes where ``a_min <= x <= a_max``."""
     return apply(_Clip, (data,), a_min=a_min, a_max=a_max)
 
 
-def where(condition, x, y):
+def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
     """Return ``x`` where ``condition`` is non-zero, else ``y``.
 
     ``condition`` has ``x``'s shape, or is 1-D and selects whole rows along the first axis.
@@ -439,7 +448,7 @@ def where(condition, x, y):
     return apply(_Where, (condition, x, y))
 
 
-def cast(data, dtype):
+def cast(data: NDArray, dtype: DTypeLike) -> NDArray:
     """Return ``data`` converted to ``dtype`` (the gradient converts back)."""
     return apply(_Cast, (data,), dtype=np.dtype(dtype))
 
@@ -448,17 +457,18 @@ class UnaryMethods:
     """One-input math as NDArray methods, with ``-x``, ``abs(x)`` and ``astype``."""
 
     __slots__ = ()
+    _data: Any  # ArrayCore's slot, on the NDArray this mixin is part of
 
-    def __neg__(self):
+    def __neg__(self: Any) -> NDArray:
         return negative(self)
 
-    def __pos__(self):
+    def __pos__(self: Any) -> NDArray:
         return self
 
-    def __abs__(self):
+    def __abs__(self: Any) -> NDArray:
         return abs(self)
 
-    def astype(self, dtype, copy=True):
+    def astype(self: Any, dtype: DTypeLike, copy: bool = True) -> NDArray:
         """Return the array converted to ``dtype`` (``self`` when unchanged and ``copy=False``)."""
         dt = np.dtype(dtype)
         if not copy and dt == self._data.dtype:

@@ -6,7 +6,14 @@ and weight decay outside the adaptive step::
     w = w - lr * (g' / sqrt(history + eps) + wd * w)
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .optimizer import Optimizer, _zeros_state, register
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["AdaGrad"]
 
@@ -25,15 +32,16 @@ class AdaGrad(Optimizer):
 
     _server_name = "adagrad"
 
-    def __init__(self, eps=1e-7, **kwargs):
+    def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.float_stable_eps = eps
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """The accumulated squared gradients: a zero buffer like ``weight``."""
         return _zeros_state(weight)
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         history = state._data
         t = xp.multiply(g, float(self.rescale_grad))
         c = self.clip_gradient
@@ -51,5 +59,5 @@ class AdaGrad(Optimizer):
         t *= lr
         w -= t
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         return [("eps", float(self.float_stable_eps))]

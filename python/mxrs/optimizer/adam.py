@@ -9,9 +9,15 @@
     w    = w - lr_t * mean / (sqrt(var) + epsilon)
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 from .optimizer import Optimizer, _zeros_state, register
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["Adam"]
 
@@ -37,19 +43,20 @@ class Adam(Optimizer):
 
     _server_name = "adam"
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 lazy_update=True, **kwargs):
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
         self.epsilon = epsilon
         self.lazy_update = lazy_update
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """``(mean, var)``: two zero buffers like ``weight``."""
         return (_zeros_state(weight), _zeros_state(weight))
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         t = self._index_update_count[index]
         b1, b2 = float(self.beta1), float(self.beta2)
         lr *= math.sqrt(1.0 - b2**t) / (1.0 - b1**t)
@@ -68,7 +75,7 @@ class Adam(Optimizer):
         tmp /= gr
         w -= tmp
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         return [("beta1", float(self.beta1)), ("beta2", float(self.beta2)),
                 ("epsilon", float(self.epsilon)),
                 ("lazy_update", 1.0 if self.lazy_update else 0.0)]

@@ -10,8 +10,15 @@ The parameter servers do not run FTRL: train with ``update_on_kvstore=False`` so
 servers sum gradients and the workers update.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..base import MXNetError
 from .optimizer import Optimizer, _zeros_state, register
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["FTRL", "Ftrl"]
 
@@ -31,16 +38,18 @@ class FTRL(Optimizer):
         The :class:`~mxrs.optimizer.Optimizer` parameters.
     """
 
-    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+    def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.lamda1 = lamda1
         self.beta = beta
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """``(z, n)``: two zero buffers like ``weight``."""
         return (_zeros_state(weight), _zeros_state(weight))
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         z, n = state[0]._data, state[1]._data
         gr = self._rescaled(xp, g, w)
         sq = xp.multiply(gr, gr)
@@ -63,7 +72,7 @@ class FTRL(Optimizer):
         gr /= s
         xp.multiply(gr, xp.abs(z) > l1, out=w)
 
-    def to_spec(self):
+    def to_spec(self) -> tuple[str, list[tuple[str, float]]]:
         """FTRL has no server implementation.
 
         Raises

@@ -6,8 +6,15 @@ With ``g' = clip(rescale_grad * g) + wd * w``::
     w   = w + momentum * mom - lr * g'
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .optimizer import Optimizer, _zeros_state, register
 from .sgd import _sgd_plain
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["NAG"]
 
@@ -26,15 +33,16 @@ class NAG(Optimizer):
 
     _server_name = "nag"
 
-    def __init__(self, momentum=0.0, **kwargs):
+    def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.momentum = momentum
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         if state is None:
             _sgd_plain(xp, self, w, g, lr, wd)
             return
@@ -50,5 +58,5 @@ class NAG(Optimizer):
         w += t
         w -= step
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         return [("momentum", float(self.momentum))]

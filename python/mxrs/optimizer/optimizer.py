@@ -21,15 +21,23 @@ counts the update, computes the learning rate and weight decay for the index, an
 Updates change ``weight`` in place and are never recorded by autograd.
 """
 
+from __future__ import annotations
+
 import logging
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..base import ContextError, MXNetError
-from ..ndarray import zeros_like
+from ..ndarray import NDArray, zeros_like
+
+if TYPE_CHECKING:
+    from ..lr_scheduler import LRScheduler
 
 __all__ = ["Optimizer", "register", "create"]
 
 _log = logging.getLogger(__name__)
+_O = TypeVar("_O", bound="type[Optimizer]")
 
 
 class Optimizer:
@@ -71,29 +79,31 @@ class Optimizer:
     array([0.9, 0.9], dtype=float32)
     """
 
-    opt_registry = {}
+    opt_registry: dict[str, type[Optimizer]] = {}
     #: The name the parameter servers run this optimizer under; None when they do not run it.
-    _server_name = None
+    _server_name: str | None = None
 
-    def __init__(self, rescale_grad=1.0, param_idx2name=None, wd=0.0, clip_gradient=None,
-                 learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
-                 multi_precision=False, param_dict=None):
+    def __init__(self, rescale_grad: float = 1.0, param_idx2name: dict[int, str] | None = None,
+                 wd: float = 0.0, clip_gradient: float | None = None,
+                 learning_rate: float | None = None, lr_scheduler: LRScheduler | None = None,
+                 sym: Any = None, begin_num_update: int = 0, multi_precision: bool = False,
+                 param_dict: dict[int, Any] | None = None) -> None:
         self.rescale_grad = rescale_grad
         self.lr_scheduler = lr_scheduler
         if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01
-        self.lr = learning_rate
+        self.lr: float | None = learning_rate  # None only when a scheduler gives the rate
         if lr_scheduler is not None and learning_rate is not None:
             if lr_scheduler.base_lr != learning_rate:
                 _log.warning("learning rate from ``lr_scheduler`` has been overwritten by "
                              "``learning_rate`` in optimizer.")
                 lr_scheduler.base_lr = learning_rate
         self.wd = wd
-        self.lr_mult = {}
-        self.wd_mult = {}
+        self.lr_mult: dict[int | str, float] = {}
+        self.wd_mult: dict[int | str, float] = {}
         self.begin_num_update = begin_num_update
         self.num_update = begin_num_update
-        self._all_index_update_counts = {0: {}}
+        self._all_index_update_counts: dict[int, dict[int | str, int]] = {0: {}}
         self._index_update_count = self._all_index_update_counts[0]
         self.clip_gradient = clip_gradient
         self.multi_precision = multi_precision
@@ -110,7 +120,7 @@ class Optimizer:
 
     # ----------------------------------------------------------------- registry
     @staticmethod
-    def register(klass):
+    def register(klass: _O) -> _O:
         """Register optimizer class ``klass`` under its lower-case class name.
 
         Examples
@@ -132,7 +142,7 @@ class Optimizer:
         return klass
 
     @staticmethod
-    def create_optimizer(name, **kwargs):
+    def create_optimizer(name: str, **kwargs: Any) -> Optimizer:
         """Instantiate the optimizer registered as ``name`` (case-insensitive) with ``kwargs``.
 
         Raises
@@ -150,13 +160,13 @@ class Optimizer:
 
     # ----------------------------------------------------------------- learning rate
     @property
-    def learning_rate(self):
+    def learning_rate(self) -> float:
         """float: the current learning rate (the scheduler's value at ``num_update`` if set)."""
         if self.lr_scheduler is not None:
             return self.lr_scheduler(self.num_update)
-        return self.lr
+        return cast(float, self.lr)
 
-    def set_learning_rate(self, lr):
+    def set_learning_rate(self, lr: float) -> None:
         """Set a new learning rate.
 
         Raises
@@ -171,7 +181,7 @@ class Optimizer:
                              "undefined.")
         self.lr = lr
 
-    def set_lr_mult(self, args_lr_mult):
+    def set_lr_mult(self, args_lr_mult: dict[int | str, float]) -> None:
         """Set learning-rate multipliers by parameter name or index.
 
         Replaces all earlier entries. Names refer to ``param_idx2name``/``sym``; indices to the
@@ -185,7 +195,7 @@ class Optimizer:
                     self.lr_mult[name] = float(attr[name]["__lr_mult__"])
         self.lr_mult.update(args_lr_mult)
 
-    def set_wd_mult(self, args_wd_mult):
+    def set_wd_mult(self, args_wd_mult: dict[int | str, float]) -> None:
         """Set weight-decay multipliers by parameter name or index.
 
         Replaces all earlier entries. As in MXNet, every name in ``param_idx2name`` that ends
@@ -202,19 +212,19 @@ class Optimizer:
                     self.wd_mult[name] = float(attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
 
-    def set_lr_scale(self, args_lrscale):
+    def set_lr_scale(self, args_lrscale: Any) -> None:
         """Deprecated since MXNet 0.x: use :meth:`set_lr_mult`."""
         raise MXNetError("set_lr_scale is deprecated; use set_lr_mult")
 
     # ----------------------------------------------------------------- counts and lookups
-    def _set_current_context(self, device_id):
+    def _set_current_context(self, device_id: int) -> None:
         """Use the update counts of device ``device_id`` (one table per device, as MXNet)."""
         counts = self._all_index_update_counts.get(device_id)
         if counts is None:
             counts = self._all_index_update_counts[device_id] = {}
         self._index_update_count = counts
 
-    def _update_count(self, index):
+    def _update_count(self, index: int | str | Sequence[int | str]) -> None:
         """Count one update of ``index`` (or of each index in a list) and refresh num_update."""
         counts = self._index_update_count
         for idx in index if isinstance(index, (list, tuple)) else (index,):
@@ -223,7 +233,7 @@ class Optimizer:
             if n > self.num_update:
                 self.num_update = n
 
-    def _get_lr_mult(self, index):
+    def _get_lr_mult(self, index: int | str) -> float:
         """The learning-rate multiplier of ``index`` (1.0 when none is set)."""
         if index in self.param_dict:
             return self.param_dict[index].lr_mult
@@ -233,7 +243,7 @@ class Optimizer:
             return self.lr_mult.get(self.idx2name[index], 1.0)
         return 1.0
 
-    def _get_wd_mult(self, index):
+    def _get_wd_mult(self, index: int | str) -> float:
         """The weight-decay multiplier of ``index`` (1.0 when none is set)."""
         if index in self.param_dict:
             return self.param_dict[index].wd_mult
@@ -243,18 +253,18 @@ class Optimizer:
             return self.wd_mult.get(self.idx2name[index], 1.0)
         return 1.0
 
-    def _get_lr(self, index):
+    def _get_lr(self, index: int | str) -> float:
         """The learning rate of ``index``: the current learning rate times its multiplier."""
         sched = self.lr_scheduler
-        lr = self.lr if sched is None else sched(self.num_update)
+        lr = cast(float, self.lr) if sched is None else sched(self.num_update)
         return lr * self._get_lr_mult(index)
 
-    def _get_wd(self, index):
+    def _get_wd(self, index: int | str) -> float:
         """The weight decay of ``index``: ``wd`` times its multiplier."""
         return self.wd * self._get_wd_mult(index)
 
     # ----------------------------------------------------------------- states and updates
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """Create the auxiliary state (momentum, moments...) for ``weight``; None if none.
 
         Parameters
@@ -266,11 +276,11 @@ class Optimizer:
         """
         return None
 
-    def create_state_multi_precision(self, index, weight):
+    def create_state_multi_precision(self, index: int | str, weight: NDArray) -> Any:
         """Same as :meth:`create_state` (updates run in the weight's own dtype)."""
         return self.create_state(index, weight)
 
-    def update(self, index, weight, grad, state):
+    def update(self, index: int | str, weight: NDArray, grad: NDArray, state: Any) -> None:
         """Update ``weight`` in place from ``grad`` and ``state``.
 
         Parameters
@@ -307,16 +317,18 @@ class Optimizer:
         with be.guard(ctx.device_id):
             self._step(be.xp, index, w, g, state, lr, wd)
 
-    def update_multi_precision(self, index, weight, grad, state):
+    def update_multi_precision(self, index: int | str, weight: NDArray, grad: NDArray,
+                               state: Any) -> None:
         """Same as :meth:`update` (updates run in the weight's own dtype)."""
         self.update(index, weight, grad, state)
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         """Apply one update to raw array ``w`` from raw gradient ``g``; see :meth:`update`."""
         raise NotImplementedError(f"{type(self).__name__} does not implement update")
 
     # ----------------------------------------------------------------- helpers for subclasses
-    def _rescaled(self, xp, g, w, wd=0.0):
+    def _rescaled(self, xp: Any, g: Any, w: Any, wd: float = 0.0) -> Any:
         """A new array ``clip(rescale_grad * g + wd * w)``; ``wd=0`` skips the decay term.
 
         Clipping follows MXNet's fused kernels: only a positive ``clip_gradient`` clips.
@@ -331,7 +343,7 @@ class Optimizer:
         return t
 
     # ----------------------------------------------------------------- server spec
-    def to_spec(self):
+    def to_spec(self) -> tuple[str, list[tuple[str, float]]]:
         """Describe this optimizer as the parameter servers' native updaters take it.
 
         Returns
@@ -368,24 +380,24 @@ class Optimizer:
         params.extend(self._spec_params())
         return name, params
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         """The optimizer's own hyper-parameters for :meth:`to_spec`."""
         return []
 
     # ----------------------------------------------------------------- pickling
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("param_dict", None)  # Parameters stay with the model; a trainer sets them
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         # Pickle keeps ``_index_update_count`` the same dict as its entry in
         # ``_all_index_update_counts``, so the restored counts stay shared.
         self.__dict__.update(state)
         self.param_dict = {}
 
 
-def _zeros_state(weight):
+def _zeros_state(weight: NDArray) -> NDArray:
     """A zero-filled NDArray like ``weight`` (shape, dtype, context)."""
     return zeros_like(weight)
 

@@ -11,7 +11,14 @@
 and then, when ``clip_weights`` is positive, ``w = clip(w, -clip_weights, clip_weights)``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .optimizer import Optimizer, _zeros_state, register
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["RMSProp"]
 
@@ -39,8 +46,9 @@ class RMSProp(Optimizer):
 
     _server_name = "rmsprop"
 
-    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
-                 centered=False, clip_weights=None, **kwargs):
+    def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
+                 epsilon: float = 1e-8, centered: bool = False,
+                 clip_weights: float | None = None, **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.gamma1 = gamma1
         self.gamma2 = gamma2
@@ -48,13 +56,14 @@ class RMSProp(Optimizer):
         self.epsilon = epsilon
         self.clip_weights = clip_weights
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """``(n,)``, or ``(n, gbar, delta)`` when centered: zero buffers like ``weight``."""
         if self.centered:
             return (_zeros_state(weight), _zeros_state(weight), _zeros_state(weight))
         return (_zeros_state(weight),)
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         g1, eps = float(self.gamma1), float(self.epsilon)
         gr = self._rescaled(xp, g, w, wd)
         n = state[0]._data
@@ -87,7 +96,7 @@ class RMSProp(Optimizer):
             cw = float(cw)
             xp.clip(w, -cw, cw, out=w)
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         params = [("gamma1", float(self.gamma1)), ("gamma2", float(self.gamma2)),
                   ("epsilon", float(self.epsilon)),
                   ("centered", 1.0 if self.centered else 0.0)]

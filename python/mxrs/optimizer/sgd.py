@@ -8,12 +8,19 @@ The gradient is rescaled and clipped first; weight decay enters after clipping::
 ``mom`` is MXNet's (negative-direction) momentum buffer, so saved states carry over.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .optimizer import Optimizer, _zeros_state, register
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["SGD"]
 
 
-def _sgd_plain(xp, opt, w, g, lr, wd):
+def _sgd_plain(xp: Any, opt: Optimizer, w: Any, g: Any, lr: float, wd: float) -> None:
     """``w = (1 - lr*wd) * w - lr * clip(r*g)`` with one temporary."""
     t = opt._rescaled(xp, g, w)
     t *= lr
@@ -42,16 +49,17 @@ class SGD(Optimizer):
 
     _server_name = "sgd"
 
-    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.momentum = momentum
         self.lazy_update = lazy_update
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         if state is None:
             _sgd_plain(xp, self, w, g, lr, wd)
             return
@@ -73,6 +81,6 @@ class SGD(Optimizer):
         mom -= t
         w += mom
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         return [("momentum", float(self.momentum)),
                 ("lazy_update", 1.0 if self.lazy_update else 0.0)]

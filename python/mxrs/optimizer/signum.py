@@ -11,7 +11,14 @@ signSGD (momentum 0) steps by the sign of the raw gradient, ``wd`` as a direct d
     w = (1 - lr * wd) * w - lr * sign(g)
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .optimizer import Optimizer, _zeros_state, register
+
+if TYPE_CHECKING:
+    from ..ndarray import NDArray
 
 __all__ = ["Signum"]
 
@@ -33,16 +40,18 @@ class Signum(Optimizer):
 
     _server_name = "signum"
 
-    def __init__(self, learning_rate=0.01, momentum=0.9, wd_lh=0.0, **kwargs):
+    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
+                 **kwargs: Any) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.momentum = momentum
         self.wd_lh = wd_lh
 
-    def create_state(self, index, weight):
+    def create_state(self, index: int | str, weight: NDArray) -> Any:
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
-    def _step(self, xp, index, w, g, state, lr, wd):
+    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
+              wd: float) -> None:
         if state is None:
             t = xp.sign(g)
             t *= lr
@@ -64,5 +73,5 @@ class Signum(Optimizer):
         t *= lr
         w += t
 
-    def _spec_params(self):
+    def _spec_params(self) -> list[tuple[str, float]]:
         return [("momentum", float(self.momentum)), ("wd_lh", float(self.wd_lh))]

@@ -10,17 +10,22 @@ each weight's context the next time that weight is updated. Like MXNet's, they a
 you wrote yourself: unpickling runs code, so never load states from an untrusted source.
 """
 
+from __future__ import annotations
+
 import pickle
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 
+from ..context import Context
 from ..ndarray import NDArray, array
 from .optimizer import Optimizer
 
 __all__ = ["Updater", "get_updater"]
 
 
-def _to_host(state):
+def _to_host(state: Any) -> Any:
     """``state`` with every NDArray replaced by a NumPy copy (tuples and lists kept)."""
     if isinstance(state, NDArray):
         return state.asnumpy()
@@ -29,7 +34,7 @@ def _to_host(state):
     return state
 
 
-def _to_context(state, ctx):
+def _to_context(state: Any, ctx: Context) -> Any:
     """``state`` with every array (NumPy or NDArray) made an NDArray on ``ctx``."""
     if isinstance(state, NDArray):
         return state if state._ctx == ctx else array(state, ctx=ctx, dtype=state.dtype)
@@ -64,12 +69,19 @@ class Updater:
     array([0.9, 0.9], dtype=float32)
     """
 
-    def __init__(self, optimizer):
+    def __init__(self, optimizer: Optimizer) -> None:
         self.optimizer = optimizer
-        self.states = {}
-        self.states_synced = {}
+        self.states: dict[int | str, Any] = {}
+        self.states_synced: dict[int | str, bool] = {}
 
-    def __call__(self, index, grad, weight):
+    @overload
+    def __call__(self, index: int | str, grad: NDArray, weight: NDArray) -> None: ...
+
+    @overload
+    def __call__(self, index: Sequence[int | str], grad: Sequence[NDArray],
+                 weight: Sequence[NDArray]) -> None: ...
+
+    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
         """Update ``weight`` with ``grad``; lists of indices, gradients and weights work too."""
         if isinstance(index, (list, tuple)):
             for i, g, w in zip(index, grad, weight, strict=True):
@@ -88,11 +100,11 @@ class Updater:
             self.states_synced[index] = True
         opt.update_multi_precision(index, weight, grad, states[index])
 
-    def sync_state_context(self, state, context):
+    def sync_state_context(self, state: Any, context: Context) -> Any:
         """Return ``state`` with its arrays on ``context``."""
         return _to_context(state, context)
 
-    def get_states(self, dump_optimizer=False):
+    def get_states(self, dump_optimizer: bool = False) -> bytes:
         """Serialise the states (and, with ``dump_optimizer``, the optimizer) to bytes.
 
         Parameters
@@ -104,7 +116,7 @@ class Updater:
         states = {k: _to_host(v) for k, v in self.states.items()}
         return pickle.dumps((states, self.optimizer) if dump_optimizer else states)
 
-    def set_states(self, states):
+    def set_states(self, states: bytes) -> None:
         """Restore what :meth:`get_states` wrote; with a saved optimizer, replace it too.
 
         Parameters
@@ -119,6 +131,6 @@ class Updater:
         self.states_synced = dict.fromkeys(self.states, False)
 
 
-def get_updater(optimizer):
+def get_updater(optimizer: Optimizer) -> Updater:
     """Return an :class:`Updater` for ``optimizer``."""
     return Updater(optimizer)

@@ -20,6 +20,8 @@ task pipe reaches end-of-file and the worker exits, so no worker outlives its pa
 that hold, every worker closes the parent's ends of all pipes it inherited.
 """
 
+from __future__ import annotations
+
 import contextlib
 import gc
 import itertools
@@ -36,6 +38,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as _FutureTimeout
 from multiprocessing import connection as _connection
+from typing import Any
 
 import numpy as np
 
@@ -44,10 +47,10 @@ from ...base import MXNetError
 from ...context import cpu
 from ...ndarray import _rng
 
-_live_pools = weakref.WeakSet()
+_live_pools: weakref.WeakSet[_ProcessPool] = weakref.WeakSet()
 _pool_counter = itertools.count()
 _GRACE_S = 1.0
-_inherited = []
+_inherited: list[Any] = []
 
 
 class _WorkerTraceback(Exception):
@@ -183,7 +186,7 @@ def _worker_main(task_conn, result_conn, dataset, batchify_fn, seed):
         pool._close_parent_ends()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _seed_worker(seed)
-    tasks = queue.SimpleQueue()
+    tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
     threading.Thread(target=_read_tasks, args=(task_conn, tasks), daemon=True).start()
     while True:
         task = tasks.get()
@@ -205,7 +208,8 @@ def _worker_main(task_conn, result_conn, dataset, batchify_fn, seed):
 def _worker_seeds(n):
     """Per-worker seeds derived from NumPy's global state without drawing from it, so a program
     seeded with ``np.random.seed`` gets the same worker streams on every run."""
-    _, key, pos = np.random.get_state()[:3]
+    # NumPy's stub types get_state() as the dict of legacy=False; the default is the tuple.
+    _, key, pos = np.random.get_state()[:3]  # type: ignore[index]
     seq = np.random.SeedSequence([next(_pool_counter), int(pos), *key.tolist()])
     return seq.generate_state(n, dtype=np.uint32).tolist()
 
@@ -237,8 +241,10 @@ class _ProcessPool:
             raise MXNetError("DataLoader worker processes need the 'fork' start method, which "
                              "this platform lacks; use thread_pool=True") from None
         self._parent_ends = []
-        self._tasks, self._results, self._procs = [], [], []
-        self._pending = [set() for _ in range(num_workers)]
+        self._tasks: list[Any] = []
+        self._results: list[Any] = []
+        self._procs: list[Any] = []
+        self._pending: list[set[int]] = [set() for _ in range(num_workers)]
         self._done = {}
         self._closed = False
         _live_pools.add(self)

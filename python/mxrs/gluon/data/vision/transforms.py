@@ -127,6 +127,7 @@ class ToTensor(_Transform):
 
     def forward(self, x):
         """Return ``x`` as float32 channels-first values in [0, 1]."""
+        axes: tuple[int, ...]
         if x.ndim == 3:
             axes = (2, 0, 1)
         elif x.ndim == 4:
