@@ -48,7 +48,8 @@ def _split(argv):
     The command starts after ``--``, or at the first word that is neither an option, an option's
     value, nor the launcher's name.
     """
-    own, i, launcher_seen = [], 0, False
+    own: list[str] = []
+    i, launcher_seen = 0, False
     while i < len(argv):
         tok = argv[i]
         if tok == "--":

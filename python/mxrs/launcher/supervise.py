@@ -27,9 +27,10 @@ class Supervisor:
         self._out = out or sys.stdout.buffer
         self._err = err or sys.stderr
         self._lock = threading.Lock()
-        self._procs = []  # (label, role, Popen, deque of last lines)
-        self._pumps = {}  # label -> the thread copying its output
-        self._exits = queue.Queue()
+        self._procs: list[tuple[str, str, subprocess.Popen, collections.deque[bytes]]] = []
+        self._pumps: dict[str, threading.Thread] = {}  # label -> the thread copying its output
+        # (label, exit status) of each process that ended; (None, None) for a signal to stop
+        self._exits: queue.Queue[tuple[str | None, int | None]] = queue.Queue()
 
     def start(self, label, role, argv, env, stdin=None, pass_fds=()):
         """Start ``argv`` with environment ``env``; ``role`` 'worker' marks the job's workers.
@@ -46,10 +47,10 @@ class Supervisor:
         except OSError as e:
             self._terminate()
             raise LaunchError(f"{label}: cannot start {argv[0]}: {e.strerror}") from None
-        if stdin is not None:
+        if proc.stdin is not None:
             proc.stdin.write(stdin)
             proc.stdin.flush()
-        tail = collections.deque(maxlen=20)
+        tail: collections.deque[bytes] = collections.deque(maxlen=20)
         self._procs.append((label, role, proc, tail))
         pump = threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True)
         self._pumps[label] = pump
@@ -73,24 +74,23 @@ class Supervisor:
 
     def wait(self):
         """Supervise until the job ends; returns the job's exit status."""
-        stop = threading.Event()
+        caught: list[int] = []  # the signal that stops the job, once one came
         previous = {}
 
         def on_signal(signum, _frame):
-            stop.signum = signum
-            stop.set()
+            caught.append(signum)
             self._exits.put((None, None))
 
         if threading.current_thread() is threading.main_thread():
             for s in (signal.SIGINT, signal.SIGTERM):
                 previous[s] = signal.signal(s, on_signal)
         try:
-            return self._watch(stop)
+            return self._watch(caught)
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
 
-    def _watch(self, stop):
+    def _watch(self, caught):
         workers = {label for label, role, _, _ in self._procs if role == "worker"}
         running = {label for label, _, _, _ in self._procs}
         while running:
@@ -101,10 +101,11 @@ class Supervisor:
                           "the last worker finished; stopping them")
                 self._terminate()
                 return 1
-            if stop.is_set():
-                self._say(f"interrupted (signal {stop.signum}); stopping the job")
+            if caught:
+                self._say(f"interrupted (signal {caught[0]}); stopping the job")
                 self._terminate()
-                return 128 + stop.signum
+                return 128 + caught[0]
+            assert label is not None and code is not None  # only a signal puts (None, None)
             running.discard(label)
             workers.discard(label)
             if code != 0:
