@@ -59,9 +59,20 @@ def main(rounds):
     kv._barrier()
     ms = np.array(times) * 1e3
     n = sum(int(np.prod(s)) for s in shapes)
-    print(json.dumps({"rank": kv.rank, "params": n, "bytes": 4 * n, "keys": len(keys),
-                      "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
-                      "mean": float(ms.mean())}), flush=True)
+    print(
+        json.dumps(
+            {
+                "rank": kv.rank,
+                "params": n,
+                "bytes": 4 * n,
+                "keys": len(keys),
+                "p50": float(np.percentile(ms, 50)),
+                "p99": float(np.percentile(ms, 99)),
+                "mean": float(ms.mean()),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -49,23 +49,45 @@ def python_for(lib: str) -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def job_env(lib: str, role: str, workers: int, servers: int, port: int, threads: int,
-            extra: dict | None = None) -> dict:
+def job_env(
+    lib: str,
+    role: str,
+    workers: int,
+    servers: int,
+    port: int,
+    threads: int,
+    extra: dict | None = None,
+) -> dict:
     """The environment of one process of a job."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DMLC_", "PS_", "MXRS_", "MXNET_"))}
-    env.update({
-        "DMLC_ROLE": role, "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(port),
-        "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": str(servers),
-        "DMLC_NODE_HOST": "127.0.0.1", "BENCH_LIB": lib, "PYTHONUNBUFFERED": "1",
-        **{v: str(threads) for v in THREAD_VARS},
-    })
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DMLC_", "PS_", "MXRS_", "MXNET_"))
+    }
+    env.update(
+        {
+            "DMLC_ROLE": role,
+            "DMLC_PS_ROOT_URI": "127.0.0.1",
+            "DMLC_PS_ROOT_PORT": str(port),
+            "DMLC_NUM_WORKER": str(workers),
+            "DMLC_NUM_SERVER": str(servers),
+            "DMLC_NODE_HOST": "127.0.0.1",
+            "BENCH_LIB": lib,
+            "PYTHONUNBUFFERED": "1",
+            **{v: str(threads) for v in THREAD_VARS},
+        }
+    )
     env.update(extra or {})
     return env
 
 
-def run_job(lib: str, workers: int, servers: int, argv: list[str], threads: int = 1,
-            timeout: float = 900, extra_env: dict | None = None) -> list[dict]:
+def run_job(
+    lib: str,
+    workers: int,
+    servers: int,
+    argv: list[str],
+    threads: int = 1,
+    timeout: float = 900,
+    extra_env: dict | None = None,
+) -> list[dict]:
     """Run one job; returns every JSON object the workers printed (one per line), in order of
     worker start. Raises :class:`JobFailed` with the failing process's output."""
     py = python_for(lib)
@@ -74,16 +96,26 @@ def run_job(lib: str, workers: int, servers: int, argv: list[str], threads: int 
 
     def start(role, cmd):
         env = job_env(lib, role, workers, servers, port, threads, extra_env)
-        procs.append((role, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                             stderr=subprocess.STDOUT, text=True)))
+        procs.append(
+            (
+                role,
+                subprocess.Popen(
+                    cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                ),
+            )
+        )
 
     try:
         if lib == "mxrs":
             env = job_env(lib, "scheduler", workers, servers, 0, threads, extra_env)
             try:
-                proc, port = start_scheduler([py, "-c", "import mxrs"], env,
-                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                             text=True)
+                proc, port = start_scheduler(
+                    [py, "-c", "import mxrs"],
+                    env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
             except SchedulerStartError as e:
                 raise JobFailed(f"mxrs: {e}") from None
             procs.append(("scheduler", proc))
@@ -94,12 +126,12 @@ def run_job(lib: str, workers: int, servers: int, argv: list[str], threads: int 
         for _ in range(workers):
             start("worker", [py, *argv])
         results = []
-        for role, p in procs[1 + servers:]:
+        for role, p in procs[1 + servers :]:
             out, _ = p.communicate(timeout=timeout)
             if p.returncode != 0:
                 raise JobFailed(f"{lib} {role} exited with {p.returncode}:\n{out[-3000:]}")
             results += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        for role, p in procs[:1 + servers]:
+        for role, p in procs[: 1 + servers]:
             out, _ = p.communicate(timeout=60)
             if p.returncode != 0:
                 raise JobFailed(f"{lib} {role} exited with {p.returncode}:\n{out[-3000:]}")

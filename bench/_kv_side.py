@@ -93,10 +93,18 @@ def bench_run(kv, run: str, rounds: int, warmup: int, base: int) -> dict:
             check(k, float(got[got != expect][0]))
     secs = sum(times)
     ms = np.array(times) * 1e3
-    return {"run": run, "rank": kv.rank, "workers": kv.num_workers, "rounds": rounds,
-            "secs": secs, "gbps": 2 * nbytes * nkeys * rounds / secs / 1e9,
-            "kops": nkeys * rounds / secs, "p50": float(np.percentile(ms, 50)),
-            "p99": float(np.percentile(ms, 99)), "wall": time.perf_counter() - start}
+    return {
+        "run": run,
+        "rank": kv.rank,
+        "workers": kv.num_workers,
+        "rounds": rounds,
+        "secs": secs,
+        "gbps": 2 * nbytes * nkeys * rounds / secs / 1e9,
+        "kops": nkeys * rounds / secs,
+        "p50": float(np.percentile(ms, 50)),
+        "p99": float(np.percentile(ms, 99)),
+        "wall": time.perf_counter() - start,
+    }
 
 
 def main(argv: list[str]) -> None:

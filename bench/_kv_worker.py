@@ -32,9 +32,18 @@ def main(runs, rounds):
         mx.nd.waitall()
         secs = time.perf_counter() - t
         kv.barrier()
-        print(json.dumps({"run": run, "rank": kv.rank, "secs": secs,
-                          "gbps": 2 * nbytes * nkeys * n_rounds / secs / 1e9,
-                          "kops": nkeys * n_rounds / secs}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "run": run,
+                    "rank": kv.rank,
+                    "secs": secs,
+                    "gbps": 2 * nbytes * nkeys * n_rounds / secs / 1e9,
+                    "kops": nkeys * n_rounds / secs,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

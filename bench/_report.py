@@ -22,15 +22,21 @@ def machine(load: bool = False) -> str:
                 break
     except OSError:
         pass
-    text = (f"{os.cpu_count()} CPUs{model}, {platform.machine()}, Linux {platform.release()}, "
-            f"Python {platform.python_version()}")
+    text = (
+        f"{os.cpu_count()} CPUs{model}, {platform.machine()}, Linux {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
     return text + (f", load average {os.getloadavg()[0]:.2f} at start" if load else "")
 
 
 def version(lib: str) -> str:
     """``lib.__version__`` as its own interpreter reports it."""
-    out = subprocess.run([python_for(lib), "-c", f"import {lib}; print({lib}.__version__)"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [python_for(lib), "-c", f"import {lib}; print({lib}.__version__)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return out.stdout.strip() or "?"
 
 
@@ -46,8 +52,9 @@ def write_section(path: Path, text: str, begin: str, end: str) -> None:
     path.write_text(new)
 
 
-def publish(data: dict, text: str, json_path: Path, results: Path, write: bool, begin: str,
-            end: str) -> None:
+def publish(
+    data: dict, text: str, json_path: Path, results: Path, write: bool, begin: str, end: str
+) -> None:
     """Save ``data`` as JSON, print the section ``text`` and, with ``write``, put it into
     ``results`` between ``begin`` and ``end``."""
     json_path.parent.mkdir(parents=True, exist_ok=True)

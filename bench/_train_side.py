@@ -67,7 +67,7 @@ def read_idx(path):
     if magic not in MAGIC:
         raise ValueError(f"{path}: not an unsigned-byte IDX file (magic {magic})")
     ndim = MAGIC[magic]
-    shape = struct.unpack(f">{ndim}I", raw[4:4 + 4 * ndim])
+    shape = struct.unpack(f">{ndim}I", raw[4 : 4 + 4 * ndim])
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
@@ -112,9 +112,12 @@ def setup(mx, args):
     net = lenet(mx.gluon.nn)
     net.initialize(mx.init.Xavier(magnitude=2.24), ctx=mx.cpu())
     same_start(mx, net, args.seed)
-    trainer = mx.gluon.Trainer(net.collect_params(), "sgd",
-                               {"learning_rate": args.lr, "momentum": args.momentum},
-                               kvstore=store)
+    trainer = mx.gluon.Trainer(
+        net.collect_params(),
+        "sgd",
+        {"learning_rate": args.lr, "momentum": args.momentum},
+        kvstore=store,
+    )
     return net, trainer, mx.gluon.loss.SoftmaxCrossEntropyLoss(), rank, workers
 
 
@@ -137,7 +140,7 @@ def throughput(mx, args):
 
     def step(i):
         j = (i % batches) * args.batch
-        return train_step(mx, net, trainer, loss_fn, x[j:j + args.batch], y[j:j + args.batch])
+        return train_step(mx, net, trainer, loss_fn, x[j : j + args.batch], y[j : j + args.batch])
 
     for i in range(args.warmup):
         loss = step(i)
@@ -149,16 +152,25 @@ def throughput(mx, args):
     loss.asnumpy()
     mx.nd.waitall()
     secs = time.perf_counter() - t0
-    print(json.dumps({"rank": rank, "samples_per_s": args.batch * args.steps / secs,
-                      "steps": args.steps, "secs": secs}), flush=True)
+    print(
+        json.dumps(
+            {
+                "rank": rank,
+                "samples_per_s": args.batch * args.steps / secs,
+                "steps": args.steps,
+                "secs": secs,
+            }
+        ),
+        flush=True,
+    )
 
 
 def evaluate(mx, net, x, y, batch=1000):
     """Fraction of ``x`` that ``net`` classifies as ``y``."""
     right = 0
     for j in range(0, len(x), batch):
-        pred = net(mx.nd.array(x[j:j + batch])).argmax(axis=1).asnumpy()
-        right += int((pred == y[j:j + batch]).sum())
+        pred = net(mx.nd.array(x[j : j + batch])).argmax(axis=1).asnumpy()
+        right += int((pred == y[j : j + batch]).sum())
     return right / len(x)
 
 
@@ -168,9 +180,9 @@ def accuracy(mx, args):
     x, y = load_mnist(args.data_dir, train=True)
     tx, ty = load_mnist(args.data_dir, train=False)
     if args.train_limit:
-        x, y = x[:args.train_limit], y[:args.train_limit]
+        x, y = x[: args.train_limit], y[: args.train_limit]
     if args.test_limit:
-        tx, ty = tx[:args.test_limit], ty[:args.test_limit]
+        tx, ty = tx[: args.test_limit], ty[: args.test_limit]
     x, y = x[rank::workers], y[rank::workers]
     order_rng = np.random.RandomState(args.seed)
     train_secs, acc, reached, epoch = 0.0, 0.0, None, 0
@@ -178,19 +190,23 @@ def accuracy(mx, args):
         order = order_rng.permutation(len(x))
         t0 = time.perf_counter()
         for j in range(0, len(x) - args.batch + 1, args.batch):
-            idx = order[j:j + args.batch]
+            idx = order[j : j + args.batch]
             loss = train_step(mx, net, trainer, loss_fn, x[idx], y[idx])
         loss.asnumpy()
         mx.nd.waitall()
         train_secs += time.perf_counter() - t0
         acc = evaluate(mx, net, tx, ty)
-        print(json.dumps({"rank": rank, "epoch": epoch, "train_secs": train_secs,
-                          "test_acc": acc}), flush=True)
+        print(
+            json.dumps({"rank": rank, "epoch": epoch, "train_secs": train_secs, "test_acc": acc}),
+            flush=True,
+        )
         if acc >= args.target:
             reached = train_secs
             break
-    print(json.dumps({"rank": rank, "time_to_target": reached, "epochs": epoch,
-                      "test_acc": acc}), flush=True)
+    print(
+        json.dumps({"rank": rank, "time_to_target": reached, "epochs": epoch, "test_acc": acc}),
+        flush=True,
+    )
 
 
 def parse_args(argv=None):

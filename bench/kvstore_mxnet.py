@@ -55,8 +55,14 @@ NAMES = {"mxrs": "mxrs", "mxnet": "MXNet"}
 
 RUNS = ["4096", "65536", "1048576", "16777216", "67108864", "4096x1000"]
 # Timed rounds per run: about a second of measuring for mxrs; MXNet takes 1-7x longer.
-ROUNDS = {"4096": 1000, "65536": 500, "1048576": 150, "16777216": 20, "67108864": 6,
-          "4096x1000": 30}
+ROUNDS = {
+    "4096": 1000,
+    "65536": 500,
+    "1048576": 150,
+    "16777216": 20,
+    "67108864": 6,
+    "4096x1000": 30,
+}
 JOBS = [(w, s) for w in (1, 2, 4) for s in (1, 2)]
 QUICK_JOBS = [(1, 1), (2, 2)]
 FIELDS = ("gbps", "kops", "p50", "p99")
@@ -101,8 +107,11 @@ def fmt_ms(v: float) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     """The Markdown table of the medians."""
-    out = ["| W×S | array | mxrs GB/s | MXNet GB/s | ratio | mxrs key-ops/s | MXNet key-ops/s "
-           "| mxrs p50/p99 ms | MXNet p50/p99 ms |", "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| W×S | array | mxrs GB/s | MXNet GB/s | ratio | mxrs key-ops/s | MXNet key-ops/s "
+        "| mxrs p50/p99 ms | MXNet p50/p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         a, b = r["mxrs"], r["mxnet"]
         cells = [f"{r['workers']}×{r['servers']}", r["label"]]
@@ -125,8 +134,17 @@ def targets(rows: list[dict]) -> list[dict]:
         met = None
         if mine is not None:
             met = mine >= goal if direction == "min" else mine <= goal
-        out.append({"name": name, "metric": field, "goal": goal, "direction": direction,
-                    "mxrs": mine, "mxnet": theirs, "met": met})
+        out.append(
+            {
+                "name": name,
+                "metric": field,
+                "goal": goal,
+                "direction": direction,
+                "mxrs": mine,
+                "mxnet": theirs,
+                "met": met,
+            }
+        )
     return out
 
 
@@ -166,9 +184,12 @@ def section(data: dict) -> str:
         "",
     ]
     if data["ceiling_gbps"] is not None:
-        lines += [f"Loopback TCP ceiling (iperf3, one stream, same run): "
-                  f"**{data['ceiling_gbps']:.2f} GB/s** "
-                  f"(median of {len(data['ceiling_samples'])}).", ""]
+        lines += [
+            f"Loopback TCP ceiling (iperf3, one stream, same run): "
+            f"**{data['ceiling_gbps']:.2f} GB/s** "
+            f"(median of {len(data['ceiling_samples'])}).",
+            "",
+        ]
     lines += table(data["rows"])
     lines += ["", "Targets (mxrs):", ""]
     for t in data["targets"]:
@@ -177,9 +198,11 @@ def section(data: dict) -> str:
         if t["met"] is None and t["mxrs"] is None:
             verdict = "not measured in this run"
         else:
-            verdict = (f"**{'met' if t['met'] else 'missed'}**: mxrs "
-                       f"{fmt_value(t['metric'], t['mxrs'])}, MXNet "
-                       f"{fmt_value(t['metric'], t['mxnet'])}")
+            verdict = (
+                f"**{'met' if t['met'] else 'missed'}**: mxrs "
+                f"{fmt_value(t['metric'], t['mxrs'])}, MXNet "
+                f"{fmt_value(t['metric'], t['mxnet'])}"
+            )
         lines.append(f"- {t['name']}: {sign} {goal} {UNITS[t['metric']]} — {verdict}")
     lines += ["", END]
     return "\n".join(lines)
@@ -188,8 +211,11 @@ def section(data: dict) -> str:
 def main() -> None:
     """Parse the options, run every job, save the JSON and optionally the section."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke test: jobs 1x1,2x2, 1 repeat, rounds x0.1, one iperf3 run")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: jobs 1x1,2x2, 1 repeat, rounds x0.1, one iperf3 run",
+    )
     ap.add_argument("--repeats", type=int, help="jobs per (W, S) and library (default 3)")
     ap.add_argument("--runs", help=f"comma-separated runs (default: {','.join(RUNS)})")
     ap.add_argument("--jobs", help="comma-separated WxS (default: W 1,2,4 x S 1,2)")
@@ -232,8 +258,11 @@ def main() -> None:
                     entry["results"] = got["results"]
                     for run, m in got["means"].items():
                         samples.setdefault((lib, w, s, run), []).append(m)
-                        print(f"{lib:5} {w}x{s} {label(run):12} {m['gbps']:7.3f} GB/s "
-                              f"{m['kops']:10,.0f} key-ops/s p50 {m['p50']:.3f} ms", flush=True)
+                        print(
+                            f"{lib:5} {w}x{s} {label(run):12} {m['gbps']:7.3f} GB/s "
+                            f"{m['kops']:10,.0f} key-ops/s p50 {m['p50']:.3f} ms",
+                            flush=True,
+                        )
                 raw.append(entry)
                 print(f"  ({lib} {w}x{s} job: {time.perf_counter() - start:.1f} s)", flush=True)
 
@@ -245,16 +274,30 @@ def main() -> None:
     for w, s in jobs:
         for run in runs:
             a, b = median("mxrs", (w, s, run)), median("mxnet", (w, s, run))
-            rows.append({"workers": w, "servers": s, "run": run, "label": label(run),
-                         "mxrs": a, "mxnet": b,
-                         "ratio_gbps": a["gbps"] / b["gbps"] if a and b else None,
-                         "ratio_kops": a["kops"] / b["kops"] if a and b else None})
+            rows.append(
+                {
+                    "workers": w,
+                    "servers": s,
+                    "run": run,
+                    "label": label(run),
+                    "mxrs": a,
+                    "mxnet": b,
+                    "ratio_gbps": a["gbps"] / b["gbps"] if a and b else None,
+                    "ratio_kops": a["kops"] / b["kops"] if a and b else None,
+                }
+            )
     data = {
-        "machine": machine(), "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "date": datetime.date.today().isoformat(),
         "command": shlex.join(["python", "bench/kvstore_mxnet.py", *sys.argv[1:]]),
-        "versions": {lib: version(lib) for lib in LIBS}, "repeats": repeats, "rounds": rounds,
+        "versions": {lib: version(lib) for lib in LIBS},
+        "repeats": repeats,
+        "rounds": rounds,
         "ceiling_gbps": statistics.median(ceiling) if ceiling else None,
-        "ceiling_samples": ceiling, "rows": rows, "targets": targets(rows), "jobs": raw,
+        "ceiling_samples": ceiling,
+        "rows": rows,
+        "targets": targets(rows),
+        "jobs": raw,
     }
     publish(data, section(data), args.json, args.results, args.write, BEGIN, END)
     print(f"total {time.perf_counter() - t0:.0f} s; saved {args.json}", flush=True)

@@ -27,19 +27,41 @@ LABELS = {"1048576": "1 MB", "16777216": "16 MB", "67108864": "64 MB", "4096x100
 
 def python_job(run: str) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2", sys.executable,
-         str(ROOT / "bench" / "_kv_worker.py"), run, str(ROUNDS[run])],
-        capture_output=True, text=True, check=True, timeout=900).stdout
+        [
+            sys.executable,
+            "-m",
+            "mxrs.launcher",
+            "local",
+            "-n",
+            "2",
+            "-s",
+            "2",
+            sys.executable,
+            str(ROOT / "bench" / "_kv_worker.py"),
+            run,
+            str(ROUNDS[run]),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=900,
+    ).stdout
     lines = [json.loads(ln.split("] ", 1)[1]) for ln in out.splitlines() if "{" in ln]
-    return {"gbps": statistics.mean(x["gbps"] for x in lines),
-            "kops": statistics.mean(x["kops"] for x in lines)}
+    return {
+        "gbps": statistics.mean(x["gbps"] for x in lines),
+        "kops": statistics.mean(x["kops"] for x in lines),
+    }
 
 
 def rust_job(run: str) -> dict:
     exe = ROOT / "target" / "release" / "ps-bench"
     out = subprocess.run(
-        [str(exe), "--workers", "2", "--servers", "2", "--runs", run, "--rounds",
-         str(ROUNDS[run])], capture_output=True, text=True, check=True, timeout=900).stdout
+        [str(exe), "--workers", "2", "--servers", "2", "--runs", run, "--rounds", str(ROUNDS[run])],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=900,
+    ).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return {"gbps": r["gbps_per_worker"], "kops": r["key_ops_per_s"]}
 
@@ -59,10 +81,16 @@ def main() -> None:
         mr = statistics.median(x[field] for x in rs)
         rows.append((run, field, mp, mr))
         print(run, field, f"python {mp:.3g}", f"rust {mr:.3g}", flush=True)
-    lines = [BEGIN, "", f"### Python KVStore vs ps-bench (2 workers × 2 servers, "
-             f"{datetime.date.today()}, medians of {args.repeats})", "",
-             "| run | metric (per worker) | mxrs Python `kv.pushpull` | ps-bench (Rust) | "
-             "Python / Rust |", "|---|---|---|---|---|"]
+    lines = [
+        BEGIN,
+        "",
+        f"### Python KVStore vs ps-bench (2 workers × 2 servers, "
+        f"{datetime.date.today()}, medians of {args.repeats})",
+        "",
+        "| run | metric (per worker) | mxrs Python `kv.pushpull` | ps-bench (Rust) | "
+        "Python / Rust |",
+        "|---|---|---|---|---|",
+    ]
     for run, field, mp, mr in rows:
         unit = "key-ops/s" if field == "kops" else "GB/s"
         fmt = (lambda v: f"{v:,.0f}") if field == "kops" else (lambda v: f"{v:.2f}")

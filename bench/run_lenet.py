@@ -73,8 +73,14 @@ def write_section(path, text):
     if SECTION in body:
         start = body.index(SECTION)
         # the section ends where the next heading or marked section begins
-        ends = [i for i in (body.find("\n## ", start + len(SECTION)),
-                            body.find("\n<!-- ", start + len(SECTION))) if i >= 0]
+        ends = [
+            i
+            for i in (
+                body.find("\n## ", start + len(SECTION)),
+                body.find("\n<!-- ", start + len(SECTION)),
+            )
+            if i >= 0
+        ]
         rest = body[min(ends) + 1 :] if ends else ""
         body = body[:start] + text + ("\n" + rest if rest else "")
     else:

@@ -64,8 +64,10 @@ def _load(name: str) -> dict | None:
 def train_rates(train: dict) -> dict:
     """{lib: {"one": samples/s at 1 thread, "dist2": 2-worker aggregate}} from train.json."""
     med = train["medians"]
-    return {lib: {"one": med["one_process_1_thread"][lib], "dist2": med["dist_2x2"][lib]}
-            for lib in _jobs.LIBS}
+    return {
+        lib: {"one": med["one_process_1_thread"][lib], "dist2": med["dist_2x2"][lib]}
+        for lib in _jobs.LIBS
+    }
 
 
 def scaling_chart(path: Path, rates: dict, comm: dict) -> dict:
@@ -81,12 +83,29 @@ def scaling_chart(path: Path, rates: dict, comm: dict) -> dict:
         name = "mxrs" if lib == "mxrs" else "MXNet 1.9.1"
         one = rates[lib]["one"]
         modelled[lib] = model(one, comm[lib])
-        ax.plot(WORKERS, [w * one for w in WORKERS], "--", color=color, alpha=0.6,
-                label=f"{name} ideal linear")
-        ax.plot(WORKERS, [modelled[lib][w] for w in WORKERS], "-", color=color,
-                label=f"{name} modelled (measured communication)")
-        ax.plot([1, 2], [one, rates[lib]["dist2"]], "o", color=color, markersize=8,
-                label=f"{name} measured on this machine")
+        ax.plot(
+            WORKERS,
+            [w * one for w in WORKERS],
+            "--",
+            color=color,
+            alpha=0.6,
+            label=f"{name} ideal linear",
+        )
+        ax.plot(
+            WORKERS,
+            [modelled[lib][w] for w in WORKERS],
+            "-",
+            color=color,
+            label=f"{name} modelled (measured communication)",
+        )
+        ax.plot(
+            [1, 2],
+            [one, rates[lib]["dist2"]],
+            "o",
+            color=color,
+            markersize=8,
+            label=f"{name} measured on this machine",
+        )
     ax.set_xlabel("dist_sync workers (one server per worker)")
     ax.set_ylabel("samples/s (LeNet, batch 128 per worker)")
     ax.set_xticks(WORKERS)
@@ -121,29 +140,43 @@ def ratio_chart(path: Path, kv: dict) -> None:
     plt.close(fig)
 
 
-def section(comm: dict, rates: dict | None, modelled: dict | None, charts: list[str],
-            repeats: int) -> str:
+def section(
+    comm: dict, rates: dict | None, modelled: dict | None, charts: list[str], repeats: int
+) -> str:
     """The RESULTS.md section."""
-    lines = [BEGIN, "## Scaling (issue 7)", "",
-             f"Machine: {machine()}; {datetime.date.today().isoformat()}. "
-             f"Command: `python bench/scaling.py --repeats {repeats} --write` "
-             "(after `kvstore_mxnet.py` and `train_mxnet.py`).", "",
-             "Communication of one LeNet step (all 10 gradients pushed, all parameters pulled, "
-             f"60,170 float32), W workers × W servers on 127.0.0.1, p50 ms, medians of {repeats}:",
-             "", "| W | mxrs ms | MXNet ms | MXNet / mxrs |", "|---:|---:|---:|---:|"]
+    lines = [
+        BEGIN,
+        "## Scaling (issue 7)",
+        "",
+        f"Machine: {machine()}; {datetime.date.today().isoformat()}. "
+        f"Command: `python bench/scaling.py --repeats {repeats} --write` "
+        "(after `kvstore_mxnet.py` and `train_mxnet.py`).",
+        "",
+        "Communication of one LeNet step (all 10 gradients pushed, all parameters pulled, "
+        f"60,170 float32), W workers × W servers on 127.0.0.1, p50 ms, medians of {repeats}:",
+        "",
+        "| W | mxrs ms | MXNet ms | MXNet / mxrs |",
+        "|---:|---:|---:|---:|",
+    ]
     for w in WORKERS:
         a, b = comm["mxrs"][w], comm["mxnet"][w]
         lines.append(f"| {w} | {a:.3f} | {b:.3f} | {b / a:.1f}× |")
     if rates and modelled:
-        lines += ["", "Samples/s (B = 128 per worker). Measured: one process at one thread (W = 1)"
-                  " and 2 workers × 2 servers on this machine (W = 2). Modelled: W · B / (B / "
-                  "rate₁ + t_comm(W)), each worker on its own machine; t_comm(4) was measured "
-                  "with 9 processes on 2 cores, so it is pessimistic for both.", "",
-                  "| W | mxrs measured | mxrs modelled | MXNet measured | MXNet modelled |",
-                  "|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            "Samples/s (B = 128 per worker). Measured: one process at one thread (W = 1)"
+            " and 2 workers × 2 servers on this machine (W = 2). Modelled: W · B / (B / "
+            "rate₁ + t_comm(W)), each worker on its own machine; t_comm(4) was measured "
+            "with 9 processes on 2 cores, so it is pessimistic for both.",
+            "",
+            "| W | mxrs measured | mxrs modelled | MXNet measured | MXNet modelled |",
+            "|---:|---:|---:|---:|---:|",
+        ]
         for w in WORKERS:
-            meas = {lib: (rates[lib]["one"] if w == 1 else rates[lib]["dist2"] if w == 2
-                          else None) for lib in _jobs.LIBS}
+            meas = {
+                lib: (rates[lib]["one"] if w == 1 else rates[lib]["dist2"] if w == 2 else None)
+                for lib in _jobs.LIBS
+            }
             cells = []
             for lib in _jobs.LIBS:
                 cells += [f"{meas[lib]:,.0f}" if meas[lib] else "—", f"{modelled[lib][w]:,.0f}"]
@@ -171,9 +204,15 @@ def main() -> None:
     if kv:
         ratio_chart(HERE / "kvstore_ratios.png", kv)
         charts.append("kvstore_ratios.png")
-    publish({"comm_ms": comm, "rates": rates, "modelled": modelled},
-            section(comm, rates, modelled, charts, args.repeats), OUT / "scaling.json",
-            args.results, args.write, BEGIN, END)
+    publish(
+        {"comm_ms": comm, "rates": rates, "modelled": modelled},
+        section(comm, rates, modelled, charts, args.repeats),
+        OUT / "scaling.json",
+        args.results,
+        args.write,
+        BEGIN,
+        END,
+    )
 
 
 if __name__ == "__main__":

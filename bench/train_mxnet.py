@@ -79,8 +79,9 @@ LR, MOMENTUM, BATCH, TARGET = 0.02, 0.9, 128, 0.985
 
 def local_env(lib: str, threads: int) -> dict:
     """The environment of a one-process run: no dist variables, the thread counts set."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DMLC_", "PS_", "MXRS_", "MXNET_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DMLC_", "PS_", "MXRS_", "MXNET_"))
+    }
     env.update({"BENCH_LIB": lib, "PYTHONUNBUFFERED": "1"})
     env.update({var: str(threads) for var in THREAD_VARS})
     return env
@@ -89,13 +90,19 @@ def local_env(lib: str, threads: int) -> dict:
 def run_local(lib: str, threads: int, argv: list[str], timeout: float) -> list[dict]:
     """Run the worker as one plain process; returns the JSON objects it printed."""
     try:
-        p = subprocess.run([python_for(lib), str(WORKER), *argv], env=local_env(lib, threads),
-                           capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(
+            [python_for(lib), str(WORKER), *argv],
+            env=local_env(lib, threads),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         raise JobFailed(f"{lib} {argv} ran past {timeout} s") from None
     if p.returncode != 0:
-        raise JobFailed(f"{lib} {argv} exited with {p.returncode}:\n"
-                        f"{(p.stdout + p.stderr)[-3000:]}")
+        raise JobFailed(
+            f"{lib} {argv} exited with {p.returncode}:\n{(p.stdout + p.stderr)[-3000:]}"
+        )
     return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
 
 
@@ -103,8 +110,9 @@ def throughput(lib: str, config: str, argv: list[str], timeout: float) -> float:
     """samples/s of one run of ``config``: the sum over the job's workers."""
     _, workers, servers, threads = CONFIGS[config]
     if servers:
-        lines = run_job(lib, workers, servers, [str(WORKER), *argv], threads=threads,
-                        timeout=timeout)
+        lines = run_job(
+            lib, workers, servers, [str(WORKER), *argv], threads=threads, timeout=timeout
+        )
     else:
         lines = run_local(lib, threads, argv, timeout)
     rates = [x["samples_per_s"] for x in lines if "samples_per_s" in x]
@@ -120,8 +128,12 @@ def accuracy(lib: str, argv: list[str], timeout: float) -> dict:
         raise JobFailed(f"{lib} accuracy: no final result")
     final = lines[-1]
     curve = [[x["epoch"], x["train_secs"], x["test_acc"]] for x in lines if "epoch" in x]
-    return {"time_to_target": final["time_to_target"], "epochs": final["epochs"],
-            "test_acc": final["test_acc"], "curve": curve}
+    return {
+        "time_to_target": final["time_to_target"],
+        "epochs": final["epochs"],
+        "test_acc": final["test_acc"],
+        "curve": curve,
+    }
 
 
 def median_or_none(values: list[float]) -> float | None:
@@ -176,10 +188,13 @@ def section(data: dict) -> str:
     ]
     for name, cfg in data["configs"].items():
         med = data["medians"][name]
-        runs = "; ".join(", ".join(f"{x:,.0f}" for x in cfg["runs"][lib]) or "failed"
-                         for lib in LIBS)
-        lines.append(f"| {cfg['label']} | {fmt(med['mxrs'])} | {fmt(med['mxnet'])} | "
-                     f"{fmt(data['ratios'][name], '.2f', '')} | {runs} |")
+        runs = "; ".join(
+            ", ".join(f"{x:,.0f}" for x in cfg["runs"][lib]) or "failed" for lib in LIBS
+        )
+        lines.append(
+            f"| {cfg['label']} | {fmt(med['mxrs'])} | {fmt(med['mxnet'])} | "
+            f"{fmt(data['ratios'][name], '.2f', '')} | {runs} |"
+        )
     acc = data["accuracy"]
     if acc is not None:
         limit = f"the first {s['train_limit']:,} of " if s["train_limit"] else ""
@@ -201,19 +216,28 @@ def section(data: dict) -> str:
                 f"| {NAMES[lib]} | {fmt(acc['medians'][lib], '.1f', 'not reached')} | "
                 f"{last['epochs'] if last else ''} | "
                 f"{fmt(last['test_acc'] if last else None, '.4f')} | "
-                + ", ".join(fmt(r["time_to_target"], ".1f", "missed") for r in runs) + " |")
-        lines += ["", f"mxrs time / MXNet time: {fmt(acc['ratio'], '.2f', 'n/a')} "
-                  "(below 1: mxrs reaches the target sooner). Epochs and test accuracy are "
-                  "those of the last run."]
+                + ", ".join(fmt(r["time_to_target"], ".1f", "missed") for r in runs)
+                + " |"
+            )
+        lines += [
+            "",
+            f"mxrs time / MXNet time: {fmt(acc['ratio'], '.2f', 'n/a')} "
+            "(below 1: mxrs reaches the target sooner). Epochs and test accuracy are "
+            "those of the last run.",
+        ]
     lines += ["", "Targets (mxrs, against MXNet measured side by side in this run):", ""]
     for t in data["targets"]:
         if t["met"] is None:
             verdict = "not measured in this run"
         else:
-            verdict = (f"**{'met' if t['met'] else 'missed'}**: mxrs {t['mxrs']:,.0f}, "
-                       f"MXNet {t['mxnet']:,.0f} samples/s")
-        lines.append(f"- {t['name']}: samples/s ≥ MXNet's (reference {t['reference']:,} "
-                     f"samples/s) — {verdict}")
+            verdict = (
+                f"**{'met' if t['met'] else 'missed'}**: mxrs {t['mxrs']:,.0f}, "
+                f"MXNet {t['mxnet']:,.0f} samples/s"
+            )
+        lines.append(
+            f"- {t['name']}: samples/s ≥ MXNet's (reference {t['reference']:,} "
+            f"samples/s) — {verdict}"
+        )
     lines += ["", END]
     return "\n".join(lines)
 
@@ -221,11 +245,13 @@ def section(data: dict) -> str:
 def main() -> None:
     """Parse the options, run every measurement, save the JSON and optionally the section."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="smoke test: 1 repeat, 30 steps, 1 epoch on 10,000 training images")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke test: 1 repeat, 30 steps, 1 epoch on 10,000 training images",
+    )
     ap.add_argument("--repeats", type=int, help="throughput runs per config and library (3)")
-    ap.add_argument("--acc-repeats", type=int, help="time-to-target runs per library (1; 0: "
-                    "skip)")
+    ap.add_argument("--acc-repeats", type=int, help="time-to-target runs per library (1; 0: skip)")
     ap.add_argument("--steps", type=int, help="timed steps per throughput run (600)")
     ap.add_argument("--warmup", type=int, help="warm-up steps per throughput run (10)")
     ap.add_argument("--max-epochs", type=int, help="most epochs of a time-to-target run (10)")
@@ -240,27 +266,54 @@ def main() -> None:
     def pick(value, quick, full):
         return value if value is not None else (quick if q else full)
 
-    settings = {"batch": BATCH, "lr": LR, "momentum": MOMENTUM,
-                "warmup": pick(args.warmup, 3, 10), "steps": pick(args.steps, 30, 600),
-                "repeats": pick(args.repeats, 1, 3), "acc_repeats": pick(args.acc_repeats, 1, 1),
-                "acc_threads": ACC_THREADS, "target": TARGET,
-                "max_epochs": pick(args.max_epochs, 1, 10),
-                "train_limit": pick(args.train_limit, 10_000, 0)}
+    settings = {
+        "batch": BATCH,
+        "lr": LR,
+        "momentum": MOMENTUM,
+        "warmup": pick(args.warmup, 3, 10),
+        "steps": pick(args.steps, 30, 600),
+        "repeats": pick(args.repeats, 1, 3),
+        "acc_repeats": pick(args.acc_repeats, 1, 1),
+        "acc_threads": ACC_THREADS,
+        "target": TARGET,
+        "max_epochs": pick(args.max_epochs, 1, 10),
+        "train_limit": pick(args.train_limit, 10_000, 0),
+    }
     common = ["--batch", str(BATCH), "--lr", str(LR), "--momentum", str(MOMENTUM)]
-    thr_argv = ["throughput", *common, "--warmup", str(settings["warmup"]),
-                "--steps", str(settings["steps"])]
-    acc_argv = ["accuracy", *common, "--target", str(TARGET),
-                "--max-epochs", str(settings["max_epochs"]),
-                "--train-limit", str(settings["train_limit"])]
+    thr_argv = [
+        "throughput",
+        *common,
+        "--warmup",
+        str(settings["warmup"]),
+        "--steps",
+        str(settings["steps"]),
+    ]
+    acc_argv = [
+        "accuracy",
+        *common,
+        "--target",
+        str(TARGET),
+        "--max-epochs",
+        str(settings["max_epochs"]),
+        "--train-limit",
+        str(settings["train_limit"]),
+    ]
 
     t0 = time.perf_counter()
     errors = []
-    configs = {name: {"label": label, "workers": w, "servers": s, "threads": t,
-                      "runs": {lib: [] for lib in LIBS}}
-               for name, (label, w, s, t) in CONFIGS.items()}
+    configs = {
+        name: {
+            "label": label,
+            "workers": w,
+            "servers": s,
+            "threads": t,
+            "runs": {lib: [] for lib in LIBS},
+        }
+        for name, (label, w, s, t) in CONFIGS.items()
+    }
     for name, cfg in configs.items():
         for rep in range(settings["repeats"]):
-            for lib in (LIBS if rep % 2 == 0 else LIBS[::-1]):
+            for lib in LIBS if rep % 2 == 0 else LIBS[::-1]:
                 start = time.perf_counter()
                 try:
                     rate = throughput(lib, name, thr_argv, args.timeout)
@@ -269,17 +322,22 @@ def main() -> None:
                     print(f"FAILED {errors[-1]}", file=sys.stderr, flush=True)
                     continue
                 cfg["runs"][lib].append(rate)
-                print(f"{lib:5} {cfg['label']}: {rate:,.0f} samples/s "
-                      f"({time.perf_counter() - start:.1f} s)", flush=True)
-    medians = {name: {lib: median_or_none(cfg["runs"][lib]) for lib in LIBS}
-               for name, cfg in configs.items()}
+                print(
+                    f"{lib:5} {cfg['label']}: {rate:,.0f} samples/s "
+                    f"({time.perf_counter() - start:.1f} s)",
+                    flush=True,
+                )
+    medians = {
+        name: {lib: median_or_none(cfg["runs"][lib]) for lib in LIBS}
+        for name, cfg in configs.items()
+    }
     ratios = {name: ratio(m["mxrs"], m["mxnet"]) for name, m in medians.items()}
 
     acc = None
     if settings["acc_repeats"] > 0:
         runs = {lib: [] for lib in LIBS}
         for rep in range(settings["acc_repeats"]):
-            for lib in (LIBS if rep % 2 == 0 else LIBS[::-1]):
+            for lib in LIBS if rep % 2 == 0 else LIBS[::-1]:
                 try:
                     got = accuracy(lib, acc_argv, args.timeout)
                 except JobFailed as e:
@@ -289,23 +347,43 @@ def main() -> None:
                 runs[lib].append(got)
                 secs = got["time_to_target"]
                 reached = f"{secs:.1f} s" if secs is not None else "not reached"
-                print(f"{lib:5} time to {TARGET:.1%} with {ACC_THREADS} threads: {reached}, "
-                      f"{got['epochs']} epochs, test accuracy {got['test_acc']:.4f}", flush=True)
+                print(
+                    f"{lib:5} time to {TARGET:.1%} with {ACC_THREADS} threads: {reached}, "
+                    f"{got['epochs']} epochs, test accuracy {got['test_acc']:.4f}",
+                    flush=True,
+                )
         acc_medians = {lib: median_time(runs[lib]) for lib in LIBS}
-        acc = {"runs": runs, "medians": acc_medians,
-               "ratio": ratio(acc_medians["mxrs"], acc_medians["mxnet"])}
+        acc = {
+            "runs": runs,
+            "medians": acc_medians,
+            "ratio": ratio(acc_medians["mxrs"], acc_medians["mxnet"]),
+        }
 
     targets = []
     for tname, config, reference in TARGETS:
         a, b = medians[config]["mxrs"], medians[config]["mxnet"]
-        targets.append({"name": tname, "config": config, "reference": reference, "mxrs": a,
-                        "mxnet": b, "met": a >= b if a is not None and b is not None else None})
+        targets.append(
+            {
+                "name": tname,
+                "config": config,
+                "reference": reference,
+                "mxrs": a,
+                "mxnet": b,
+                "met": a >= b if a is not None and b is not None else None,
+            }
+        )
     data = {
-        "machine": machine(load=True), "date": datetime.date.today().isoformat(),
+        "machine": machine(load=True),
+        "date": datetime.date.today().isoformat(),
         "command": shlex.join([".venv/bin/python", "bench/train_mxnet.py", *sys.argv[1:]]),
-        "versions": {lib: version(lib) for lib in LIBS}, "settings": settings,
-        "configs": configs, "medians": medians, "ratios": ratios, "accuracy": acc,
-        "targets": targets, "errors": errors,
+        "versions": {lib: version(lib) for lib in LIBS},
+        "settings": settings,
+        "configs": configs,
+        "medians": medians,
+        "ratios": ratios,
+        "accuracy": acc,
+        "targets": targets,
+        "errors": errors,
     }
     publish(data, section(data), args.json, args.results, args.write, BEGIN, END)
     print(f"total {time.perf_counter() - t0:.0f} s; saved {args.json}", flush=True)

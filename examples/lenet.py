@@ -18,12 +18,14 @@ def lenet(nn, classes=10):
         Outputs of the last layer.
     """
     net = nn.HybridSequential()
-    net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Flatten(),
-            nn.Dense(120, activation="relu"),
-            nn.Dense(84, activation="relu"),
-            nn.Dense(classes))
+    net.add(
+        nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
+        nn.MaxPool2D(pool_size=2, strides=2),
+        nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
+        nn.MaxPool2D(pool_size=2, strides=2),
+        nn.Flatten(),
+        nn.Dense(120, activation="relu"),
+        nn.Dense(84, activation="relu"),
+        nn.Dense(classes),
+    )
     return net

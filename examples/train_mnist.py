@@ -33,8 +33,11 @@ def parse_args(argv=None):
     p.add_argument("--network", choices=("lenet", "mlp"), default="lenet")
     p.add_argument("--gpus", default="", help="GPUs to train on, e.g. 0,2 (default: CPU)")
     p.add_argument("--cpus", type=int, default=1, help="CPU contexts to train on without GPUs")
-    p.add_argument("--kv-store", default="device", help="local, device, dist_sync, "
-                   "dist_device_sync or dist_async")
+    p.add_argument(
+        "--kv-store",
+        default="device",
+        help="local, device, dist_sync, dist_device_sync or dist_async",
+    )
     p.add_argument("--work-load-list", default="", help="relative share of each device, e.g. 3,1")
     p.add_argument("--batch-size", type=int, default=32, help="batch size on each worker")
     p.add_argument("--num-epochs", type=int, default=8)
@@ -51,8 +54,12 @@ def build(network):
     if network == "lenet":
         return lenet(nn)
     net = nn.HybridSequential()
-    net.add(nn.Flatten(), nn.Dense(128, activation="relu"), nn.Dense(64, activation="relu"),
-                nn.Dense(10))
+    net.add(
+        nn.Flatten(),
+        nn.Dense(128, activation="relu"),
+        nn.Dense(64, activation="relu"),
+        nn.Dense(10),
+    )
     return net
 
 
@@ -88,27 +95,38 @@ def main(argv=None):
     train = MNIST(root=args.data_dir, train=True).transform_first(transform)
     test = MNIST(root=args.data_dir, train=False).transform_first(transform)
     sampler = gluon.data.SplitSampler(len(train), workers, rank)
-    train_loader = gluon.data.DataLoader(train, batch_size=args.batch_size, sampler=sampler,
-                                         last_batch="discard")
+    train_loader = gluon.data.DataLoader(
+        train, batch_size=args.batch_size, sampler=sampler, last_batch="discard"
+    )
     test_loader = gluon.data.DataLoader(test, batch_size=256)
 
     net = build(args.network)
     net.initialize(mx.init.Xavier(magnitude=2.24), ctx=ctx)
-    trainer = gluon.Trainer(net.collect_params(), "sgd",
-                            {"learning_rate": args.lr, "momentum": args.momentum},
-                            kvstore=store)
+    trainer = gluon.Trainer(
+        net.collect_params(),
+        "sgd",
+        {"learning_rate": args.lr, "momentum": args.momentum},
+        kvstore=store,
+    )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 
     acc = float("nan")
     for epoch in range(args.num_epochs):
         metric, total_loss, seen, tic = mx.metric.Accuracy(), 0.0, 0, time.time()
-        bar = tqdm(train_loader, desc=f"{tag}epoch {epoch + 1}/{args.num_epochs}",
-                   disable=args.no_progress, unit="batch", mininterval=1.0)
+        bar = tqdm(
+            train_loader,
+            desc=f"{tag}epoch {epoch + 1}/{args.num_epochs}",
+            disable=args.no_progress,
+            unit="batch",
+            mininterval=1.0,
+        )
         for data, label in bar:
-            datas = gluon.utils.split_and_load(data, ctx, even_split=False,
-                                               work_load_list=work_load)
-            labels = gluon.utils.split_and_load(label, ctx, even_split=False,
-                                                work_load_list=work_load)
+            datas = gluon.utils.split_and_load(
+                data, ctx, even_split=False, work_load_list=work_load
+            )
+            labels = gluon.utils.split_and_load(
+                label, ctx, even_split=False, work_load_list=work_load
+            )
             with autograd.record():
                 outs = [net(d) for d in datas]
                 losses = [loss_fn(o, lab) for o, lab in zip(outs, labels, strict=True)]
@@ -117,13 +135,17 @@ def main(argv=None):
             metric.update(labels, outs)
             total_loss += sum(float(loss.sum().asscalar()) for loss in losses)
             seen += data.shape[0]
-            bar.set_postfix(loss=f"{total_loss / seen:.4f}",
-                            samples_per_s=f"{seen / (time.time() - tic):.0f}")
+            bar.set_postfix(
+                loss=f"{total_loss / seen:.4f}", samples_per_s=f"{seen / (time.time() - tic):.0f}"
+            )
         bar.close()
         acc = evaluate(net, test_loader, ctx)
-        print(f"{tag}epoch {epoch + 1}: train loss {total_loss / max(seen, 1):.4f}, "
-              f"train accuracy {metric.get()[1]:.4f}, test accuracy {acc:.4f}, "
-              f"{seen / (time.time() - tic):.0f} samples/s", flush=True)
+        print(
+            f"{tag}epoch {epoch + 1}: train loss {total_loss / max(seen, 1):.4f}, "
+            f"train accuracy {metric.get()[1]:.4f}, test accuracy {acc:.4f}, "
+            f"{seen / (time.time() - tic):.0f} samples/s",
+            flush=True,
+        )
     print(f"{tag}final test accuracy {acc:.4f}", flush=True)
     return acc
 

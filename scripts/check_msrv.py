@@ -31,8 +31,9 @@ def _show(version):
 def problems(metadata):
     """The reasons the workspace's declared ``rust-version`` is too low (none when it holds)."""
     members = set(metadata["workspace_members"])
-    declared = {p["name"]: p.get("rust_version") for p in metadata["packages"]
-                if p["id"] in members}
+    declared = {
+        p["name"]: p.get("rust_version") for p in metadata["packages"] if p["id"] in members
+    }
     out = [f"{name} declares no rust-version" for name, v in sorted(declared.items()) if not v]
     if out:
         return out
@@ -41,27 +42,36 @@ def problems(metadata):
     msrv = _version(next(iter(declared.values())))
     floor, feature = _version(LANGUAGE_FLOOR[0]), LANGUAGE_FLOOR[1]
     if msrv < floor:
-        out.append(f"rust-version {_show(msrv)} is below {_show(floor)}, which the code needs for "
-                   f"{feature}")
+        out.append(
+            f"rust-version {_show(msrv)} is below {_show(floor)}, which the code needs for "
+            f"{feature}"
+        )
     for p in sorted(metadata["packages"], key=lambda p: p["name"]):
         need = p.get("rust_version")
         if p["id"] not in members and need and _version(need) > msrv:
-            out.append(f"rust-version {_show(msrv)} is below {p['name']} {p['version']}'s "
-                       f"rust-version {need}")
+            out.append(
+                f"rust-version {_show(msrv)} is below {p['name']} {p['version']}'s "
+                f"rust-version {need}"
+            )
     return out
 
 
 def main():
     root = Path(__file__).resolve().parent.parent
-    metadata = json.loads(subprocess.run(
-        ["cargo", "metadata", "--format-version", "1"], cwd=root, check=True,
-        capture_output=True, text=True).stdout)
+    metadata = json.loads(
+        subprocess.run(
+            ["cargo", "metadata", "--format-version", "1"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     found = problems(metadata)
     for line in found:
         print(f"check_msrv: {line}", file=sys.stderr)
     if found:
-        print("check_msrv: raise rust-version in Cargo.toml's [workspace.package]",
-              file=sys.stderr)
+        print("check_msrv: raise rust-version in Cargo.toml's [workspace.package]", file=sys.stderr)
         return 1
     return 0
 

@@ -44,10 +44,14 @@ def make_subset(src, dst, counts=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", default="/work/shared/data/mnist",
-                        help="folder with the full MNIST IDX files")
-    parser.add_argument("--dst", default=os.path.join(_REPO, "data", "mnist"),
-                        help="output folder (default: data/mnist in the repository)")
+    parser.add_argument(
+        "--src", default="/work/shared/data/mnist", help="folder with the full MNIST IDX files"
+    )
+    parser.add_argument(
+        "--dst",
+        default=os.path.join(_REPO, "data", "mnist"),
+        help="output folder (default: data/mnist in the repository)",
+    )
     args = parser.parse_args(argv)
     mean = make_subset(args.src, args.dst)
     print(f"training pixel mean / 255 of the subset: {mean:.6f}")

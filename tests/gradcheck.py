@@ -23,8 +23,10 @@ def check_grad(fn, inputs, nondiff=(), eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
         Positions of inputs that get no gradient (indices, labels, running statistics).
     """
     rng = np.random.default_rng(seed)
-    vals = [np.asarray(v, dtype=np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v)
-            for v in inputs]
+    vals = [
+        np.asarray(v, dtype=np.float64) if np.asarray(v).dtype.kind == "f" else np.asarray(v)
+        for v in inputs
+    ]
     arrays = [nd.array(v, dtype=v.dtype) for v in vals]
     diff = [i for i in range(len(vals)) if i not in set(nondiff)]
     for i in diff:
@@ -45,8 +47,9 @@ def check_grad(fn, inputs, nondiff=(), eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
             fm = _objective(fn, vals, i, x, head)
             flat[k] = orig
             nflat[k] = (fp - fm) / (2 * eps)
-        np.testing.assert_allclose(arrays[i].grad.asnumpy(), num, rtol=rtol, atol=atol,
-                                   err_msg=f"gradient of input {i}")
+        np.testing.assert_allclose(
+            arrays[i].grad.asnumpy(), num, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}"
+        )
     return out
 
 

@@ -25,9 +25,15 @@ def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=()):
 def node_env(role, port, workers=2, servers=2, **extra):
     """The environment of one process of a job whose scheduler listens on ``port``."""
     env = dict(os.environ)
-    env.update(DMLC_ROLE=role, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(port),
-               DMLC_NUM_SERVER=str(servers), DMLC_NUM_WORKER=str(workers),
-               DMLC_NODE_HOST="127.0.0.1", MXRS_SECRET="test-secret")
+    env.update(
+        DMLC_ROLE=role,
+        DMLC_PS_ROOT_URI="127.0.0.1",
+        DMLC_PS_ROOT_PORT=str(port),
+        DMLC_NUM_SERVER=str(servers),
+        DMLC_NUM_WORKER=str(workers),
+        DMLC_NODE_HOST="127.0.0.1",
+        MXRS_SECRET="test-secret",
+    )
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -43,13 +49,18 @@ def scheduler_and_servers(workers=2, servers=2, **extra):
 def job_nodes(workers=2, servers=2, **extra):
     """Start a scheduler, on the port it announces, and ``servers`` servers; yields the port and
     their processes (scheduler first); kills what it started."""
-    scheduler, port = start_scheduler([sys.executable, "-c", "import mxrs"],
-                                      node_env("scheduler", 0, workers, servers, **extra))
+    scheduler, port = start_scheduler(
+        [sys.executable, "-c", "import mxrs"], node_env("scheduler", 0, workers, servers, **extra)
+    )
     procs = [scheduler]
     try:
-        procs += [subprocess.Popen([sys.executable, "-c", "import mxrs"],
-                                   env=node_env("server", port, workers, servers, **extra))
-                  for _ in range(servers)]
+        procs += [
+            subprocess.Popen(
+                [sys.executable, "-c", "import mxrs"],
+                env=node_env("server", port, workers, servers, **extra),
+            )
+            for _ in range(servers)
+        ]
         yield port, procs
     finally:
         for p in procs:
@@ -59,10 +70,14 @@ def job_nodes(workers=2, servers=2, **extra):
 
 def start_worker(port, script, workers=2, servers=2, stdin=None, **extra):
     """Start one worker running ``script``; stdout and stderr are captured as text."""
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)],
-                            env=node_env("worker", port, workers, servers, **extra),
-                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env=node_env("worker", port, workers, servers, **extra),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def tagged_processes(tag, rank_var="DMLC_WORKER_ID"):
@@ -85,6 +100,9 @@ def tagged_processes(tag, rank_var="DMLC_WORKER_ID"):
         except OSError:
             continue
         if env.get(b"MXRS_TEST_TAG") == tag.encode() and state != "Z":
-            found[int(pid)] = (env.get(b"DMLC_ROLE", b"").decode(),
-                               env.get(rank_var.encode(), b"").decode(), argv0)
+            found[int(pid)] = (
+                env.get(b"DMLC_ROLE", b"").decode(),
+                env.get(rank_var.encode(), b"").decode(),
+                argv0,
+            )
     return found

@@ -91,7 +91,7 @@ def test_shared_subexpression_sums_paths_and_head_grad():
         y = h * x + h  # x^3 + x^2
     y.backward(nd.array([1.0, 2.0, 3.0]))
     xv = np.array([1.0, -2.0, 3.0])
-    np.testing.assert_allclose(x.grad.asnumpy(), (3 * xv ** 2 + 2 * xv) * [1, 2, 3], rtol=1e-6)
+    np.testing.assert_allclose(x.grad.asnumpy(), (3 * xv**2 + 2 * xv) * [1, 2, 3], rtol=1e-6)
 
 
 def test_backward_of_several_heads():

@@ -5,8 +5,10 @@ import pytest
 from mxrs import base
 
 
-@pytest.mark.parametrize("name", ["ContextError", "KVStoreError", "ShapeMismatchError",
-                                  "NodeLostError", "AuthenticationError"])
+@pytest.mark.parametrize(
+    "name",
+    ["ContextError", "KVStoreError", "ShapeMismatchError", "NodeLostError", "AuthenticationError"],
+)
 def test_every_error_is_an_mxnet_error(name):
     cls = getattr(base, name)
     assert issubclass(cls, mx.MXNetError)

@@ -48,8 +48,12 @@ def test_without_cupy_gpu_arrays_raise_and_no_gpus():
 def test_cpu_contexts_are_distinct_for_operations():
     a = nd.array([1, 2, 3], ctx=mx.cpu(0))
     b = nd.array([5, 6, 7], ctx=mx.cpu(1))
-    for op in (lambda: a + b, lambda: nd.dot(a, b), lambda: nd.concat(a, b, dim=0),
-               lambda: nd.where(a, a, b)):
+    for op in (
+        lambda: a + b,
+        lambda: nd.dot(a, b),
+        lambda: nd.concat(a, b, dim=0),
+        lambda: nd.where(a, a, b),
+    ):
         with pytest.raises(mx.MXNetError) as info:
             op()
         assert "cpu(0)" in str(info.value) and "cpu(1)" in str(info.value)

@@ -71,8 +71,12 @@ def test_argument_rules_follow_mxnet():
     with pytest.raises(ValueError, match="batch_size must be specified"):
         data.DataLoader(ds)
     bs = data.BatchSampler(data.SequentialSampler(10), 2)
-    for kwargs in ({"batch_size": 2}, {"shuffle": True}, {"last_batch": "keep"},
-                   {"sampler": data.SequentialSampler(10)}):
+    for kwargs in (
+        {"batch_size": 2},
+        {"shuffle": True},
+        {"last_batch": "keep"},
+        {"sampler": data.SequentialSampler(10)},
+    ):
         with pytest.raises(ValueError, match="must not be specified if batch_sampler"):
             data.DataLoader(ds, batch_sampler=bs, **kwargs)
     with pytest.raises(ValueError, match="shuffle must not be specified if sampler"):
@@ -145,8 +149,9 @@ def test_prefetch_zero_and_a_custom_batchify_keep_their_structure():
         xs = np.stack([s[0] for s in samples])
         return Pair(mx.nd.array(xs), {"labels": np.array([s[1] for s in samples])})
 
-    loader = data.DataLoader(_dataset(), batch_size=4, batchify_fn=batchify, num_workers=2,
-                             prefetch=0)
+    loader = data.DataLoader(
+        _dataset(), batch_size=4, batchify_fn=batchify, num_workers=2, prefetch=0
+    )
     batches = list(loader)
     assert [type(b) for b in batches] == [Pair] * 3
     assert isinstance(batches[0].nd, mx.nd.NDArray)
@@ -262,8 +267,9 @@ def test_workers_exit_with_their_parent():
             os.kill(os.getpid(), signal.SIGKILL)
     """)
     for how in ("exit", "kill"):
-        out = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-c", script, how], capture_output=True, text=True, timeout=60
+        )
         assert out.stderr == "" or how == "kill", out.stderr
         pids = [int(p) for p in out.stdout.split()]
         assert len(pids) == 2

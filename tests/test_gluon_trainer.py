@@ -15,19 +15,24 @@ def _net(seed=7):
 
 def _batches(n=5, size=8):
     rng = np.random.RandomState(1)
-    return [(rng.normal(size=(size, 4)).astype(np.float32), rng.randint(0, 3, size=size))
-            for _ in range(n)]
+    return [
+        (rng.normal(size=(size, 4)).astype(np.float32), rng.randint(0, 3, size=size))
+        for _ in range(n)
+    ]
 
 
-def _train(ctx, kvstore="device", update_on_kvstore=None, optimizer="sgd", params=None,
-           steps=None):
+def _train(ctx, kvstore="device", update_on_kvstore=None, optimizer="sgd", params=None, steps=None):
     net = _net()
     net.initialize(mx.init.Xavier(), ctx=ctx)
-    trainer = gluon.Trainer(net.collect_params(), optimizer,
-                            params or {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01},
-                            kvstore=kvstore, update_on_kvstore=update_on_kvstore)
+    trainer = gluon.Trainer(
+        net.collect_params(),
+        optimizer,
+        params or {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01},
+        kvstore=kvstore,
+        update_on_kvstore=update_on_kvstore,
+    )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    for x, y in (steps or _batches()):
+    for x, y in steps or _batches():
         xs = gluon.utils.split_and_load(x, ctx)
         ys = gluon.utils.split_and_load(y, ctx)
         with autograd.record():
@@ -41,8 +46,10 @@ def _weights(net, ctx=None):
     return [p.data(ctx).asnumpy() for p in net.collect_params().values()]
 
 
-@pytest.mark.parametrize("kvstore,update_on_kvstore", [("device", None), ("local", None),
-                                                       ("device", False), (None, None)])
+@pytest.mark.parametrize(
+    "kvstore,update_on_kvstore",
+    [("device", None), ("local", None), ("device", False), (None, None)],
+)
 def test_two_contexts_train_like_one(kvstore, update_on_kvstore):
     one, t1 = _train([mx.cpu(0)])
     assert t1._kvstore is None  # one device: no store
@@ -54,8 +61,9 @@ def test_two_contexts_train_like_one(kvstore, update_on_kvstore):
         assert t2._update_on_kvstore == (update_on_kvstore is not False)
     if kvstore is None:  # no reduction: each device only sees its half of every batch
         return
-    for a, b, c in zip(_weights(one), _weights(two, mx.cpu(0)), _weights(two, mx.cpu(1)),
-                       strict=True):
+    for a, b, c in zip(
+        _weights(one), _weights(two, mx.cpu(0)), _weights(two, mx.cpu(1)), strict=True
+    ):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(b, c)
 
@@ -98,8 +106,9 @@ def test_allreduce_and_update_when_the_workers_update():
     ctx = [mx.cpu(0), mx.cpu(1)]
     net = _net()
     net.initialize(ctx=ctx)
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1.0},
-                            update_on_kvstore=False)
+    trainer = gluon.Trainer(
+        net.collect_params(), "sgd", {"learning_rate": 1.0}, update_on_kvstore=False
+    )
     x = mx.nd.ones((4, 4))
     with autograd.record():
         losses = [net(p).sum() for p in gluon.utils.split_and_load(x, ctx)]
@@ -126,8 +135,7 @@ def test_learning_rate_and_states_round_trip(tmp_path):
     steps = _batches(6)
     adam = {"learning_rate": 0.01}
     ref, _ = _train([mx.cpu(0), mx.cpu(1)], optimizer="adam", params=adam, steps=steps)
-    net, trainer = _train([mx.cpu(0), mx.cpu(1)], optimizer="adam", params=adam,
-                          steps=steps[:3])
+    net, trainer = _train([mx.cpu(0), mx.cpu(1)], optimizer="adam", params=adam, steps=steps[:3])
     trainer.save_states(str(tmp_path / "t.states"))
     net.save_parameters(str(tmp_path / "n.params"))
     # A fresh trainer resumes from the files and ends where uninterrupted training ends.
@@ -178,8 +186,9 @@ class _Recorder(gluon.nn.HybridBlock):
 
 def test_feedforward_work_load_list_splits_a_batch_of_8_into_6_and_2():
     net = _Recorder()
-    model = mx.model.FeedForward(net, ctx=[mx.cpu(0), mx.cpu(1)], num_epoch=1,
-                                 numpy_batch_size=8, learning_rate=0.1)
+    model = mx.model.FeedForward(
+        net, ctx=[mx.cpu(0), mx.cpu(1)], num_epoch=1, numpy_batch_size=8, learning_rate=0.1
+    )
     x, y = _batches(1)[0]
     model.fit(x, y, work_load_list=[3, 1], kvstore="local")
     assert net.seen[:2] == [(mx.cpu(0), 6), (mx.cpu(1), 2)]
@@ -192,9 +201,15 @@ def test_feedforward_fits_predicts_and_scores():
     x = rng.normal(size=(256, 4)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0)
     seen = []
-    model = mx.model.FeedForward(_net(), ctx=[mx.cpu(0), mx.cpu(1)], num_epoch=15,
-                                 numpy_batch_size=32, learning_rate=0.5, momentum=0.9,
-                                 initializer=mx.init.Xavier())
+    model = mx.model.FeedForward(
+        _net(),
+        ctx=[mx.cpu(0), mx.cpu(1)],
+        num_epoch=15,
+        numpy_batch_size=32,
+        learning_rate=0.5,
+        momentum=0.9,
+        initializer=mx.init.Xavier(),
+    )
     model.fit(x, y, eval_data=(x, y), batch_end_callback=lambda p: seen.append(p.nbatch))
     assert seen[:8] == list(range(8)) and len(seen) == 15 * 8
     pred = model.predict(x)
@@ -211,8 +226,13 @@ def test_feedforward_trains_through_a_last_batch_smaller_than_its_contexts():
     x = rng.normal(size=(65, 4)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64)
     net = _Recorder()
-    model = mx.model.FeedForward(net, ctx=[mx.cpu(0), mx.cpu(1), mx.cpu(2)], num_epoch=1,
-                                 numpy_batch_size=32, learning_rate=0.1)
+    model = mx.model.FeedForward(
+        net,
+        ctx=[mx.cpu(0), mx.cpu(1), mx.cpu(2)],
+        num_epoch=1,
+        numpy_batch_size=32,
+        learning_rate=0.1,
+    )
     model.fit(x, y)
     assert net.seen[-3:] == [(mx.cpu(0), 1), (mx.cpu(1), 0), (mx.cpu(2), 0)]
     assert all(np.isfinite(p.data().asnumpy()).all() for p in net.collect_params().values())

@@ -17,8 +17,7 @@ def _batch(n, width=2):
 def test_split_data_even():
     parts = split_data(_batch(6), 3)
     assert [p.shape for p in parts] == [(2, 2)] * 3
-    np.testing.assert_array_equal(np.concatenate([p.asnumpy() for p in parts]),
-                                  _batch(6).asnumpy())
+    np.testing.assert_array_equal(np.concatenate([p.asnumpy() for p in parts]), _batch(6).asnumpy())
     assert len(split_data(_batch(4), 1)) == 1
 
 
@@ -80,9 +79,12 @@ def test_split_data_of_no_rows_gives_empty_slices():
 
 
 def test_split_data_uneven_without_permission_is_an_error():
-    with pytest.raises(MXNetError, match=r"data with shape \(7, 2\) cannot be evenly split into "
-                                         r"3 slices along axis 0. Use a batch size that's "
-                                         r"multiple of 3 or set even_split=False"):
+    with pytest.raises(
+        MXNetError,
+        match=r"data with shape \(7, 2\) cannot be evenly split into "
+        r"3 slices along axis 0. Use a batch size that's "
+        r"multiple of 3 or set even_split=False",
+    ):
         split_data(_batch(7), 3)
     with pytest.raises(ValueError):  # MXNet raises ValueError; ours is both
         split_data(_batch(7), 3)
@@ -150,8 +152,7 @@ def test_work_load_list_splits_by_weights():
     assert sizes == [3, 3, 4]
     sizes = [p.shape[0] for p in utils.split_data_by_work_load(_batch(8), [1, 1, 1])]
     assert sizes == [3, 3, 2]
-    sizes = [p.shape[1] for p in utils.split_data_by_work_load(_batch(2, 8), [1, 3],
-                                                                  batch_axis=1)]
+    sizes = [p.shape[1] for p in utils.split_data_by_work_load(_batch(2, 8), [1, 3], batch_axis=1)]
     assert sizes == [2, 6]
 
 

@@ -62,15 +62,18 @@ def test_mixing_gpu_and_cpu_raises():
     np.testing.assert_array_equal(c.asnumpy(), [6, 8, 10])
 
 
-@pytest.mark.parametrize("fn,shapes", [
-    (lambda a, b: a * b + a / (b * b + 1), [(2, 3), (1, 3)]),
-    (lambda a: nd.relu(a) + nd.sigmoid(a) * nd.tanh(a), [(3, 4)]),
-    (lambda a: nd.softmax(a) + nd.log_softmax(a, axis=0), [(3, 4)]),
-    (lambda a: nd.sum(a, axis=1) + nd.max(a, axis=1) + nd.mean(a, axis=1), [(3, 4)]),
-    (lambda a, b: nd.dot(a, b), [(3, 4), (4, 2)]),
-    (lambda a: nd.topk(a, k=2, ret_typ="value"), [(3, 5)]),
-    (lambda a: a[1:, [0, 2, 2]], [(3, 4)]),
-])
+@pytest.mark.parametrize(
+    "fn,shapes",
+    [
+        (lambda a, b: a * b + a / (b * b + 1), [(2, 3), (1, 3)]),
+        (lambda a: nd.relu(a) + nd.sigmoid(a) * nd.tanh(a), [(3, 4)]),
+        (lambda a: nd.softmax(a) + nd.log_softmax(a, axis=0), [(3, 4)]),
+        (lambda a: nd.sum(a, axis=1) + nd.max(a, axis=1) + nd.mean(a, axis=1), [(3, 4)]),
+        (lambda a, b: nd.dot(a, b), [(3, 4), (4, 2)]),
+        (lambda a: nd.topk(a, k=2, ret_typ="value"), [(3, 5)]),
+        (lambda a: a[1:, [0, 2, 2]], [(3, 4)]),
+    ],
+)
 def test_ops_match_cpu(fn, shapes):
     check_same(fn, [rand(*s, seed=i) for i, s in enumerate(shapes)])
 
@@ -79,23 +82,44 @@ def test_conv_pool_match_cpu():
     x, w, b = rand(2, 4, 9, 8), rand(6, 2, 3, 3, seed=1), rand(6, seed=2)
 
     def net(d, wt, bias):
-        h = nd.Convolution(d, wt, bias, kernel=(3, 3), num_filter=6, stride=(2, 1), pad=(1, 1),
-                           dilate=(1, 2), num_group=2)
+        h = nd.Convolution(
+            d,
+            wt,
+            bias,
+            kernel=(3, 3),
+            num_filter=6,
+            stride=(2, 1),
+            pad=(1, 1),
+            dilate=(1, 2),
+            num_group=2,
+        )
         # h is (2, 6, 5, 6); both poolings keep that shape so they can be added.
-        return nd.Pooling(nd.relu(h), kernel=(3, 3), stride=(1, 1), pad=(1, 1)) + nd.Pooling(
-            h, kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type="avg") + nd.Pooling(
-            h, kernel=(2, 2), stride=(2, 2)).sum()
+        return (
+            nd.Pooling(nd.relu(h), kernel=(3, 3), stride=(1, 1), pad=(1, 1))
+            + nd.Pooling(h, kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type="avg")
+            + nd.Pooling(h, kernel=(2, 2), stride=(2, 2)).sum()
+        )
+
     check_same(net, [x, w, b])
 
 
 def test_indexing_nn_match_cpu():
-    check_same(lambda wt, i: nd.Embedding(i, wt, input_dim=5, output_dim=3),
-               [rand(5, 3), np.array([[1, 4], [1, 1]])], nondiff=(1,))
-    check_same(lambda a, lab: nd.softmax_ce_loss(a, lab), [rand(4, 5), np.array([0, 4, 2, 2])],
-               nondiff=(1,))
+    check_same(
+        lambda wt, i: nd.Embedding(i, wt, input_dim=5, output_dim=3),
+        [rand(5, 3), np.array([[1, 4], [1, 1]])],
+        nondiff=(1,),
+    )
+    check_same(
+        lambda a, lab: nd.softmax_ce_loss(a, lab),
+        [rand(4, 5), np.array([0, 4, 2, 2])],
+        nondiff=(1,),
+    )
     check_same(lambda a, i: nd.pick(a, i), [rand(4, 5), np.array([0, 4, 2, 2])], nondiff=(1,))
-    check_same(lambda d, g, bt, m, v: nd.BatchNorm(d, g, bt, m, v, fix_gamma=False),
-               [rand(4, 3, 2), rand(3) + 2, rand(3), np.zeros(3), np.ones(3)], nondiff=(3, 4))
+    check_same(
+        lambda d, g, bt, m, v: nd.BatchNorm(d, g, bt, m, v, fix_gamma=False),
+        [rand(4, 3, 2), rand(3) + 2, rand(3), np.zeros(3), np.ones(3)],
+        nondiff=(3, 4),
+    )
 
 
 def test_gradient_flows_back_from_gpu_to_cpu():

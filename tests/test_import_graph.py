@@ -14,8 +14,20 @@ import pytest
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "python" / "mxrs"
 
-OP_MODULES = ["conv", "elementwise", "indexing", "matmul", "nn", "reduce", "shape", "unary",
-              "_op", "_core", "_rng", "_transfer"]
+OP_MODULES = [
+    "conv",
+    "elementwise",
+    "indexing",
+    "matmul",
+    "nn",
+    "reduce",
+    "shape",
+    "unary",
+    "_op",
+    "_core",
+    "_rng",
+    "_transfer",
+]
 
 
 def _modules(root):
@@ -45,8 +57,9 @@ def import_graph(root):
     """{module: {imported module of the same tree: line}} for the package at ``root``."""
     mods = _modules(root)
     top = root.name
-    known = set(mods) | {".".join(p.relative_to(root.parent).with_suffix("").parts)
-                         for p in root.rglob("*.pyi")}
+    known = set(mods) | {
+        ".".join(p.relative_to(root.parent).with_suffix("").parts) for p in root.rglob("*.pyi")
+    }
     graph = {}
     for name, (path, is_pkg) in mods.items():
         edges = graph[name] = {}
@@ -55,11 +68,12 @@ def import_graph(root):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
-                base = here[:len(here) - node.level + 1] if node.level else []
+                base = here[: len(here) - node.level + 1] if node.level else []
                 pkg = ".".join(base + ([node.module] if node.module else []))
                 # `from pkg import x` imports the submodule pkg.x when there is one
-                targets = [f"{pkg}.{a.name}" if f"{pkg}.{a.name}" in known else pkg
-                           for a in node.names]
+                targets = [
+                    f"{pkg}.{a.name}" if f"{pkg}.{a.name}" in known else pkg for a in node.names
+                ]
             for target in targets:
                 if target.split(".")[0] != top:
                     continue
@@ -81,7 +95,7 @@ def find_cycle(graph):
         path.append(mod)
         for dep in sorted(graph.get(mod, ())):
             if state.get(dep) == 1:
-                return path[path.index(dep):] + [dep]
+                return path[path.index(dep) :] + [dep]
             if dep not in state:
                 found = visit(dep)
                 if found:
@@ -127,30 +141,50 @@ def _tree(tmp_path, files):
     return tmp_path / "pkg"
 
 
-@pytest.mark.parametrize("files, expected", [
-    # a plain cycle between two modules
-    ({"__init__.py": "", "a.py": "from . import b\n", "b.py": "from .a import x\n"},
-     ["pkg.a", "pkg.b", "pkg.a"]),
-    # the same cycle, hidden in a function
-    ({"__init__.py": "", "a.py": "from . import b\n",
-      "b.py": "def f():\n    from .a import x\n    return x\n"},
-     ["pkg.a", "pkg.b", "pkg.a"]),
-    # importing a submodule runs its package's __init__, which imports the importer
-    ({"__init__.py": "", "a.py": "from .sub.c import y\n",
-      "sub/__init__.py": "from .d import z\n", "sub/c.py": "", "sub/d.py": "import pkg.a\n"},
-     ["pkg.a", "pkg.sub", "pkg.sub.d", "pkg.a"]),
-])
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        # a plain cycle between two modules
+        (
+            {"__init__.py": "", "a.py": "from . import b\n", "b.py": "from .a import x\n"},
+            ["pkg.a", "pkg.b", "pkg.a"],
+        ),
+        # the same cycle, hidden in a function
+        (
+            {
+                "__init__.py": "",
+                "a.py": "from . import b\n",
+                "b.py": "def f():\n    from .a import x\n    return x\n",
+            },
+            ["pkg.a", "pkg.b", "pkg.a"],
+        ),
+        # importing a submodule runs its package's __init__, which imports the importer
+        (
+            {
+                "__init__.py": "",
+                "a.py": "from .sub.c import y\n",
+                "sub/__init__.py": "from .d import z\n",
+                "sub/c.py": "",
+                "sub/d.py": "import pkg.a\n",
+            },
+            ["pkg.a", "pkg.sub", "pkg.sub.d", "pkg.a"],
+        ),
+    ],
+)
 def test_the_checker_finds_cycles(tmp_path, files, expected):
     assert find_cycle(import_graph(_tree(tmp_path, files))) == expected
 
 
 def test_the_checker_accepts_one_way_imports_and_type_checking_blocks(tmp_path):
-    root = _tree(tmp_path, {
-        "__init__.py": "from . import a, b\n",
-        "a.py": "from . import b\nfrom .b import x\n",
-        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import y\n"
-                "x = 1\n",
-    })
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "from . import a, b\n",
+            "a.py": "from . import b\nfrom .b import x\n",
+            "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import y\n"
+            "x = 1\n",
+        },
+    )
     graph = import_graph(root)
     assert graph["pkg.a"] == {"pkg.b": 1} and graph["pkg.b"] == {}
     assert find_cycle(graph) is None

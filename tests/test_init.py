@@ -27,7 +27,7 @@ def test_xavier_uniform_avg_has_exact_bounds_and_variance():
     w = _filled(init.Xavier(), shape)
     assert np.abs(w).max() <= scale
     assert np.abs(w).max() > 0.99 * scale
-    assert w.var() == pytest.approx(scale ** 2 / 3, rel=0.03)
+    assert w.var() == pytest.approx(scale**2 / 3, rel=0.03)
     assert abs(w.mean()) < 0.01 * scale
 
 
@@ -52,7 +52,7 @@ def test_xavier_rejects_vectors_and_bad_options():
 def test_msraprelu_is_gaussian_xavier_with_slope_magnitude():
     shape = (256, 128)
     w = _filled(init.MSRAPrelu(factor_type="in", slope=0.25), shape)
-    assert w.std() == pytest.approx(math.sqrt(2.0 / (1 + 0.25 ** 2) / 128), rel=0.02)
+    assert w.std() == pytest.approx(math.sqrt(2.0 / (1 + 0.25**2) / 128), rel=0.02)
     assert init.MSRAPrelu().dumps() == '["msraprelu", {"factor_type": "avg", "slope": 0.25}]'
 
 

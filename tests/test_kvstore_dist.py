@@ -173,8 +173,12 @@ except NodeLostError as e:
 
 def test_a_killed_worker_makes_the_other_raise_node_lost():
     with scheduler_and_servers(PS_HEARTBEAT_INTERVAL=1, PS_HEARTBEAT_TIMEOUT=3) as port:
-        procs = [start_worker(port, LOST, PS_HEARTBEAT_INTERVAL=1, PS_HEARTBEAT_TIMEOUT=3,
-                              DMLC_WORKER_ID=i) for i in range(2)]
+        procs = [
+            start_worker(
+                port, LOST, PS_HEARTBEAT_INTERVAL=1, PS_HEARTBEAT_TIMEOUT=3, DMLC_WORKER_ID=i
+            )
+            for i in range(2)
+        ]
         outs = [p.communicate(timeout=TIMEOUT) for p in procs]
     assert procs[1].returncode == -9
     assert procs[0].returncode == 0, outs[0]

@@ -38,8 +38,9 @@ def test_a_refusal_nobody_looked_at_is_printed_at_exit_with_status_1(tmp_path):
     r = launch(tmp_path, script, n=1, s=1)
     assert r.returncode == 1, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    at = lines.index("[worker 0] mxrs: the distributed KVStore failed and the program did not "
-                     "see it:")
+    at = lines.index(
+        "[worker 0] mxrs: the distributed KVStore failed and the program did not see it:"
+    )
     assert lines[at - 1] == "[worker 0] done"
     assert lines[at + 1].startswith("[worker 0]   KVStoreError: key 1: dist_async push before")
     assert "mxrs-launch: worker 0 failed with exit status 1" in r.stderr, r.stderr

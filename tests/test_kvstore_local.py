@@ -81,16 +81,17 @@ def test_create_names():
         mx.kv.create("nccl2")
 
 
-
-
 def test_registering_a_taken_name_warns_and_takes_it_over():
     from mxrs.kvstore import base
 
     before = dict(base._REGISTRY)
     mine = type("Mine", (base.KVStoreBase,), {})
     try:
-        with pytest.warns(UserWarning, match=r"KVStore 'local': new .*Mine is overriding "
-                                             r"existing mxrs.kvstore.local.LocalKVStore"):
+        with pytest.warns(
+            UserWarning,
+            match=r"KVStore 'local': new .*Mine is overriding "
+            r"existing mxrs.kvstore.local.LocalKVStore",
+        ):
             base.register("LOCAL")(mine)
         assert base._REGISTRY["local"] is mine
         base.register("local", "mine")(mine)  # the same class again, a new name: no warning
@@ -113,7 +114,8 @@ def test_set_optimizer_params_changes_the_stores_optimizer_and_refuses_other_nam
     out = mx.nd.zeros((2,))
     kv.pull(3, out=out)
     np.testing.assert_allclose(out.asnumpy(), [0.875, 0.875])
-    with pytest.raises(mx.MXNetError, match="cannot change momentum; only learning_rate and "
-                                            "rescale_grad"):
+    with pytest.raises(
+        mx.MXNetError, match="cannot change momentum; only learning_rate and rescale_grad"
+    ):
         kv.set_optimizer_params(momentum=0.9)
     assert opt.momentum == 0.0

@@ -56,11 +56,27 @@ def test_the_first_failure_ends_the_job_with_its_status_and_no_process_is_left(t
 def test_ctrl_c_stops_the_whole_job(tmp_path):
     tag = uuid.uuid4().hex
     path = tmp_path / "w.py"
-    path.write_text("import mxrs as mx\nkv = mx.kv.create('dist_sync')\nprint('up', flush=True)\n"
-                    "kv.barrier()\nimport time\ntime.sleep(600)\n")
-    p = subprocess.Popen([sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "--env",
-                          f"MXRS_TEST_TAG={tag}", sys.executable, str(path)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path.write_text(
+        "import mxrs as mx\nkv = mx.kv.create('dist_sync')\nprint('up', flush=True)\n"
+        "kv.barrier()\nimport time\ntime.sleep(600)\n"
+    )
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mxrs.launcher",
+            "local",
+            "-n",
+            "2",
+            "--env",
+            f"MXRS_TEST_TAG={tag}",
+            sys.executable,
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen = 0
     for line in p.stdout:  # wait until both workers joined the job
         seen += "] up" in line
@@ -77,13 +93,13 @@ def test_command_line():
     launcher, job, _ = parse(["local", "-n", "2", "python", "train.py", "--lr", "0.1"])
     assert (launcher, job.num_workers, job.num_servers) == ("local", 2, 2)
     assert job.command == ["python", "train.py", "--lr", "0.1"]
-    launcher, job, _ = parse(["--launcher", "local", "-n", "3", "-s", "1", "--env", "A=1",
-                              "--", "python", "-u", "x.py"])
+    launcher, job, _ = parse(
+        ["--launcher", "local", "-n", "3", "-s", "1", "--env", "A=1", "--", "python", "-u", "x.py"]
+    )
     assert (launcher, job.num_servers, job.extra_env) == ("local", 1, {"A": "1"})
     assert job.command == ["python", "-u", "x.py"]
     nodes = job.nodes()
-    assert [n.label for n in nodes] == ["scheduler", "server 0", "worker 0", "worker 1",
-                                        "worker 2"]
+    assert [n.label for n in nodes] == ["scheduler", "server 0", "worker 0", "worker 1", "worker 2"]
     assert nodes[-1].env["DMLC_WORKER_ID"] == "2" and nodes[1].env["DMLC_ROLE"] == "server"
     assert len(job.secret) == 64
     for bad in (["local", "-n", "2"], ["-n", "2", "python"], ["local", "-n", "0", "python"]):
@@ -123,8 +139,10 @@ def test_a_scheduler_that_fails_before_announcing_ends_the_launch(tmp_path, why)
         r = launch(tmp_path, "print('worker ran', flush=True)\n", n=1, s=1, env=env)
     assert r.returncode == 2, r.stdout + r.stderr
     first, *rest = r.stderr.splitlines()
-    assert first == ("mxrs-launch: the scheduler exited with status 2 before announcing its "
-                     "port; stopping the job; its last lines:"), r.stderr
+    assert first == (
+        "mxrs-launch: the scheduler exited with status 2 before announcing its "
+        "port; stopping the job; its last lines:"
+    ), r.stderr
     assert said in "\n".join(rest), r.stderr
     assert "[server" not in r.stdout and "[worker" not in r.stdout  # nothing else started
     assert tagged_processes(tag) == {}
@@ -137,9 +155,23 @@ def test_a_signal_while_the_scheduler_starts_stops_it(tmp_path):
     stub = tmp_path / "python-stub"
     stub.write_text("#!/bin/sh\nexec sleep 600\n")
     stub.chmod(0o755)
-    p = subprocess.Popen([sys.executable, "-m", "mxrs.launcher", "local", "-n", "1", "--env",
-                          f"MXRS_TEST_TAG={tag}", str(stub), "x.py"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mxrs.launcher",
+            "local",
+            "-n",
+            "1",
+            "--env",
+            f"MXRS_TEST_TAG={tag}",
+            str(stub),
+            "x.py",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + TIMEOUT
         while not tagged_processes(tag):  # the scheduler is up (and silent)
@@ -157,18 +189,34 @@ def test_a_signal_while_the_scheduler_starts_stops_it(tmp_path):
 
 def test_an_explicit_port_is_used_as_given_and_a_dry_run_shows_the_port(tmp_path):
     def dry(*env):
-        r = subprocess.run([sys.executable, "-m", "mxrs.launcher", "local", "-n", "1",
-                            *[a for kv in env for a in ("--env", kv)], "--dry-run", "python",
-                            "x.py"], capture_output=True, text=True, timeout=TIMEOUT)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mxrs.launcher",
+                "local",
+                "-n",
+                "1",
+                *[a for kv in env for a in ("--env", kv)],
+                "--dry-run",
+                "python",
+                "x.py",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         return r.returncode, r.stdout.splitlines(), r.stderr
 
     code, lines, err = dry()
     assert code == 0, err
-    assert lines[:2] == ["[scheduler] on localhost: python -c 'import mxrs'",
-                         "[scheduler]   port: <port> (any free one, which the scheduler "
-                         "announces once listening)"]
-    _, job, _ = parse(["local", "-n", "1", "--env", "DMLC_PS_ROOT_PORT=9123", "--env", "A=1",
-                       "python", "x.py"])
+    assert lines[:2] == [
+        "[scheduler] on localhost: python -c 'import mxrs'",
+        "[scheduler]   port: <port> (any free one, which the scheduler announces once listening)",
+    ]
+    _, job, _ = parse(
+        ["local", "-n", "1", "--env", "DMLC_PS_ROOT_PORT=9123", "--env", "A=1", "python", "x.py"]
+    )
     assert (job.root_port, job.extra_env) == (9123, {"A": "1"})
     assert {n.env["DMLC_PS_ROOT_PORT"] for n in job.nodes()} == {"9123"}
     code, lines, err = dry("DMLC_PS_ROOT_PORT=9123")
@@ -181,11 +229,14 @@ def test_an_explicit_port_is_used_as_given_and_a_dry_run_shows_the_port(tmp_path
 def _fake_scheduler(body):
     """argv of a stand-in scheduler: Python ``body`` with ``announce(text)`` writing to the
     announcement path."""
-    return [sys.executable, "-c",
-            "import os, sys, time\n"
-            "def announce(text):\n"
-            "    with open(os.environ['MXRS_ANNOUNCE'], 'w') as f:\n"
-            "        f.write(text)\n" + body]
+    return [
+        sys.executable,
+        "-c",
+        "import os, sys, time\n"
+        "def announce(text):\n"
+        "    with open(os.environ['MXRS_ANNOUNCE'], 'w') as f:\n"
+        "        f.write(text)\n" + body,
+    ]
 
 
 def test_start_scheduler_reads_the_announced_port():
@@ -197,17 +248,24 @@ def test_start_scheduler_reads_the_announced_port():
         proc.wait()
 
 
-@pytest.mark.parametrize("body, said", [
-    ("sys.exit(3)", "the scheduler exited with status 3 before announcing its port"),
-    ("announce('51'); sys.exit(0)", "the scheduler exited with status 0 before announcing"),
-    ("import signal; os.kill(os.getpid(), signal.SIGKILL)",
-     "the scheduler was killed by signal 9 before announcing its port"),
-    ("announce('hello\\n'); time.sleep(600)", "the scheduler announced b'hello', not a port"),
-    ("announce('0\\n'); time.sleep(600)", "the scheduler announced b'0', not a port"),
-    ("time.sleep(600)", "the scheduler did not announce its port within 1 s"),
-    ("os.close(int(os.environ['MXRS_ANNOUNCE'].rsplit('/', 1)[1])); time.sleep(600)",
-     "the scheduler closed its announcement pipe without announcing its port"),
-])
+@pytest.mark.parametrize(
+    "body, said",
+    [
+        ("sys.exit(3)", "the scheduler exited with status 3 before announcing its port"),
+        ("announce('51'); sys.exit(0)", "the scheduler exited with status 0 before announcing"),
+        (
+            "import signal; os.kill(os.getpid(), signal.SIGKILL)",
+            "the scheduler was killed by signal 9 before announcing its port",
+        ),
+        ("announce('hello\\n'); time.sleep(600)", "the scheduler announced b'hello', not a port"),
+        ("announce('0\\n'); time.sleep(600)", "the scheduler announced b'0', not a port"),
+        ("time.sleep(600)", "the scheduler did not announce its port within 1 s"),
+        (
+            "os.close(int(os.environ['MXRS_ANNOUNCE'].rsplit('/', 1)[1])); time.sleep(600)",
+            "the scheduler closed its announcement pipe without announcing its port",
+        ),
+    ],
+)
 def test_start_scheduler_fails_naming_the_scheduler_and_stops_it(monkeypatch, body, said):
     monkeypatch.setattr(scheduler, "_EXIT_WAIT_S", 0.5)
     started = []
@@ -217,8 +275,7 @@ def test_start_scheduler_fails_naming_the_scheduler_and_stops_it(monkeypatch, bo
         return started[-1]
 
     with pytest.raises(scheduler.SchedulerStartError) as e:
-        start_scheduler(_fake_scheduler(body), {"PATH": os.environ["PATH"]}, timeout=1,
-                        popen=popen)
+        start_scheduler(_fake_scheduler(body), {"PATH": os.environ["PATH"]}, timeout=1, popen=popen)
     assert str(e.value) == said or str(e.value).startswith(said), e.value
     (proc,) = started
     assert proc.returncode is not None  # stopped (or exited) and reaped
@@ -241,12 +298,28 @@ def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):
         "        mx.nd.waitall()\n"
         "except mx.base.NodeLostError as e:\n"
         "    print('lost:', e, flush=True)\n"
-        "time.sleep(600)  # only the launcher may end this process\n")
-    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "1", "-s", "3", "--verbose",
-           "--env", f"MXRS_TEST_TAG={tag}", "--env", "PS_HEARTBEAT_TIMEOUT=600",
-           sys.executable, "worker.py"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+        "time.sleep(600)  # only the launcher may end this process\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "mxrs.launcher",
+        "local",
+        "-n",
+        "1",
+        "-s",
+        "3",
+        "--verbose",
+        "--env",
+        f"MXRS_TEST_TAG={tag}",
+        "--env",
+        "PS_HEARTBEAT_TIMEOUT=600",
+        sys.executable,
+        "worker.py",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         seen, joined = [], []
         for line in proc.stdout:
@@ -257,10 +330,13 @@ def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):
                 break
         assert len(joined) == 3, "".join(seen)
         for ln in joined:
-            label = ln[1:ln.index("]")]
+            label = ln[1 : ln.index("]")]
             assert f"joined the job as {label} on 127.0.0.1:" in ln, ln
-        servers = {env_id: pid for pid, (role, env_id, _) in
-                   tagged_processes(tag, "DMLC_SERVER_ID").items() if role == "server"}
+        servers = {
+            env_id: pid
+            for pid, (role, env_id, _) in tagged_processes(tag, "DMLC_SERVER_ID").items()
+            if role == "server"
+        }
         os.kill(servers["1"], signal.SIGKILL)
         out, err = proc.communicate(timeout=TIMEOUT)
     finally:
@@ -280,4 +356,7 @@ def test_every_server_is_started_with_its_label_as_its_rank():
     job = Job(num_workers=2, num_servers=3, command=["python", "train.py"])
     servers = [n for n in job.nodes() if n.role == "server"]
     assert [(n.label, n.env["DMLC_SERVER_ID"]) for n in servers] == [
-        ("server 0", "0"), ("server 1", "1"), ("server 2", "2")]
+        ("server 0", "0"),
+        ("server 1", "1"),
+        ("server 2", "2"),
+    ]

@@ -18,15 +18,21 @@ PYTHON_DIR = str(Path(mxrs.__file__).resolve().parents[1])
 
 def _run(tmp_path, args, command, **env):
     (tmp_path / "hosts").write_text("127.0.0.1 slots=4\n")
-    full = {**os.environ, "PYTHONPATH": PYTHON_DIR,
-            "MXRS_MPIRUN_ARGS": "--allow-run-as-root --oversubscribe", **env}
+    full = {
+        **os.environ,
+        "PYTHONPATH": PYTHON_DIR,
+        "MXRS_MPIRUN_ARGS": "--allow-run-as-root --oversubscribe",
+        **env,
+    }
     cmd = [sys.executable, "-m", "mxrs.launcher", "mpi", "-H", "hosts", *args, "--", *command]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
-                          env=full)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path, env=full
+    )
 
 
 def test_a_dist_sync_job_runs_under_open_mpi_with_mpi_ranks_as_worker_ids(tmp_path):
-    (tmp_path / "worker.py").write_text(textwrap.dedent("""
+    (tmp_path / "worker.py").write_text(
+        textwrap.dedent("""
         import os
         import sys
         import mxrs as mx
@@ -40,36 +46,51 @@ def test_a_dist_sync_job_runs_under_open_mpi_with_mpi_ranks_as_worker_ids(tmp_pa
                          f"{os.environ['DMLC_WORKER_ID']} {os.environ['GREETING']} "
                          f"{out.asnumpy().tolist()}\\n")
         sys.stdout.flush()
-        """))
-    r = _run(tmp_path, ["-n", "2", "-s", "2", "--interface", "lo", "--env", "GREETING=hello"],
-             [sys.executable, "worker.py"])
+        """)
+    )
+    r = _run(
+        tmp_path,
+        ["-n", "2", "-s", "2", "--interface", "lo", "--env", "GREETING=hello"],
+        [sys.executable, "worker.py"],
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     for rank in (0, 1):  # tagged with its MPI rank; the sum of both workers' pushes
-        assert f",{rank}]<stdout>:rank {rank} of 2 servers 2 id {rank} hello [3.0, 3.0, 3.0]" \
-            in r.stdout, r.stdout
+        assert (
+            f",{rank}]<stdout>:rank {rank} of 2 servers 2 id {rank} hello [3.0, 3.0, 3.0]"
+            in r.stdout
+        ), r.stdout
 
 
 def test_a_failing_worker_fails_the_job_and_no_process_is_left(tmp_path):
     tag = uuid.uuid4().hex
-    (tmp_path / "worker.py").write_text(textwrap.dedent("""
+    (tmp_path / "worker.py").write_text(
+        textwrap.dedent("""
         import sys
         import mxrs as mx
         kv = mx.kv.create('dist_sync')
         if kv.rank == 1:
             sys.exit(5)
         kv.barrier()  # never completes: the launcher must stop this process
-        """))
-    r = _run(tmp_path, ["-n", "2", "-s", "1", "--interface", "lo", "--env",
-                        f"MXRS_TEST_TAG={tag}"], [sys.executable, "worker.py"],
-             PS_HEARTBEAT_TIMEOUT="600")
+        """)
+    )
+    r = _run(
+        tmp_path,
+        ["-n", "2", "-s", "1", "--interface", "lo", "--env", f"MXRS_TEST_TAG={tag}"],
+        [sys.executable, "worker.py"],
+        PS_HEARTBEAT_TIMEOUT="600",
+    )
     assert r.returncode != 0, r.stdout + r.stderr
     assert "mxrs-launch: workers failed with exit status" in r.stderr, r.stderr
     assert tagged_processes(tag) == {}
 
 
 def _dry(tmp_path, flavor):
-    r = _run(tmp_path, ["-n", "3", "-s", "2", "--env", "K=v w", "--dry-run"],
-             ["python", "my train.py", "--tag", "it's"], MXRS_MPI_FLAVOR=flavor)
+    r = _run(
+        tmp_path,
+        ["-n", "3", "-s", "2", "--env", "K=v w", "--dry-run"],
+        ["python", "my train.py", "--tag", "it's"],
+        MXRS_MPI_FLAVOR=flavor,
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     secret_lines = [ln for ln in lines if "MXRS_SECRET=" in ln]
@@ -92,8 +113,15 @@ def test_open_mpi_dry_run_passes_the_environment_by_name(tmp_path):
     names = {argv[i + 1] for argv in (workers,) for i, a in enumerate(argv) if a == "-x"}
     assert {"MXRS_SECRET", "DMLC_ROLE", "DMLC_PS_ROOT_URI", "DMLC_NUM_WORKER", "K"} <= names
     assert not any("=" in n for n in names)  # names only: the values stay in mpirun's env
-    assert workers[-7:] == ["-m", "mxrs.launcher.mpi_rank", "--", "python", "my train.py",
-                            "--tag", "it's"]
+    assert workers[-7:] == [
+        "-m",
+        "mxrs.launcher.mpi_rank",
+        "--",
+        "python",
+        "my train.py",
+        "--tag",
+        "it's",
+    ]
     assert servers[-2:] == ["-c", "import mxrs"]
     assert "[workers]   env: K=v w" in lines and "[servers]   env: DMLC_ROLE=server" in lines
 
@@ -107,26 +135,42 @@ def test_mpich_dry_run_uses_genvlist_and_its_hostfile_format(tmp_path):
     assert _value(workers, "-n") == "3" and _value(runs["servers"], "-n") == "2"
     assert f"[file] {_value(workers, '-f')} (mode 0600):" in lines
     assert "[file]   127.0.0.1:4" in lines
-    assert workers[workers.index("--") + 1:] == ["python", "my train.py", "--tag", "it's"]
+    assert workers[workers.index("--") + 1 :] == ["python", "my train.py", "--tag", "it's"]
 
 
 def test_mpi_needs_a_hostfile_and_a_known_flavor(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "mxrs.launcher", "mpi", "-n", "1", "python"],
-                       capture_output=True, text=True, timeout=TIMEOUT)
+    r = subprocess.run(
+        [sys.executable, "-m", "mxrs.launcher", "mpi", "-n", "1", "python"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert r.returncode == 2 and "needs -H/--hostfile" in r.stderr
     r = _run(tmp_path, ["-n", "1", "--dry-run"], ["python"], MXRS_MPI_FLAVOR="lam")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "mxrs-launch: MXRS_MPI_FLAVOR=lam: expected one of openmpi, mpich"]
+        "mxrs-launch: MXRS_MPI_FLAVOR=lam: expected one of openmpi, mpich"
+    ]
 
 
 @pytest.mark.parametrize("var", mpi_rank.RANK_VARS)
 def test_the_rank_shim_takes_the_rank_from_mpi_or_slurm(var):
     env = {k: v for k, v in os.environ.items() if k not in mpi_rank.RANK_VARS}
-    r = subprocess.run([sys.executable, "-m", "mxrs.launcher.mpi_rank", "--", sys.executable,
-                        "-c", "import os; print(os.environ['DMLC_WORKER_ID'])"],
-                       env={**env, var: "3", "PYTHONPATH": PYTHON_DIR}, capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mxrs.launcher.mpi_rank",
+            "--",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['DMLC_WORKER_ID'])",
+        ],
+        env={**env, var: "3", "PYTHONPATH": PYTHON_DIR},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert (r.returncode, r.stdout) == (0, "3\n"), r.stderr
     assert mpi_rank.rank({}) is None
     with pytest.raises(ValueError):
@@ -135,9 +179,13 @@ def test_the_rank_shim_takes_the_rank_from_mpi_or_slurm(var):
 
 def test_the_rank_shim_shares_the_cores_among_the_local_processes():
     assert mpi_rank.thread_env({"OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, 16) == {
-        "OMP_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "4", "MKL_NUM_THREADS": "4"}
+        "OMP_NUM_THREADS": "4",
+        "OPENBLAS_NUM_THREADS": "4",
+        "MKL_NUM_THREADS": "4",
+    }
     assert mpi_rank.thread_env({"MPI_LOCALNRANKS": "3"}, 2)["OMP_NUM_THREADS"] == "1"
     # a count the user set is kept, and without a local size nothing is guessed
     assert "OMP_NUM_THREADS" not in mpi_rank.thread_env(
-        {"PMIX_LOCAL_SIZE": "2", "OMP_NUM_THREADS": "8"}, 16)
+        {"PMIX_LOCAL_SIZE": "2", "OMP_NUM_THREADS": "8"}, 16
+    )
     assert mpi_rank.thread_env({}, 16) == {}

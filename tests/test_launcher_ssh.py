@@ -75,7 +75,8 @@ def two_hosts(tmp_path):
             _sh("ip", "netns", "exec", ns, "ip", "link", "set", f"{veth}p", "up")
             _sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
             cfg = tmp_path / f"sshd{i}.conf"
-            cfg.write_text(textwrap.dedent(f"""\
+            cfg.write_text(
+                textwrap.dedent(f"""\
                 ListenAddress {net}.{i}
                 HostKey {hostkey}
                 PidFile {tmp_path}/sshd{i}.pid
@@ -87,19 +88,31 @@ def two_hosts(tmp_path):
                 StrictModes no
                 MaxStartups 100
                 MaxSessions 100
-                """))
-            sshds.append(subprocess.Popen(["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f",
-                                           str(cfg)], stderr=subprocess.DEVNULL))
+                """)
+            )
+            sshds.append(
+                subprocess.Popen(
+                    ["ip", "netns", "exec", ns, SSHD, "-D", "-e", "-f", str(cfg)],
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         client = tmp_path / "ssh_config"
-        client.write_text(f"Host *\n  IdentityFile {key}\n  StrictHostKeyChecking no\n"
-                          "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+        client.write_text(
+            f"Host *\n  IdentityFile {key}\n  StrictHostKeyChecking no\n"
+            "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+        )
         env = dict(os.environ, MXRS_SSH_OPTIONS=f"-F {client}")
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
         for i in (2, 3):  # sshd is up once a login works
             end = time.monotonic() + 30
-            while subprocess.run(["ssh", "-F", str(client), "-o", "BatchMode=yes",
-                                  f"{net}.{i}", "true"], capture_output=True,
-                                 timeout=30).returncode != 0:
+            while (
+                subprocess.run(
+                    ["ssh", "-F", str(client), "-o", "BatchMode=yes", f"{net}.{i}", "true"],
+                    capture_output=True,
+                    timeout=30,
+                ).returncode
+                != 0
+            ):
                 assert time.monotonic() < end, f"sshd on {net}.{i} did not come up"
                 time.sleep(0.2)
         hostfile = tmp_path / "hosts"
@@ -152,11 +165,30 @@ def _launch(tmp_path, hostfile, env, tag, steps, **popen):
     work.mkdir(exist_ok=True)
     (work / "train.py").write_text(TRAIN)
     dst = tmp_path / "dst"
-    cmd = [sys.executable, "-m", "mxrs.launcher", "ssh", "-n", "2", "-s", "2", "-H",
-           str(hostfile), "--sync-dst-dir", str(dst), "--env", f"MXRS_TEST_TAG={tag}", "--",
-           sys.executable, "train.py", str(steps), "it's a \"test\" $HOME"]
-    return dst, subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, **popen)
+    cmd = [
+        sys.executable,
+        "-m",
+        "mxrs.launcher",
+        "ssh",
+        "-n",
+        "2",
+        "-s",
+        "2",
+        "-H",
+        str(hostfile),
+        "--sync-dst-dir",
+        str(dst),
+        "--env",
+        f"MXRS_TEST_TAG={tag}",
+        "--",
+        sys.executable,
+        "train.py",
+        str(steps),
+        'it\'s a "test" $HOME',
+    ]
+    return dst, subprocess.Popen(
+        cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    )
 
 
 def test_a_job_over_ssh_trains_to_identical_weights_on_both_hosts(tmp_path, two_hosts):
@@ -166,7 +198,7 @@ def test_a_job_over_ssh_trains_to_identical_weights_on_both_hosts(tmp_path, two_
     out, err = p.communicate(timeout=TIMEOUT)
     assert p.returncode == 0, out + err
     for r in (0, 1):  # arguments arrive as given, quotes and $ included
-        assert f"[worker {r}] done {r} {dst} it's a \"test\" $HOME" in out, out
+        assert f'[worker {r}] done {r} {dst} it\'s a "test" $HOME' in out, out
     w0, w1 = np.load(dst / "weights0.npy"), np.load(dst / "weights1.npy")
     np.testing.assert_array_equal(w0, w1)
     assert _wait_gone(tag) == {}
@@ -179,8 +211,11 @@ def test_a_killed_remote_worker_ends_the_job_and_nothing_survives(tmp_path, two_
     for line in p.stdout:  # until both workers train
         if "[worker 1] started" in line:
             break
-    victims = [pid for pid, (role, rank, exe) in tagged_processes(tag).items()
-               if role == "worker" and rank == "1" and exe.startswith("python")]
+    victims = [
+        pid
+        for pid, (role, rank, exe) in tagged_processes(tag).items()
+        if role == "worker" and rank == "1" and exe.startswith("python")
+    ]
     assert len(victims) == 1, tagged_processes(tag)
     os.kill(victims[0], signal.SIGKILL)
     out, err = p.communicate(timeout=TIMEOUT)
@@ -194,9 +229,24 @@ def test_an_unreachable_host_is_one_line_before_anything_starts(tmp_path, two_ho
     hosts = tmp_path / "bad_hosts"
     hosts.write_text("10.213.251.9\n")  # a subnet nobody answers on
     env = dict(env, MXRS_SSH_OPTIONS=env["MXRS_SSH_OPTIONS"] + " -o ConnectTimeout=2")
-    r = subprocess.run([sys.executable, "-m", "mxrs.launcher", "ssh", "-n", "1", "-H",
-                        str(hosts), "python", "x.py"], env=env, capture_output=True, text=True,
-                       timeout=TIMEOUT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mxrs.launcher",
+            "ssh",
+            "-n",
+            "1",
+            "-H",
+            str(hosts),
+            "python",
+            "x.py",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert r.returncode == 2
     assert r.stderr.startswith("mxrs-launch: host 10.213.251.9"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -205,10 +255,30 @@ def test_an_unreachable_host_is_one_line_before_anything_starts(tmp_path, two_ho
 def test_dry_run_shows_the_commands_without_the_secret(tmp_path):
     hosts = tmp_path / "hosts"
     hosts.write_text("10.0.0.5\n10.0.0.6:2222\n")
-    r = subprocess.run([sys.executable, "-m", "mxrs.launcher", "--launcher", "ssh", "-n", "2",
-                        "-H", str(hosts), "--env-worker", "ROLE_ONLY=w", "--dry-run", "--",
-                        "python", "train.py", "--tag", "it's"], capture_output=True, text=True,
-                       timeout=TIMEOUT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mxrs.launcher",
+            "--launcher",
+            "ssh",
+            "-n",
+            "2",
+            "-H",
+            str(hosts),
+            "--env-worker",
+            "ROLE_ONLY=w",
+            "--dry-run",
+            "--",
+            "python",
+            "train.py",
+            "--tag",
+            "it's",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     worker1 = [ln for ln in lines if ln.startswith("[worker 1] on 10.0.0.6:2222: ssh ")]
@@ -223,12 +293,21 @@ def test_dry_run_shows_the_commands_without_the_secret(tmp_path):
 
 
 def test_hostfile_lines():
-    hosts = parse_hostfile("# cluster\nnode1\nnode2:2222  # second\n\nnode3 slots=4\n"
-                           "[fe80::1]:22\n")
+    hosts = parse_hostfile(
+        "# cluster\nnode1\nnode2:2222  # second\n\nnode3 slots=4\n[fe80::1]:22\n"
+    )
     assert [(h.name, h.port, h.slots) for h in hosts] == [
-        ("node1", None, 1), ("node2", 2222, 1), ("node3", None, 4), ("fe80::1", 22, 1)]
-    for bad, why in (("node1:x\n", "hosts:1"), ("a b c\n", "hosts:1"), ("\n# none\n", "no hosts"),
-                     ("ok\nnode:70000\n", "hosts:2: port 70000")):
+        ("node1", None, 1),
+        ("node2", 2222, 1),
+        ("node3", None, 4),
+        ("fe80::1", 22, 1),
+    ]
+    for bad, why in (
+        ("node1:x\n", "hosts:1"),
+        ("a b c\n", "hosts:1"),
+        ("\n# none\n", "no hosts"),
+        ("ok\nnode:70000\n", "hosts:2: port 70000"),
+    ):
         with pytest.raises(LaunchError, match=why):
             parse_hostfile(bad, "hosts")
 
@@ -236,4 +315,3 @@ def test_hostfile_lines():
 def test_ssh_needs_a_hostfile():
     with pytest.raises(SystemExit):
         parse(["ssh", "-n", "2", "python", "x.py"])
-

@@ -10,7 +10,7 @@ from mxrs.base import MXNetError
 def test_factor_scheduler():
     s = lr_scheduler.FactorScheduler(step=3, factor=0.5, base_lr=1.0)
     # The rate decays once num_update passes 3, 6, 9...
-    assert [s(n) for n in range(1, 11)] == [1, 1, 1, .5, .5, .5, .25, .25, .25, .125]
+    assert [s(n) for n in range(1, 11)] == [1, 1, 1, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.125]
     assert s.count == 9
 
 
@@ -27,19 +27,21 @@ def test_factor_scheduler_stops_at_stop_factor_lr():
 
 
 def test_factor_scheduler_warmup():
-    s = lr_scheduler.FactorScheduler(step=5, factor=0.5, base_lr=1.0, warmup_steps=4,
-                                     warmup_begin_lr=0.2)
+    s = lr_scheduler.FactorScheduler(
+        step=5, factor=0.5, base_lr=1.0, warmup_steps=4, warmup_begin_lr=0.2
+    )
     assert [s(n) for n in range(4)] == pytest.approx([0.2, 0.4, 0.6, 0.8])
     assert [s(n) for n in (4, 5, 6)] == [1.0, 1.0, 0.5]
-    c = lr_scheduler.FactorScheduler(step=5, base_lr=1.0, warmup_steps=4, warmup_begin_lr=0.2,
-                                     warmup_mode="constant")
+    c = lr_scheduler.FactorScheduler(
+        step=5, base_lr=1.0, warmup_steps=4, warmup_begin_lr=0.2, warmup_mode="constant"
+    )
     assert [c(n) for n in range(5)] == [0.2, 0.2, 0.2, 0.2, 1.0]
 
 
 def test_multi_factor_scheduler():
     s = lr_scheduler.MultiFactorScheduler(step=[2, 5], factor=0.1, base_lr=1.0)
     got = [s(n) for n in range(1, 8)]
-    assert got == pytest.approx([1, 1, .1, .1, .1, .01, .01])
+    assert got == pytest.approx([1, 1, 0.1, 0.1, 0.1, 0.01, 0.01])
     assert (s.cur_step_ind, s.count) == (2, 5)
     s = lr_scheduler.MultiFactorScheduler(step=[2, 5], factor=0.1, base_lr=1.0)
     assert s(6) == pytest.approx(0.01)
@@ -65,25 +67,31 @@ def test_cosine_scheduler():
     for n in (0, 4, 10):
         assert s(n) == pytest.approx(0.2 + 0.8 * (1 + math.cos(math.pi * n / 10)) / 2)
     assert s(11) == pytest.approx(0.2)
-    w = lr_scheduler.CosineScheduler(max_update=14, base_lr=1.0, warmup_steps=4,
-                                     warmup_begin_lr=0.5)
+    w = lr_scheduler.CosineScheduler(
+        max_update=14, base_lr=1.0, warmup_steps=4, warmup_begin_lr=0.5
+    )
     assert w(2) == 0.75
     assert w(9) == pytest.approx((1 + math.cos(math.pi * 5 / 10)) / 2)
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: lr_scheduler.FactorScheduler(step=0), "greater or equal than 1"),
-    (lambda: lr_scheduler.FactorScheduler(step=2, factor=1.5), "no more than 1"),
-    (lambda: lr_scheduler.MultiFactorScheduler(step=[3, 3]), "increasing"),
-    (lambda: lr_scheduler.MultiFactorScheduler(step=[0, 3]), "greater or equal than 1"),
-    (lambda: lr_scheduler.MultiFactorScheduler(step=3), "non-empty list"),
-    (lambda: lr_scheduler.PolyScheduler(max_update=0), "strictly positive"),
-    (lambda: lr_scheduler.CosineScheduler(max_update=2.5), "must be an int"),
-    (lambda: lr_scheduler.FactorScheduler(2, base_lr=0.1, warmup_begin_lr=0.2),
-     "higher than warmup_begin_lr"),
-    (lambda: lr_scheduler.FactorScheduler(2, warmup_steps=-1), "positive or 0"),
-    (lambda: lr_scheduler.FactorScheduler(2, warmup_steps=2, warmup_mode="cubic"), "'cubic'"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: lr_scheduler.FactorScheduler(step=0), "greater or equal than 1"),
+        (lambda: lr_scheduler.FactorScheduler(step=2, factor=1.5), "no more than 1"),
+        (lambda: lr_scheduler.MultiFactorScheduler(step=[3, 3]), "increasing"),
+        (lambda: lr_scheduler.MultiFactorScheduler(step=[0, 3]), "greater or equal than 1"),
+        (lambda: lr_scheduler.MultiFactorScheduler(step=3), "non-empty list"),
+        (lambda: lr_scheduler.PolyScheduler(max_update=0), "strictly positive"),
+        (lambda: lr_scheduler.CosineScheduler(max_update=2.5), "must be an int"),
+        (
+            lambda: lr_scheduler.FactorScheduler(2, base_lr=0.1, warmup_begin_lr=0.2),
+            "higher than warmup_begin_lr",
+        ),
+        (lambda: lr_scheduler.FactorScheduler(2, warmup_steps=-1), "positive or 0"),
+        (lambda: lr_scheduler.FactorScheduler(2, warmup_steps=2, warmup_mode="cubic"), "'cubic'"),
+    ],
+)
 def test_bad_arguments_are_named(make, message):
     with pytest.raises(MXNetError, match=message):
         make()

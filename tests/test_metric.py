@@ -59,9 +59,7 @@ def test_shape_mismatches_name_both_sides():
 
 
 def test_top_k_accuracy():
-    scores = np.array([[0.1, 0.5, 0.4, 0.0],
-                       [0.7, 0.1, 0.05, 0.15],
-                       [0.24, 0.3, 0.26, 0.2]])
+    scores = np.array([[0.1, 0.5, 0.4, 0.0], [0.7, 0.1, 0.05, 0.15], [0.24, 0.3, 0.26, 0.2]])
     top2 = mx.metric.TopKAccuracy(top_k=2)
     assert top2.name == "top_k_accuracy_2"
     top2.update(nd.array([2, 3, 0]), nd.array(scores))  # in top 2: yes, yes, no
@@ -81,8 +79,10 @@ def test_top_k_accuracy():
 
 def test_cross_entropy_and_nll():
     want = -(np.log(0.3 + 1e-12) + np.log(1.0 + 1e-12) + np.log(0.6 + 1e-12)) / 3
-    for name, metric in [("cross-entropy", mx.metric.create("ce")),
-                         ("nll-loss", mx.metric.create("nll_loss"))]:
+    for name, metric in [
+        ("cross-entropy", mx.metric.create("ce")),
+        ("nll-loss", mx.metric.create("nll_loss")),
+    ]:
         metric.update(nd.array(LABELS), nd.array(PROBS, dtype=np.float64))
         assert metric.name == name
         assert metric.get()[1] == pytest.approx(want, rel=1e-12)
@@ -138,12 +138,15 @@ def test_composite_metric():
 
 def test_update_dict_picks_names():
     acc = mx.metric.Accuracy(output_names=["out"], label_names=["lab"])
-    acc.update_dict({"lab": nd.array(LABELS), "other": nd.array([9])},
-                    {"out": nd.array(PROBS), "aux": nd.array([9])})
+    acc.update_dict(
+        {"lab": nd.array(LABELS), "other": nd.array([9])},
+        {"out": nd.array(PROBS), "aux": nd.array([9])},
+    )
     assert acc.get()[1] == 2 / 3
     comp = mx.metric.CompositeEvalMetric(["acc"], label_names=["lab"], output_names=["out"])
-    comp.update_dict({"lab": nd.array(LABELS), "x": nd.array([0])},
-                     {"out": nd.array(PROBS), "y": nd.array([0])})
+    comp.update_dict(
+        {"lab": nd.array(LABELS), "x": nd.array([0])}, {"out": nd.array(PROBS), "y": nd.array([0])}
+    )
     assert comp.get()[1] == [2 / 3]
 
 
@@ -162,8 +165,7 @@ def test_custom_metrics():
     metric.update([nd.array([1.0, 2.0])], [nd.array([2.0, 2.0])])
     metric.update([nd.array([0.0])], [nd.array([0.0])])
     assert metric.get()[1] == 0.25
-    extra = mx.metric.CustomMetric(lambda label, pred: 1.0, name="one",
-                                   allow_extra_outputs=True)
+    extra = mx.metric.CustomMetric(lambda label, pred: 1.0, name="one", allow_extra_outputs=True)
     extra.update([nd.array([1.0])], [nd.array([1.0]), nd.array([2.0])])
     assert (extra.name, extra.num_inst) == ("one", 1)
 
@@ -194,8 +196,13 @@ def test_registry():
 
 def test_config_and_str():
     acc = mx.metric.Accuracy(axis=1, name="acc1")
-    assert acc.get_config() == {"axis": 1, "metric": "Accuracy", "name": "acc1",
-                                "output_names": None, "label_names": None}
+    assert acc.get_config() == {
+        "axis": 1,
+        "metric": "Accuracy",
+        "name": "acc1",
+        "output_names": None,
+        "label_names": None,
+    }
     assert str(acc).startswith("EvalMetric: {'acc1': nan")
     assert mx.metric.CompositeEvalMetric(["mse"]).get_config()["metrics"][0]["name"] == "mse"
     with pytest.raises(NotImplementedError):

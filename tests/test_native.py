@@ -68,8 +68,7 @@ def _env(role, port, **extra):
 def job():
     """Starts a scheduler (on the port it announces) and two servers through ``import mxrs``;
     kills what it started."""
-    scheduler, port = start_scheduler([sys.executable, "-c", "import mxrs"],
-                                      _env("scheduler", 0))
+    scheduler, port = start_scheduler([sys.executable, "-c", "import mxrs"], _env("scheduler", 0))
     procs = [scheduler]
     try:
         procs += [
@@ -128,7 +127,10 @@ def test_bad_settings_are_one_line_errors():
     env = _env("server", 1)
     del env["DMLC_PS_ROOT_URI"]
     p = subprocess.run(
-        [sys.executable, "-c", "import mxrs"], env=env, capture_output=True, text=True,
+        [sys.executable, "-c", "import mxrs"],
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=TIMEOUT,
     )
     assert p.returncode == 2
@@ -136,7 +138,10 @@ def test_bad_settings_are_one_line_errors():
     env = _env("worker", 1, DMLC_NUM_WORKER="two")
     p = subprocess.run(
         [sys.executable, "-c", "from mxrs import _native; _native.Worker('sync')"],
-        env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert p.returncode != 0
     assert "KVStoreError: DMLC_NUM_WORKER: 'two' is not a valid" in p.stderr
@@ -146,8 +151,12 @@ def test_the_ps_scheduler_script_on_port_zero_announces_the_port_it_listens_on()
     exe = os.path.join(os.path.dirname(sys.executable), "ps-scheduler")
     if not os.path.exists(exe):
         pytest.skip("the ps-scheduler console script is not installed beside this Python")
-    p = subprocess.Popen([exe, "--announce", "/dev/stdout"], env=_env("scheduler", 0),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [exe, "--announce", "/dev/stdout"],
+        env=_env("scheduler", 0),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert select.select([p.stdout], [], [], TIMEOUT)[0], "no port announced in time"
         line = p.stdout.readline()

@@ -78,8 +78,8 @@ def test_comparisons_return_zero_one_in_lhs_dtype():
 
 def test_arithmetic_with_scalars_and_reflected():
     a = nd.array([1, 2])
-    np.testing.assert_allclose((a ** 2).asnumpy(), [1, 4])
-    np.testing.assert_allclose((2 ** a).asnumpy(), [2, 4])
+    np.testing.assert_allclose((a**2).asnumpy(), [1, 4])
+    np.testing.assert_allclose((2**a).asnumpy(), [2, 4])
     np.testing.assert_allclose((1 / a).asnumpy(), [1, 0.5])
     np.testing.assert_allclose((3 - a).asnumpy(), [2, 1])
     np.testing.assert_allclose((-a).asnumpy(), [-1, -2])

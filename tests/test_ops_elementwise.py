@@ -10,10 +10,17 @@ SHAPES = [((2, 3), (2, 3)), ((2, 3), (1, 3)), ((4, 1, 3), (2, 1)), ((3,), (2, 3)
 
 
 @pytest.mark.parametrize("sa,sb", SHAPES)
-@pytest.mark.parametrize("name,ref", [
-    ("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
-    ("divide", np.divide), ("maximum", np.maximum), ("minimum", np.minimum),
-])
+@pytest.mark.parametrize(
+    "name,ref",
+    [
+        ("add", np.add),
+        ("subtract", np.subtract),
+        ("multiply", np.multiply),
+        ("divide", np.divide),
+        ("maximum", np.maximum),
+        ("minimum", np.minimum),
+    ],
+)
 def test_binary_forward_and_grad(name, ref, sa, sb):
     a, b = rand(*sa), rand(*sb, low=0.5, high=2.0)
     fn = getattr(nd, name)
@@ -24,20 +31,32 @@ def test_binary_forward_and_grad(name, ref, sa, sb):
 
 def test_power_and_modulo_grads():
     a, b = rand(2, 3, low=0.5, high=2.0), rand(2, 3, low=-1, high=2)
-    np.testing.assert_allclose(nd.power(nd.array(a), nd.array(b)).asnumpy(), a ** b, rtol=1e-5)
+    np.testing.assert_allclose(nd.power(nd.array(a), nd.array(b)).asnumpy(), a**b, rtol=1e-5)
     check_grad(nd.power, [a, b])
-    check_grad(lambda x: x ** 3, [rand(4)])
-    check_grad(lambda x: x ** 2, [rand(4)])
-    check_grad(lambda x: 2.5 ** x, [rand(4)])
+    check_grad(lambda x: x**3, [rand(4)])
+    check_grad(lambda x: x**2, [rand(4)])
+    check_grad(lambda x: 2.5**x, [rand(4)])
     check_grad(lambda x, y: x % y, [rand(5, low=2, high=3), np.full(5, 0.7)])
     check_grad(lambda x: 3.0 % x, [rand(5, low=2.1, high=2.9)])
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x: x + 2, lambda x: 2 + x, lambda x: x - 2, lambda x: 2 - x, lambda x: x * 3,
-    lambda x: 3 * x, lambda x: x / 4, lambda x: 4 / x, lambda x: -x,
-    lambda x: nd.maximum(x, 1.2), lambda x: nd.minimum(x, 1.2), lambda x: x % 0.3,
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x + 2,
+        lambda x: 2 + x,
+        lambda x: x - 2,
+        lambda x: 2 - x,
+        lambda x: x * 3,
+        lambda x: 3 * x,
+        lambda x: x / 4,
+        lambda x: 4 / x,
+        lambda x: -x,
+        lambda x: nd.maximum(x, 1.2),
+        lambda x: nd.minimum(x, 1.2),
+        lambda x: x % 0.3,
+    ],
+)
 def test_scalar_ops_grad(fn):
     check_grad(fn, [rand(2, 3, low=0.5, high=2.0)])
 

@@ -17,10 +17,16 @@ def test_softmax_and_log_softmax(axis, temperature):
     x = rand(3, 4, 2) * 3
     t = temperature or 1.0
     d = nd.array(x, dtype="float64")
-    np.testing.assert_allclose(nd.softmax(d, axis=axis, temperature=temperature).asnumpy(),
-                               _softmax(x / t, axis), rtol=1e-12)
-    np.testing.assert_allclose(nd.log_softmax(d, axis=axis, temperature=temperature).asnumpy(),
-                               np.log(_softmax(x / t, axis)), rtol=1e-12)
+    np.testing.assert_allclose(
+        nd.softmax(d, axis=axis, temperature=temperature).asnumpy(),
+        _softmax(x / t, axis),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        nd.log_softmax(d, axis=axis, temperature=temperature).asnumpy(),
+        np.log(_softmax(x / t, axis)),
+        rtol=1e-12,
+    )
     check_grad(lambda a: nd.softmax(a, axis=axis, temperature=temperature), [x])
     check_grad(lambda a: nd.log_softmax(a, axis=axis, temperature=temperature), [x])
 
@@ -40,38 +46,48 @@ def test_softmax_cross_entropy_matches_mxnet():
     got = nd.softmax_cross_entropy(x, nd.array([2, 0]))
     assert got.shape == (1,)
     np.testing.assert_allclose(got.asnumpy(), [0.4281871], rtol=1e-6)
-    check_grad(lambda a, lab: nd.softmax_cross_entropy(a, lab),
-               [rand(3, 5) * 3, np.array([4, 0, 2])], nondiff=(1,))
+    check_grad(
+        lambda a, lab: nd.softmax_cross_entropy(a, lab),
+        [rand(3, 5) * 3, np.array([4, 0, 2])],
+        nondiff=(1,),
+    )
 
 
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_fused_softmax_ce_loss(axis):
     x = rand(2, 4, 3) * 2
     moved = np.moveaxis(x, axis, -1)
-    labels = np.array([[1, 3, 0], [2, 2, 1]]) if axis == 1 else np.array([[0, 2, 1, 1],
-                                                                          [2, 0, 0, 1]])
+    labels = (
+        np.array([[1, 3, 0], [2, 2, 1]]) if axis == 1 else np.array([[0, 2, 1, 1], [2, 0, 0, 1]])
+    )
     logp = np.log(_softmax(moved))
     want = -np.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
-    got = nd.softmax_ce_loss(nd.array(x, dtype="float64"), nd.array(labels), axis=axis,
-                             keepdims=False)
+    got = nd.softmax_ce_loss(
+        nd.array(x, dtype="float64"), nd.array(labels), axis=axis, keepdims=False
+    )
     np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12)
     kept = nd.softmax_ce_loss(nd.array(x), nd.array(labels), axis=axis)
     assert kept.shape == tuple(1 if i == axis % 3 else s for i, s in enumerate(x.shape))
     check_grad(lambda a, lab: nd.softmax_ce_loss(a, lab, axis=axis), [x, labels], nondiff=(1,))
-    check_grad(lambda a, lab: nd.softmax_ce_loss(a, lab, axis=axis, from_logits=True),
-               [x, labels], nondiff=(1,))
+    check_grad(
+        lambda a, lab: nd.softmax_ce_loss(a, lab, axis=axis, from_logits=True),
+        [x, labels],
+        nondiff=(1,),
+    )
 
 
 def test_fused_softmax_ce_loss_dense_labels():
     x = rand(3, 4) * 2
     lab = _softmax(rand(3, 4, seed=5))
     want = -(np.log(_softmax(x)) * lab).sum(axis=-1, keepdims=True)
-    got = nd.softmax_ce_loss(nd.array(x, dtype="float64"), nd.array(lab, dtype="float64"),
-                             sparse_label=False)
+    got = nd.softmax_ce_loss(
+        nd.array(x, dtype="float64"), nd.array(lab, dtype="float64"), sparse_label=False
+    )
     np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12)
     check_grad(lambda a, b: nd.softmax_ce_loss(a, b, sparse_label=False), [x, lab])
-    check_grad(lambda a, b: nd.softmax_ce_loss(a, b, sparse_label=False, from_logits=True),
-               [x, lab])
+    check_grad(
+        lambda a, b: nd.softmax_ce_loss(a, b, sparse_label=False, from_logits=True), [x, lab]
+    )
 
 
 def test_softmax_output_gradient_is_cross_entropy():
@@ -115,8 +131,12 @@ def test_dropout_modes_and_gradient():
 
 
 def _bn_inputs(c=3):
-    return (nd.array(rand(c, seed=11) + 1.5), nd.array(rand(c, seed=12)),
-            nd.zeros((c,)), nd.ones((c,)))
+    return (
+        nd.array(rand(c, seed=11) + 1.5),
+        nd.array(rand(c, seed=12)),
+        nd.zeros((c,)),
+        nd.ones((c,)),
+    )
 
 
 def test_batchnorm_training_updates_running_stats_like_mxnet():
@@ -133,8 +153,9 @@ def test_batchnorm_training_updates_running_stats_like_mxnet():
     np.testing.assert_array_equal(gamma.grad.asnumpy(), [0, 0, 0])  # fix_gamma default
     mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
     want = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-3)
-    np.testing.assert_allclose(y.asnumpy(), want + np.array([0.1, 0.2, 0.3])[None, :, None, None],
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        y.asnumpy(), want + np.array([0.1, 0.2, 0.3])[None, :, None, None], rtol=1e-5, atol=1e-6
+    )
 
 
 def test_batchnorm_inference_uses_running_stats():
@@ -145,8 +166,9 @@ def test_batchnorm_inference_uses_running_stats():
     y = nd.BatchNorm(nd.array(x), gamma, beta, mm, mv, fix_gamma=False)
     g, b = gamma.asnumpy(), beta.asnumpy()
     shape = (1, 3, 1)
-    want = ((x - mm.asnumpy().reshape(shape)) / np.sqrt(mv.asnumpy().reshape(shape) + 1e-3)
-            * g.reshape(shape) + b.reshape(shape))
+    want = (x - mm.asnumpy().reshape(shape)) / np.sqrt(
+        mv.asnumpy().reshape(shape) + 1e-3
+    ) * g.reshape(shape) + b.reshape(shape)
     np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-5)
     np.testing.assert_allclose(mm.asnumpy(), [0.1, -0.2, 0.3], rtol=1e-6)  # unchanged
 
@@ -156,19 +178,28 @@ def test_batchnorm_gradients(axis):
     x = rand(4, 3, 5) if axis == 1 else rand(4, 5, 3)
     gamma, beta = rand(3, seed=3) + 1.5, rand(3, seed=4)
     aux = [np.zeros(3), np.ones(3)]
-    check_grad(lambda d, g, b, m, v: nd.BatchNorm(d, g, b, m, v, fix_gamma=False, axis=axis),
-               [x, gamma, beta] + aux, nondiff=(3, 4), rtol=1e-4, atol=1e-6)
-    check_grad(lambda d, g, b, m, v: nd.BatchNorm(d, g, b, m, v, fix_gamma=False,
-                                                  use_global_stats=True, axis=axis),
-               [x, gamma, beta, rand(3, seed=5), rand(3, seed=6, low=0.5, high=1.5)],
-               nondiff=(3, 4))
+    check_grad(
+        lambda d, g, b, m, v: nd.BatchNorm(d, g, b, m, v, fix_gamma=False, axis=axis),
+        [x, gamma, beta] + aux,
+        nondiff=(3, 4),
+        rtol=1e-4,
+        atol=1e-6,
+    )
+    check_grad(
+        lambda d, g, b, m, v: nd.BatchNorm(
+            d, g, b, m, v, fix_gamma=False, use_global_stats=True, axis=axis
+        ),
+        [x, gamma, beta, rand(3, seed=5), rand(3, seed=6, low=0.5, high=1.5)],
+        nondiff=(3, 4),
+    )
 
 
 def test_batchnorm_output_mean_var_and_context_check():
     gamma, beta, mm, mv = _bn_inputs()
     with autograd.train_mode():
-        out, mean, var = nd.BatchNorm(nd.array(rand(4, 3)), gamma, beta, mm, mv,
-                                      output_mean_var=True)
+        out, mean, var = nd.BatchNorm(
+            nd.array(rand(4, 3)), gamma, beta, mm, mv, output_mean_var=True
+        )
     np.testing.assert_allclose(mean.asnumpy(), rand(4, 3).mean(axis=0), rtol=1e-5)
     with pytest.raises(mx.MXNetError, match="cpu\\(1\\)"):
         nd.BatchNorm(nd.ones((2, 3)), gamma, beta, nd.zeros((3,), ctx=mx.cpu(1)), mv)
@@ -176,8 +207,9 @@ def test_batchnorm_output_mean_var_and_context_check():
 
 def test_layernorm():
     x, g, b = rand(3, 5), rand(5, seed=1) + 1, rand(5, seed=2)
-    got = nd.LayerNorm(nd.array(x, dtype="float64"), nd.array(g, dtype="float64"),
-                       nd.array(b, dtype="float64")).asnumpy()
+    got = nd.LayerNorm(
+        nd.array(x, dtype="float64"), nd.array(g, dtype="float64"), nd.array(b, dtype="float64")
+    ).asnumpy()
     want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
     np.testing.assert_allclose(got, want, rtol=1e-10)
     check_grad(nd.LayerNorm, [x, g, b], rtol=1e-4)

@@ -43,8 +43,9 @@ def test_norm():
     x = np.array([[1.0, -2.0], [3.0, 4.0]])
     np.testing.assert_allclose(nd.norm(nd.array(x)).asnumpy(), [np.sqrt(30)], rtol=1e-6)
     np.testing.assert_allclose(nd.norm(nd.array(x), ord=1).asnumpy(), [10])
-    np.testing.assert_allclose(nd.norm(nd.array(x), axis=1).asnumpy(),
-                               np.linalg.norm(x, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(
+        nd.norm(nd.array(x), axis=1).asnumpy(), np.linalg.norm(x, axis=1), rtol=1e-6
+    )
     check_grad(lambda a: nd.norm(a), [rand(3, 4)])
     check_grad(lambda a: nd.norm(a, ord=1, axis=0, keepdims=True), [rand(3, 4)])
     with pytest.raises(mx.MXNetError):
@@ -68,8 +69,9 @@ def test_topk_variants():
     np.testing.assert_array_equal(vals.asnumpy(), [[3, 2]])
     np.testing.assert_array_equal(idx.asnumpy(), [[0, 2]])
     np.testing.assert_array_equal(nd.topk(x, k=2, ret_typ="mask").asnumpy(), [[1, 0, 1]])
-    np.testing.assert_array_equal(nd.topk(x, k=2, is_ascend=True, ret_typ="value").asnumpy(),
-                                  [[1, 2]])
+    np.testing.assert_array_equal(
+        nd.topk(x, k=2, is_ascend=True, ret_typ="value").asnumpy(), [[1, 2]]
+    )
     y = rand(3, 5, 4)
     got = nd.topk(nd.array(y, dtype="float64"), axis=1, k=2, ret_typ="value").asnumpy()
     np.testing.assert_allclose(got, -np.sort(-y, axis=1)[:, :2])

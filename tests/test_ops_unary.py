@@ -13,15 +13,28 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-@pytest.mark.parametrize("name,ref,kw", [
-    ("exp", np.exp, {}), ("log", np.log, POS), ("sqrt", np.sqrt, POS),
-    ("rsqrt", lambda x: 1 / np.sqrt(x), POS), ("square", np.square, {}),
-    ("abs", np.abs, {}), ("reciprocal", lambda x: 1 / x, POS), ("log1p", np.log1p, POS),
-    ("expm1", np.expm1, {}), ("sin", np.sin, {}), ("cos", np.cos, {}),
-    ("relu", lambda x: np.maximum(x, 0), {}), ("sigmoid", _sigmoid, {}),
-    ("tanh", np.tanh, {}), ("softrelu", lambda x: np.log1p(np.exp(x)), {}),
-    ("softsign", lambda x: x / (1 + np.abs(x)), {}), ("negative", np.negative, {}),
-])
+@pytest.mark.parametrize(
+    "name,ref,kw",
+    [
+        ("exp", np.exp, {}),
+        ("log", np.log, POS),
+        ("sqrt", np.sqrt, POS),
+        ("rsqrt", lambda x: 1 / np.sqrt(x), POS),
+        ("square", np.square, {}),
+        ("abs", np.abs, {}),
+        ("reciprocal", lambda x: 1 / x, POS),
+        ("log1p", np.log1p, POS),
+        ("expm1", np.expm1, {}),
+        ("sin", np.sin, {}),
+        ("cos", np.cos, {}),
+        ("relu", lambda x: np.maximum(x, 0), {}),
+        ("sigmoid", _sigmoid, {}),
+        ("tanh", np.tanh, {}),
+        ("softrelu", lambda x: np.log1p(np.exp(x)), {}),
+        ("softsign", lambda x: x / (1 + np.abs(x)), {}),
+        ("negative", np.negative, {}),
+    ],
+)
 def test_unary_forward_and_grad(name, ref, kw):
     x = rand(3, 4, **kw)
     fn = getattr(nd, name)
@@ -33,8 +46,13 @@ def test_unary_forward_and_grad(name, ref, kw):
 
 def test_piecewise_constant_ops():
     x = np.array([-1.5, -0.2, 0.0, 0.4, 2.5])
-    for name, ref in (("sign", np.sign), ("floor", np.floor), ("ceil", np.ceil),
-                      ("rint", np.rint), ("trunc", np.trunc)):
+    for name, ref in (
+        ("sign", np.sign),
+        ("floor", np.floor),
+        ("ceil", np.ceil),
+        ("rint", np.rint),
+        ("trunc", np.trunc),
+    ):
         np.testing.assert_array_equal(getattr(nd, name)(nd.array(x)).asnumpy(), ref(x))
     check_grad(lambda a: nd.sign(a) + a, [rand(4)])
     halves = nd.array([0.5, 1.5, -0.5, 2.5, 0.49999997, -1.2])
@@ -49,10 +67,15 @@ def test_sigmoid_and_softrelu_do_not_overflow():
 
 def test_activation_dispatch():
     x = rand(2, 3)
-    for act, ref in (("relu", lambda v: np.maximum(v, 0)), ("tanh", np.tanh),
-                     ("sigmoid", _sigmoid), ("softrelu", lambda v: np.log1p(np.exp(v)))):
-        np.testing.assert_allclose(nd.Activation(nd.array(x), act_type=act).asnumpy(), ref(x),
-                                   rtol=1e-5, atol=1e-7)
+    for act, ref in (
+        ("relu", lambda v: np.maximum(v, 0)),
+        ("tanh", np.tanh),
+        ("sigmoid", _sigmoid),
+        ("softrelu", lambda v: np.log1p(np.exp(v))),
+    ):
+        np.testing.assert_allclose(
+            nd.Activation(nd.array(x), act_type=act).asnumpy(), ref(x), rtol=1e-5, atol=1e-7
+        )
     with pytest.raises(mx.MXNetError, match="act_type"):
         nd.Activation(nd.array(x), act_type="swish")
 
@@ -61,8 +84,11 @@ def test_leaky_relu_variants():
     x = rand(2, 5)
     leaky = nd.LeakyReLU(nd.array([-1.0, 1.0])).asnumpy()
     np.testing.assert_allclose(leaky, [-0.25, 1])
-    np.testing.assert_allclose(nd.LeakyReLU(nd.array([-1.0, 1.0]), act_type="elu").asnumpy(),
-                               [0.25 * (np.exp(-1) - 1), 1], rtol=1e-6)
+    np.testing.assert_allclose(
+        nd.LeakyReLU(nd.array([-1.0, 1.0]), act_type="elu").asnumpy(),
+        [0.25 * (np.exp(-1) - 1), 1],
+        rtol=1e-6,
+    )
     check_grad(lambda a: nd.LeakyReLU(a, slope=0.1), [x])
     check_grad(lambda a: nd.LeakyReLU(a, act_type="elu", slope=0.7), [x])
     check_grad(lambda a: nd.LeakyReLU(a, act_type="selu"), [x])

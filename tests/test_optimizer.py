@@ -15,11 +15,13 @@ from mxrs.base import ContextError, MXNetError
 
 W0 = np.array([1.0, -2.0, 0.5, 3.0, -0.25, 0.75])
 # Three steps; with rescale_grad 0.5 and clip_gradient 0.6 several entries clip.
-GRADS = np.array([
-    [0.5, 0.25, -3.0, 1.5, 2.5, -0.7],
-    [-0.4, 0.3, -2.0, 1.0, -2.2, 0.1],
-    [0.2, -0.6, 2.8, 0.9, 0.05, -1.9],
-])
+GRADS = np.array(
+    [
+        [0.5, 0.25, -3.0, 1.5, 2.5, -0.7],
+        [-0.4, 0.3, -2.0, 1.0, -2.2, 0.1],
+        [0.2, -0.6, 2.8, 0.9, 0.05, -1.9],
+    ]
+)
 FULL = dict(learning_rate=0.1, wd=0.05, rescale_grad=0.5, clip_gradient=0.6)
 
 
@@ -88,8 +90,7 @@ def ref_adagrad(lr=0.01, wd=0.0, r=1.0, c=None, eps=1e-7):
     return w
 
 
-def ref_rmsprop(lr=0.001, wd=0.0, r=1.0, c=None, g1=0.9, g2=0.9, eps=1e-8, centered=False,
-                cw=None):
+def ref_rmsprop(lr=0.001, wd=0.0, r=1.0, c=None, g1=0.9, g2=0.9, eps=1e-8, centered=False, cw=None):
     w = W0.copy()
     sq, avg, step = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
     for g in GRADS:
@@ -126,16 +127,14 @@ def ref_ftrl(lr=0.1, wd=0.0, r=1.0, c=None, l1=0.01, beta=1.0):
         sigma = (np.sqrt(n + gh**2) - np.sqrt(n)) / lr
         z = z + gh - sigma * w
         n = n + gh**2
-        w = np.where(np.abs(z) > l1, -(z - np.sign(z) * l1) / ((beta + np.sqrt(n)) / lr + wd),
-                     0.0)
+        w = np.where(np.abs(z) > l1, -(z - np.sign(z) * l1) / ((beta + np.sqrt(n)) / lr + wd), 0.0)
     return w
 
 
 # ----------------------------------------------------------------- update rules
 def test_sgd():
     check(lambda: mx.optimizer.SGD(), ref_sgd)
-    check(lambda: mx.optimizer.SGD(momentum=0.9, **FULL),
-          lambda: ref_sgd(0.1, 0.05, 0.9, 0.5, 0.6))
+    check(lambda: mx.optimizer.SGD(momentum=0.9, **FULL), lambda: ref_sgd(0.1, 0.05, 0.9, 0.5, 0.6))
     check(lambda: mx.optimizer.SGD(**FULL), lambda: ref_sgd(0.1, 0.05, 0.0, 0.5, 0.6))
 
 
@@ -149,19 +148,21 @@ def test_sgd_momentum_known_numbers():
 
 def test_nag():
     check(lambda: mx.optimizer.NAG(), ref_nag)
-    check(lambda: mx.optimizer.NAG(momentum=0.8, **FULL),
-          lambda: ref_nag(0.1, 0.05, 0.8, 0.5, 0.6))
+    check(lambda: mx.optimizer.NAG(momentum=0.8, **FULL), lambda: ref_nag(0.1, 0.05, 0.8, 0.5, 0.6))
     check(lambda: mx.optimizer.NAG(**FULL), lambda: ref_nag(0.1, 0.05, 0.0, 0.5, 0.6))
     # lr 0.1, mu 0.9, w 1, g 0.5: w1 = 0.905, w2 = 0.7695
-    w = run(mx.optimizer.NAG(momentum=0.9, learning_rate=0.1), np.array([1.0]),
-            np.array([[0.5], [0.5]]))
+    w = run(
+        mx.optimizer.NAG(momentum=0.9, learning_rate=0.1), np.array([1.0]), np.array([[0.5], [0.5]])
+    )
     np.testing.assert_allclose(w, [0.7695], rtol=1e-12)
 
 
 def test_adam():
     check(lambda: mx.optimizer.Adam(), ref_adam)
-    check(lambda: mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL),
-          lambda: ref_adam(0.1, 0.05, 0.5, 0.6, 0.8, 0.99, 1e-3))
+    check(
+        lambda: mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL),
+        lambda: ref_adam(0.1, 0.05, 0.5, 0.6, 0.8, 0.99, 1e-3),
+    )
 
 
 def test_adam_bias_correction():
@@ -175,17 +176,23 @@ def test_adam_bias_correction():
     np.testing.assert_allclose(mean.asnumpy(), [0.05], rtol=1e-14)
     np.testing.assert_allclose(var.asnumpy(), [0.00025], rtol=1e-14)
     # The correction counts from begin_num_update.
-    check(lambda: mx.optimizer.Adam(learning_rate=0.1, begin_num_update=1000),
-          lambda: ref_adam(0.1, t0=1000))
+    check(
+        lambda: mx.optimizer.Adam(learning_rate=0.1, begin_num_update=1000),
+        lambda: ref_adam(0.1, t0=1000),
+    )
 
 
 def test_adagrad():
     check(lambda: mx.optimizer.AdaGrad(), ref_adagrad)
-    check(lambda: mx.optimizer.AdaGrad(eps=1e-3, **FULL),
-          lambda: ref_adagrad(0.1, 0.05, 0.5, 0.6, 1e-3))
+    check(
+        lambda: mx.optimizer.AdaGrad(eps=1e-3, **FULL),
+        lambda: ref_adagrad(0.1, 0.05, 0.5, 0.6, 1e-3),
+    )
     # MXNet's AdaGrad clips whenever clip_gradient is not None: 0 zeroes every gradient.
-    check(lambda: mx.optimizer.AdaGrad(learning_rate=0.1, wd=0.05, clip_gradient=0.0),
-          lambda: ref_adagrad(0.1, 0.05, 1.0, 0.0))
+    check(
+        lambda: mx.optimizer.AdaGrad(learning_rate=0.1, wd=0.05, clip_gradient=0.0),
+        lambda: ref_adagrad(0.1, 0.05, 1.0, 0.0),
+    )
 
 
 def test_rmsprop():
@@ -197,24 +204,32 @@ def test_rmsprop():
     unclipped = ref_rmsprop(0.1, 0.05, 0.5, 0.6, 0.8, 0.7, 1e-3)
     assert list(np.nonzero(want != unclipped)[0]) == [1, 3]
     check(lambda: mx.optimizer.RMSProp(**full), lambda: want)
-    check(lambda: mx.optimizer.RMSProp(centered=True, **full),
-          lambda: ref_rmsprop(0.1, 0.05, 0.5, 0.6, 0.8, 0.7, 1e-3, True, 2.05))
+    check(
+        lambda: mx.optimizer.RMSProp(centered=True, **full),
+        lambda: ref_rmsprop(0.1, 0.05, 0.5, 0.6, 0.8, 0.7, 1e-3, True, 2.05),
+    )
 
 
 def test_signum():
     check(lambda: mx.optimizer.Signum(), ref_signum)
-    check(lambda: mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL),
-          lambda: ref_signum(0.1, 0.05, 0.5, 0.5, 0.6, 0.02))
+    check(
+        lambda: mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL),
+        lambda: ref_signum(0.1, 0.05, 0.5, 0.5, 0.6, 0.02),
+    )
     opt = mx.optimizer.Signum(learning_rate=0.1, momentum=0.0, wd=0.05, wd_lh=0.3)
     assert opt.create_state(0, nd.zeros((2,))) is None
-    check(lambda: mx.optimizer.Signum(learning_rate=0.1, momentum=0.0, wd=0.05, wd_lh=0.3),
-          lambda: ref_signum(0.1, 0.05, 0.0, 1.0, None, 0.3))
+    check(
+        lambda: mx.optimizer.Signum(learning_rate=0.1, momentum=0.0, wd=0.05, wd_lh=0.3),
+        lambda: ref_signum(0.1, 0.05, 0.0, 1.0, None, 0.3),
+    )
 
 
 def test_ftrl():
     check(lambda: mx.optimizer.FTRL(), ref_ftrl)
-    check(lambda: mx.optimizer.FTRL(lamda1=0.05, beta=0.5, **FULL),
-          lambda: ref_ftrl(0.1, 0.05, 0.5, 0.6, 0.05, 0.5))
+    check(
+        lambda: mx.optimizer.FTRL(lamda1=0.05, beta=0.5, **FULL),
+        lambda: ref_ftrl(0.1, 0.05, 0.5, 0.6, 0.05, 0.5),
+    )
     assert mx.optimizer.Ftrl is mx.optimizer.FTRL
 
 
@@ -224,9 +239,12 @@ def test_lr_scheduler_drives_the_learning_rate():
     assert opt.learning_rate == 0.4
     # num_update is 1, 2, 3 during the three updates: lr 0.4, 0.2, 0.1 (the factor applies
     # once num_update passes each step).
-    check(lambda: mx.optimizer.SGD(
-        momentum=0.9, lr_scheduler=mx.lr_scheduler.FactorScheduler(1, 0.5, base_lr=0.4)),
-        lambda: ref_sgd(mu=0.9, lrs=[0.4, 0.2, 0.1]))
+    check(
+        lambda: mx.optimizer.SGD(
+            momentum=0.9, lr_scheduler=mx.lr_scheduler.FactorScheduler(1, 0.5, base_lr=0.4)
+        ),
+        lambda: ref_sgd(mu=0.9, lrs=[0.4, 0.2, 0.1]),
+    )
     run(opt)
     assert opt.num_update == 3 and opt.learning_rate == 0.1
     with pytest.raises(MXNetError, match="LRScheduler"):
@@ -256,8 +274,9 @@ class _Param:
 
 
 def test_lr_and_wd_multipliers():
-    opt = mx.optimizer.SGD(learning_rate=0.1, wd=0.01,
-                           param_idx2name={0: "fc_weight", 1: "fc_bias", 2: "bn_gamma"})
+    opt = mx.optimizer.SGD(
+        learning_rate=0.1, wd=0.01, param_idx2name={0: "fc_weight", 1: "fc_bias", 2: "bn_gamma"}
+    )
     # Names that end neither in _weight nor in _gamma get no weight decay.
     assert [opt._get_wd_mult(i) for i in range(4)] == [1.0, 0.0, 1.0, 1.0]
     opt.set_lr_mult({"fc_weight": 2.0, 3: 0.5})
@@ -268,8 +287,10 @@ def test_lr_and_wd_multipliers():
     # A param_dict (Gluon Parameters) takes precedence.
     opt.param_dict = {0: _Param(0.25, 4.0)}
     assert (opt._get_lr_mult(0), opt._get_wd_mult(0)) == (0.25, 4.0)
-    check(lambda: mx.optimizer.SGD(momentum=0.9, param_dict={0: _Param(0.5, 2.0)}, **FULL),
-          lambda: ref_sgd(0.05, 0.1, 0.9, 0.5, 0.6))
+    check(
+        lambda: mx.optimizer.SGD(momentum=0.9, param_dict={0: _Param(0.5, 2.0)}, **FULL),
+        lambda: ref_sgd(0.05, 0.1, 0.9, 0.5, 0.6),
+    )
     opt = mx.optimizer.Adam(**FULL)
     opt.set_lr_mult({0: 2.0})
     opt.set_wd_mult({0: 0.0})
@@ -322,9 +343,14 @@ def test_states_live_with_the_weight():
     w = nd.zeros((3, 2), ctx=mx.cpu(1), dtype=np.float64)
     for name in ("sgd", "nag", "signum"):
         assert mx.optimizer.create(name, momentum=0.0).create_state(0, w) is None
-    for opt in (mx.optimizer.SGD(momentum=0.9), mx.optimizer.Adam(), mx.optimizer.AdaGrad(),
-                mx.optimizer.RMSProp(centered=True), mx.optimizer.Signum(),
-                mx.optimizer.FTRL()):
+    for opt in (
+        mx.optimizer.SGD(momentum=0.9),
+        mx.optimizer.Adam(),
+        mx.optimizer.AdaGrad(),
+        mx.optimizer.RMSProp(centered=True),
+        mx.optimizer.Signum(),
+        mx.optimizer.FTRL(),
+    ):
         state = opt.create_state(0, w)
         for s in state if isinstance(state, tuple) else (state,):
             assert (s.shape, s.dtype, s.context) == ((3, 2), np.float64, mx.cpu(1))
@@ -333,10 +359,16 @@ def test_states_live_with_the_weight():
 
 # ----------------------------------------------------------------- registry
 def test_create_is_case_insensitive_and_names_unknown_optimizers():
-    for name, cls in [("sgd", mx.optimizer.SGD), ("SGD", mx.optimizer.SGD),
-                      ("Nag", mx.optimizer.NAG), ("adam", mx.optimizer.Adam),
-                      ("AdaGrad", mx.optimizer.AdaGrad), ("rmsprop", mx.optimizer.RMSProp),
-                      ("signum", mx.optimizer.Signum), ("ftrl", mx.optimizer.FTRL)]:
+    for name, cls in [
+        ("sgd", mx.optimizer.SGD),
+        ("SGD", mx.optimizer.SGD),
+        ("Nag", mx.optimizer.NAG),
+        ("adam", mx.optimizer.Adam),
+        ("AdaGrad", mx.optimizer.AdaGrad),
+        ("rmsprop", mx.optimizer.RMSProp),
+        ("signum", mx.optimizer.Signum),
+        ("ftrl", mx.optimizer.FTRL),
+    ]:
         assert type(mx.optimizer.create(name)) is cls
     opt = mx.optimizer.create("sgd", learning_rate=0.5, momentum=0.9)
     assert (opt.lr, opt.momentum) == (0.5, 0.9)
@@ -369,12 +401,15 @@ def _train(updater, weights, grads):
             updater(i, nd.array(g * (i + 1), dtype=w.dtype), w)
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("sgd", dict(momentum=0.9, learning_rate=0.1)),
-    ("adam", dict(learning_rate=0.1)),
-    ("rmsprop", dict(centered=True, learning_rate=0.05)),
-    ("ftrl", {}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("sgd", dict(momentum=0.9, learning_rate=0.1)),
+        ("adam", dict(learning_rate=0.1)),
+        ("rmsprop", dict(centered=True, learning_rate=0.05)),
+        ("ftrl", {}),
+    ],
+)
 def test_updater_states_round_trip(name, kwargs):
     weights = [nd.array(W0), nd.array(W0 * 2)]
     updater = mx.optimizer.get_updater(mx.optimizer.create(name, **kwargs))
@@ -414,8 +449,9 @@ def test_updater_states_move_to_the_weights_context_and_keep_the_optimizer():
 
 
 def test_pickled_optimizer_drops_param_dict():
-    opt = mx.optimizer.SGD(param_dict={0: _Param(0.5, 1.0)},
-                           lr_scheduler=mx.lr_scheduler.FactorScheduler(2, 0.5))
+    opt = mx.optimizer.SGD(
+        param_dict={0: _Param(0.5, 1.0)}, lr_scheduler=mx.lr_scheduler.FactorScheduler(2, 0.5)
+    )
     opt._update_count(0)
     back = pickle.loads(pickle.dumps(opt))
     assert back.param_dict == {} and back._index_update_count == {0: 1}

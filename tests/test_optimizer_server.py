@@ -13,28 +13,60 @@ from mxrs.base import MXNetError
 from test_optimizer import FULL, GRADS, W0
 
 # ----------------------------------------------------------------- server spec
-COMMON = [("learning_rate", 0.1), ("wd", 0.05), ("rescale_grad", 0.5),
-          ("clip_gradient", 0.6), ("begin_num_update", 0.0), ("multi_precision", 0.0)]
+COMMON = [
+    ("learning_rate", 0.1),
+    ("wd", 0.05),
+    ("rescale_grad", 0.5),
+    ("clip_gradient", 0.6),
+    ("begin_num_update", 0.0),
+    ("multi_precision", 0.0),
+]
 
 
 def test_to_spec_names_and_values():
-    assert mx.optimizer.SGD().to_spec() == ("sgd", [
-        ("learning_rate", 0.01), ("wd", 0.0), ("rescale_grad", 1.0),
-        ("begin_num_update", 0.0), ("multi_precision", 0.0),
-        ("momentum", 0.0), ("lazy_update", 1.0)])
+    assert mx.optimizer.SGD().to_spec() == (
+        "sgd",
+        [
+            ("learning_rate", 0.01),
+            ("wd", 0.0),
+            ("rescale_grad", 1.0),
+            ("begin_num_update", 0.0),
+            ("multi_precision", 0.0),
+            ("momentum", 0.0),
+            ("lazy_update", 1.0),
+        ],
+    )
     cases = [
-        (mx.optimizer.SGD(momentum=0.9, lazy_update=False, **FULL), "sgd",
-         [("momentum", 0.9), ("lazy_update", 0.0)]),
+        (
+            mx.optimizer.SGD(momentum=0.9, lazy_update=False, **FULL),
+            "sgd",
+            [("momentum", 0.9), ("lazy_update", 0.0)],
+        ),
         (mx.optimizer.NAG(momentum=0.8, **FULL), "nag", [("momentum", 0.8)]),
-        (mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL), "adam",
-         [("beta1", 0.8), ("beta2", 0.99), ("epsilon", 1e-3), ("lazy_update", 1.0)]),
+        (
+            mx.optimizer.Adam(beta1=0.8, beta2=0.99, epsilon=1e-3, **FULL),
+            "adam",
+            [("beta1", 0.8), ("beta2", 0.99), ("epsilon", 1e-3), ("lazy_update", 1.0)],
+        ),
         (mx.optimizer.AdaGrad(eps=1e-3, **FULL), "adagrad", [("eps", 1e-3)]),
-        (mx.optimizer.RMSProp(gamma1=0.8, gamma2=0.7, epsilon=1e-3, centered=True,
-                              clip_weights=2.0, **FULL), "rmsprop",
-         [("gamma1", 0.8), ("gamma2", 0.7), ("epsilon", 1e-3), ("centered", 1.0),
-          ("clip_weights", 2.0)]),
-        (mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL), "signum",
-         [("momentum", 0.5), ("wd_lh", 0.02)]),
+        (
+            mx.optimizer.RMSProp(
+                gamma1=0.8, gamma2=0.7, epsilon=1e-3, centered=True, clip_weights=2.0, **FULL
+            ),
+            "rmsprop",
+            [
+                ("gamma1", 0.8),
+                ("gamma2", 0.7),
+                ("epsilon", 1e-3),
+                ("centered", 1.0),
+                ("clip_weights", 2.0),
+            ],
+        ),
+        (
+            mx.optimizer.Signum(momentum=0.5, wd_lh=0.02, **FULL),
+            "signum",
+            [("momentum", 0.5), ("wd_lh", 0.02)],
+        ),
     ]
     for opt, name, own in cases:
         got_name, params = opt.to_spec()
@@ -125,8 +157,12 @@ SERVER_CHECK = textwrap.dedent(
 def test_python_and_the_servers_compute_the_same_updates():
     with scheduler_and_servers(workers=1, servers=1, PS_HEARTBEAT_TIMEOUT=5) as port:
         script = SERVER_CHECK.format(w0=W0.tolist(), grads=GRADS.tolist())
-        done = subprocess.run([sys.executable, "-c", script],
-                              env=node_env("worker", port, workers=1, servers=1),
-                              capture_output=True, text=True, timeout=TIMEOUT)
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env=node_env("worker", port, workers=1, servers=1),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["agreed", "14"]

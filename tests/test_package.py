@@ -30,8 +30,11 @@ def test_the_versions_are_the_workspaces():
 
 
 def test_the_console_scripts_are_those_pyproject_declares():
-    installed = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")
-                 if e.dist is not None and e.dist.name == "mxrs"}
+    installed = {
+        e.name: e.value
+        for e in importlib.metadata.entry_points(group="console_scripts")
+        if e.dist is not None and e.dist.name == "mxrs"
+    }
     assert installed == PYPROJECT["project"]["scripts"]
     assert {"ps-scheduler", "ps-server", "mxrs-launch"} <= set(installed)
 

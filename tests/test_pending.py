@@ -103,8 +103,7 @@ def test_waitall_waits_once_per_request_and_raises_the_first_failure_with_a_coun
     many = [mx.nd.zeros((2,)) for _ in range(50)]
     copied = mx.nd.zeros((2,))
     # One request covering fifty arrays it reads and one it writes through a copy.
-    _pending.track(shared, reads=many,
-                   writes=[(copied, lambda raw: raw.__setitem__(..., 5.0))])
+    _pending.track(shared, reads=many, writes=[(copied, lambda raw: raw.__setitem__(..., 5.0))])
     _pending.track(Ticket(NodeLostError("server 0 was lost")), reads=[mx.nd.zeros((1,))])
     _pending.track(Ticket(KVStoreError("key 2: refused")), reads=[mx.nd.zeros((1,))])
     with pytest.raises(NodeLostError, match=r"server 0 was lost \(and 1 more"):

@@ -36,8 +36,9 @@ def test_each_context_has_its_own_generator():
     assert not np.array_equal(a.asnumpy(), b.asnumpy())
     mx.random.seed(3)
     mx.random.uniform(shape=(100,), ctx=mx.cpu(0))  # draws on cpu(0) do not move cpu(1)
-    np.testing.assert_array_equal(mx.random.uniform(shape=(6,), ctx=mx.cpu(1)).asnumpy(),
-                                  b.asnumpy())
+    np.testing.assert_array_equal(
+        mx.random.uniform(shape=(6,), ctx=mx.cpu(1)).asnumpy(), b.asnumpy()
+    )
     mx.random.seed(9, ctx=mx.cpu(1))
     c = mx.random.uniform(shape=(6,), ctx=mx.cpu(1)).asnumpy()
     mx.random.seed(9, ctx=mx.cpu(1))

@@ -69,6 +69,27 @@ init = initializer
 
 __version__ = _native.__version__
 
-__all__ = ["Context", "MXNetError", "autograd", "base", "context", "cpu", "cpu_pinned",
-           "current_context", "gluon", "gpu", "init", "initializer", "kv", "kvstore",
-           "lr_scheduler", "metric", "model", "name", "nd", "ndarray", "optimizer", "random"]
+__all__ = [
+    "Context",
+    "MXNetError",
+    "autograd",
+    "base",
+    "context",
+    "cpu",
+    "cpu_pinned",
+    "current_context",
+    "gluon",
+    "gpu",
+    "init",
+    "initializer",
+    "kv",
+    "kvstore",
+    "lr_scheduler",
+    "metric",
+    "model",
+    "name",
+    "nd",
+    "ndarray",
+    "optimizer",
+    "random",
+]

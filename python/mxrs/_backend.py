@@ -217,7 +217,8 @@ def backend_for(ctx):
     except ImportError:
         raise ContextError(
             f"{ctx} needs CuPy, which is not installed: install mxrs[gpu] (cupy-cuda12x) on a "
-            "machine with a CUDA GPU, or use mx.cpu()") from None
+            "machine with a CUDA GPU, or use mx.cpu()"
+        ) from None
     try:
         count = int(cupy.cuda.runtime.getDeviceCount())
     except Exception as err:  # CuPy raises its own runtime error types without a driver

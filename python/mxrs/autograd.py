@@ -29,15 +29,26 @@ if TYPE_CHECKING:
     from .ndarray.ndarray import NDArray
 
 __all__ = [
-    "record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-    "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
+    "record",
+    "pause",
+    "train_mode",
+    "predict_mode",
+    "is_recording",
+    "is_training",
+    "set_recording",
+    "set_training",
+    "mark_variables",
+    "backward",
+    "grad",
+    "Function",
 ]
 
 _NOT_IN_GRAPH = (
     "Cannot differentiate node because it is not in a computational graph. You need to set "
     "is_recording to true or use autograd.record() to save computational graphs for backward. "
     "If you want to differentiate the same graph twice, you need to pass retain_graph=True to "
-    "backward.")
+    "backward."
+)
 
 
 class _State(threading.local):
@@ -127,9 +138,11 @@ def set_training(train_mode: bool) -> bool:
     return prev
 
 
-def mark_variables(variables: NDArray | list[NDArray] | tuple[NDArray, ...],
-                   gradients: NDArray | Sequence[NDArray],
-                   grad_reqs: str | Sequence[str] = "write") -> None:
+def mark_variables(
+    variables: NDArray | list[NDArray] | tuple[NDArray, ...],
+    gradients: NDArray | Sequence[NDArray],
+    grad_reqs: str | Sequence[str] = "write",
+) -> None:
     """Mark arrays as variables whose gradients go into the given gradient arrays.
 
     Parameters
@@ -179,9 +192,11 @@ def _toposort(heads: list[NDArray]) -> list[Any]:
     return order
 
 
-def _run(heads: NDArray | Sequence[NDArray],
-         head_grads: NDArray | Sequence[NDArray | None] | None,
-         retain_graph: bool) -> dict[int, Any]:
+def _run(
+    heads: NDArray | Sequence[NDArray],
+    head_grads: NDArray | Sequence[NDArray | None] | None,
+    retain_graph: bool,
+) -> dict[int, Any]:
     """Propagate gradients from ``heads``; return {id(variable): (variable, gradient)}."""
     heads = _as_list(heads)
     if head_grads is None:
@@ -252,9 +267,12 @@ def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
         leaves[id(var)] = (var, entry[1] + g)
 
 
-def backward(heads: NDArray | Sequence[NDArray],
-             head_grads: NDArray | Sequence[NDArray | None] | None = None,
-             retain_graph: bool = False, train_mode: bool = True) -> None:
+def backward(
+    heads: NDArray | Sequence[NDArray],
+    head_grads: NDArray | Sequence[NDArray | None] | None = None,
+    retain_graph: bool = False,
+    train_mode: bool = True,
+) -> None:
     """Compute the gradients of ``heads`` with respect to the marked variables.
 
     Parameters
@@ -283,10 +301,14 @@ def backward(heads: NDArray | Sequence[NDArray],
         var._fresh = True
 
 
-def grad(heads: NDArray | Sequence[NDArray], variables: NDArray | Sequence[NDArray],
-         head_grads: NDArray | Sequence[NDArray | None] | None = None,
-         retain_graph: bool | None = None, create_graph: bool = False,
-         train_mode: bool = True) -> NDArray | list[NDArray]:
+def grad(
+    heads: NDArray | Sequence[NDArray],
+    variables: NDArray | Sequence[NDArray],
+    head_grads: NDArray | Sequence[NDArray | None] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    train_mode: bool = True,
+) -> NDArray | list[NDArray]:
     """Return the gradients of ``heads`` with respect to ``variables`` (first order only).
 
     The variables' ``.grad`` buffers are left untouched.
@@ -308,8 +330,9 @@ def grad(heads: NDArray | Sequence[NDArray], variables: NDArray | Sequence[NDArr
         One gradient per variable (a single array when ``variables`` is one array).
     """
     if create_graph:
-        raise MXNetError("autograd.grad: create_graph=True (higher-order gradients) is not "
-                         "supported")
+        raise MXNetError(
+            "autograd.grad: create_graph=True (higher-order gradients) is not supported"
+        )
     if retain_graph is None:
         retain_graph = create_graph
     single = not isinstance(variables, (list, tuple))
@@ -379,8 +402,9 @@ class Function:
 class _FunctionNode:
     """Graph node adapting a :class:`Function` to the primitive-op protocol."""
 
-    def __init__(self, fn: Function, inputs: Sequence[NDArray], needs: tuple[bool, ...],
-                 outs: list[NDArray]) -> None:
+    def __init__(
+        self, fn: Function, inputs: Sequence[NDArray], needs: tuple[bool, ...], outs: list[NDArray]
+    ) -> None:
         self.fn, self.inputs, self.needs = fn, tuple(inputs), needs
         self.nout = len(outs)
         self.ctx = inputs[0]._ctx
@@ -398,7 +422,8 @@ class _FunctionNode:
         if not isinstance(gins, (list, tuple)):
             gins = (gins,)
         if len(gins) != len(self.inputs):
-            raise MXNetError(f"{type(self.fn).__name__}.backward returned {len(gins)} "
-                             f"gradients for {len(self.inputs)} inputs")
+            raise MXNetError(
+                f"{type(self.fn).__name__}.backward returned {len(gins)} "
+                f"gradients for {len(self.inputs)} inputs"
+            )
         return tuple(None if g is None else g._data for g in gins)
-

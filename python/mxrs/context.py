@@ -61,8 +61,10 @@ class Context:
             try:
                 self.device_typeid = Context.devstr2type[device_type]
             except KeyError:
-                raise MXNetError(f"unknown device type {device_type!r}; expected one of "
-                                 f"{sorted(Context.devstr2type)}") from None
+                raise MXNetError(
+                    f"unknown device type {device_type!r}; expected one of "
+                    f"{sorted(Context.devstr2type)}"
+                ) from None
             self.device_id = int(device_id)
         self._backend = None
 
@@ -75,8 +77,11 @@ class Context:
         return hash((self.device_typeid, self.device_id))
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Context) and self.device_typeid == other.device_typeid
-                and self.device_id == other.device_id)
+        return (
+            isinstance(other, Context)
+            and self.device_typeid == other.device_typeid
+            and self.device_id == other.device_id
+        )
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)

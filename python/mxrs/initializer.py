@@ -34,8 +34,23 @@ from . import random
 from .base import MXNetError
 from .ndarray import NDArray, load
 
-__all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Zero", "One", "Constant",
-           "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Mixed", "Load"]
+__all__ = [
+    "InitDesc",
+    "Initializer",
+    "register",
+    "alias",
+    "create",
+    "Zero",
+    "One",
+    "Constant",
+    "Uniform",
+    "Normal",
+    "Orthogonal",
+    "Xavier",
+    "MSRAPrelu",
+    "Mixed",
+    "Load",
+]
 
 _REGISTRY: dict[str, type[Initializer]] = {}
 _I = TypeVar("_I", bound="type[Initializer]")
@@ -57,8 +72,9 @@ class InitDesc(str):
     attrs: dict[str, Any]
     global_init: Initializer | None
 
-    def __new__(cls, name: str, attrs: dict[str, Any] | None = None,
-                global_init: Initializer | None = None) -> InitDesc:
+    def __new__(
+        cls, name: str, attrs: dict[str, Any] | None = None, global_init: Initializer | None = None
+    ) -> InitDesc:
         ret = super().__new__(cls, name)
         ret.attrs = attrs or {}
         ret.global_init = global_init
@@ -77,8 +93,9 @@ class Initializer:
         self._verbose = False
         self._print_func: Callable[[NDArray], str] | None = None
 
-    def set_verbosity(self, verbose: bool = False,
-                      print_func: Callable[[NDArray], str] | None = None) -> Initializer:
+    def set_verbosity(
+        self, verbose: bool = False, print_func: Callable[[NDArray], str] | None = None
+    ) -> Initializer:
         """Log a statistic of every initialized array (default: its RMS value).
 
         Parameters
@@ -89,8 +106,10 @@ class Initializer:
         """
         self._verbose = verbose
         if print_func is None:
+
             def print_func(x: NDArray) -> str:
                 return str(float(np.sqrt((x.asnumpy().astype(np.float64) ** 2).mean())))
+
         self._print_func = print_func
         return self
 
@@ -147,8 +166,9 @@ class Initializer:
     def _init_default(self, name: str, _: NDArray) -> None:
         raise MXNetError(
             f"Unknown initialization pattern for {name}. Default initialization is limited to "
-            "names ending in \"weight\", \"bias\", \"gamma\" (1.0), \"beta\" (0.0) and the "
-            "running statistics; give the parameter its own init=mx.init.*")
+            'names ending in "weight", "bias", "gamma" (1.0), "beta" (0.0) and the '
+            "running statistics; give the parameter its own init=mx.init.*"
+        )
 
 
 _SUFFIX_RULES = (
@@ -185,15 +205,18 @@ def register(klass: _I) -> _I:
 
 def alias(*aliases: str) -> Callable[[_I], _I]:
     """Return a decorator registering an initializer class under extra names."""
+
     def reg(klass: _I) -> _I:
         for name in aliases:
             _REGISTRY[name.lower()] = klass
         return klass
+
     return reg
 
 
-def create(initializer: Initializer | type[Initializer] | str, *args: Any,
-           **kwargs: Any) -> Initializer:
+def create(
+    initializer: Initializer | type[Initializer] | str, *args: Any, **kwargs: Any
+) -> Initializer:
     """Return an initializer from an instance, a registered name or a JSON dump.
 
     Parameters
@@ -222,8 +245,10 @@ def create(initializer: Initializer | type[Initializer] | str, *args: Any,
         return create(name, **kw)
     name = initializer.lower()
     if name not in _REGISTRY:
-        raise MXNetError(f"{name} is not registered. Please register with "
-                         f"mx.init.register first (known: {', '.join(sorted(_REGISTRY))})")
+        raise MXNetError(
+            f"{name} is not registered. Please register with "
+            f"mx.init.register first (known: {', '.join(sorted(_REGISTRY))})"
+        )
     return _REGISTRY[name](*args, **kwargs)
 
 
@@ -256,8 +281,13 @@ class Constant(Initializer):
     """
 
     def __init__(self, value: float) -> None:
-        super().__init__(value=value.tolist() if isinstance(value, np.ndarray) else
-                         value.asnumpy().tolist() if isinstance(value, NDArray) else value)
+        super().__init__(
+            value=value.tolist()
+            if isinstance(value, np.ndarray)
+            else value.asnumpy().tolist()
+            if isinstance(value, NDArray)
+            else value
+        )
         self.value = value
 
     def _init_weight(self, _: str, arr: NDArray) -> None:
@@ -343,8 +373,9 @@ class Xavier(Initializer):
     magnitude : float, default 3
     """
 
-    def __init__(self, rnd_type: str = "uniform", factor_type: str = "avg",
-                 magnitude: float = 3) -> None:
+    def __init__(
+        self, rnd_type: str = "uniform", factor_type: str = "avg", magnitude: float = 3
+    ) -> None:
         super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
         self.rnd_type = rnd_type
         self.factor_type = factor_type
@@ -353,8 +384,9 @@ class Xavier(Initializer):
     def _init_weight(self, name: str, arr: NDArray) -> None:
         shape = arr.shape
         if len(shape) < 2:
-            raise MXNetError(f"Xavier initializer cannot be applied to vector {name}. It "
-                             "requires at least 2D.")
+            raise MXNetError(
+                f"Xavier initializer cannot be applied to vector {name}. It requires at least 2D."
+            )
         hw_scale = float(np.prod(shape[2:])) if len(shape) > 2 else 1.0
         fan_in, fan_out = shape[1] * hw_scale, shape[0] * hw_scale
         if self.factor_type == "avg":
@@ -364,16 +396,18 @@ class Xavier(Initializer):
         elif self.factor_type == "out":
             factor = fan_out
         else:
-            raise MXNetError(f"Incorrect factor type {self.factor_type!r}; expected 'avg', "
-                             "'in' or 'out'")
+            raise MXNetError(
+                f"Incorrect factor type {self.factor_type!r}; expected 'avg', 'in' or 'out'"
+            )
         scale = math.sqrt(self.magnitude / factor)
         if self.rnd_type == "uniform":
             random.uniform(-scale, scale, out=arr)
         elif self.rnd_type == "gaussian":
             random.normal(0, scale, out=arr)
         else:
-            raise MXNetError(f"Unknown random type {self.rnd_type!r}; expected 'uniform' or "
-                             "'gaussian'")
+            raise MXNetError(
+                f"Unknown random type {self.rnd_type!r}; expected 'uniform' or 'gaussian'"
+            )
 
 
 @register
@@ -389,7 +423,7 @@ class MSRAPrelu(Xavier):
     """
 
     def __init__(self, factor_type: str = "avg", slope: float = 0.25) -> None:
-        super().__init__("gaussian", factor_type, 2.0 / (1 + slope ** 2))
+        super().__init__("gaussian", factor_type, 2.0 / (1 + slope**2))
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
 
@@ -403,8 +437,9 @@ class Mixed:
     initializers : list of Initializer
     """
 
-    def __init__(self, patterns: Sequence[str],
-                 initializers: Sequence[Callable[[str, NDArray], None]]) -> None:
+    def __init__(
+        self, patterns: Sequence[str], initializers: Sequence[Callable[[str, NDArray], None]]
+    ) -> None:
         if len(patterns) != len(initializers):
             raise MXNetError("Mixed: patterns and initializers differ in length")
         self.map = list(zip([re.compile(p) for p in patterns], initializers, strict=True))
@@ -415,8 +450,10 @@ class Mixed:
             if prog.match(name):
                 init(name, arr)
                 return
-        raise MXNetError(f"Parameter name {name} did not match any pattern. Consider adding a "
-                         "\".*\" pattern at the end with a default Initializer.")
+        raise MXNetError(
+            f"Parameter name {name} did not match any pattern. Consider adding a "
+            '".*" pattern at the end with a default Initializer.'
+        )
 
 
 class Load:
@@ -426,14 +463,18 @@ class Load:
     ``default_init``.
     """
 
-    def __init__(self, param: str | dict[str, NDArray],
-                 default_init: Callable[[str, NDArray], None] | None = None,
-                 verbose: bool = False) -> None:
+    def __init__(
+        self,
+        param: str | dict[str, NDArray],
+        default_init: Callable[[str, NDArray], None] | None = None,
+        verbose: bool = False,
+    ) -> None:
         loaded = load(param) if isinstance(param, str) else param
         if not isinstance(loaded, dict):
             raise MXNetError("Load expects a dict of name to NDArray or a file holding one")
-        self.param = {(k[4:] if k.startswith(("arg:", "aux:")) else k): v
-                      for k, v in loaded.items()}
+        self.param = {
+            (k[4:] if k.startswith(("arg:", "aux:")) else k): v for k, v in loaded.items()
+        }
         self.default_init = default_init
         self.verbose = verbose
 
@@ -441,12 +482,16 @@ class Load:
         """Fill ``arr`` from the saved array called ``name``, or with the default."""
         if name in self.param:
             if arr.shape != self.param[name].shape:
-                raise MXNetError(f"Parameter {name} cannot be initialized from loading. Shape "
-                                 f"mismatch, target {arr.shape} vs loaded "
-                                 f"{self.param[name].shape}")
+                raise MXNetError(
+                    f"Parameter {name} cannot be initialized from loading. Shape "
+                    f"mismatch, target {arr.shape} vs loaded "
+                    f"{self.param[name].shape}"
+                )
             arr[:] = self.param[name]
         elif self.default_init is None:
-            raise MXNetError(f"Cannot Initialize {name}. Not found in loaded param and no "
-                             "default Initializer is provided.")
+            raise MXNetError(
+                f"Cannot Initialize {name}. Not found in loaded param and no "
+                "default Initializer is provided."
+            )
         else:
             self.default_init(name, arr)

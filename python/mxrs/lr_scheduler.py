@@ -23,8 +23,13 @@ from math import cos, pi
 
 from .base import MXNetError
 
-__all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolyScheduler",
-           "CosineScheduler"]
+__all__ = [
+    "LRScheduler",
+    "FactorScheduler",
+    "MultiFactorScheduler",
+    "PolyScheduler",
+    "CosineScheduler",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -45,8 +50,13 @@ class LRScheduler:
         ``warmup_begin_lr`` throughout the warmup.
     """
 
-    def __init__(self, base_lr: float = 0.01, warmup_steps: int = 0, warmup_begin_lr: float = 0,
-                 warmup_mode: str = "linear") -> None:
+    def __init__(
+        self,
+        base_lr: float = 0.01,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
         self.base_lr = base_lr
         if not isinstance(warmup_steps, int):
             raise MXNetError(f"warmup_steps must be an int, got {warmup_steps!r}")
@@ -54,23 +64,27 @@ class LRScheduler:
         self.warmup_final_lr = base_lr
         self.warmup_begin_lr = warmup_begin_lr
         if self.warmup_begin_lr > self.warmup_final_lr:
-            raise MXNetError(f"Base lr ({base_lr}) has to be higher than warmup_begin_lr "
-                             f"({warmup_begin_lr})")
+            raise MXNetError(
+                f"Base lr ({base_lr}) has to be higher than warmup_begin_lr ({warmup_begin_lr})"
+            )
         if self.warmup_steps < 0:
             raise MXNetError(f"Warmup steps has to be positive or 0, got {warmup_steps}")
         if warmup_mode not in ("linear", "constant"):
-            raise MXNetError(f"Supports only linear and constant modes of warmup, got "
-                             f"{warmup_mode!r}")
+            raise MXNetError(
+                f"Supports only linear and constant modes of warmup, got {warmup_mode!r}"
+            )
         self.warmup_mode = warmup_mode
 
     def get_warmup_lr(self, num_update: int) -> float:
         """The learning rate at update ``num_update`` of the warmup (``< warmup_steps``)."""
         if num_update >= self.warmup_steps:
-            raise MXNetError(f"update {num_update} is past the warmup of "
-                             f"{self.warmup_steps} steps")
+            raise MXNetError(f"update {num_update} is past the warmup of {self.warmup_steps} steps")
         if self.warmup_mode == "linear":
-            increase = ((self.warmup_final_lr - self.warmup_begin_lr)
-                        * float(num_update) / float(self.warmup_steps))
+            increase = (
+                (self.warmup_final_lr - self.warmup_begin_lr)
+                * float(num_update)
+                / float(self.warmup_steps)
+            )
             return self.warmup_begin_lr + increase
         return self.warmup_begin_lr
 
@@ -97,9 +111,16 @@ class FactorScheduler(LRScheduler):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, step: int, factor: float = 1, stop_factor_lr: float = 1e-8,
-                 base_lr: float = 0.01, warmup_steps: int = 0, warmup_begin_lr: float = 0,
-                 warmup_mode: str = "linear") -> None:
+    def __init__(
+        self,
+        step: int,
+        factor: float = 1,
+        stop_factor_lr: float = 1e-8,
+        base_lr: float = 0.01,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if step < 1:
             raise MXNetError(f"Schedule step must be greater or equal than 1 round, got {step}")
@@ -119,8 +140,11 @@ class FactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
-                _log.info("Update[%d]: now learning rate arrived at %0.5e, will not change in "
-                          "the future", num_update, self.base_lr)
+                _log.info(
+                    "Update[%d]: now learning rate arrived at %0.5e, will not change in the future",
+                    num_update,
+                    self.base_lr,
+                )
             else:
                 _log.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
         return self.base_lr
@@ -141,9 +165,15 @@ class MultiFactorScheduler(LRScheduler):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, step: list[int], factor: float = 1, base_lr: float = 0.01,
-                 warmup_steps: int = 0, warmup_begin_lr: float = 0,
-                 warmup_mode: str = "linear") -> None:
+    def __init__(
+        self,
+        step: list[int],
+        factor: float = 1,
+        base_lr: float = 0.01,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(step, list) or len(step) < 1:
             raise MXNetError(f"step must be a non-empty list of ints, got {step!r}")
@@ -175,14 +205,22 @@ class _DecayToFinal(LRScheduler):
     ``n = num_update - warmup_steps`` and ``max_steps = max_update - warmup_steps``, ``shape``
     going from 1 to 0; past ``max_update`` the last value is kept."""
 
-    def __init__(self, max_update: int, base_lr: float, final_lr: float, warmup_steps: int,
-                 warmup_begin_lr: float, warmup_mode: str) -> None:
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float,
+        final_lr: float,
+        warmup_steps: int,
+        warmup_begin_lr: float,
+        warmup_mode: str,
+    ) -> None:
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
         if not isinstance(max_update, int):
             raise MXNetError(f"max_update must be an int, got {max_update!r}")
         if max_update < 1:
-            raise MXNetError(f"maximum number of updates must be strictly positive, got "
-                             f"{max_update}")
+            raise MXNetError(
+                f"maximum number of updates must be strictly positive, got {max_update}"
+            )
         self.base_lr_orig = self.base_lr
         self.max_update = max_update
         self.final_lr = final_lr
@@ -196,8 +234,7 @@ class _DecayToFinal(LRScheduler):
             return self.get_warmup_lr(num_update)
         if num_update <= self.max_update:
             frac = (num_update - self.warmup_steps) / self.max_steps
-            self.base_lr = (self.final_lr
-                            + (self.base_lr_orig - self.final_lr) * self._shape(frac))
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * self._shape(frac)
         return self.base_lr
 
 
@@ -220,12 +257,18 @@ class PolyScheduler(_DecayToFinal):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, max_update: int, base_lr: float = 0.01, pwr: float = 2,
-                 final_lr: float = 0, warmup_steps: int = 0, warmup_begin_lr: float = 0,
-                 warmup_mode: str = "linear") -> None:
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float = 0.01,
+        pwr: float = 2,
+        final_lr: float = 0,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
         self.power = pwr
-        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
-                         warmup_mode)
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
     def _shape(self, frac: float) -> float:
         return pow(1 - frac, self.power)
@@ -248,11 +291,16 @@ class CosineScheduler(_DecayToFinal):
         As :class:`LRScheduler`.
     """
 
-    def __init__(self, max_update: int, base_lr: float = 0.01, final_lr: float = 0,
-                 warmup_steps: int = 0, warmup_begin_lr: float = 0,
-                 warmup_mode: str = "linear") -> None:
-        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr,
-                         warmup_mode)
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float = 0.01,
+        final_lr: float = 0,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
     def _shape(self, frac: float) -> float:
         return (1 + cos(pi * frac)) / 2

@@ -54,15 +54,26 @@ class FeedForward:
         Optimizer hyper-parameters (``learning_rate``, ``momentum``, ``wd``...).
     """
 
-    def __init__(self, symbol: Block, ctx: Context | Sequence[Context] | None = None,
-                 num_epoch: int | None = None, epoch_size: int | None = None,
-                 optimizer: Any = "sgd", initializer: _init.Initializer | None = None,
-                 numpy_batch_size: int = 128, arg_params: dict[str, Any] | None = None,
-                 aux_params: dict[str, Any] | None = None, allow_extra_params: bool = False,
-                 begin_epoch: int = 0, loss: Block | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        symbol: Block,
+        ctx: Context | Sequence[Context] | None = None,
+        num_epoch: int | None = None,
+        epoch_size: int | None = None,
+        optimizer: Any = "sgd",
+        initializer: _init.Initializer | None = None,
+        numpy_batch_size: int = 128,
+        arg_params: dict[str, Any] | None = None,
+        aux_params: dict[str, Any] | None = None,
+        allow_extra_params: bool = False,
+        begin_epoch: int = 0,
+        loss: Block | None = None,
+        **kwargs: Any,
+    ) -> None:
         if not isinstance(symbol, Block):
-            raise MXNetError(f"FeedForward: symbol must be a gluon Block, got "
-                             f"{type(symbol).__name__}")
+            raise MXNetError(
+                f"FeedForward: symbol must be a gluon Block, got {type(symbol).__name__}"
+            )
         self.symbol = symbol
         ctx = cpu() if ctx is None else ctx
         self.ctx = [ctx] if isinstance(ctx, Context) else list(ctx)
@@ -76,8 +87,10 @@ class FeedForward:
         self._loss = loss
         self._initialized = False
         if arg_params or aux_params:
-            raise MXNetError("FeedForward: arg_params/aux_params are not supported; load weights "
-                             "into the Block with load_parameters")
+            raise MXNetError(
+                "FeedForward: arg_params/aux_params are not supported; load weights "
+                "into the Block with load_parameters"
+            )
 
     # ------------------------------------------------------------------ helpers
     def _init(self) -> None:
@@ -85,8 +98,9 @@ class FeedForward:
             self.symbol.initialize(self.initializer, ctx=self.ctx)
             self._initialized = True
 
-    def _batches(self, X: Any, y: Any, batch_size: int,
-                 shuffle: bool = False) -> Iterator[tuple[Any, Any]]:
+    def _batches(
+        self, X: Any, y: Any, batch_size: int, shuffle: bool = False
+    ) -> Iterator[tuple[Any, Any]]:
         """Yield (data, label) numpy/NDArray batches from arrays or from an iterable of batches."""
         if isinstance(X, (np.ndarray, NDArray)):
             X = X.asnumpy() if isinstance(X, NDArray) else X
@@ -96,7 +110,7 @@ class FeedForward:
                     raise MXNetError(f"FeedForward: X has {len(X)} samples but y has {len(y)}")
             order = np.random.permutation(len(X)) if shuffle else np.arange(len(X))
             for s in range(0, len(X), batch_size):
-                idx = order[s:s + batch_size]
+                idx = order[s : s + batch_size]
                 yield X[idx], None if y is None else y[idx]
             return
         if y is not None:
@@ -113,12 +127,21 @@ class FeedForward:
         return split_and_load(data, self.ctx, even_split=False, work_load_list=work_load_list)
 
     # ------------------------------------------------------------------ API
-    def fit(self, X: Any, y: Any = None, eval_data: Any = None, eval_metric: Any = "acc",
-            epoch_end_callback: _Callbacks = None, batch_end_callback: _Callbacks = None,
-            kvstore: Any = "local", logger: logging.Logger | None = None,
-            work_load_list: Sequence[float] | None = None, monitor: Any = None,
-            eval_end_callback: _Callbacks = None,
-            eval_batch_end_callback: _Callbacks = None) -> FeedForward:
+    def fit(
+        self,
+        X: Any,
+        y: Any = None,
+        eval_data: Any = None,
+        eval_metric: Any = "acc",
+        epoch_end_callback: _Callbacks = None,
+        batch_end_callback: _Callbacks = None,
+        kvstore: Any = "local",
+        logger: logging.Logger | None = None,
+        work_load_list: Sequence[float] | None = None,
+        monitor: Any = None,
+        eval_end_callback: _Callbacks = None,
+        eval_batch_end_callback: _Callbacks = None,
+    ) -> FeedForward:
         """Train for ``num_epoch`` epochs.
 
         Parameters
@@ -143,19 +166,23 @@ class FeedForward:
         if self.num_epoch is None:
             raise MXNetError("FeedForward.fit: num_epoch is not set")
         if work_load_list is not None and len(work_load_list) != len(self.ctx):
-            raise MXNetError(f"FeedForward.fit: work_load_list has {len(work_load_list)} entries "
-                             f"for {len(self.ctx)} contexts")
+            raise MXNetError(
+                f"FeedForward.fit: work_load_list has {len(work_load_list)} entries "
+                f"for {len(self.ctx)} contexts"
+            )
         log: Any = logger or logging  # the logging module itself by default, as in MXNet
         self._init()
         loss_fn = self._loss or SoftmaxCrossEntropyLoss()
-        trainer = Trainer(self.symbol.collect_params(), self.optimizer, dict(self.kwargs),
-                          kvstore=kvstore)
+        trainer = Trainer(
+            self.symbol.collect_params(), self.optimizer, dict(self.kwargs), kvstore=kvstore
+        )
         metric = _metric.create(eval_metric)
         for epoch in range(self.begin_epoch, self.num_epoch):
             tic = time.time()
             metric.reset()
-            for nbatch, (data, label) in enumerate(self._batches(X, y, self.numpy_batch_size,
-                                                                 shuffle=False)):
+            for nbatch, (data, label) in enumerate(
+                self._batches(X, y, self.numpy_batch_size, shuffle=False)
+            ):
                 if self.epoch_size is not None and nbatch >= self.epoch_size:
                     break
                 datas = self._split(data, work_load_list)
@@ -177,8 +204,13 @@ class FeedForward:
             _call(epoch_end_callback, epoch, self.symbol, None, None)
         return self
 
-    def predict(self, X: Any, num_batch: int | None = None, return_data: bool = False,
-                reuse_executor: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    def predict(
+        self,
+        X: Any,
+        num_batch: int | None = None,
+        return_data: bool = False,
+        reuse_executor: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The network's outputs for ``X``, as one numpy array (rows in input order)."""
         self._init()
         outs: list[np.ndarray] = []
@@ -195,14 +227,22 @@ class FeedForward:
         pred = np.concatenate(outs)
         return (pred, np.concatenate(datas)) if return_data else pred
 
-    def score(self, X: Any, y: Any = None, eval_metric: Any = "acc", num_batch: int | None = None,
-              batch_end_callback: _Callbacks = None, reset: bool = True) -> Any:
+    def score(
+        self,
+        X: Any,
+        y: Any = None,
+        eval_metric: Any = "acc",
+        num_batch: int | None = None,
+        batch_end_callback: _Callbacks = None,
+        reset: bool = True,
+    ) -> Any:
         """Evaluate ``eval_metric`` over ``X`` (with labels ``y`` or in the batches)."""
         m = self._score(X, y, eval_metric, num_batch)
         return m.get()[1]
 
-    def _score(self, X: Any, y: Any, eval_metric: Any,
-               num_batch: int | None = None) -> _metric.EvalMetric:
+    def _score(
+        self, X: Any, y: Any, eval_metric: Any, num_batch: int | None = None
+    ) -> _metric.EvalMetric:
         self._init()
         m = _metric.create(eval_metric)
         for n, (data, label) in enumerate(self._batches(X, y, self.numpy_batch_size)):

@@ -29,5 +29,17 @@ from .parameter import Constant, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
 from .trainer import Trainer
 
-__all__ = ["Block", "Constant", "DeferredInitializationError", "HybridBlock", "Parameter",
-           "ParameterDict", "Trainer", "data", "loss", "metric", "nn", "utils"]
+__all__ = [
+    "Block",
+    "Constant",
+    "DeferredInitializationError",
+    "HybridBlock",
+    "Parameter",
+    "ParameterDict",
+    "Trainer",
+    "data",
+    "loss",
+    "metric",
+    "nn",
+    "utils",
+]

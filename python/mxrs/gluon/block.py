@@ -50,8 +50,9 @@ class _BlockScope:
         self._old_scope: _BlockScope | None = None
 
     @staticmethod
-    def create(prefix: str | None, params: ParameterDict | None,
-               hint: str) -> tuple[str, ParameterDict]:
+    def create(
+        prefix: str | None, params: ParameterDict | None, hint: str
+    ) -> tuple[str, ParameterDict]:
         """Return the prefix and ParameterDict of a new block of alias ``hint``."""
         current = getattr(_BlockScope._current, "value", None)
         if current is None:
@@ -131,8 +132,11 @@ class Block:
         self._forward_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
 
     def __repr__(self) -> str:
-        modstr = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
-                           for key, block in self.__dict__.items() if isinstance(block, Block))
+        modstr = "\n".join(
+            f"  ({key}): {_indent(repr(block), 2)}"
+            for key, block in self.__dict__.items()
+            if isinstance(block, Block)
+        )
         return f"{type(self).__name__}(\n{modstr}\n)"
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -140,15 +144,19 @@ class Block:
         if hasattr(self, name):
             existing = getattr(self, name)
             if isinstance(existing, (Parameter, Block)) and not isinstance(value, type(existing)):
-                raise TypeError(f"Changing attribute type for {name} from {type(existing)} to "
-                                f"{type(value)} is not allowed.")
+                raise TypeError(
+                    f"Changing attribute type for {name} from {type(existing)} to "
+                    f"{type(value)} is not allowed."
+                )
         if isinstance(value, Block):
             self.register_child(value, name)
         elif isinstance(value, Parameter):
             if name in self._reg_params:
-                raise MXNetError(f"Overriding Parameter attribute {name} is not allowed. If you "
-                                 "want to share parameters between blocks, please set 'params' "
-                                 "at Block construction instead.")
+                raise MXNetError(
+                    f"Overriding Parameter attribute {name} is not allowed. If you "
+                    "want to share parameters between blocks, please set 'params' "
+                    "at Block construction instead."
+                )
             self._reg_params[name] = value
         super().__setattr__(name, value)
 
@@ -185,13 +193,19 @@ class Block:
             return isinstance(data, Block) and data not in children
 
         for k, v in self.__dict__.items():
-            if (isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or k == "_children")
-                    and unregistered(v)):
-                warnings.warn(f'"{type(self).__name__}.{k}" is an unregistered container with '
-                              "Blocks. Note that Blocks inside the list, tuple or dict will not "
-                              "be registered automatically. Make sure to register them using "
-                              "register_child() or switching to nn.Sequential/"
-                              "nn.HybridSequential instead.", stacklevel=3)
+            if (
+                isinstance(v, (list, tuple, dict))
+                and not (k.startswith("__") or k == "_children")
+                and unregistered(v)
+            ):
+                warnings.warn(
+                    f'"{type(self).__name__}.{k}" is an unregistered container with '
+                    "Blocks. Note that Blocks inside the list, tuple or dict will not "
+                    "be registered automatically. Make sure to register them using "
+                    "register_child() or switching to nn.Sequential/"
+                    "nn.HybridSequential instead.",
+                    stacklevel=3,
+                )
 
     def collect_params(self, select: str | None = None) -> ParameterDict:
         """Return a ParameterDict of this block's and all descendants' parameters.
@@ -208,8 +222,7 @@ class Block:
             ret.update(self.params)
         else:
             pattern = re.compile(select)
-            ret.update({name: value for name, value in self.params.items()
-                        if pattern.match(name)})
+            ret.update({name: value for name, value in self.params.items() if pattern.match(name)})
         for child in self._children.values():
             ret.update(child.collect_params(select=select))
         return ret
@@ -239,10 +252,15 @@ class Block:
             params = {v[0]: k for k, v in names.items()}
         nd.save(filename, {key: val._reduce() for key, val in params.items()})
 
-    def load_parameters(self, filename: str | os.PathLike[str],
-                        ctx: Context | Sequence[Context] | None = None,
-                        allow_missing: bool = False, ignore_extra: bool = False,
-                        cast_dtype: bool = False, dtype_source: str = "current") -> None:
+    def load_parameters(
+        self,
+        filename: str | os.PathLike[str],
+        ctx: Context | Sequence[Context] | None = None,
+        allow_missing: bool = False,
+        ignore_extra: bool = False,
+        cast_dtype: bool = False,
+        dtype_source: str = "current",
+    ) -> None:
         """Load parameters saved by :meth:`save_parameters` (or ``ParameterDict.save``).
 
         Parameters
@@ -272,8 +290,15 @@ class Block:
             return
         if not any("." in k for k in loaded):
             del loaded
-            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix,
-                                       cast_dtype=cast_dtype, dtype_source=dtype_source)
+            self.collect_params().load(
+                filename,
+                ctx,
+                allow_missing,
+                ignore_extra,
+                self.prefix,
+                cast_dtype=cast_dtype,
+                dtype_source=dtype_source,
+            )
             return
         if not allow_missing:
             names = defaultdict(list)
@@ -281,16 +306,20 @@ class Block:
                 names[v].append(k)
             for name, param in params.items():
                 if not any(n in loaded for n in names[param]):
-                    raise MXNetError(f"Parameter '{name}' is missing in file '{filename}', which "
-                                     f"contains parameters: {_brief_print_list(loaded.keys())}. "
-                                     "Set allow_missing=True to ignore missing parameters.")
+                    raise MXNetError(
+                        f"Parameter '{name}' is missing in file '{filename}', which "
+                        f"contains parameters: {_brief_print_list(loaded.keys())}. "
+                        "Set allow_missing=True to ignore missing parameters."
+                    )
         for name, value in loaded.items():
             if name not in params:
                 if not ignore_extra:
-                    raise MXNetError(f"Parameter '{name}' loaded from file '{filename}' is not "
-                                     "present in ParameterDict, which contains parameters "
-                                     f"{_brief_print_list(params.keys())}. Set "
-                                     "ignore_extra=True to ignore. ")
+                    raise MXNetError(
+                        f"Parameter '{name}' loaded from file '{filename}' is not "
+                        "present in ParameterDict, which contains parameters "
+                        f"{_brief_print_list(params.keys())}. Set "
+                        "ignore_extra=True to ignore. "
+                    )
                 continue
             params[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
 
@@ -300,15 +329,17 @@ class Block:
             name = str(len(self._children))
         self._children[name] = block
 
-    def register_forward_pre_hook(self, hook: Callable[[Block, tuple[Any, ...]], Any]
-                                  ) -> HookHandle:
+    def register_forward_pre_hook(
+        self, hook: Callable[[Block, tuple[Any, ...]], Any]
+    ) -> HookHandle:
         """Call ``hook(block, inputs)`` before every :meth:`forward`; returns a HookHandle."""
         handle = HookHandle()
         handle.attach(self._forward_pre_hooks, hook)
         return handle
 
-    def register_forward_hook(self, hook: Callable[[Block, tuple[Any, ...], Any], Any]
-                              ) -> HookHandle:
+    def register_forward_hook(
+        self, hook: Callable[[Block, tuple[Any, ...], Any], Any]
+    ) -> HookHandle:
         """Call ``hook(block, inputs, outputs)`` after every :meth:`forward`; returns a
         HookHandle."""
         handle = HookHandle()
@@ -322,9 +353,13 @@ class Block:
         fn(self)
         return self
 
-    def initialize(self, init: InitLike | None = None,
-                   ctx: Context | Sequence[Context] | None = None, verbose: bool = False,
-                   force_reinit: bool = False) -> None:
+    def initialize(
+        self,
+        init: InitLike | None = None,
+        ctx: Context | Sequence[Context] | None = None,
+        verbose: bool = False,
+        force_reinit: bool = False,
+    ) -> None:
         """Initialize the parameters of this block and its descendants.
 
         Same as ``collect_params().initialize(init, ctx, verbose, force_reinit)``.
@@ -383,8 +418,15 @@ class Block:
                 if p in seen:
                     shared += size
                 seen.add(p)
-            rows.append((f"{type(block).__name__}-{len(rows) + 1}", shape_str(outputs), n,
-                         trainable, shared))
+            rows.append(
+                (
+                    f"{type(block).__name__}-{len(rows) + 1}",
+                    shape_str(outputs),
+                    n,
+                    trainable,
+                    shared,
+                )
+            )
 
         def register(block: Block) -> None:
             if not block._chains_children:
@@ -447,9 +489,11 @@ class HybridBlock(Block):
             When ``block`` is not a HybridBlock.
         """
         if not isinstance(block, HybridBlock):
-            raise MXNetError(f"Children of HybridBlock must also be HybridBlock, but {block} has "
-                             f"type {type(block)}. If you are using Sequential, please try "
-                             "HybridSequential instead.")
+            raise MXNetError(
+                f"Children of HybridBlock must also be HybridBlock, but {block} has "
+                f"type {type(block)}. If you are using Sequential, please try "
+                "HybridSequential instead."
+            )
         super().register_child(block, name)
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
@@ -471,24 +515,30 @@ class HybridBlock(Block):
         """
         unknown = [p.name for p in self._reg_params.values() if not _shape_known(p.shape)]
         if unknown:
-            raise MXNetError(f"{type(self).__name__} cannot infer the shapes of {unknown} from "
-                             "its inputs; give the full shapes when creating the parameters or "
-                             "override infer_shape(self, *args)")
+            raise MXNetError(
+                f"{type(self).__name__} cannot infer the shapes of {unknown} from "
+                "its inputs; give the full shapes when creating the parameters or "
+                "override infer_shape(self, *args)"
+            )
 
     def _deferred_infer_shape(self, *args: Any) -> None:
         try:
             self.infer_shape(*args)
         except MXNetError as err:
-            raise MXNetError(f"Deferred initialization failed because shape cannot be "
-                             f"inferred. {err}") from err
+            raise MXNetError(
+                f"Deferred initialization failed because shape cannot be inferred. {err}"
+            ) from err
 
     def forward(  # type: ignore[override]  # MXNet's signature: the input first
-            self, x: NDArray, *args: Any, **kwargs: Any) -> Any:
+        self, x: NDArray, *args: Any, **kwargs: Any
+    ) -> Any:
         """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on ``x``'s context,
         finishing deferred initialization on the first call."""
         if not isinstance(x, NDArray):
-            raise MXNetError("HybridBlock requires the first argument to forward be an NDArray, "
-                             f"but got {type(x).__name__}")
+            raise MXNetError(
+                "HybridBlock requires the first argument to forward be an NDArray, "
+                f"but got {type(x).__name__}"
+            )
         ctx = x._ctx
         with ctx:
             try:
@@ -510,6 +560,7 @@ class HybridBlock(Block):
 
     def export(self, path: str, epoch: int = 0, **kwargs: Any) -> None:
         """Not supported: mxrs has no symbolic graphs to export; use :meth:`save_parameters`."""
-        raise MXNetError("HybridBlock.export needs a symbolic graph, which mxrs does not build; "
-                         "use save_parameters/load_parameters instead")
-
+        raise MXNetError(
+            "HybridBlock.export needs a symbolic graph, which mxrs does not build; "
+            "use save_parameters/load_parameters instead"
+        )

@@ -16,9 +16,20 @@ import numbers
 from ..base import MXNetError
 from .block import HybridBlock
 
-__all__ = ["Loss", "L2Loss", "L1Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
-           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "KLDivLoss", "HuberLoss",
-           "HingeLoss", "SquaredHingeLoss", "LogisticLoss"]
+__all__ = [
+    "Loss",
+    "L2Loss",
+    "L1Loss",
+    "SoftmaxCrossEntropyLoss",
+    "SoftmaxCELoss",
+    "SigmoidBinaryCrossEntropyLoss",
+    "SigmoidBCELoss",
+    "KLDivLoss",
+    "HuberLoss",
+    "HingeLoss",
+    "SquaredHingeLoss",
+    "LogisticLoss",
+]
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -134,8 +145,10 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
             if pos_weight is None:
                 loss = -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
             else:
-                loss = -(F.broadcast_mul(F.log(pred + eps) * label, pos_weight)
-                         + F.log(1.0 - pred + eps) * (1.0 - label))
+                loss = -(
+                    F.broadcast_mul(F.log(pred + eps) * label, pos_weight)
+                    + F.log(1.0 - pred + eps) * (1.0 - label)
+                )
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss, axis=self._batch_axis, exclude=True)
 
@@ -161,8 +174,9 @@ class SoftmaxCrossEntropyLoss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None,
-                 batch_axis=0, **kwargs):
+    def __init__(
+        self, axis=-1, sparse_label=True, from_logits=False, weight=None, batch_axis=0, **kwargs
+    ):
         super().__init__(weight, batch_axis, **kwargs)
         self._axis = axis
         self._sparse_label = sparse_label
@@ -172,8 +186,14 @@ class SoftmaxCrossEntropyLoss(Loss):
         """Return the per-sample loss."""
         if not self._sparse_label:
             label = _reshape_like(F, label, pred)
-        loss = F.softmax_ce_loss(pred, label, axis=self._axis, sparse_label=self._sparse_label,
-                                 from_logits=self._from_logits, keepdims=True)
+        loss = F.softmax_ce_loss(
+            pred,
+            label,
+            axis=self._axis,
+            sparse_label=self._sparse_label,
+            from_logits=self._from_logits,
+            keepdims=True,
+        )
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss, axis=self._batch_axis, exclude=True)
 
@@ -225,8 +245,7 @@ class HuberLoss(Loss):
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         loss = F.abs(label - pred)
-        loss = F.where(loss > self._rho, loss - 0.5 * self._rho,
-                       (0.5 / self._rho) * F.square(loss))
+        loss = F.where(loss > self._rho, loss - 0.5 * self._rho, (0.5 / self._rho) * F.square(loss))
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss, axis=self._batch_axis, exclude=True)
 
@@ -282,8 +301,7 @@ class LogisticLoss(Loss):
     def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
         if label_format not in ("signed", "binary"):
-            raise MXNetError(f"label_format can only be signed or binary, received "
-                             f"{label_format}.")
+            raise MXNetError(f"label_format can only be signed or binary, received {label_format}.")
         self._label_format = label_format
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):

@@ -99,11 +99,20 @@ class Parameter:
     [cpu(0), cpu(1)]
     """
 
-    def __init__(self, name: str, grad_req: str = "write",
-                 shape: int | Sequence[int | None] | None = None, dtype: DTypeLike = np.float32,
-                 lr_mult: float = 1.0, wd_mult: float = 1.0, init: InitLike | None = None,
-                 allow_deferred_init: bool = False, differentiable: bool = True,
-                 stype: str = "default", grad_stype: str = "default") -> None:
+    def __init__(
+        self,
+        name: str,
+        grad_req: str = "write",
+        shape: int | Sequence[int | None] | None = None,
+        dtype: DTypeLike = np.float32,
+        lr_mult: float = 1.0,
+        wd_mult: float = 1.0,
+        init: InitLike | None = None,
+        allow_deferred_init: bool = False,
+        differentiable: bool = True,
+        stype: str = "default",
+        grad_stype: str = "default",
+    ) -> None:
         if stype != "default" or grad_stype != "default":
             raise MXNetError(f"Parameter '{name}': only dense ('default') storage is supported")
         # _data, _ctx_list and _ctx_index are None until initialized, then all set together
@@ -138,8 +147,7 @@ class Parameter:
     @grad_req.setter
     def grad_req(self, req: str) -> None:
         if req not in ("write", "add", "null"):
-            raise MXNetError(f"grad_req must be one of 'write', 'add', or 'null', but got "
-                             f"'{req}'")
+            raise MXNetError(f"grad_req must be one of 'write', 'add', or 'null', but got '{req}'")
         if not self._differentiable:
             req = "null"
         if self._grad_req == req:
@@ -167,9 +175,12 @@ class Parameter:
             self._shape = new_shape
             return
         if len(self._shape) != len(new_shape) or not all(
-                j in (0, i) for i, j in zip(new_shape, self._shape, strict=True)):
-            raise MXNetError(f"Expected shape {new_shape} is incompatible with given shape "
-                             f"{self._shape} for Parameter '{self.name}'.")
+            j in (0, i) for i, j in zip(new_shape, self._shape, strict=True)
+        ):
+            raise MXNetError(
+                f"Expected shape {new_shape} is incompatible with given shape "
+                f"{self._shape} for Parameter '{self.name}'."
+            )
         self._shape = new_shape
 
     @property
@@ -189,15 +200,22 @@ class Parameter:
     def _set_trainer(self, trainer: Trainer | None) -> None:
         """Remember the trainer updating this parameter (a dense parameter may change trainer,
         as in MXNet; only a sparse one may not)."""
-        if (self._stype != "default" and self._trainer is not None and trainer is not None
-                and self._trainer is not trainer):
-            raise MXNetError(f"Failed to set the trainer for Parameter '{self.name}' because it "
-                             f"was already set. More than one trainers for a {self._stype} "
-                             "Parameter is not supported.")
+        if (
+            self._stype != "default"
+            and self._trainer is not None
+            and trainer is not None
+            and self._trainer is not trainer
+        ):
+            raise MXNetError(
+                f"Failed to set the trainer for Parameter '{self.name}' because it "
+                f"was already set. More than one trainers for a {self._stype} "
+                "Parameter is not supported."
+            )
         self._trainer = trainer
 
-    def _check_and_get(self, arr_list: list[NDArray] | None,
-                       ctx: Context | type[list] | None) -> Any:
+    def _check_and_get(
+        self, arr_list: list[NDArray] | None, ctx: Context | type[list] | None
+    ) -> Any:
         if arr_list is not None:
             if ctx is list:
                 return arr_list
@@ -209,24 +227,32 @@ class Parameter:
             idx = self._ctx_index.get(cast(Context, ctx))  # not list, after the test above
             if idx is not None:
                 return arr_list[idx]
-            raise MXNetError(f"Parameter '{self.name}' was not initialized on context {ctx}. "
-                             f"It was only initialized on {self._ctx_list}.")
+            raise MXNetError(
+                f"Parameter '{self.name}' was not initialized on context {ctx}. "
+                f"It was only initialized on {self._ctx_list}."
+            )
         if self._deferred_init:
             raise DeferredInitializationError(
                 f"Parameter '{self.name}' has not been initialized yet because initialization "
                 "was deferred. Actual initialization happens during the first forward pass. "
                 "Please pass one batch of data through the network before accessing "
                 "Parameters. You can also avoid deferred initialization by specifying "
-                "in_units, num_features, etc., for network layers.")
+                "in_units, num_features, etc., for network layers."
+            )
         raise MXNetError(
             f"Parameter '{self.name}' has not been initialized. Note that you should initialize "
             "parameters and create Trainer with Block.collect_params() instead of Block.params "
-            "because the later does not include Parameters of nested child Blocks")
+            "because the later does not include Parameters of nested child Blocks"
+        )
 
     # ----------------------------------------------------------------- initialization
-    def initialize(self, init: InitLike | None = None,
-                   ctx: Context | Sequence[Context] | None = None,
-                   default_init: InitLike | None = None, force_reinit: bool = False) -> None:
+    def initialize(
+        self,
+        init: InitLike | None = None,
+        ctx: Context | Sequence[Context] | None = None,
+        default_init: InitLike | None = None,
+        force_reinit: bool = False,
+    ) -> None:
         """Allocate and fill the data (and gradient) arrays on the given contexts.
 
         Parameters
@@ -246,8 +272,11 @@ class Parameter:
             When the shape is unknown and deferred initialization is not allowed.
         """
         if self._data is not None and not force_reinit:
-            warnings.warn(f"Parameter '{self.name}' is already initialized, ignoring. Set "
-                          "force_reinit=True to re-initialize.", stacklevel=2)
+            warnings.warn(
+                f"Parameter '{self.name}' is already initialized, ignoring. Set "
+                "force_reinit=True to re-initialize.",
+                stacklevel=2,
+            )
             return
         ctx = _ctx_list(ctx)
         if default_init is None:
@@ -258,8 +287,10 @@ class Parameter:
             if self._allow_deferred_init:
                 self._deferred_init = (init, ctx, default_init, None)
                 return
-            raise MXNetError(f"Cannot initialize Parameter '{self.name}' because it has "
-                             f"invalid shape: {self._shape}.")
+            raise MXNetError(
+                f"Cannot initialize Parameter '{self.name}' because it has "
+                f"invalid shape: {self._shape}."
+            )
         self._deferred_init = (init, ctx, default_init, None)
         self._finish_deferred_init()
 
@@ -270,22 +301,28 @@ class Parameter:
         init, ctx, default_init, data = self._deferred_init
         self._deferred_init = ()
         if not _shape_known(self._shape):
-            raise MXNetError(f"Cannot initialize Parameter '{self.name}' because it has "
-                             f"invalid shape: {self._shape}. Please specify in_units, "
-                             "in_channels, etc for `Block`s.")
+            raise MXNetError(
+                f"Cannot initialize Parameter '{self.name}' because it has "
+                f"invalid shape: {self._shape}. Please specify in_units, "
+                "in_channels, etc for `Block`s."
+            )
         with autograd.pause():
             if data is None:
                 data = nd.zeros(self._shape, ctx=cpu(), dtype=self.dtype)
                 initializer.create(default_init)(
-                    initializer.InitDesc(self.name, {"__init__": init}), data)
+                    initializer.InitDesc(self.name, {"__init__": init}), data
+                )
             self._init_impl(data, ctx)
 
     def _init_impl(self, data: NDArray, ctx_list: Sequence[Context]) -> None:
         """Copy ``data`` to every context, reusing the arrays already there when possible."""
         ctx_list = list(ctx_list)
         old = self._data
-        if (old is not None and ctx_list == self._ctx_list
-                and all(a.shape == data.shape and a.dtype == data.dtype for a in old)):
+        if (
+            old is not None
+            and ctx_list == self._ctx_list
+            and all(a.shape == data.shape and a.dtype == data.dtype for a in old)
+        ):
             for arr in old:
                 data.copyto(arr)
             self.zero_grad()
@@ -308,33 +345,44 @@ class Parameter:
             grads.append(g)
         self._grad = grads
 
-    def _load_init(self, data: NDArray, ctx: Context | Sequence[Context] | None,
-                   cast_dtype: bool = False, dtype_source: str = "current") -> None:
+    def _load_init(
+        self,
+        data: NDArray,
+        ctx: Context | Sequence[Context] | None,
+        cast_dtype: bool = False,
+        dtype_source: str = "current",
+    ) -> None:
         """(Re)initialize from loaded ``data`` (checking shape and dtype)."""
         if self._shape:
             if len(self._shape) != len(data.shape) or not all(
-                    s in (0, d) for s, d in zip(self._shape, data.shape, strict=True)):
-                raise MXNetError(f"Failed loading Parameter '{self.name}' from saved params: "
-                                 f"shape incompatible expected {self._shape} vs saved "
-                                 f"{data.shape}")
-            self._shape = tuple(s if s else d for s, d in zip(self._shape, data.shape,
-                                                              strict=True))
+                s in (0, d) for s, d in zip(self._shape, data.shape, strict=True)
+            ):
+                raise MXNetError(
+                    f"Failed loading Parameter '{self.name}' from saved params: "
+                    f"shape incompatible expected {self._shape} vs saved "
+                    f"{data.shape}"
+                )
+            self._shape = tuple(s if s else d for s, d in zip(self._shape, data.shape, strict=True))
         if self.dtype is not None and np.dtype(self.dtype) != np.dtype(data.dtype):
             if cast_dtype and dtype_source == "saved":
                 self.dtype = data.dtype
             elif cast_dtype:
                 data = data.astype(self.dtype)
             else:
-                raise MXNetError(f"Failed loading Parameter '{self.name}' from saved params: "
-                                 f"dtype incompatible expected {np.dtype(self.dtype).name} vs "
-                                 f"saved {np.dtype(data.dtype).name}. Set cast_dtype=True to "
-                                 "cast the dtype of saved params.")
+                raise MXNetError(
+                    f"Failed loading Parameter '{self.name}' from saved params: "
+                    f"dtype incompatible expected {np.dtype(self.dtype).name} vs "
+                    f"saved {np.dtype(data.dtype).name}. Set cast_dtype=True to "
+                    "cast the dtype of saved params."
+                )
         ctxs = None if ctx is None else _ctx_list(ctx)
         if self._data is None:
             if self._deferred_init:
                 if ctxs is not None and set(ctxs) != set(self._deferred_init[1]):
-                    raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctxs} because "
-                                     f"it was previous initialized on {self.list_ctx()}.")
+                    raise MXNetError(
+                        f"Failed to load Parameter '{self.name}' on {ctxs} because "
+                        f"it was previous initialized on {self.list_ctx()}."
+                    )
                 ctxs = self._deferred_init[1]
             elif ctxs is None:
                 ctxs = [cpu()]
@@ -342,8 +390,10 @@ class Parameter:
                 self._init_impl(data, ctxs)
         else:
             if ctxs is not None and set(ctxs) != set(self._ctx_list or ()):
-                raise MXNetError(f"Failed to load Parameter '{self.name}' on {ctxs} because it "
-                                 f"was previous initialized on {self.list_ctx()}.")
+                raise MXNetError(
+                    f"Failed to load Parameter '{self.name}' on {ctxs} because it "
+                    f"was previous initialized on {self.list_ctx()}."
+                )
             self.set_data(data)
         self._deferred_init = ()
 
@@ -374,8 +424,10 @@ class Parameter:
             init, _, default_init, data = self._deferred_init
             self._deferred_init = (init, ctx, default_init, data)
         else:
-            raise MXNetError(f"Cannot reset context for Parameter '{self.name}' because it has "
-                             "not been initialized.")
+            raise MXNetError(
+                f"Cannot reset context for Parameter '{self.name}' because it has "
+                "not been initialized."
+            )
 
     # ----------------------------------------------------------------- data access
     def set_data(self, data: NDArray) -> None:
@@ -394,9 +446,12 @@ class Parameter:
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
         trainer = self._trainer
-        if (trainer is not None and getattr(trainer, "_kv_initialized", False)
-                and getattr(trainer, "_update_on_kvstore", False)
-                and self not in getattr(trainer, "_params_to_init", ())):
+        if (
+            trainer is not None
+            and getattr(trainer, "_kv_initialized", False)
+            and getattr(trainer, "_update_on_kvstore", False)
+            and self not in getattr(trainer, "_params_to_init", ())
+        ):
             trainer._reset_kvstore()
         for arr in self._data:
             data.copyto(arr)
@@ -426,15 +481,17 @@ class Parameter:
     def grad(self, ctx: Context | None = None) -> NDArray:
         """Return the gradient buffer on ``ctx`` (as :meth:`data` picks the context)."""
         if self._data is not None and self._grad is None:
-            raise MXNetError(f"Cannot get gradient array for Parameter '{self.name}' because "
-                             "grad_req='null'")
+            raise MXNetError(
+                f"Cannot get gradient array for Parameter '{self.name}' because grad_req='null'"
+            )
         return self._check_and_get(self._grad, ctx)
 
     def list_grad(self) -> list[NDArray]:
         """Return the gradient buffers on all contexts, in the order of :meth:`list_ctx`."""
         if self._data is not None and self._grad is None:
-            raise MXNetError(f"Cannot get gradient array for Parameter '{self.name}' because "
-                             "grad_req='null'")
+            raise MXNetError(
+                f"Cannot get gradient array for Parameter '{self.name}' because grad_req='null'"
+            )
         return self._check_and_get(self._grad, list)
 
     def list_ctx(self) -> list[Context]:
@@ -494,8 +551,9 @@ class Constant(Parameter):
         if not isinstance(value, nd.NDArray):
             value = nd.array(value)
         self.value = value
-        super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype,
-                         init=_ValueInit(value))
+        super().__init__(
+            name, grad_req="null", shape=value.shape, dtype=value.dtype, init=_ValueInit(value)
+        )
 
     def __repr__(self) -> str:
         return f"Constant {self.name} (shape={self.shape}, dtype={self.dtype})"
@@ -508,6 +566,8 @@ class Constant(Parameter):
     @grad_req.setter
     def grad_req(self, req: str) -> None:
         if req != "null":
-            warnings.warn(f'Constant parameter "{self.name}" does not support grad_req other '
-                          f'than "null", and new value "{req}" is ignored.', stacklevel=2)
-
+            warnings.warn(
+                f'Constant parameter "{self.name}" does not support grad_req other '
+                f'than "null", and new value "{req}" is ignored.',
+                stacklevel=2,
+            )

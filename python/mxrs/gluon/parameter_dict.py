@@ -122,9 +122,11 @@ class ParameterDict:
             elif k == "dtype" and np.dtype(v) == np.dtype(existing):
                 continue
             if v is not None and v != existing:
-                raise MXNetError(f"Cannot retrieve Parameter '{name}' because desired attribute "
-                                 f"does not match with stored for attribute '{k}': desired "
-                                 f"'{v}' vs stored '{existing}'.")
+                raise MXNetError(
+                    f"Cannot retrieve Parameter '{name}' because desired attribute "
+                    f"does not match with stored for attribute '{k}': desired "
+                    f"'{v}' vs stored '{existing}'."
+                )
         return param
 
     def get_constant(self, name: str, value: Any = None) -> Parameter:
@@ -139,8 +141,10 @@ class ParameterDict:
         param = self._get_impl(name)
         if param is None:
             if value is None:
-                raise KeyError(f"No constant named '{name}'. Please specify value if you want "
-                               "to create a new constant.")
+                raise KeyError(
+                    f"No constant named '{name}'. Please specify value if you want "
+                    "to create a new constant."
+                )
             param = Constant(name, value)
             self._params[name] = param
         elif value is not None:
@@ -148,8 +152,9 @@ class ParameterDict:
                 raise MXNetError(f"Parameter '{name}' already exists but it is not a constant.")
             value = value.asnumpy() if isinstance(value, nd.NDArray) else np.asarray(value)
             if param.shape != value.shape or not (param.value.asnumpy() == value).all():
-                raise MXNetError(f"Constant '{name}' already exists but it's value doesn't "
-                                 "match new value")
+                raise MXNetError(
+                    f"Constant '{name}' already exists but it's value doesn't match new value"
+                )
         return param
 
     def update(self, other: ParameterDict | dict[str, Parameter]) -> None:
@@ -162,14 +167,20 @@ class ParameterDict:
         """
         for k, v in other.items():
             if k in self._params and self._params[k] is not v:
-                raise MXNetError("Cannot update self with other because they have different "
-                                 f"Parameters with the same name '{k}'")
+                raise MXNetError(
+                    "Cannot update self with other because they have different "
+                    f"Parameters with the same name '{k}'"
+                )
         for k, v in other.items():
             self._params[k] = v
 
-    def initialize(self, init: InitLike | None = None,
-                   ctx: Context | Sequence[Context] | None = None, verbose: bool = False,
-                   force_reinit: bool = False) -> None:
+    def initialize(
+        self,
+        init: InitLike | None = None,
+        ctx: Context | Sequence[Context] | None = None,
+        verbose: bool = False,
+        force_reinit: bool = False,
+    ) -> None:
         """Initialize every parameter (see :meth:`Parameter.initialize`).
 
         Parameters
@@ -226,14 +237,21 @@ class ParameterDict:
                     f"Prefix '{strip_prefix}' is to be striped before saving, but Parameter's "
                     f"name '{param.name}' does not start with '{strip_prefix}'. this may be due "
                     "to your Block shares parameters from other Blocks or you forgot to use "
-                    "'with name_scope()' when creating child blocks.")
-            arg_dict[param.name[len(strip_prefix):]] = param._reduce()
+                    "'with name_scope()' when creating child blocks."
+                )
+            arg_dict[param.name[len(strip_prefix) :]] = param._reduce()
         nd.save(filename, arg_dict)
 
-    def load(self, filename: str | os.PathLike[str],
-             ctx: Context | Sequence[Context] | None = None, allow_missing: bool = False,
-             ignore_extra: bool = False, restore_prefix: str = "", cast_dtype: bool = False,
-             dtype_source: str = "current") -> None:
+    def load(
+        self,
+        filename: str | os.PathLike[str],
+        ctx: Context | Sequence[Context] | None = None,
+        allow_missing: bool = False,
+        ignore_extra: bool = False,
+        restore_prefix: str = "",
+        cast_dtype: bool = False,
+        dtype_source: str = "current",
+    ) -> None:
         """Load values saved by :meth:`save` (names get ``restore_prefix`` prepended).
 
         Parameters
@@ -258,21 +276,26 @@ class ParameterDict:
         if restore_prefix:
             for name in self.keys():
                 if not name.startswith(restore_prefix):
-                    raise MXNetError(f"restore_prefix is '{restore_prefix}' but Parameters name "
-                                     f"'{name}' does not start with '{restore_prefix}'")
+                    raise MXNetError(
+                        f"restore_prefix is '{restore_prefix}' but Parameters name "
+                        f"'{name}' does not start with '{restore_prefix}'"
+                    )
         lprefix = len(restore_prefix)
         loaded = nd.load(filename)
         if not isinstance(loaded, dict):
             raise MXNetError(f"{filename} holds a list of arrays, not named parameters")
-        arg_dict = {restore_prefix + (k[4:] if k.startswith(("arg:", "aux:")) else k): v
-                    for k, v in loaded.items()}
+        arg_dict = {
+            restore_prefix + (k[4:] if k.startswith(("arg:", "aux:")) else k): v
+            for k, v in loaded.items()
+        }
         if not allow_missing:
             for name in self.keys():
                 if name not in arg_dict:
                     raise MXNetError(
                         f"Parameter '{name[lprefix:]}' is missing in file '{filename}', which "
                         f"contains parameters: {_brief_print_list(arg_dict.keys())}. Please "
-                        "make sure source and target networks have the same prefix.")
+                        "make sure source and target networks have the same prefix."
+                    )
         for name, value in arg_dict.items():
             if name not in self._params:
                 if not ignore_extra:
@@ -281,14 +304,17 @@ class ParameterDict:
                         f"present in ParameterDict, choices are: "
                         f"{_brief_print_list(self._params.keys())}. Set ignore_extra to True "
                         "to ignore. Please make sure source and target networks have the same "
-                        "prefix.")
+                        "prefix."
+                    )
                 continue
-            self._params[name]._load_init(value, ctx, cast_dtype=cast_dtype,
-                                          dtype_source=dtype_source)
+            self._params[name]._load_init(
+                value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source
+            )
 
 
-def _merge_shapes(wanted: tuple[int, ...] | None,
-                  existing: tuple[int, ...]) -> tuple[int, ...] | None:
+def _merge_shapes(
+    wanted: tuple[int, ...] | None, existing: tuple[int, ...]
+) -> tuple[int, ...] | None:
     """Merge two shapes where 0 means unknown; None when they contradict."""
     if wanted is None or len(wanted) != len(existing):
         return None

@@ -40,11 +40,15 @@ class Trainer:
     ``step(batch_size)`` rescales gradients by ``1 / batch_size``, the batch on this worker.
     """
 
-    def __init__(self, params: ParameterDict | dict[str, Parameter] | Sequence[Parameter],
-                 optimizer: str | opt.Optimizer, optimizer_params: dict[str, Any] | None = None,
-                 kvstore: str | kvs.KVStoreBase | None = "device",
-                 compression_params: dict[str, Any] | None = None,
-                 update_on_kvstore: bool | None = None) -> None:
+    def __init__(
+        self,
+        params: ParameterDict | dict[str, Parameter] | Sequence[Parameter],
+        optimizer: str | opt.Optimizer,
+        optimizer_params: dict[str, Any] | None = None,
+        kvstore: str | kvs.KVStoreBase | None = "device",
+        compression_params: dict[str, Any] | None = None,
+        update_on_kvstore: bool | None = None,
+    ) -> None:
         self._params = _param_list(params)
         self._param2idx: dict[str, int] = {}
         for i, p in enumerate(self._params):
@@ -66,13 +70,16 @@ class Trainer:
         self._server_rescale: float | None = None
 
     # ------------------------------------------------------------------ set-up
-    def _init_optimizer(self, optimizer: str | opt.Optimizer,
-                        optimizer_params: dict[str, Any]) -> None:
+    def _init_optimizer(
+        self, optimizer: str | opt.Optimizer, optimizer_params: dict[str, Any]
+    ) -> None:
         param_dict = dict(enumerate(self._params))
         if isinstance(optimizer, opt.Optimizer):
             if optimizer_params:
-                raise MXNetError("Trainer: optimizer_params must be empty when optimizer is an "
-                                 "Optimizer instance (set them on the instance)")
+                raise MXNetError(
+                    "Trainer: optimizer_params must be empty when optimizer is an "
+                    "Optimizer instance (set them on the instance)"
+                )
             self._optimizer = optimizer
             self._optimizer.param_dict = param_dict
         else:
@@ -84,8 +91,10 @@ class Trainer:
         for p in self._params:
             ctx = p.list_ctx()
             if contexts is not None and contexts != ctx:
-                raise MXNetError(f"Trainer: all Parameters must live on the same contexts; "
-                                 f"{p.name} is on {ctx}, others on {contexts}")
+                raise MXNetError(
+                    f"Trainer: all Parameters must live on the same contexts; "
+                    f"{p.name} is on {ctx}, others on {contexts}"
+                )
             contexts = ctx
         return contexts or []
 
@@ -101,14 +110,17 @@ class Trainer:
             else:
                 kv = kvs.create(kv)
         elif kv is not None and not isinstance(kv, kvs.KVStoreBase):
-            raise MXNetError(f"Trainer: kvstore must be a name, a KVStore or None, got "
-                             f"{type(kv).__name__}")
+            raise MXNetError(
+                f"Trainer: kvstore must be a name, a KVStore or None, got {type(kv).__name__}"
+            )
         if kv is None:
             update_on_kv = False
         else:
             if "async" in kv.type and update_on_kv is False:
-                raise MXNetError("Trainer: dist_async stores update on the servers; set "
-                                 "update_on_kvstore=True (or leave it None)")
+                raise MXNetError(
+                    "Trainer: dist_async stores update on the servers; set "
+                    "update_on_kvstore=True (or leave it None)"
+                )
             if update_on_kv is None:
                 update_on_kv = True
                 if kv.type == "local":
@@ -150,8 +162,10 @@ class Trainer:
             For a distributed store: the servers keep the values, they cannot be reset.
         """
         if self._kvstore is not None and self._distributed:
-            raise MXNetError("Trainer: a distributed KVStore cannot be reset; set_data on a "
-                             "Parameter being trained through one is not supported")
+            raise MXNetError(
+                "Trainer: a distributed KVStore cannot be reset; set_data on a "
+                "Parameter being trained through one is not supported"
+            )
         self._kv_initialized = False
         self._kvstore = None
         self._distributed = False
@@ -207,16 +221,19 @@ class Trainer:
         """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
         self._ensure_store()
         if self._update_on_kvstore:
-            raise MXNetError("Trainer.allreduce_grads() needs update_on_kvstore=False: the store "
-                             "applies the optimizer while reducing")
+            raise MXNetError(
+                "Trainer.allreduce_grads() needs update_on_kvstore=False: the store "
+                "applies the optimizer while reducing"
+            )
         self._reduce(update=False)
 
     def update(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """Apply the optimizer to reduced gradients (after :meth:`allreduce_grads`)."""
         self._ensure_store()
         if self._update_on_kvstore:
-            raise MXNetError("Trainer.update() needs update_on_kvstore=False: the store applies "
-                             "the optimizer")
+            raise MXNetError(
+                "Trainer.update() needs update_on_kvstore=False: the store applies the optimizer"
+            )
         self._prepare(batch_size)
         self._check_stale(ignore_stale_grad)
         self._local_update(ignore_stale_grad)
@@ -259,7 +276,8 @@ class Trainer:
                         "model that made it only use a subset of the Parameters (Blocks) for this "
                         "iteration. If you are intentionally only using a subset, call step with "
                         "ignore_stale_grad=True to suppress this warning and skip updating of "
-                        "Parameters with stale gradient")
+                        "Parameters with stale gradient"
+                    )
 
     def _reduce(self, update: bool) -> None:
         """One batched pushpull: gradients in, reduced gradients or updated weights out."""
@@ -283,8 +301,9 @@ class Trainer:
     def _local_update(self, ignore_stale_grad: bool) -> None:
         assert self._updaters is not None  # made by _init_kvstore
         for i, p in self._trained():
-            for updater, arr, grad in zip(self._updaters, p.list_data(), p.list_grad(),
-                                          strict=True):
+            for updater, arr, grad in zip(
+                self._updaters, p.list_data(), p.list_grad(), strict=True
+            ):
                 if ignore_stale_grad and not arr._fresh_grad:
                     continue
                 updater(i, grad, arr)
@@ -326,8 +345,10 @@ def _param_list(params: Any) -> list[Parameter]:
     if isinstance(params, (dict, ParameterDict)):
         params = list(params.values())
     if not isinstance(params, (list, tuple)):
-        raise MXNetError(f"Trainer: params must be a ParameterDict, dict or list of Parameters, "
-                         f"got {type(params).__name__}")
+        raise MXNetError(
+            f"Trainer: params must be a ParameterDict, dict or list of Parameters, "
+            f"got {type(params).__name__}"
+        )
     out, seen = [], set()
     for p in params:
         if not isinstance(p, Parameter):

@@ -27,8 +27,14 @@ from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
 
-__all__ = ["split_data", "split_and_load", "split_data_by_work_load", "clip_global_norm",
-           "HookHandle", "SplitError"]
+__all__ = [
+    "split_data",
+    "split_and_load",
+    "split_data_by_work_load",
+    "clip_global_norm",
+    "HookHandle",
+    "SplitError",
+]
 
 
 class SplitError(MXNetError, ValueError):
@@ -41,8 +47,9 @@ def _slice_axis(data: NDArray, batch_axis: int, begin: int, end: int) -> NDArray
     return ndarray.slice_axis(data, batch_axis, begin, end)
 
 
-def split_data(data: NDArray, num_slice: int, batch_axis: int = 0,
-               even_split: bool = True) -> list[NDArray]:
+def split_data(
+    data: NDArray, num_slice: int, batch_axis: int = 0, even_split: bool = True
+) -> list[NDArray]:
     """Split an NDArray into ``num_slice`` slices along ``batch_axis``.
 
     Parameters
@@ -80,7 +87,8 @@ def split_data(data: NDArray, num_slice: int, batch_axis: int = 0,
         raise SplitError(
             f"data with shape {data.shape} cannot be evenly split into {num_slice} slices "
             f"along axis {batch_axis}. Use a batch size that's multiple of {num_slice} or set "
-            "even_split=False to allow uneven partitioning of data.")
+            "even_split=False to allow uneven partitioning of data."
+        )
     if batch_axis != 0 and even_split:
         out = ndarray.split(data, num_outputs=num_slice, axis=batch_axis)
         return out if isinstance(out, list) else [out]
@@ -91,13 +99,14 @@ def split_data(data: NDArray, num_slice: int, batch_axis: int = 0,
     return [_slice_axis(data, batch_axis, bounds[i], bounds[i + 1]) for i in range(num_slice)]
 
 
-def _work_load_slices(batch_size: int,
-                      work_load_list: Sequence[float]) -> list[tuple[int, int]]:
+def _work_load_slices(batch_size: int, work_load_list: Sequence[float]) -> list[tuple[int, int]]:
     """Return MXNet's slices of ``batch_size`` samples for weights ``work_load_list``."""
     total = sum(work_load_list)
     if total <= 0 or any(w < 0 for w in work_load_list):
-        raise SplitError(f"work_load_list must hold non-negative weights with a positive sum, "
-                         f"got {list(work_load_list)}")
+        raise SplitError(
+            f"work_load_list must hold non-negative weights with a positive sum, "
+            f"got {list(work_load_list)}"
+        )
     counts = [round(w * batch_size / total) for w in work_load_list]
     if sum(counts) < batch_size:
         counts[-1] += batch_size - sum(counts)
@@ -107,14 +116,17 @@ def _work_load_slices(batch_size: int,
         begin = int(min(end, batch_size))
         end = int(min(begin + n, batch_size))
         if begin >= end:
-            raise SplitError(f"Too many slices. Some splits are empty: a batch of {batch_size} "
-                             f"split by work load {list(work_load_list)}")
+            raise SplitError(
+                f"Too many slices. Some splits are empty: a batch of {batch_size} "
+                f"split by work load {list(work_load_list)}"
+            )
         slices.append((begin, end))
     return slices
 
 
-def split_data_by_work_load(data: NDArray, work_load_list: Sequence[float],
-                            batch_axis: int = 0) -> list[NDArray]:
+def split_data_by_work_load(
+    data: NDArray, work_load_list: Sequence[float], batch_axis: int = 0
+) -> list[NDArray]:
     """Split an NDArray along ``batch_axis`` in proportion to ``work_load_list``.
 
     Parameters
@@ -137,9 +149,13 @@ def split_data_by_work_load(data: NDArray, work_load_list: Sequence[float],
     return [_slice_axis(data, batch_axis, b, e) for b, e in slices]
 
 
-def split_and_load(data: Any, ctx_list: Context | Sequence[Context], batch_axis: int = 0,
-                   even_split: bool = True,
-                   work_load_list: Sequence[float] | None = None) -> list[NDArray]:
+def split_and_load(
+    data: Any,
+    ctx_list: Context | Sequence[Context],
+    batch_axis: int = 0,
+    even_split: bool = True,
+    work_load_list: Sequence[float] | None = None,
+) -> list[NDArray]:
     """Split a batch along ``batch_axis`` and load slice ``i`` onto ``ctx_list[i]``.
 
     Parameters
@@ -166,8 +182,9 @@ def split_and_load(data: Any, ctx_list: Context | Sequence[Context], batch_axis:
         data = ndarray.array(data, ctx=ctx_list[0])
     if work_load_list is not None:
         if len(work_load_list) != len(ctx_list):
-            raise SplitError(f"work_load_list has {len(work_load_list)} entries for "
-                             f"{len(ctx_list)} contexts")
+            raise SplitError(
+                f"work_load_list has {len(work_load_list)} entries for {len(ctx_list)} contexts"
+            )
         slices = split_data_by_work_load(data, work_load_list, batch_axis)
     elif len(ctx_list) == 1:
         return [data.as_in_context(ctx_list[0])]
@@ -176,8 +193,9 @@ def split_and_load(data: Any, ctx_list: Context | Sequence[Context], batch_axis:
     return [s.as_in_context(ctx) for s, ctx in zip(slices, ctx_list, strict=True)]
 
 
-def clip_global_norm(arrays: Sequence[NDArray], max_norm: float,
-                     check_isfinite: bool = True) -> float | NDArray:
+def clip_global_norm(
+    arrays: Sequence[NDArray], max_norm: float, check_isfinite: bool = True
+) -> float | NDArray:
     """Rescale ``arrays`` in place so that their joint 2-norm is at most ``max_norm``.
 
     Parameters
@@ -205,8 +223,10 @@ def clip_global_norm(arrays: Sequence[NDArray], max_norm: float,
     if check_isfinite:
         norm = float(total_norm.asscalar())
         if not math.isfinite(norm):
-            warnings.warn(UserWarning("nan or inf is detected. Clipping results will be "
-                                      "undefined."), stacklevel=2)
+            warnings.warn(
+                UserWarning("nan or inf is detected. Clipping results will be undefined."),
+                stacklevel=2,
+            )
     scale = ndarray.minimum(max_norm / (total_norm + 1e-8), 1.0)
     for arr in arrays:
         arr *= scale.as_in_context(arr.context)
@@ -226,8 +246,11 @@ def _brief_print_list(lst: Iterable[Any], limit: int = 7) -> str:
     """Quote at most ``limit`` items of ``lst``, eliding the middle."""
     lst = list(lst)
     if len(lst) > limit:
-        return (_brief_print_list(lst[:limit // 2], limit) + ", ..., "
-                + _brief_print_list(lst[-limit // 2:], limit))
+        return (
+            _brief_print_list(lst[: limit // 2], limit)
+            + ", ..., "
+            + _brief_print_list(lst[-limit // 2 :], limit)
+        )
     return ", ".join(f"'{i}'" for i in lst)
 
 
@@ -258,4 +281,3 @@ class HookHandle:
     def __exit__(self, *exc: object) -> Literal[False]:
         self.detach()
         return False
-

@@ -34,9 +34,12 @@ def register(*names: str) -> Callable[[_K], _K]:
         for name in names:
             old = _REGISTRY.get(name.lower())
             if old is not None and old is not klass:
-                warnings.warn(f"KVStore {name.lower()!r}: new {klass.__module__}."
-                              f"{klass.__qualname__} is overriding existing "
-                              f"{old.__module__}.{old.__qualname__}", stacklevel=2)
+                warnings.warn(
+                    f"KVStore {name.lower()!r}: new {klass.__module__}."
+                    f"{klass.__qualname__} is overriding existing "
+                    f"{old.__module__}.{old.__qualname__}",
+                    stacklevel=2,
+                )
             _REGISTRY[name.lower()] = klass
         return klass
 
@@ -78,23 +81,26 @@ def _optimizer_params(values: dict[str, Any]) -> dict[str, float]:
     """``values`` as floats, after checking each names a hyper-parameter a store can change."""
     unknown = sorted(set(values) - {"learning_rate", "rescale_grad"})
     if unknown:
-        raise MXNetError(f"set_optimizer_params: cannot change {', '.join(unknown)}; only "
-                         "learning_rate and rescale_grad")
+        raise MXNetError(
+            f"set_optimizer_params: cannot change {', '.join(unknown)}; only "
+            "learning_rate and rescale_grad"
+        )
     return {k: float(v) for k, v in values.items()}
 
 
-def check_shapes(what: str, key: Key, shape: tuple[int, ...], arrays: Sequence[NDArray],
-                 role: str) -> None:
+def check_shapes(
+    what: str, key: Key, shape: tuple[int, ...], arrays: Sequence[NDArray], role: str
+) -> None:
     """Raise ShapeMismatchError naming ``key`` and both shapes if an array of ``arrays`` (the
     ``role``: 'pushed value' or 'output array') is not of the key's ``shape``."""
     for a in arrays:
         if a.shape != shape:
-            raise ShapeMismatchError(f"KVStore.{what}: key {key!r} holds shape {shape}, the "
-                                     f"{role} has shape {a.shape}")
+            raise ShapeMismatchError(
+                f"KVStore.{what}: key {key!r} holds shape {shape}, the {role} has shape {a.shape}"
+            )
 
 
-def key_value_pairs(key: Keys, value: Values | None,
-                    what: str) -> list[tuple[Key, list[NDArray]]]:
+def key_value_pairs(key: Keys, value: Values | None, what: str) -> list[tuple[Key, list[NDArray]]]:
     """Pair keys with lists of values: ``(k, v)``, ``(k, [v0, v1])``, ``([k..], [v..])``.
 
     Returns
@@ -118,8 +124,10 @@ def key_value_pairs(key: Keys, value: Values | None,
         raise MXNetError(f"KVStore.{what}: key {key!r} has an empty list of values")
     for v in vals:
         if not isinstance(v, NDArray):
-            raise MXNetError(f"KVStore.{what}: the value of key {key!r} must be an NDArray, got "
-                             f"{type(v).__name__}")
+            raise MXNetError(
+                f"KVStore.{what}: the value of key {key!r} must be an NDArray, got "
+                f"{type(v).__name__}"
+            )
     return [(key, cast("list[NDArray]", vals))]  # each checked above
 
 
@@ -177,13 +185,15 @@ class KVStoreBase:
         """Push ``value`` into ``key``: lists of values are summed, then the updater applies."""
         raise NotImplementedError
 
-    def pull(self, key: Keys, out: Values | None = None, priority: int = 0,
-             ignore_sparse: bool = True) -> None:
+    def pull(
+        self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
+    ) -> None:
         """Copy the current value of ``key`` into ``out`` (an array or a list, one per device)."""
         raise NotImplementedError
 
-    def pushpull(self, key: Keys, value: Values, out: Values | None = None,
-                 priority: int = 0) -> None:
+    def pushpull(
+        self, key: Keys, value: Values, out: Values | None = None, priority: int = 0
+    ) -> None:
         """Push ``value`` then pull into ``out`` (into ``value`` when ``out`` is None)."""
         self.push(key, value, priority)
         self.pull(key, value if out is None else out, priority)
@@ -220,8 +230,9 @@ class KVStoreBase:
         if "rescale_grad" in params:
             self._optimizer.rescale_grad = params["rescale_grad"]
 
-    def save_optimizer_states(self, fname: str | os.PathLike[str],
-                              dump_optimizer: bool = False) -> None:
+    def save_optimizer_states(
+        self, fname: str | os.PathLike[str], dump_optimizer: bool = False
+    ) -> None:
         """Write the optimizer's states (and, with ``dump_optimizer``, the optimizer) to a file."""
         if self._updater is None:
             raise KVStoreError("save_optimizer_states: no optimizer is set on this KVStore")

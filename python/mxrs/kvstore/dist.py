@@ -54,8 +54,10 @@ def _connect(mode: str) -> _native.Worker:
         _worker = (mode, _native.Worker(mode))
         atexit.register(_finish)
     elif _worker[0] != mode:
-        raise KVStoreError(f"this process already joined the job in {_worker[0]} mode; a store in "
-                           f"{mode} mode cannot be created beside it")
+        raise KVStoreError(
+            f"this process already joined the job in {_worker[0]} mode; a store in "
+            f"{mode} mode cannot be created beside it"
+        )
     return _worker[1]
 
 
@@ -78,8 +80,9 @@ def _finish() -> None:
     except Exception as e:  # noqa: BLE001
         lost.append(f"{type(e).__name__}: {e}")
     if lost:
-        print("mxrs: the distributed KVStore failed and the program did not see it:",
-              file=sys.stderr)
+        print(
+            "mxrs: the distributed KVStore failed and the program did not see it:", file=sys.stderr
+        )
         for line in lost:
             print(f"  {line}", file=sys.stderr)
         sys.stderr.flush()
@@ -136,15 +139,17 @@ class DistKVStore(KVStoreBase):
             raise KVStoreError(f"KVStore.{what}: key {k!r} was never initialised (call init first)")
         return layout
 
-    def _check(self, k: Key, arrays: list[NDArray], what: str, role: str,
-               dtypes: bool = True) -> None:
+    def _check(
+        self, k: Key, arrays: list[NDArray], what: str, role: str, dtypes: bool = True
+    ) -> None:
         _, shape, dtype = self._layout(k, what)
         check_shapes(what, k, shape, arrays, role)
         for a in arrays:
             if dtypes and not push_accepts(dtype, a.dtype):
                 raise ShapeMismatchError(
                     f"KVStore.{what}: key {k!r} holds {dtype}, the {role} is {a.dtype} (keys "
-                    "of float32, float16 and bfloat16 take pushes of any of the three)")
+                    "of float32, float16 and bfloat16 take pushes of any of the three)"
+                )
 
     def _host_sum(self, vals: list[NDArray]) -> np.ndarray:
         """One host array holding the sum of ``vals`` (zero-copy for a single CPU array)."""
@@ -153,8 +158,9 @@ class DistKVStore(KVStoreBase):
         host = merged if _on_host(home) else home.backend.to_host(merged)
         return np.ascontiguousarray(host)
 
-    def _gather_pushes(self, pairs: list[tuple[Key, list[NDArray]]],
-                       what: str) -> tuple[list[int], list[np.ndarray], list[NDArray]]:
+    def _gather_pushes(
+        self, pairs: list[tuple[Key, list[NDArray]]], what: str
+    ) -> tuple[list[int], list[np.ndarray], list[NDArray]]:
         """Wire keys and host arrays for ``pairs``; every pair is checked before any is sent.
 
         A single contiguous CPU value is lent as it is (and returned in ``lent`` so it can be
@@ -183,8 +189,9 @@ class DistKVStore(KVStoreBase):
             arrays.append(self._host_sum(vals))
         return keys, arrays, lent
 
-    def _gather_pulls(self, pairs: list[tuple[Key, list[NDArray]]],
-                      what: str) -> tuple[list[np.ndarray], list[_Mark]]:
+    def _gather_pulls(
+        self, pairs: list[tuple[Key, list[NDArray]]], what: str
+    ) -> tuple[list[np.ndarray], list[_Mark]]:
         """Host buffers the pull writes into, and (array, finalizer) pairs to mark pending.
 
         A single contiguous CPU output of the key's dtype receives the value in place (once per
@@ -205,8 +212,12 @@ class DistKVStore(KVStoreBase):
                 data = o._data
                 if data.shape != shape:
                     self._check(k, outs, what, "output array", dtypes=False)
-                if (type(data) is np.ndarray and data.dtype == dtype and data.flags.c_contiguous
-                        and id(data) not in in_place):
+                if (
+                    type(data) is np.ndarray
+                    and data.dtype == dtype
+                    and data.flags.c_contiguous
+                    and id(data) not in in_place
+                ):
                     in_place.add(id(data))
                     bufs.append(data)
                     marks.append((o, None))
@@ -243,8 +254,9 @@ class DistKVStore(KVStoreBase):
         ticket = self._worker.push(keys, arrays)
         _pending.track(ticket, reads=lent)
 
-    def pull(self, key: Keys, out: Values | None = None, priority: int = 0,
-             ignore_sparse: bool = True) -> None:
+    def pull(
+        self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
+    ) -> None:
         """Fetch each key's value into ``out``; the arrays are filled when first used."""
         _pending.check()
         if out is None:
@@ -254,8 +266,9 @@ class DistKVStore(KVStoreBase):
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
         _pending.track(ticket, writes=marks)
 
-    def pushpull(self, key: Keys, value: Values, out: Values | None = None,
-                 priority: int = 0) -> None:
+    def pushpull(
+        self, key: Keys, value: Values, out: Values | None = None, priority: int = 0
+    ) -> None:
         """Push and pull in one round trip per server (``out`` defaults to ``value``)."""
         _pending.check()
         pushes = key_value_pairs(key, value, "pushpull")
@@ -278,8 +291,9 @@ class DistKVStore(KVStoreBase):
         try:
             name, params = optimizer.to_spec()
         except MXNetError as e:
-            raise KVStoreError(f"the servers cannot run this optimizer ({e}); train with "
-                               "update_on_kvstore=False") from e
+            raise KVStoreError(
+                f"the servers cannot run this optimizer ({e}); train with update_on_kvstore=False"
+            ) from e
         self._optimizer = optimizer
         if self.rank == 0:
             self._worker.set_optimizer(name, params, self._key_mults(self._keys))
@@ -314,8 +328,9 @@ class DistKVStore(KVStoreBase):
         if params:
             self._worker.set_params(sorted(params.items()))
 
-    def save_optimizer_states(self, fname: str | os.PathLike[str],
-                              dump_optimizer: bool = False) -> None:
+    def save_optimizer_states(
+        self, fname: str | os.PathLike[str], dump_optimizer: bool = False
+    ) -> None:
         """Write the servers' optimizer states to ``fname``."""
         _pending.settle_all()
         with open(fname, "wb") as f:

@@ -83,8 +83,9 @@ class LocalKVStore(KVStoreBase):
             else:
                 stored._ctx.backend.xp.copyto(stored._data, merged.astype(stored.dtype, copy=False))
 
-    def pull(self, key: Keys, out: Values | None = None, priority: int = 0,
-             ignore_sparse: bool = True) -> None:
+    def pull(
+        self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
+    ) -> None:
         """Copy each key's value into its output array(s), on their own devices."""
         if out is None:
             raise KVStoreError("KVStore.pull: out is required")

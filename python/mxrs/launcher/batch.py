@@ -113,9 +113,17 @@ def script(job: Job, body, common=None, title="job"):
     """
     if common is None:
         common = {**pass_through(), **job.base_env()}
-    return "\n".join(["#!/bin/sh",
-                      f"# mxrs {title} script; it holds the job secret: keep it private.",
-                      *exports(common), *body]) + "\n"
+    return (
+        "\n".join(
+            [
+                "#!/bin/sh",
+                f"# mxrs {title} script; it holds the job secret: keep it private.",
+                *exports(common),
+                *body,
+            ]
+        )
+        + "\n"
+    )
 
 
 def role_lines(job: Job, role, argv, exec_=True):
@@ -203,8 +211,9 @@ def run_script(job: Job, launcher, script, submit, dry_run=False, output_of=None
     def make(job):
         files = JobFiles(job_dir(), f"mxrs-{launcher}")
         path = files.add("job.sh", script(job))
-        return files, [tracker.Launch(launcher, "worker", submit(job, path, files.dir),
-                                      dict(os.environ))]
+        return files, [
+            tracker.Launch(launcher, "worker", submit(job, path, files.dir), dict(os.environ))
+        ]
 
     return run_with_files(job, make, dry_run, output_of=output_of)
 

@@ -15,31 +15,69 @@ def _parser():
     p = argparse.ArgumentParser(
         prog="mxrs-launch",
         description="Start a parameter-server job: a scheduler, S servers and W workers running "
-                    "COMMAND, with the DMLC_* environment and a fresh job secret.")
+        "COMMAND, with the DMLC_* environment and a fresh job secret.",
+    )
     p.add_argument("launcher", nargs="?", choices=LAUNCHERS, help="where the processes run")
-    p.add_argument("--launcher", dest="launcher_opt", choices=LAUNCHERS,
-                   help="the same as the positional LAUNCHER")
+    p.add_argument(
+        "--launcher",
+        dest="launcher_opt",
+        choices=LAUNCHERS,
+        help="the same as the positional LAUNCHER",
+    )
     p.add_argument("-n", "--num-workers", type=int, required=True, help="number of workers")
     p.add_argument("-s", "--num-servers", type=int, help="number of servers (default: -n)")
-    p.add_argument("-H", "--hostfile",
-                   help="file of hosts: 'host', 'host:port' or 'host slots=N' per line")
+    p.add_argument(
+        "-H", "--hostfile", help="file of hosts: 'host', 'host:port' or 'host slots=N' per line"
+    )
     p.add_argument("--sync-dst-dir", help="rsync the working directory to this path on each host")
-    p.add_argument("--env", action="append", default=[], metavar="K=V",
-                   help="set K=V for every process (K alone passes this shell's value)")
-    p.add_argument("--env-server", action="append", default=[], metavar="K=V",
-                   help="set K=V for the servers only")
-    p.add_argument("--env-worker", action="append", default=[], metavar="K=V",
-                   help="set K=V for the workers only")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="set K=V for every process (K alone passes this shell's value)",
+    )
+    p.add_argument(
+        "--env-server",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="set K=V for the servers only",
+    )
+    p.add_argument(
+        "--env-worker",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="set K=V for the workers only",
+    )
     p.add_argument("--interface", help="network interface the nodes bind (DMLC_INTERFACE)")
-    p.add_argument("--verbose", action="count", default=0,
-                   help="connection debugging (PS_VERBOSE=1; twice: every message)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the exact commands per host and exit")
+    p.add_argument(
+        "--verbose",
+        action="count",
+        default=0,
+        help="connection debugging (PS_VERBOSE=1; twice: every message)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the exact commands per host and exit"
+    )
     return p
 
 
-_TAKES_VALUE = {"--launcher", "-n", "--num-workers", "-s", "--num-servers", "-H", "--hostfile",
-                "--sync-dst-dir", "--env", "--env-server", "--env-worker", "--interface"}
+_TAKES_VALUE = {
+    "--launcher",
+    "-n",
+    "--num-workers",
+    "-s",
+    "--num-servers",
+    "-H",
+    "--hostfile",
+    "--sync-dst-dir",
+    "--env",
+    "--env-server",
+    "--env-worker",
+    "--interface",
+}
 
 
 def _split(argv):
@@ -53,7 +91,7 @@ def _split(argv):
     while i < len(argv):
         tok = argv[i]
         if tok == "--":
-            return own, argv[i + 1:]
+            return own, argv[i + 1 :]
         if tok.startswith("-") and tok != "-":
             own.append(tok)
             if tok in _TAKES_VALUE and i + 1 < len(argv):
@@ -85,9 +123,15 @@ def parse(argv):
         p.error(f"-s must be at least 1, got {servers}")
     try:
         env = parse_env(args.env)
-        job = Job(args.num_workers, servers, command, extra_env=env,
-                  env_server=parse_env(args.env_server), env_worker=parse_env(args.env_worker),
-                  sync_dst_dir=args.sync_dst_dir)
+        job = Job(
+            args.num_workers,
+            servers,
+            command,
+            extra_env=env,
+            env_server=parse_env(args.env_server),
+            env_worker=parse_env(args.env_worker),
+            sync_dst_dir=args.sync_dst_dir,
+        )
         if args.hostfile:
             job.hosts = read_hostfile(args.hostfile)
     except LaunchError as e:
@@ -112,8 +156,10 @@ def main(argv=None):
     try:
         module = importlib.import_module(f".{launcher}", __package__)
     except ModuleNotFoundError:
-        print(f"mxrs-launch: the {launcher} launcher is not available in this version",
-              file=sys.stderr)
+        print(
+            f"mxrs-launch: the {launcher} launcher is not available in this version",
+            file=sys.stderr,
+        )
         return 2
     try:
         return module.submit(job, dry_run=args.dry_run)

@@ -5,8 +5,10 @@ from dataclasses import dataclass
 
 from .job import LaunchError
 
-_LINE = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_.-]+))"
-                   r"(?::(?P<port>\d+))?(?:\s+slots=(?P<slots>\d+))?$")
+_LINE = re.compile(
+    r"^(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9_.-]+))"
+    r"(?::(?P<port>\d+))?(?:\s+slots=(?P<slots>\d+))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,10 @@ def parse_hostfile(text, source="hostfile"):
             continue
         m = _LINE.match(line)
         if m is None:
-            raise LaunchError(f"{source}:{lineno}: cannot read {raw.strip()!r}; expected 'host', "
-                              "'host:port' or 'host slots=N'")
+            raise LaunchError(
+                f"{source}:{lineno}: cannot read {raw.strip()!r}; expected 'host', "
+                "'host:port' or 'host slots=N'"
+            )
         port = int(m["port"]) if m["port"] else None
         if port is not None and not 0 < port < 65536:
             raise LaunchError(f"{source}:{lineno}: port {port} is out of range")

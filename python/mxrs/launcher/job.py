@@ -70,9 +70,19 @@ class Job:
         """The scheduler, then servers and workers placed on ``hosts`` round-robin."""
         hosts = list(hosts or self.hosts or ["127.0.0.1"])
         base = self.base_env()
-        out = [Node("scheduler", 0, self.root_host,
-                    {**base, "DMLC_ROLE": "scheduler", "DMLC_NODE_HOST": self.root_host,
-                     "DMLC_PS_ROOT_PORT": str(self.root_port)})]  # 0: any, announced
+        out = [
+            Node(
+                "scheduler",
+                0,
+                self.root_host,
+                {
+                    **base,
+                    "DMLC_ROLE": "scheduler",
+                    "DMLC_NODE_HOST": self.root_host,
+                    "DMLC_PS_ROOT_PORT": str(self.root_port),
+                },
+            )
+        ]  # 0: any, announced
         for i in range(self.num_servers):  # ranks fixed, so the job's names match the labels
             env = {**base, **self.env_server, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i)}
             out.append(Node("server", i, hosts[i % len(hosts)], env))
@@ -113,8 +123,11 @@ def interface_address(iface):
     """The IPv4 address of network interface ``iface`` (``--interface``)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         try:
-            packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
-                                 struct.pack("256s", iface.encode()[:15]))
+            packed = fcntl.ioctl(
+                s.fileno(),
+                0x8915,  # SIOCGIFADDR
+                struct.pack("256s", iface.encode()[:15]),
+            )
         except OSError as e:
             raise LaunchError(f"--interface {iface}: no IPv4 address ({e.strerror})") from None
     return socket.inet_ntoa(packed[20:24])

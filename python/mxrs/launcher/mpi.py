@@ -29,8 +29,13 @@ def flavor(dry_run=False):
             raise LaunchError(f"MXRS_MPI_FLAVOR={forced}: expected one of {', '.join(FLAVORS)}")
         return forced
     try:
-        r = subprocess.run(["mpirun", "--version"], capture_output=True, text=True, timeout=30,
-                           stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            ["mpirun", "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         if dry_run:
             return "openmpi"
@@ -40,9 +45,11 @@ def flavor(dry_run=False):
         return "openmpi"
     if "HYDRA" in text or "mpich" in text.lower():
         return "mpich"
-    raise LaunchError("mpirun is neither Open MPI nor MPICH (its --version says "
-                      f"{text.strip().splitlines()[0] if text.strip() else 'nothing'!r}); "
-                      "set MXRS_MPI_FLAVOR=openmpi|mpich")
+    raise LaunchError(
+        "mpirun is neither Open MPI nor MPICH (its --version says "
+        f"{text.strip().splitlines()[0] if text.strip() else 'nothing'!r}); "
+        "set MXRS_MPI_FLAVOR=openmpi|mpich"
+    )
 
 
 def hostfile_text(hosts, mpi):
@@ -71,8 +78,9 @@ def launches(job: Job, mpi, hostfile):
     """The two mpiruns: servers, then workers (through the rank shim)."""
     out = []
     for role, count, argv in (
-            ("server", job.num_servers, batch.server_command(job)),
-            ("worker", job.num_workers, batch.rank_shim(job, job.command))):
+        ("server", job.num_servers, batch.server_command(job)),
+        ("worker", job.num_workers, batch.rank_shim(job, job.command)),
+    ):
         env = {**batch.pass_through(), **batch.role_env(job, role)}
         names = sorted(env)
         cmd = mpirun(mpi, count, hostfile, names, argv)

@@ -59,8 +59,10 @@ def main(argv=None):
         print(f"mpi_rank: {e}", file=sys.stderr)
         return 2
     if r is None:
-        print(f"mpi_rank: no rank in the environment (none of {', '.join(RANK_VARS)} is set)",
-              file=sys.stderr)
+        print(
+            f"mpi_rank: no rank in the environment (none of {', '.join(RANK_VARS)} is set)",
+            file=sys.stderr,
+        )
         return 2
     os.environ["DMLC_WORKER_ID"] = str(r)
     os.environ.update(thread_env(os.environ, len(os.sched_getaffinity(0))))

@@ -46,8 +46,9 @@ def start_scheduler(argv, env, timeout=START_TIMEOUT_S, popen=subprocess.Popen, 
     """
     read_fd, write_fd = os.pipe()
     try:
-        proc = popen(argv, env={**env, ANNOUNCE_VAR: f"/dev/fd/{write_fd}"},
-                     pass_fds=(write_fd,), **kwargs)
+        proc = popen(
+            argv, env={**env, ANNOUNCE_VAR: f"/dev/fd/{write_fd}"}, pass_fds=(write_fd,), **kwargs
+        )
     except BaseException:
         os.close(read_fd)
         raise
@@ -70,7 +71,8 @@ def _read_port(fd, proc, timeout):
         ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
         if not ready:
             raise SchedulerStartError(
-                f"the scheduler did not announce its port within {timeout:g} s")
+                f"the scheduler did not announce its port within {timeout:g} s"
+            )
         chunk = os.read(fd, 64)
         if not chunk:
             raise _closed(proc, data)
@@ -89,8 +91,9 @@ def _closed(proc, data):
         status = proc.wait(timeout=_EXIT_WAIT_S)
     except subprocess.TimeoutExpired:
         said = f" after {data!r}" if data else ""
-        return SchedulerStartError(f"the scheduler closed its announcement pipe{said} without "
-                                   "announcing its port")
+        return SchedulerStartError(
+            f"the scheduler closed its announcement pipe{said} without announcing its port"
+        )
     how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
     return SchedulerStartError(f"the scheduler {how} before announcing its port", status)
 

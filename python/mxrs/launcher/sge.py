@@ -13,7 +13,6 @@ Settings (environment): ``MXRS_QSUB_ARGS`` adds flags (for example ``-q all.q -l
 read on the execution hosts, so a shared file system).
 """
 
-
 from . import batch
 from .job import Job
 
@@ -40,8 +39,24 @@ def job_script(job: Job):
 def qsub(job: Job, script, logdir):
     """The ``qsub`` command line that submits ``script`` as a blocking array job."""
     total = job.num_servers + job.num_workers
-    return ["qsub", "-sync", "y", "-t", f"1-{total}", "-N", "mxrs", "-cwd", "-S", "/bin/sh",
-            "-o", logdir, "-e", logdir, *batch.extra_args("MXRS_QSUB_ARGS"), script]
+    return [
+        "qsub",
+        "-sync",
+        "y",
+        "-t",
+        f"1-{total}",
+        "-N",
+        "mxrs",
+        "-cwd",
+        "-S",
+        "/bin/sh",
+        "-o",
+        logdir,
+        "-e",
+        logdir,
+        *batch.extra_args("MXRS_QSUB_ARGS"),
+        script,
+    ]
 
 
 def submit(job: Job, dry_run=False):

@@ -24,8 +24,15 @@ def srun(job: Job, role):
     """The ``srun`` command line of ``role``'s step."""
     count = job.num_servers if role == "server" else job.num_workers
     argv = batch.server_command(job) if role == "server" else batch.rank_shim(job, job.command)
-    return ["srun", f"--ntasks={count}", "--export=ALL", "--kill-on-bad-exit=1",
-            f"--job-name=mxrs-{role}s", *batch.extra_args("MXRS_SRUN_ARGS"), *argv]
+    return [
+        "srun",
+        f"--ntasks={count}",
+        "--export=ALL",
+        "--kill-on-bad-exit=1",
+        f"--job-name=mxrs-{role}s",
+        *batch.extra_args("MXRS_SRUN_ARGS"),
+        *argv,
+    ]
 
 
 def step_launches(job: Job):
@@ -39,14 +46,24 @@ def step_launches(job: Job):
 
 def batch_script(job: Job):
     """The sbatch script: servers in the background, then the workers; the workers' status."""
-    servers = ["export DMLC_ROLE=server", *batch.exports(job.env_server),
-               "exec " + batch.command_line(srun(job, "server"))]
-    workers = ["export DMLC_ROLE=worker", *batch.exports(job.env_worker),
-               "exec " + batch.command_line(srun(job, "worker"))]
+    servers = [
+        "export DMLC_ROLE=server",
+        *batch.exports(job.env_server),
+        "exec " + batch.command_line(srun(job, "server")),
+    ]
+    workers = [
+        "export DMLC_ROLE=worker",
+        *batch.exports(job.env_worker),
+        "exec " + batch.command_line(srun(job, "worker")),
+    ]
     body = [
-        "(", *("  " + line for line in servers), ") &",
+        "(",
+        *("  " + line for line in servers),
+        ") &",
         "servers=$!",
-        "(", *("  " + line for line in workers), ")",
+        "(",
+        *("  " + line for line in workers),
+        ")",
         "status=$?",
         'if [ "$status" -ne 0 ]; then kill "$servers" 2>/dev/null; fi',
         'wait "$servers"',
@@ -58,9 +75,16 @@ def batch_script(job: Job):
 def sbatch(job: Job, script, logdir):
     """The ``sbatch`` command line that submits ``script`` and waits for the job to end."""
     total = job.num_servers + job.num_workers
-    return ["sbatch", "--wait", f"--ntasks={total}", "--job-name=mxrs", "--export=ALL",
-            f"--output={os.path.join(logdir, 'slurm-%j.out')}",
-            *batch.extra_args("MXRS_SBATCH_ARGS"), script]
+    return [
+        "sbatch",
+        "--wait",
+        f"--ntasks={total}",
+        "--job-name=mxrs",
+        "--export=ALL",
+        f"--output={os.path.join(logdir, 'slurm-%j.out')}",
+        *batch.extra_args("MXRS_SBATCH_ARGS"),
+        script,
+    ]
 
 
 def submit(job: Job, dry_run=False):
@@ -74,5 +98,4 @@ def submit(job: Job, dry_run=False):
         else:
             step_launches(job)  # a bad MXRS_SRUN_ARGS fails before the scheduler starts
         return tracker.run(job, step_launches, dry_run)
-    return batch.run_script(job, "slurm", batch_script, sbatch, dry_run,
-                            output_of="Slurm job's")
+    return batch.run_script(job, "slurm", batch_script, sbatch, dry_run, output_of="Slurm job's")

@@ -78,8 +78,13 @@ def check_hosts(hosts):
     """Fail with one line naming the first host ssh cannot log in to."""
     for host in hosts:
         try:
-            r = subprocess.run(ssh_argv(host, "true"), stdin=subprocess.DEVNULL,
-                               capture_output=True, text=True, timeout=_CHECK_TIMEOUT_S)
+            r = subprocess.run(
+                ssh_argv(host, "true"),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=_CHECK_TIMEOUT_S,
+            )
         except FileNotFoundError:
             raise LaunchError("ssh is not installed on this machine") from None
         except subprocess.TimeoutExpired:

@@ -40,10 +40,15 @@ class Supervisor:
         the process inherits (the scheduler's announcement pipe).
         """
         try:
-            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True,
-                                    stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                                    pass_fds=pass_fds)
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                pass_fds=pass_fds,
+            )
         except OSError as e:
             self._terminate()
             raise LaunchError(f"{label}: cannot start {argv[0]}: {e.strerror}") from None
@@ -97,8 +102,10 @@ class Supervisor:
             try:
                 label, code = self._exits.get(timeout=None if workers else _DRAIN_S)
             except queue.Empty:
-                self._say(f"{', '.join(sorted(running))} still running {_DRAIN_S:.0f} s after "
-                          "the last worker finished; stopping them")
+                self._say(
+                    f"{', '.join(sorted(running))} still running {_DRAIN_S:.0f} s after "
+                    "the last worker finished; stopping them"
+                )
                 self._terminate()
                 return 1
             if caught:

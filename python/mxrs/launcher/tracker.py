@@ -68,8 +68,9 @@ def run(job: Job, plan, dry_run=False, out=None):
     if dry_run:
         out = out or sys.stdout
         print(describe(sched, job.secret), file=out)
-        port = job.root_port or (f"{PORT_PLACEHOLDER} (any free one, which the scheduler "
-                                 "announces once listening)")
+        port = job.root_port or (
+            f"{PORT_PLACEHOLDER} (any free one, which the scheduler announces once listening)"
+        )
         print(f"[{sched.label}]   port: {port}", file=out)
         for launch in plan(job):
             print(describe(launch, job.secret), file=out)
@@ -84,8 +85,11 @@ def run(job: Job, plan, dry_run=False, out=None):
         return sup.wait()
     except _Interrupted as e:
         sup.stop()
-        print(f"mxrs-launch: interrupted (signal {e.signum}); stopping the job", file=sys.stderr,
-              flush=True)
+        print(
+            f"mxrs-launch: interrupted (signal {e.signum}); stopping the job",
+            file=sys.stderr,
+            flush=True,
+        )
         return 128 + e.signum
     except BaseException:
         sup.stop()
@@ -96,6 +100,7 @@ def run(job: Job, plan, dry_run=False, out=None):
 
 def _start_scheduler(sup, sched, signals):
     """Start ``sched`` under ``sup``; returns the port it announced."""
+
     def popen(argv, env, pass_fds):
         with signals.held():
             return sup.start(sched.label, sched.role, argv, env, pass_fds=pass_fds)

@@ -56,8 +56,9 @@ def yarn_tool(dry_run):
     candidate = os.path.join(home, "bin", "yarn")
     if home and os.access(candidate, os.X_OK):
         return candidate
-    raise LaunchError("the yarn launcher needs 'yarn', which is not on PATH nor in "
-                      "$HADOOP_HOME/bin")
+    raise LaunchError(
+        "the yarn launcher needs 'yarn', which is not on PATH nor in $HADOOP_HOME/bin"
+    )
 
 
 def role_script(job: Job, role):
@@ -70,11 +71,25 @@ def role_script(job: Job, role):
 def client(job: Job, tool, jar, role, script):
     """The distributed-shell Client command line for ``role``'s containers."""
     count = job.num_servers if role == "server" else job.num_workers
-    return [tool, "jar", jar, CLIENT, "-jar", jar, "-appname", f"mxrs-{role}s",
-            "-shell_script", script, "-num_containers", str(count),
-            "-container_memory", _positive("MXRS_YARN_MEMORY", 1024),
-            "-container_vcores", _positive("MXRS_YARN_VCORES", 1),
-            *batch.extra_args("MXRS_YARN_ARGS")]
+    return [
+        tool,
+        "jar",
+        jar,
+        CLIENT,
+        "-jar",
+        jar,
+        "-appname",
+        f"mxrs-{role}s",
+        "-shell_script",
+        script,
+        "-num_containers",
+        str(count),
+        "-container_memory",
+        _positive("MXRS_YARN_MEMORY", 1024),
+        "-container_vcores",
+        _positive("MXRS_YARN_VCORES", 1),
+        *batch.extra_args("MXRS_YARN_ARGS"),
+    ]
 
 
 def submit(job: Job, dry_run=False):
@@ -84,13 +99,18 @@ def submit(job: Job, dry_run=False):
     batch.advertise(job)
 
     def make(job):
-        files = batch.JobFiles(batch.job_dir() if os.environ.get("MXRS_JOB_DIR")
-                               else tempfile.gettempdir(), "mxrs-yarn")
+        files = batch.JobFiles(
+            batch.job_dir() if os.environ.get("MXRS_JOB_DIR") else tempfile.gettempdir(),
+            "mxrs-yarn",
+        )
         todo = []
         for role in ("server", "worker"):
             path = files.add(f"{role}.sh", role_script(job, role))
-            todo.append(tracker.Launch(f"yarn {role}s", role,
-                                       client(job, tool, jar, role, path), dict(os.environ)))
+            todo.append(
+                tracker.Launch(
+                    f"yarn {role}s", role, client(job, tool, jar, role, path), dict(os.environ)
+                )
+            )
         return files, todo
 
     return batch.run_with_files(job, make, dry_run)

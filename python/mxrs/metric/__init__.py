@@ -47,6 +47,21 @@ from .metrics import (
     np,
 )
 
-__all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "CrossEntropy",
-           "NegativeLogLikelihood", "MAE", "MSE", "RMSE", "Loss", "CustomMetric",
-           "check_label_shapes", "create", "register", "alias", "np"]
+__all__ = [
+    "EvalMetric",
+    "CompositeEvalMetric",
+    "Accuracy",
+    "TopKAccuracy",
+    "CrossEntropy",
+    "NegativeLogLikelihood",
+    "MAE",
+    "MSE",
+    "RMSE",
+    "Loss",
+    "CustomMetric",
+    "check_label_shapes",
+    "create",
+    "register",
+    "alias",
+    "np",
+]

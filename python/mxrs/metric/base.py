@@ -1,6 +1,5 @@
 """The metric base class, the registry behind ``create``, and shared label/prediction checks."""
 
-
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,8 +10,15 @@ import numpy
 from ..base import MXNetError
 from ..ndarray import NDArray
 
-__all__ = ["EvalMetric", "CompositeEvalMetric", "CustomMetric", "check_label_shapes", "create",
-           "register", "alias"]
+__all__ = [
+    "EvalMetric",
+    "CompositeEvalMetric",
+    "CustomMetric",
+    "check_label_shapes",
+    "create",
+    "register",
+    "alias",
+]
 
 _REGISTRY: dict[str, type[EvalMetric]] = {}
 _M = TypeVar("_M", bound="type[EvalMetric]")
@@ -38,15 +44,18 @@ def alias(*aliases: str) -> Callable[[_M], _M]:
     ... class MyAccuracy(mx.metric.Accuracy):
     ...     pass
     """
+
     def reg(klass: _M) -> _M:
         for name in aliases:
             _REGISTRY[name.lower()] = klass
         return klass
+
     return reg
 
 
-def create(metric: str | Callable[..., Any] | EvalMetric | list[Any], *args: Any,
-           **kwargs: Any) -> EvalMetric:
+def create(
+    metric: str | Callable[..., Any] | EvalMetric | list[Any], *args: Any, **kwargs: Any
+) -> EvalMetric:
     """Create a metric from a name, a function, a metric instance or a list of those.
 
     Parameters
@@ -80,12 +89,16 @@ def create(metric: str | Callable[..., Any] | EvalMetric | list[Any], *args: Any
             composite.add(create(child, *args, **kwargs))
         return composite
     if not isinstance(metric, str):
-        raise MXNetError(f"metric must be a name, a function, an EvalMetric or a list, got "
-                         f"{type(metric).__name__}")
+        raise MXNetError(
+            f"metric must be a name, a function, an EvalMetric or a list, got "
+            f"{type(metric).__name__}"
+        )
     klass = _REGISTRY.get(metric.lower())
     if klass is None:
-        raise MXNetError(f"metric {metric!r} is not registered; registered metrics: "
-                         f"{', '.join(sorted(_REGISTRY))}")
+        raise MXNetError(
+            f"metric {metric!r} is not registered; registered metrics: "
+            f"{', '.join(sorted(_REGISTRY))}"
+        )
     return klass(*args, **kwargs)
 
 
@@ -106,8 +119,9 @@ def _is_array(x: object) -> bool:
     return isinstance(x, (NDArray, numpy.ndarray))
 
 
-def check_label_shapes(labels: Any, preds: Any, wrap: bool = False,
-                       shape: bool = False) -> tuple[Any, Any]:
+def check_label_shapes(
+    labels: Any, preds: Any, wrap: bool = False, shape: bool = False
+) -> tuple[Any, Any]:
     """Check that ``labels`` and ``preds`` agree in length (or, with ``shape``, in shape).
 
     Parameters
@@ -133,8 +147,9 @@ def check_label_shapes(labels: Any, preds: Any, wrap: bool = False,
     else:
         label_shape, pred_shape = len(labels), len(preds)
     if label_shape != pred_shape:
-        raise MXNetError(f"Shape of labels {label_shape} does not match shape of predictions "
-                         f"{pred_shape}")
+        raise MXNetError(
+            f"Shape of labels {label_shape} does not match shape of predictions {pred_shape}"
+        )
     if wrap:
         if _is_array(labels):
             labels = [labels]
@@ -159,8 +174,13 @@ class EvalMetric:
         Recorded for :meth:`get_config`.
     """
 
-    def __init__(self, name: str, output_names: list[str] | None = None,
-                 label_names: list[str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        name: str,
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.name = str(name)
         self.output_names = output_names
         self.label_names = label_names
@@ -174,8 +194,14 @@ class EvalMetric:
     def get_config(self) -> dict[str, Any]:
         """Return a dict that :func:`create` accepts as keyword arguments to rebuild the metric."""
         config = self._kwargs.copy()
-        config.update({"metric": type(self).__name__, "name": self.name,
-                       "output_names": self.output_names, "label_names": self.label_names})
+        config.update(
+            {
+                "metric": type(self).__name__,
+                "name": self.name,
+                "output_names": self.output_names,
+                "label_names": self.label_names,
+            }
+        )
         return config
 
     def update_dict(self, label: dict[str, Any], pred: dict[str, Any]) -> None:
@@ -259,11 +285,16 @@ class CompositeEvalMetric(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, metrics: list[Any] | None = None, name: str = "composite",
-                 output_names: list[str] | None = None,
-                 label_names: list[str] | None = None) -> None:
-        super().__init__(name, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+    def __init__(
+        self,
+        metrics: list[Any] | None = None,
+        name: str = "composite",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
+        super().__init__(
+            name, output_names=output_names, label_names=label_names, has_global_stats=True
+        )
         self.metrics = [create(m) for m in (metrics or [])]
 
     def add(self, metric: Any) -> None:
@@ -281,8 +312,9 @@ class CompositeEvalMetric(EvalMetric):
         try:
             return self.metrics[index]
         except IndexError:
-            raise MXNetError(f"Metric index {index} is out of range 0 and "
-                             f"{len(self.metrics)}") from None
+            raise MXNetError(
+                f"Metric index {index} is out of range 0 and {len(self.metrics)}"
+            ) from None
 
     def update_dict(self, labels: dict[str, Any], preds: dict[str, Any]) -> None:
         """Update every child from dicts, restricted to this metric's names when set."""
@@ -349,16 +381,26 @@ class CustomMetric(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, feval: Callable[..., Any], name: str | None = None,
-                 allow_extra_outputs: bool = False, output_names: list[str] | None = None,
-                 label_names: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        feval: Callable[..., Any],
+        name: str | None = None,
+        allow_extra_outputs: bool = False,
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         if name is None:
             name = feval.__name__
             if "<" in name:
                 name = f"custom({name})"
-        super().__init__(name, feval=feval, allow_extra_outputs=allow_extra_outputs,
-                         output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(
+            name,
+            feval=feval,
+            allow_extra_outputs=allow_extra_outputs,
+            output_names=output_names,
+            label_names=label_names,
+            has_global_stats=True,
+        )
         self._feval = feval
         self._allow_extra_outputs = allow_extra_outputs
 

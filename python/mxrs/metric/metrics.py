@@ -14,8 +14,17 @@ from .base import (
     register,
 )
 
-__all__ = ["Accuracy", "TopKAccuracy", "CrossEntropy", "NegativeLogLikelihood", "MAE", "MSE",
-           "RMSE", "Loss", "np"]
+__all__ = [
+    "Accuracy",
+    "TopKAccuracy",
+    "CrossEntropy",
+    "NegativeLogLikelihood",
+    "MAE",
+    "MSE",
+    "RMSE",
+    "Loss",
+    "np",
+]
 
 
 # ----------------------------------------------------------------- classification
@@ -37,8 +46,13 @@ class Accuracy(EvalMetric):
     """
 
     def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
-        super().__init__(name, axis=axis, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(
+            name,
+            axis=axis,
+            output_names=output_names,
+            label_names=label_names,
+            has_global_stats=True,
+        )
         self.axis = axis
 
     def update(self, labels, preds):
@@ -76,8 +90,13 @@ class TopKAccuracy(EvalMetric):
     """
 
     def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
-        super().__init__(name, top_k=top_k, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(
+            name,
+            top_k=top_k,
+            output_names=output_names,
+            label_names=label_names,
+            has_global_stats=True,
+        )
         if int(top_k) < 1:
             raise MXNetError(f"top_k must be at least 1, got {top_k}")
         self.top_k = int(top_k)
@@ -89,8 +108,10 @@ class TopKAccuracy(EvalMetric):
         for label, pred in zip(labels, preds, strict=True):
             scores = _host(pred).astype("float32")
             if scores.ndim > 2:
-                raise MXNetError(f"TopKAccuracy: predictions should be no more than 2 dims, "
-                                 f"got shape {scores.shape}")
+                raise MXNetError(
+                    f"TopKAccuracy: predictions should be no more than 2 dims, "
+                    f"got shape {scores.shape}"
+                )
             label = _host(label).astype("int32")
             check_label_shapes(label, scores)
             if scores.ndim == 1:
@@ -117,8 +138,9 @@ class CrossEntropy(EvalMetric):
     """
 
     def __init__(self, eps=1e-12, name="cross-entropy", output_names=None, label_names=None):
-        super().__init__(name, eps=eps, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(
+            name, eps=eps, output_names=output_names, label_names=label_names, has_global_stats=True
+        )
         self.eps = eps
 
     def update(self, labels, preds):
@@ -151,8 +173,9 @@ class _PerBatch(EvalMetric):
     """
 
     def __init__(self, name, output_names=None, label_names=None):
-        super().__init__(name, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(
+            name, output_names=output_names, label_names=label_names, has_global_stats=True
+        )
 
     def update(self, labels, preds):
         """Add this metric's value of each (label, prediction) pair."""
@@ -213,8 +236,9 @@ class Loss(EvalMetric):
     """The mean of loss values: ``update`` ignores labels and averages every element of preds."""
 
     def __init__(self, name="loss", output_names=None, label_names=None):
-        super().__init__(name, output_names=output_names, label_names=label_names,
-                         has_global_stats=True)
+        super().__init__(
+            name, output_names=output_names, label_names=label_names, has_global_stats=True
+        )
 
     def update(self, _, preds):
         """Add the sum and the count of the loss values in ``preds``."""
@@ -241,6 +265,7 @@ def np(numpy_feval, name=None, allow_extra_outputs=False):
     >>> metric.name
     'mean_abs'
     """
+
     def feval(label, pred):
         return numpy_feval(label, pred)
 

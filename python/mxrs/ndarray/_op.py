@@ -58,7 +58,8 @@ def _mixed(op_cls: type[Op], ctx: Context, other: Context) -> ContextError:
     name = op_cls.__name__.lstrip("_")
     return ContextError(
         f"operation {name} got arrays on two contexts, {ctx} and {other}; move one with "
-        "as_in_context() or copyto() first")
+        "as_in_context() or copyto() first"
+    )
 
 
 def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
@@ -133,7 +134,8 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
         return g
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
-        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+        i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1
+    )
     if axes:
         g = g.sum(axis=axes)
     return g.reshape(shape)

@@ -19,8 +19,7 @@ _base_seed: list[int | None] = [None]
 
 
 def _derive(seed_state: int, ctx: Context) -> int:
-    seq = np.random.SeedSequence([int(seed_state) & 0xFFFFFFFF, ctx.device_typeid,
-                                  ctx.device_id])
+    seq = np.random.SeedSequence([int(seed_state) & 0xFFFFFFFF, ctx.device_typeid, ctx.device_id])
     return int(seq.generate_state(1, dtype=np.uint32)[0])
 
 

@@ -54,7 +54,7 @@ def _padded(xp, x, ph, pw, fill, extra_h=0, extra_w=0):
         return x
     n, c, h, w = x.shape
     out = xp.full((n, c, h + 2 * ph + extra_h, w + 2 * pw + extra_w), fill, dtype=x.dtype)
-    out[:, :, ph:ph + h, pw:pw + w] = x
+    out[:, :, ph : ph + h, pw : pw + w] = x
     return out
 
 
@@ -65,25 +65,30 @@ class _Conv(Op):
         f, cg, kh, kw = w.shape
         (sh, sw), (ph, pw), (dh, dw) = stride, pad, dilate
         if c != cg * groups or f % groups:
-            raise MXNetError(f"Convolution: input has {c} channels, weight {w.shape} with "
-                             f"num_group={groups} expects {cg * groups}")
+            raise MXNetError(
+                f"Convolution: input has {c} channels, weight {w.shape} with "
+                f"num_group={groups} expects {cg * groups}"
+            )
         xpad = _padded(xp, x, ph, pw, 0)
         hp, wp = xpad.shape[2:]
         oh = (hp - dh * (kh - 1) - 1) // sh + 1
         ow = (wp - dw * (kw - 1) - 1) // sw + 1
         if oh <= 0 or ow <= 0:
-            raise MXNetError(f"Convolution: kernel {(kh, kw)} larger than padded input "
-                             f"{(hp, wp)}")
+            raise MXNetError(f"Convolution: kernel {(kh, kw)} larger than padded input {(hp, wp)}")
         s0, s1, s2, s3 = xpad.strides
-        view = self.be.as_strided(xpad, (c, kh, kw, n, oh, ow),
-                                  (s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw))
+        view = self.be.as_strided(
+            xpad, (c, kh, kw, n, oh, ow), (s1, s2 * dh, s3 * dw, s0, s2 * sh, s3 * sw)
+        )
         cols = view.reshape(groups, cg * kh * kw, n * oh * ow)
         w3 = w.reshape(groups, f // groups, cg * kh * kw)
         y = xp.matmul(w3, cols).reshape(f, n, oh, ow)
         if b:
             y += b[0].reshape(f, 1, 1, 1)
-        self.cols, self.w3, self.geom = cols, w3, (x.shape, w.shape, stride, pad, dilate,
-                                                   (hp, wp, oh, ow))
+        self.cols, self.w3, self.geom = (
+            cols,
+            w3,
+            (x.shape, w.shape, stride, pad, dilate, (hp, wp, oh, ow)),
+        )
         return xp.ascontiguousarray(y.transpose(1, 0, 2, 3))
 
     def backward(self, g):
@@ -91,8 +96,7 @@ class _Conv(Op):
         (n, c, h, wd), wshape, (sh, sw), (ph, pw), (dh, dw), (hp, wp, oh, ow) = self.geom
         f, cg, kh, kw = wshape
         groups = self.w3.shape[0]
-        g3 = xp.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(
-            groups, f // groups, n * oh * ow)
+        g3 = xp.ascontiguousarray(g.transpose(1, 0, 2, 3)).reshape(groups, f // groups, n * oh * ow)
         needs = self.needs
         gx = gw = gb = None
         if needs[1]:
@@ -106,19 +110,27 @@ class _Conv(Op):
                 hi = i * dh
                 for j in range(kw):
                     wj = j * dw
-                    dxp[:, :, hi:hi + sh * (oh - 1) + 1:sh, wj:wj + sw * (ow - 1) + 1:sw] += \
-                        dcols[:, i, j]
-            gx = xp.ascontiguousarray(dxp[:, :, ph:ph + h, pw:pw + wd].transpose(1, 0, 2, 3))
+                    dxp[
+                        :, :, hi : hi + sh * (oh - 1) + 1 : sh, wj : wj + sw * (ow - 1) + 1 : sw
+                    ] += dcols[:, i, j]
+            gx = xp.ascontiguousarray(dxp[:, :, ph : ph + h, pw : pw + wd].transpose(1, 0, 2, 3))
         return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
 
 
-def Convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
-                kernel: int | Sequence[int] | None = None,
-                stride: int | Sequence[int] | None = None,
-                dilate: int | Sequence[int] | None = None,
-                pad: int | Sequence[int] | None = None,
-                num_filter: int | None = None, num_group: int = 1, no_bias: bool = False,
-                layout: str | None = None, **kwargs: Any) -> NDArray:
+def Convolution(
+    data: NDArray,
+    weight: NDArray,
+    bias: NDArray | None = None,
+    kernel: int | Sequence[int] | None = None,
+    stride: int | Sequence[int] | None = None,
+    dilate: int | Sequence[int] | None = None,
+    pad: int | Sequence[int] | None = None,
+    num_filter: int | None = None,
+    num_group: int = 1,
+    no_bias: bool = False,
+    layout: str | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """2-D convolution (cross-correlation) of ``(N, C, H, W)`` data.
 
     Parameters
@@ -149,16 +161,25 @@ def Convolution(data: NDArray, weight: NDArray, bias: NDArray | None = None,
     if one_d:
         data = data.expand_dims(2)
         weight = weight.expand_dims(2) if weight.ndim == 3 else weight
-        kernel, stride, dilate, pad = (_lift(kernel, 1), _lift(stride, 1), _lift(dilate, 1),
-                                       _lift(pad, 0))
+        kernel, stride, dilate, pad = (
+            _lift(kernel, 1),
+            _lift(stride, 1),
+            _lift(dilate, 1),
+            _lift(pad, 0),
+        )
     if layout not in (None, "NCHW", "NCW"):
         raise MXNetError(f"Convolution supports layout NCHW, not {layout}")
     if kernel is not None and _tuple(kernel, 2, "kernel") != tuple(weight.shape[2:]):
         raise MXNetError(f"Convolution: kernel {kernel} does not match weight {weight.shape}")
     arrays = (data, weight) if (bias is None or no_bias) else (data, weight, bias)
-    out = apply(_Conv, arrays, stride=_tuple(stride, 2, "stride") or (1, 1),
-                pad=_tuple(pad, 2, "pad") or (0, 0), dilate=_tuple(dilate, 2, "dilate") or (1, 1),
-                groups=int(num_group))
+    out = apply(
+        _Conv,
+        arrays,
+        stride=_tuple(stride, 2, "stride") or (1, 1),
+        pad=_tuple(pad, 2, "pad") or (0, 0),
+        dilate=_tuple(dilate, 2, "dilate") or (1, 1),
+        groups=int(num_group),
+    )
     return out.squeeze(axis=2) if one_d else out
 
 
@@ -191,8 +212,9 @@ class _Pool(Op):
         oh = rnd(h + 2 * ph - kh, sh) + 1
         ow = rnd(w + 2 * pw - kw, sw) + 1
         if oh <= 0 or ow <= 0:
-            raise MXNetError(f"Pooling: kernel {kernel} larger than padded input "
-                             f"{(h + 2 * ph, w + 2 * pw)}")
+            raise MXNetError(
+                f"Pooling: kernel {kernel} larger than padded input {(h + 2 * ph, w + 2 * pw)}"
+            )
         eh = max(0, (oh - 1) * sh + kh - (h + 2 * ph))
         ew = max(0, (ow - 1) * sw + kw - (w + 2 * pw))
         is_max = pool_type == "max"
@@ -269,7 +291,7 @@ class _Pool(Op):
         h, w = xshape[2:]
         if self.pshape == xshape:
             return gx
-        return xp.ascontiguousarray(gx[:, :, ph:ph + h, pw:pw + w])
+        return xp.ascontiguousarray(gx[:, :, ph : ph + h, pw : pw + w])
 
 
 class _GlobalPool(Op):
@@ -287,11 +309,18 @@ class _GlobalPool(Op):
         return self.xp.broadcast_to(g, self.x.shape)
 
 
-def Pooling(data: NDArray, kernel: int | Sequence[int] | None = None, pool_type: str = "max",
-            global_pool: bool = False, stride: int | Sequence[int] | None = None,
-            pad: int | Sequence[int] | None = None, pooling_convention: str = "valid",
-            count_include_pad: bool = True, layout: str | None = None,
-            **kwargs: Any) -> NDArray:
+def Pooling(
+    data: NDArray,
+    kernel: int | Sequence[int] | None = None,
+    pool_type: str = "max",
+    global_pool: bool = False,
+    stride: int | Sequence[int] | None = None,
+    pad: int | Sequence[int] | None = None,
+    pooling_convention: str = "valid",
+    count_include_pad: bool = True,
+    layout: str | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """2-D max, average or sum pooling of ``(N, C, H, W)`` data.
 
     Parameters
@@ -327,6 +356,14 @@ def Pooling(data: NDArray, kernel: int | Sequence[int] | None = None, pool_type:
         k = _tuple(kernel, 2, "kernel")
         s = _tuple(stride, 2, "stride") or (1, 1)
         p = _tuple(pad, 2, "pad") or (0, 0)
-        out = apply(_Pool, (data,), kernel=k, stride=s, pad=p, pool_type=pool_type,
-                    full=pooling_convention == "full", count_include_pad=count_include_pad)
+        out = apply(
+            _Pool,
+            (data,),
+            kernel=k,
+            stride=s,
+            pad=p,
+            pool_type=pool_type,
+            full=pooling_convention == "full",
+            count_include_pad=count_include_pad,
+        )
     return out.squeeze(axis=2) if one_d else out

@@ -21,8 +21,22 @@ from .ndarray import NDArray, _wrap, to_raw
 if TYPE_CHECKING:
     from .._typing import CtxLike, DTypeLike, ShapeLike
 
-__all__ = ["array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
-           "full_like", "eye", "linspace", "waitall", "save", "load"]
+__all__ = [
+    "array",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "arange",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "eye",
+    "linspace",
+    "waitall",
+    "save",
+    "load",
+]
 
 
 def _dtype(dtype: DTypeLike | None, default: DTypeLike = np.float32) -> np.dtype:
@@ -70,8 +84,9 @@ def array(source_array: Any, ctx: CtxLike | None = None, dtype: DTypeLike | None
     return _wrap(to_raw(source_array, ctx, dtype), ctx)
 
 
-def _filled(fill: float | None, shape: ShapeLike, ctx: CtxLike | None,
-            dtype: DTypeLike | None) -> NDArray:
+def _filled(
+    fill: float | None, shape: ShapeLike, ctx: CtxLike | None, dtype: DTypeLike | None
+) -> NDArray:
     ctx = _ctx(ctx)
     be = ctx.backend
     with be.guard(ctx.device_id):
@@ -82,8 +97,13 @@ def _filled(fill: float | None, shape: ShapeLike, ctx: CtxLike | None,
     return _wrap(data, ctx)
 
 
-def zeros(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None = None,
-          out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def zeros(
+    shape: ShapeLike,
+    ctx: CtxLike | None = None,
+    dtype: DTypeLike | None = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Return an array of zeros.
 
     Parameters
@@ -98,14 +118,24 @@ def zeros(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None 
     return _out(_filled(0, shape, ctx, dtype), out)
 
 
-def ones(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None = None,
-         out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def ones(
+    shape: ShapeLike,
+    ctx: CtxLike | None = None,
+    dtype: DTypeLike | None = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Return an array of ones; parameters as :func:`zeros`."""
     return _out(_filled(1, shape, ctx, dtype), out)
 
 
-def full(shape: ShapeLike, val: float, ctx: CtxLike | None = None, dtype: DTypeLike | None = None,
-         out: NDArray | None = None) -> NDArray:
+def full(
+    shape: ShapeLike,
+    val: float,
+    ctx: CtxLike | None = None,
+    dtype: DTypeLike | None = None,
+    out: NDArray | None = None,
+) -> NDArray:
     """Return an array filled with ``val``; parameters as :func:`zeros`."""
     return _out(_filled(val, shape, ctx, dtype), out)
 
@@ -136,9 +166,15 @@ def full_like(data: NDArray, fill_value: float) -> NDArray:
     return _like(data, lambda xp, x: xp.full_like(x, fill_value))
 
 
-def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
-           infer_range: bool = False, ctx: CtxLike | None = None,
-           dtype: DTypeLike | None = None) -> NDArray:
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float = 1.0,
+    repeat: int = 1,
+    infer_range: bool = False,
+    ctx: CtxLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> NDArray:
     """Return evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times.
 
     Examples
@@ -154,17 +190,23 @@ def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: i
     return array(host, ctx=ctx, dtype=host.dtype)
 
 
-def eye(N: int, M: int = 0, k: int = 0, ctx: CtxLike | None = None,
-        dtype: DTypeLike | None = None) -> NDArray:
+def eye(
+    N: int, M: int = 0, k: int = 0, ctx: CtxLike | None = None, dtype: DTypeLike | None = None
+) -> NDArray:
     """Return a 2-D array with ones on diagonal ``k`` (``M=0`` means ``M=N``)."""
     return array(np.eye(N, M or N, k), ctx=ctx, dtype=_dtype(dtype))
 
 
-def linspace(start: float, stop: float, num: int, endpoint: bool = True,
-             ctx: CtxLike | None = None, dtype: DTypeLike | None = None) -> NDArray:
+def linspace(
+    start: float,
+    stop: float,
+    num: int,
+    endpoint: bool = True,
+    ctx: CtxLike | None = None,
+    dtype: DTypeLike | None = None,
+) -> NDArray:
     """Return ``num`` evenly spaced values from ``start`` to ``stop``."""
-    return array(np.linspace(start, stop, num, endpoint=endpoint), ctx=ctx,
-                 dtype=_dtype(dtype))
+    return array(np.linspace(start, stop, num, endpoint=endpoint), ctx=ctx, dtype=_dtype(dtype))
 
 
 def waitall() -> None:
@@ -178,8 +220,9 @@ def waitall() -> None:
 
 
 # ----------------------------------------------------------------- save / load
-def save(fname: str | os.PathLike[str],
-         data: NDArray | Sequence[NDArray] | dict[str, NDArray]) -> None:
+def save(
+    fname: str | os.PathLike[str], data: NDArray | Sequence[NDArray] | dict[str, NDArray]
+) -> None:
     """Save an NDArray, a list of NDArrays or a dict of str to NDArray to file ``fname``.
 
     The file is a NumPy ``.npz`` archive; :func:`load` restores the same structure.
@@ -197,8 +240,9 @@ def save(fname: str | os.PathLike[str],
         np.savez(f, **arrays)
 
 
-def load(fname: str | os.PathLike[str],
-         ctx: CtxLike | None = None) -> list[NDArray] | dict[str, NDArray]:
+def load(
+    fname: str | os.PathLike[str], ctx: CtxLike | None = None
+) -> list[NDArray] | dict[str, NDArray]:
     """Load what :func:`save` wrote: a list or a dict of NDArrays (on ``ctx``, default cpu)."""
     with np.load(fname, allow_pickle=False) as z:
         keys = list(z.keys())

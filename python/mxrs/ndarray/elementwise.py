@@ -21,11 +21,33 @@ if TYPE_CHECKING:
     from .ndarray import NDArray
 
 __all__ = [
-    "add", "subtract", "multiply", "divide", "modulo", "power", "maximum", "minimum", "equal",
-    "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "elemwise_add",
-    "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_add", "broadcast_sub",
-    "broadcast_mul", "broadcast_div", "broadcast_maximum", "broadcast_minimum", "broadcast_power",
-    "plus", "minus",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "modulo",
+    "power",
+    "maximum",
+    "minimum",
+    "equal",
+    "not_equal",
+    "greater",
+    "greater_equal",
+    "lesser",
+    "lesser_equal",
+    "elemwise_add",
+    "elemwise_sub",
+    "elemwise_mul",
+    "elemwise_div",
+    "broadcast_add",
+    "broadcast_sub",
+    "broadcast_mul",
+    "broadcast_div",
+    "broadcast_maximum",
+    "broadcast_minimum",
+    "broadcast_power",
+    "plus",
+    "minus",
 ]
 
 
@@ -55,8 +77,10 @@ class _Mul(Op):
 
     def backward(self, g):
         a, b = self.a, self.b
-        return (unbroadcast(g * b, a.shape) if self.needs[0] else None,
-                unbroadcast(g * a, b.shape) if self.needs[1] else None)
+        return (
+            unbroadcast(g * b, a.shape) if self.needs[0] else None,
+            unbroadcast(g * a, b.shape) if self.needs[1] else None,
+        )
 
 
 class _Div(Op):
@@ -69,14 +93,16 @@ class _Div(Op):
     def backward(self, g):
         a, b = self.a, self.b
         ga = g / b
-        return (unbroadcast(ga, a.shape) if self.needs[0] else None,
-                unbroadcast(-ga * a / b, b.shape) if self.needs[1] else None)
+        return (
+            unbroadcast(ga, a.shape) if self.needs[0] else None,
+            unbroadcast(-ga * a / b, b.shape) if self.needs[1] else None,
+        )
 
 
 class _Pow(Op):
     def forward(self, a, b):
         self.a, self.b = a, b
-        self.y = a ** b
+        self.y = a**b
         return self.y
 
     def backward(self, g):
@@ -93,8 +119,10 @@ class _Maximum(Op):
 
     def backward(self, g):
         mask = self.a >= self.b
-        return (unbroadcast(g * mask, self.a.shape) if self.needs[0] else None,
-                unbroadcast(g * ~mask, self.b.shape) if self.needs[1] else None)
+        return (
+            unbroadcast(g * mask, self.a.shape) if self.needs[0] else None,
+            unbroadcast(g * ~mask, self.b.shape) if self.needs[1] else None,
+        )
 
 
 class _Minimum(Op):
@@ -104,8 +132,10 @@ class _Minimum(Op):
 
     def backward(self, g):
         mask = self.a <= self.b
-        return (unbroadcast(g * mask, self.a.shape) if self.needs[0] else None,
-                unbroadcast(g * ~mask, self.b.shape) if self.needs[1] else None)
+        return (
+            unbroadcast(g * mask, self.a.shape) if self.needs[0] else None,
+            unbroadcast(g * ~mask, self.b.shape) if self.needs[1] else None,
+        )
 
 
 class _Mod(Op):
@@ -115,8 +145,10 @@ class _Mod(Op):
 
     def backward(self, g):
         a, b = self.a, self.b
-        return (unbroadcast(g, a.shape) if self.needs[0] else None,
-                unbroadcast(-g * self.xp.floor(a / b), b.shape) if self.needs[1] else None)
+        return (
+            unbroadcast(g, a.shape) if self.needs[0] else None,
+            unbroadcast(-g * self.xp.floor(a / b), b.shape) if self.needs[1] else None,
+        )
 
 
 class _Compare(Op):
@@ -166,7 +198,7 @@ class _RDivS(Op):
 class _PowS(Op):
     def forward(self, a, s):
         self.a, self.s = a, s
-        return a ** s
+        return a**s
 
     def backward(self, g):
         s = self.s
@@ -177,7 +209,7 @@ class _PowS(Op):
 
 class _RPowS(Op):
     def forward(self, a, s):
-        self.y = s ** a
+        self.y = s**a
         self.s = s
         return self.y
 
@@ -253,8 +285,9 @@ def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
         return apply(op_s, (lhs,), s=s)
     if isinstance(rhs, ArrayCore):
         return apply(op_rs, (rhs,), s=_scalar(lhs))
-    raise TypeError(f"expected an NDArray operand, got {type(lhs).__name__} and "
-                    f"{type(rhs).__name__}")
+    raise TypeError(
+        f"expected an NDArray operand, got {type(lhs).__name__} and {type(rhs).__name__}"
+    )
 
 
 def add(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
@@ -274,8 +307,11 @@ def multiply(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
 
 def divide(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     """Return ``lhs / rhs`` with broadcasting; integer arrays divided by a scalar truncate."""
-    if isinstance(lhs, ArrayCore) and not isinstance(rhs, (ArrayCore, np.ndarray)) \
-            and lhs._data.dtype.kind in "iu":
+    if (
+        isinstance(lhs, ArrayCore)
+        and not isinstance(rhs, (ArrayCore, np.ndarray))
+        and lhs._data.dtype.kind in "iu"
+    ):
         return apply(_DivIntS, (lhs,), s=_scalar(rhs))
     return _binary(lhs, rhs, _Div, _DivS, _RDivS)
 
@@ -434,11 +470,13 @@ class Operators:
         return power(other, self)
 
     def __eq__(  # type: ignore[override]  # elementwise, as NumPy's
-            self: Any, other: NDArray | float) -> NDArray:
+        self: Any, other: NDArray | float
+    ) -> NDArray:
         return equal(self, other)
 
     def __ne__(  # type: ignore[override]  # elementwise, as NumPy's
-            self: Any, other: NDArray | float) -> NDArray:
+        self: Any, other: NDArray | float
+    ) -> NDArray:
         return not_equal(self, other)
 
     def __gt__(self: Any, other: NDArray | float) -> NDArray:
@@ -468,13 +506,16 @@ class Operators:
 
 def _inplace(x, other, fn, pyop):
     """In-place arithmetic: mutate ``x._data`` unless autograd must see a new node."""
-    if _state.recording and (x._needs_grad() or (
-            isinstance(other, ArrayCore) and other._needs_grad())):
+    if _state.recording and (
+        x._needs_grad() or (isinstance(other, ArrayCore) and other._needs_grad())
+    ):
         return fn(x, other)
     if isinstance(other, ArrayCore):
         if other._ctx != x._ctx:
-            raise ContextError(f"in-place operation got arrays on two contexts, {x._ctx} "
-                               f"and {other._ctx}; move one with as_in_context() first")
+            raise ContextError(
+                f"in-place operation got arrays on two contexts, {x._ctx} "
+                f"and {other._ctx}; move one with as_in_context() first"
+            )
         other = other._data
     elif not isinstance(other, (int, float, np.generic)):
         raise TypeError(f"unsupported operand type {type(other).__name__}")

@@ -25,8 +25,7 @@ __all__ = ["getitem", "setitem", "take", "Embedding", "pick", "one_hot"]
 
 
 def _is_basic(key):
-    return all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))
-               for k in key)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) for k in key)
 
 
 def _convert_key(x, key):
@@ -127,7 +126,7 @@ class _Take(Op):
             return None, None
         a, shape = self.axis, self.shape
         pre = int(np.prod(shape[:a], dtype=np.int64))
-        post = int(np.prod(shape[a + 1:], dtype=np.int64))
+        post = int(np.prod(shape[a + 1 :], dtype=np.int64))
         dx = self.xp.zeros((pre, shape[a], post), self.dtype)
         g3 = g.reshape(pre, self.idx.size, post)
         self.be.scatter_add(dx, (slice(None), self.idx.reshape(-1)), g3)
@@ -151,9 +150,15 @@ def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip") -> NDA
     return apply(_Take, (a, indices), axis=axis_index(axis, a.ndim), mode=mode)
 
 
-def Embedding(data: NDArray, weight: NDArray, input_dim: int | None = None,
-              output_dim: int | None = None, dtype: DTypeLike = "float32",
-              sparse_grad: bool = False, **kwargs: Any) -> NDArray:
+def Embedding(
+    data: NDArray,
+    weight: NDArray,
+    input_dim: int | None = None,
+    output_dim: int | None = None,
+    dtype: DTypeLike = "float32",
+    sparse_grad: bool = False,
+    **kwargs: Any,
+) -> NDArray:
     """Look up rows of ``weight`` (shape ``(input_dim, output_dim)``) at indices ``data``.
 
     The output has shape ``data.shape + (output_dim,)``; indices are clipped into range.
@@ -171,13 +176,15 @@ class _Pick(Op):
     def forward(self, x, index, axis, keepdims, mode):
         xp = self.xp
         n = x.shape[axis]
-        idx = _int_index(xp, index, n, mode).reshape(
-            x.shape[:axis] + x.shape[axis + 1:])
+        idx = _int_index(xp, index, n, mode).reshape(x.shape[:axis] + x.shape[axis + 1 :])
         xt = xp.moveaxis(x, axis, -1)
         flat = _flat_positions(xp, idx, n)
         self.flat, self.shape, self.dtype, self.axis = flat, x.shape, x.dtype, axis
-        y = xt.reshape(-1)[flat] if xt.flags.c_contiguous else xt.reshape(-1, n)[
-            xp.arange(idx.size), idx.reshape(-1)]
+        y = (
+            xt.reshape(-1)[flat]
+            if xt.flags.c_contiguous
+            else xt.reshape(-1, n)[xp.arange(idx.size), idx.reshape(-1)]
+        )
         y = y.reshape(idx.shape)
         if keepdims:
             y = xp.expand_dims(y, axis)
@@ -187,14 +194,15 @@ class _Pick(Op):
         if not self.needs[0]:
             return None, None
         xp, axis = self.xp, self.axis
-        shape_t = self.shape[:axis] + self.shape[axis + 1:] + (self.shape[axis],)
+        shape_t = self.shape[:axis] + self.shape[axis + 1 :] + (self.shape[axis],)
         dx = xp.zeros(shape_t, self.dtype)
         dx.reshape(-1)[self.flat] = g.reshape(-1)
         return xp.moveaxis(dx, -1, axis), None
 
 
-def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
-         mode: str = "clip") -> NDArray:
+def pick(
+    data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False, mode: str = "clip"
+) -> NDArray:
     """Pick one entry per position along ``axis``: ``out[i] = data[i, index[i]]`` for 2-D.
 
     Parameters
@@ -204,8 +212,9 @@ def pick(data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False,
     keepdims : bool, default False
     mode : {'clip', 'wrap'}, default 'clip'
     """
-    return apply(_Pick, (data, index), axis=axis_index(axis, data.ndim), keepdims=keepdims,
-                 mode=mode)
+    return apply(
+        _Pick, (data, index), axis=axis_index(axis, data.ndim), keepdims=keepdims, mode=mode
+    )
 
 
 class _OneHot(Op):
@@ -222,11 +231,17 @@ class _OneHot(Op):
         return None
 
 
-def one_hot(indices: NDArray, depth: int, on_value: float = 1.0, off_value: float = 0.0,
-            dtype: DTypeLike = "float32") -> NDArray:
+def one_hot(
+    indices: NDArray,
+    depth: int,
+    on_value: float = 1.0,
+    off_value: float = 0.0,
+    dtype: DTypeLike = "float32",
+) -> NDArray:
     """Return one-hot rows of length ``depth`` for ``indices`` (out-of-range rows stay off)."""
-    return apply(_OneHot, (indices,), depth=int(depth), on=on_value, off=off_value,
-                 dtype=np.dtype(dtype))
+    return apply(
+        _OneHot, (indices,), depth=int(depth), on=on_value, off=off_value, dtype=np.dtype(dtype)
+    )
 
 
 class IndexingMethods:

@@ -47,8 +47,13 @@ class _Dot(Op):
         return ga, gb
 
 
-def dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False, transpose_b: bool = False,
-        forward_stype: str | None = None) -> NDArray:
+def dot(
+    lhs: NDArray,
+    rhs: NDArray,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    forward_stype: str | None = None,
+) -> NDArray:
     """Dot product: contracts the last axis of ``lhs`` with the first axis of ``rhs``.
 
     For 2-D arrays this is the matrix product; ``transpose_a``/``transpose_b`` reverse the axes
@@ -83,8 +88,13 @@ class _BatchDot(Op):
         return ga, gb
 
 
-def batch_dot(lhs: NDArray, rhs: NDArray, transpose_a: bool = False,
-              transpose_b: bool = False, forward_stype: str | None = None) -> NDArray:
+def batch_dot(
+    lhs: NDArray,
+    rhs: NDArray,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    forward_stype: str | None = None,
+) -> NDArray:
     """Batched matrix product of ``(B, N, K)`` and ``(B, K, M)`` arrays: ``(B, N, M)``."""
     return apply(_BatchDot, (lhs, rhs), ta=transpose_a, tb=transpose_b)
 
@@ -112,9 +122,15 @@ class _FC(Op):
         return gx, gw
 
 
-def FullyConnected(data: NDArray, weight: NDArray, bias: NDArray | None = None,
-                   num_hidden: int | None = None, no_bias: bool = False, flatten: bool = True,
-                   **kwargs: Any) -> NDArray:
+def FullyConnected(
+    data: NDArray,
+    weight: NDArray,
+    bias: NDArray | None = None,
+    num_hidden: int | None = None,
+    no_bias: bool = False,
+    flatten: bool = True,
+    **kwargs: Any,
+) -> NDArray:
     """Fully connected layer: ``data @ weight.T + bias``.
 
     Parameters

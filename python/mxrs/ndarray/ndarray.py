@@ -60,8 +60,9 @@ def to_raw(source: Any, ctx: Context, dtype: DTypeLike | None = None) -> Any:
     return data.reshape(1) if data.ndim == 0 else data
 
 
-class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
-              IndexingMethods, SoftmaxMethods):
+class NDArray(
+    ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods, IndexingMethods, SoftmaxMethods
+):
     """A multi-dimensional array on a device context.
 
     Create arrays with :func:`mxrs.nd.array`, :func:`mxrs.nd.zeros` and friends; ``NDArray(data,
@@ -79,8 +80,9 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
     __slots__ = ()
     __array_priority__ = 1000.0
 
-    def __init__(self, data: Any, ctx: CtxLike | None = None,
-                 dtype: DTypeLike | None = None) -> None:
+    def __init__(
+        self, data: Any, ctx: CtxLike | None = None, dtype: DTypeLike | None = None
+    ) -> None:
         ctx = current_context() if ctx is None else ctx
         ctx = ctx if isinstance(ctx, Context) else Context(ctx)
         self._data = to_raw(data, ctx, dtype)
@@ -207,8 +209,9 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
         self._grad_req = grad_req
         self._node = None
 
-    def backward(self, out_grad: NDArray | None = None, retain_graph: bool = False,
-                 train_mode: bool = True) -> None:
+    def backward(
+        self, out_grad: NDArray | None = None, retain_graph: bool = False, train_mode: bool = True
+    ) -> None:
         """Compute gradients of this array with respect to the marked variables.
 
         Parameters
@@ -232,4 +235,3 @@ class NDArray(ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods,
         be, ctx = self._ctx.backend, self._ctx
         with be.guard(ctx.device_id):
             return _wrap(be.xp.full_like(self._data, value), ctx)
-

@@ -24,8 +24,17 @@ from .reduce import sum as _sum
 if TYPE_CHECKING:
     from .ndarray import NDArray
 
-__all__ = ["softmax", "log_softmax", "softmax_cross_entropy", "softmax_ce_loss",
-           "SoftmaxOutput", "SoftmaxActivation", "Dropout", "BatchNorm", "LayerNorm"]
+__all__ = [
+    "softmax",
+    "log_softmax",
+    "softmax_cross_entropy",
+    "softmax_ce_loss",
+    "SoftmaxOutput",
+    "SoftmaxActivation",
+    "Dropout",
+    "BatchNorm",
+    "LayerNorm",
+]
 
 
 def _log_softmax(xp, x, axis):
@@ -62,8 +71,9 @@ class _LogSoftmax(Op):
         return gx / self.t if self.t != 1.0 else gx
 
 
-def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
-            **kwargs: Any) -> NDArray:
+def softmax(
+    data: NDArray, axis: int = -1, temperature: float | None = None, **kwargs: Any
+) -> NDArray:
     """Softmax along ``axis``: ``exp(x/T) / sum(exp(x/T))``.
 
     Parameters
@@ -75,8 +85,9 @@ def softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
     return apply(_Softmax, (data,), axis=axis, temperature=float(temperature or 1.0))
 
 
-def log_softmax(data: NDArray, axis: int = -1, temperature: float | None = None,
-                **kwargs: Any) -> NDArray:
+def log_softmax(
+    data: NDArray, axis: int = -1, temperature: float | None = None, **kwargs: Any
+) -> NDArray:
     """Logarithm of :func:`softmax`, computed stably."""
     return apply(_LogSoftmax, (data,), axis=axis, temperature=float(temperature or 1.0))
 
@@ -144,8 +155,14 @@ class _SoftmaxCE(Op):
         return (gx if self.needs[0] else None), gl
 
 
-def softmax_ce_loss(pred: NDArray, label: NDArray, axis: int = -1, sparse_label: bool = True,
-                    from_logits: bool = False, keepdims: bool = True) -> NDArray:
+def softmax_ce_loss(
+    pred: NDArray,
+    label: NDArray,
+    axis: int = -1,
+    sparse_label: bool = True,
+    from_logits: bool = False,
+    keepdims: bool = True,
+) -> NDArray:
     """Fused softmax cross-entropy per position (mxrs extension used by Gluon's loss).
 
     Computes ``-pick(log_softmax(pred, axis), label, axis)`` (sparse labels) or
@@ -161,8 +178,14 @@ def softmax_ce_loss(pred: NDArray, label: NDArray, axis: int = -1, sparse_label:
     keepdims : bool, default True
         Keep ``axis`` with length 1 in the result.
     """
-    return apply(_SoftmaxCE, (pred, label), axis=axis_index(axis, pred.ndim), sparse=sparse_label,
-                 from_logits=from_logits, keepdims=keepdims)
+    return apply(
+        _SoftmaxCE,
+        (pred, label),
+        axis=axis_index(axis, pred.ndim),
+        sparse=sparse_label,
+        from_logits=from_logits,
+        keepdims=keepdims,
+    )
 
 
 def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
@@ -191,8 +214,11 @@ class _SoftmaxOutput(Op):
         xp, y, axis = self.xp, self.y, self.axis
         grad_scale, ignore_label, use_ignore, norm = self.cfg
         lab = self.label.astype(np.int64)
-        onehot = xp.moveaxis(xp.eye(y.shape[axis], dtype=y.dtype)[lab], -1, axis) \
-            if lab.ndim == y.ndim - 1 else self.label
+        onehot = (
+            xp.moveaxis(xp.eye(y.shape[axis], dtype=y.dtype)[lab], -1, axis)
+            if lab.ndim == y.ndim - 1
+            else self.label
+        )
         gx = y - onehot
         valid = None
         if use_ignore:
@@ -206,14 +232,27 @@ class _SoftmaxOutput(Op):
         return gx * grad_scale, None
 
 
-def SoftmaxOutput(data: NDArray, label: NDArray, grad_scale: float = 1.0,
-                  ignore_label: float = -1.0, multi_output: bool = False,
-                  use_ignore: bool = False, normalization: str = "null",
-                  **kwargs: Any) -> NDArray:
+def SoftmaxOutput(
+    data: NDArray,
+    label: NDArray,
+    grad_scale: float = 1.0,
+    ignore_label: float = -1.0,
+    multi_output: bool = False,
+    use_ignore: bool = False,
+    normalization: str = "null",
+    **kwargs: Any,
+) -> NDArray:
     """Softmax forward whose backward is the cross-entropy gradient ``softmax - one_hot(label)``
     (scaled by ``grad_scale``, ignoring the incoming gradient, as MXNet's output layer)."""
-    return apply(_SoftmaxOutput, (data, label), grad_scale=grad_scale, ignore_label=ignore_label,
-                 use_ignore=use_ignore, normalization=normalization, multi=multi_output)
+    return apply(
+        _SoftmaxOutput,
+        (data, label),
+        grad_scale=grad_scale,
+        ignore_label=ignore_label,
+        use_ignore=use_ignore,
+        normalization=normalization,
+        multi=multi_output,
+    )
 
 
 class _Identity(Op):
@@ -237,8 +276,9 @@ class _Dropout(Op):
         return g * self.mask
 
 
-def Dropout(data: NDArray, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (),
-            **kwargs: Any) -> NDArray:
+def Dropout(
+    data: NDArray, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (), **kwargs: Any
+) -> NDArray:
     """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
     Active only in training mode unless ``mode='always'``; otherwise returns a copy of ``data``.
@@ -248,13 +288,19 @@ def Dropout(data: NDArray, p: float = 0.5, mode: str = "training", axes: Sequenc
         return apply(_Identity, (data,))
     if p >= 1:
         return data * 0
-    return apply(_Dropout, (data,), p=float(p), axes={axis_index(a, data.ndim) for a in axes},
-                 rng=generator(data._ctx))
+    return apply(
+        _Dropout,
+        (data,),
+        p=float(p),
+        axes={axis_index(a, data.ndim) for a in axes},
+        rng=generator(data._ctx),
+    )
 
 
 class _BatchNorm(Op):
-    def forward(self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv,
-                output_mean_var):
+    def forward(
+        self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv, output_mean_var
+    ):
         xp = self.xp
         axes = tuple(i for i in range(x.ndim) if i != axis)
         bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
@@ -294,18 +340,30 @@ class _BatchNorm(Op):
                 gx = gy * self.scale
             else:
                 m = gy.size // gbeta.size
-                gx = self.scale * (gy - (gbeta / m).reshape(self.bshape)
-                                   - self.xhat * (ggamma / m).reshape(self.bshape))
+                gx = self.scale * (
+                    gy
+                    - (gbeta / m).reshape(self.bshape)
+                    - self.xhat * (ggamma / m).reshape(self.bshape)
+                )
         if self.fix:
             ggamma = xp.zeros_like(ggamma)
         return gx, ggamma, gbeta
 
 
-def BatchNorm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray,
-              moving_var: NDArray, eps: float = 1e-3, momentum: float = 0.9,
-              fix_gamma: bool = True, use_global_stats: bool = False,
-              output_mean_var: bool = False, axis: int = 1,
-              **kwargs: Any) -> NDArray | list[NDArray]:
+def BatchNorm(
+    data: NDArray,
+    gamma: NDArray,
+    beta: NDArray,
+    moving_mean: NDArray,
+    moving_var: NDArray,
+    eps: float = 1e-3,
+    momentum: float = 0.9,
+    fix_gamma: bool = True,
+    use_global_stats: bool = False,
+    output_mean_var: bool = False,
+    axis: int = 1,
+    **kwargs: Any,
+) -> NDArray | list[NDArray]:
     """Batch normalisation over every axis but ``axis``.
 
     In training mode (and without ``use_global_stats``) normalises with the batch mean and
@@ -329,13 +387,22 @@ def BatchNorm(data: NDArray, gamma: NDArray, beta: NDArray, moving_mean: NDArray
     """
     for aux in (moving_mean, moving_var):
         if aux._ctx != data._ctx:
-            raise ContextError(f"BatchNorm: running statistics on {aux._ctx} for data on "
-                               f"{data._ctx}")
+            raise ContextError(
+                f"BatchNorm: running statistics on {aux._ctx} for data on {data._ctx}"
+            )
     use_global = bool(use_global_stats) or not _state.training
-    out = apply(_BatchNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps),
-                momentum=None if use_global else float(momentum), fix_gamma=bool(fix_gamma),
-                use_global=use_global, mm=moving_mean, mv=moving_var,
-                output_mean_var=output_mean_var)
+    out = apply(
+        _BatchNorm,
+        (data, gamma, beta),
+        axis=axis_index(axis, data.ndim),
+        eps=float(eps),
+        momentum=None if use_global else float(momentum),
+        fix_gamma=bool(fix_gamma),
+        use_global=use_global,
+        mm=moving_mean,
+        mv=moving_var,
+        output_mean_var=output_mean_var,
+    )
     return out
 
 
@@ -356,13 +423,22 @@ class _LayerNorm(Op):
         gg = (g * xhat).sum(axis=red)
         gb = g.sum(axis=red)
         dxh = g * self.gamma
-        gx = self.inv * (dxh - dxh.mean(axis=axis, keepdims=True)
-                         - xhat * (dxh * xhat).mean(axis=axis, keepdims=True))
+        gx = self.inv * (
+            dxh
+            - dxh.mean(axis=axis, keepdims=True)
+            - xhat * (dxh * xhat).mean(axis=axis, keepdims=True)
+        )
         return gx, gg, gb
 
 
-def LayerNorm(data: NDArray, gamma: NDArray, beta: NDArray, axis: int = -1, eps: float = 1e-5,
-              output_mean_var: bool = False) -> NDArray | list[NDArray]:
+def LayerNorm(
+    data: NDArray,
+    gamma: NDArray,
+    beta: NDArray,
+    axis: int = -1,
+    eps: float = 1e-5,
+    output_mean_var: bool = False,
+) -> NDArray | list[NDArray]:
     """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
     if output_mean_var:
         raise MXNetError("LayerNorm(output_mean_var=True) is not supported")

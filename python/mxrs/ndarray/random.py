@@ -42,9 +42,15 @@ def _target(ctx: CtxLike | None, out: NDArray | None) -> Context:
     return ctx if isinstance(ctx, Context) else Context(ctx)
 
 
-def uniform(low: float = 0.0, high: float = 1.0, shape: ShapeLike | None = None,
-            dtype: DTypeLike | None = None, ctx: CtxLike | None = None,
-            out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def uniform(
+    low: float = 0.0,
+    high: float = 1.0,
+    shape: ShapeLike | None = None,
+    dtype: DTypeLike | None = None,
+    ctx: CtxLike | None = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Draw from the uniform distribution on ``[low, high)``.
 
     Parameters
@@ -72,9 +78,15 @@ def uniform(low: float = 0.0, high: float = 1.0, shape: ShapeLike | None = None,
     return _result(data, ctx, out)
 
 
-def normal(loc: float = 0.0, scale: float = 1.0, shape: ShapeLike | None = None,
-           dtype: DTypeLike | None = None, ctx: CtxLike | None = None,
-           out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def normal(
+    loc: float = 0.0,
+    scale: float = 1.0,
+    shape: ShapeLike | None = None,
+    dtype: DTypeLike | None = None,
+    ctx: CtxLike | None = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Draw from the normal distribution with mean ``loc`` and deviation ``scale``.
 
     Parameters as :func:`uniform`.
@@ -87,14 +99,27 @@ def normal(loc: float = 0.0, scale: float = 1.0, shape: ShapeLike | None = None,
     return _result(data, ctx, out)
 
 
-def randn(*shape: int, loc: float = 0.0, scale: float = 1.0, dtype: DTypeLike | None = None,
-          ctx: CtxLike | None = None, **kwargs: Any) -> NDArray:
+def randn(
+    *shape: int,
+    loc: float = 0.0,
+    scale: float = 1.0,
+    dtype: DTypeLike | None = None,
+    ctx: CtxLike | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Draw normal samples of shape ``shape`` (given as separate ints)."""
     return normal(loc, scale, shape or None, dtype=dtype, ctx=ctx)
 
 
-def randint(low: int, high: int, shape: ShapeLike | None = None, dtype: DTypeLike = "int32",
-            ctx: CtxLike | None = None, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+def randint(
+    low: int,
+    high: int,
+    shape: ShapeLike | None = None,
+    dtype: DTypeLike = "int32",
+    ctx: CtxLike | None = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
     """Draw integers uniformly from ``[low, high)``; parameters as :func:`uniform`."""
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)

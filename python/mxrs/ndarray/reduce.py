@@ -19,8 +19,20 @@ if TYPE_CHECKING:
     from .._typing import DTypeLike
     from .ndarray import NDArray
 
-__all__ = ["sum", "nansum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "topk",
-           "sort", "argsort"]
+__all__ = [
+    "sum",
+    "nansum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "norm",
+    "argmax",
+    "argmin",
+    "topk",
+    "sort",
+    "argsort",
+]
 
 
 def _axes(ndim, axis, exclude=False):
@@ -87,8 +99,9 @@ class _Extreme(_Reduce):
         self._setup(x, axes)
         y = getattr(x, fn)(axis=axes, keepdims=True)
         self.x, self.y = x, y
-        return _finish(y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
-                                                          if i not in axes)))
+        return _finish(
+            y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape) if i not in axes))
+        )
 
     def backward(self, g):
         return (self.x == self.y) * g.reshape(self.kshape)
@@ -99,8 +112,9 @@ class _Prod(_Reduce):
         self._setup(x, axes)
         y = x.prod(axis=axes, keepdims=True)
         self.x, self.y = x, y
-        return _finish(y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
-                                                          if i not in axes)))
+        return _finish(
+            y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape) if i not in axes))
+        )
 
     def backward(self, g):
         return g.reshape(self.kshape) * self.y / self.x
@@ -116,8 +130,9 @@ class _Norm(_Reduce):
         else:
             y = xp.sqrt((x * x).sum(axis=axes, keepdims=True))
         self.y = y
-        return _finish(y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape)
-                                                          if i not in axes)))
+        return _finish(
+            y if keepdims else y.reshape(tuple(s for i, s in enumerate(x.shape) if i not in axes))
+        )
 
     def backward(self, g):
         g = g.reshape(self.kshape)
@@ -139,8 +154,12 @@ class _ArgExtreme(Op):
         return None
 
 
-def sum(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-        exclude: bool = False) -> NDArray:
+def sum(
+    data: NDArray,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> NDArray:
     """Sum over ``axis`` (all axes when None).
 
     Parameters
@@ -160,41 +179,64 @@ def sum(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool =
     return apply(_Sum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def nansum(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-           exclude: bool = False) -> NDArray:
+def nansum(
+    data: NDArray,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> NDArray:
     """Sum over ``axis`` treating NaN as zero; parameters as :func:`sum`."""
     return apply(_NanSum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def mean(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-         exclude: bool = False) -> NDArray:
+def mean(
+    data: NDArray,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> NDArray:
     """Average over ``axis``; parameters as :func:`sum`."""
     return apply(_Mean, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def max(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-        exclude: bool = False) -> NDArray:
+def max(
+    data: NDArray,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> NDArray:
     """Maximum over ``axis``; every tied maximum receives the gradient. Parameters as
     :func:`sum`."""
-    return apply(_Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims,
-                 fn="max")
+    return apply(
+        _Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims, fn="max"
+    )
 
 
-def min(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-        exclude: bool = False) -> NDArray:
+def min(
+    data: NDArray,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> NDArray:
     """Minimum over ``axis``; parameters as :func:`max`."""
-    return apply(_Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims,
-                 fn="min")
+    return apply(
+        _Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims, fn="min"
+    )
 
 
-def prod(data: NDArray, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-         exclude: bool = False) -> NDArray:
+def prod(
+    data: NDArray,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> NDArray:
     """Product over ``axis``; parameters as :func:`sum`."""
     return apply(_Prod, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
-def norm(data: NDArray, ord: int = 2, axis: int | Sequence[int] | None = None,
-         keepdims: bool = False) -> NDArray:
+def norm(
+    data: NDArray, ord: int = 2, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> NDArray:
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements when None)."""
     if ord not in (1, 2):
         raise MXNetError(f"norm supports ord=1 and ord=2, not {ord!r}")
@@ -244,14 +286,20 @@ class _TopK(Op):
         if self.ret not in ("value", "both") or gv is None:
             return None
         xp = self.xp
-        shape_t = self.shape[:self.axis] + self.shape[self.axis + 1:] + (self.shape[self.axis],)
+        shape_t = self.shape[: self.axis] + self.shape[self.axis + 1 :] + (self.shape[self.axis],)
         dx = xp.zeros(shape_t, dtype=gv.dtype)
         self._scatter(dx, xp.ascontiguousarray(xp.moveaxis(gv, self.axis, -1)))
         return xp.moveaxis(dx, -1, self.axis)
 
 
-def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
-         is_ascend: bool = False, dtype: DTypeLike = "float32") -> NDArray | list[NDArray]:
+def topk(
+    data: NDArray,
+    axis: int = -1,
+    k: int = 1,
+    ret_typ: str = "indices",
+    is_ascend: bool = False,
+    dtype: DTypeLike = "float32",
+) -> NDArray | list[NDArray]:
     """The ``k`` largest (or, with ``is_ascend``, smallest) entries along ``axis``.
 
     Parameters
@@ -271,8 +319,9 @@ def topk(data: NDArray, axis: int = -1, k: int = 1, ret_typ: str = "indices",
         data, axis = data.reshape((-1,)), 0
     axis = axis_index(axis, data.ndim)
     k = int(k) if k > 0 else data.shape[axis]
-    return apply(_TopK, (data,), axis=axis, k=k, ret_typ=ret_typ, is_ascend=is_ascend,
-                 dtype=np.dtype(dtype))
+    return apply(
+        _TopK, (data,), axis=axis, k=k, ret_typ=ret_typ, is_ascend=is_ascend, dtype=np.dtype(dtype)
+    )
 
 
 def sort(data: NDArray, axis: int = -1, is_ascend: bool = True) -> NDArray:
@@ -280,11 +329,13 @@ def sort(data: NDArray, axis: int = -1, is_ascend: bool = True) -> NDArray:
     return cast("NDArray", topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend))
 
 
-def argsort(data: NDArray, axis: int = -1, is_ascend: bool = True,
-            dtype: DTypeLike = "float32") -> NDArray:
+def argsort(
+    data: NDArray, axis: int = -1, is_ascend: bool = True, dtype: DTypeLike = "float32"
+) -> NDArray:
     """Indices that sort ``data`` along ``axis``, as ``dtype``."""
-    return cast("NDArray", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend,
-                                dtype=dtype))
+    return cast(
+        "NDArray", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
+    )
 
 
 class ReduceMethods:

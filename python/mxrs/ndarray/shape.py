@@ -18,10 +18,30 @@ from ._op import Op, apply, as_method, axis_index, unbroadcast
 if TYPE_CHECKING:
     from .ndarray import NDArray
 
-__all__ = ["reshape", "Reshape", "reshape_like", "flatten", "Flatten", "transpose",
-           "swapaxes", "expand_dims", "squeeze", "broadcast_to", "broadcast_like", "concat",
-           "Concat", "stack", "split", "SliceChannel", "slice", "slice_axis", "tile", "repeat",
-           "flip", "reverse"]
+__all__ = [
+    "reshape",
+    "Reshape",
+    "reshape_like",
+    "flatten",
+    "Flatten",
+    "transpose",
+    "swapaxes",
+    "expand_dims",
+    "squeeze",
+    "broadcast_to",
+    "broadcast_like",
+    "concat",
+    "Concat",
+    "stack",
+    "split",
+    "SliceChannel",
+    "slice",
+    "slice_axis",
+    "tile",
+    "repeat",
+    "flip",
+    "reverse",
+]
 
 
 class _Reshape(Op):
@@ -33,8 +53,7 @@ class _Reshape(Op):
         return g.reshape(self.shape)
 
 
-def _infer_shape(src: Sequence[int], spec: Sequence[int],
-                 reverse: bool = False) -> tuple[int, ...]:
+def _infer_shape(src: Sequence[int], spec: Sequence[int], reverse: bool = False) -> tuple[int, ...]:
     """Resolve MXNet reshape codes in ``spec`` against source shape ``src``."""
     if reverse:
         return tuple(reversed(_infer_shape(tuple(reversed(src)), tuple(reversed(spec)))))
@@ -73,8 +92,9 @@ def _infer_shape(src: Sequence[int], spec: Sequence[int],
     return tuple(out)
 
 
-def reshape(data: NDArray, shape: int | Sequence[int], reverse: bool = False,
-            **kwargs: Any) -> NDArray:
+def reshape(
+    data: NDArray, shape: int | Sequence[int], reverse: bool = False, **kwargs: Any
+) -> NDArray:
     """Return ``data`` with a new shape (a view where possible).
 
     Parameters
@@ -96,8 +116,9 @@ def reshape(data: NDArray, shape: int | Sequence[int], reverse: bool = False,
     try:
         return apply(_Reshape, (data,), shape=tuple(shape))
     except ValueError as err:
-        raise MXNetError(f"cannot reshape array of shape {data.shape} into {tuple(shape)}: "
-                         f"{err}") from None
+        raise MXNetError(
+            f"cannot reshape array of shape {data.shape} into {tuple(shape)}: {err}"
+        ) from None
 
 
 Reshape = reshape
@@ -176,7 +197,8 @@ class _BroadcastTo(Op):
 def broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
     """Broadcast ``data`` to ``shape``; a 0 in ``shape`` keeps that dimension."""
     shape = tuple(d if s == 0 else s for s, d in zip(shape, data.shape, strict=False)) + tuple(
-        shape[data.ndim:])
+        shape[data.ndim :]
+    )
     return apply(_BroadcastTo, (data,), shape=shape)
 
 
@@ -219,8 +241,7 @@ class _Stack(Op):
 
     def backward(self, g):
         xp = self.xp
-        return tuple(xp.take(g, i, axis=self.axis) if n else None
-                     for i, n in enumerate(self.needs))
+        return tuple(xp.take(g, i, axis=self.axis) if n else None for i, n in enumerate(self.needs))
 
 
 def stack(*data: NDArray, axis: int = 0, **kwargs: Any) -> NDArray:
@@ -233,8 +254,9 @@ def stack(*data: NDArray, axis: int = 0, **kwargs: Any) -> NDArray:
 class _Split(Op):
     def forward(self, x, num, axis, squeeze):
         if x.shape[axis] % num:
-            raise MXNetError(f"split: axis {axis} of length {x.shape[axis]} is not divisible "
-                             f"into {num} parts")
+            raise MXNetError(
+                f"split: axis {axis} of length {x.shape[axis]} is not divisible into {num} parts"
+            )
         self.axis, self.squeeze, self.shape, self.dtype = axis, squeeze, x.shape, x.dtype
         parts = self.xp.split(x, num, axis=axis)
         if squeeze:
@@ -245,20 +267,30 @@ class _Split(Op):
     def backward(self, *gs):
         xp = self.xp
         step = self.shape[self.axis] // self.nparts
-        pshape = self.shape[:self.axis] + (step,) + self.shape[self.axis + 1:]
-        full = [xp.zeros(pshape, self.dtype) if g is None
-                else (g.reshape(pshape) if self.squeeze else g) for g in gs]
+        pshape = self.shape[: self.axis] + (step,) + self.shape[self.axis + 1 :]
+        full = [
+            xp.zeros(pshape, self.dtype)
+            if g is None
+            else (g.reshape(pshape) if self.squeeze else g)
+            for g in gs
+        ]
         return xp.concatenate(full, axis=self.axis)
 
 
-def split(data: NDArray, num_outputs: int, axis: int = 1,
-          squeeze_axis: bool = False) -> NDArray | list[NDArray]:
+def split(
+    data: NDArray, num_outputs: int, axis: int = 1, squeeze_axis: bool = False
+) -> NDArray | list[NDArray]:
     """Split into ``num_outputs`` equal parts along ``axis`` (default 1, as MXNet).
 
     Returns a list of arrays, or the array itself when ``num_outputs`` is 1.
     """
-    out = apply(_Split, (data,), num=int(num_outputs), axis=axis_index(axis, data.ndim),
-                squeeze=squeeze_axis)
+    out = apply(
+        _Split,
+        (data,),
+        num=int(num_outputs),
+        axis=axis_index(axis, data.ndim),
+        squeeze=squeeze_axis,
+    )
     return out[0] if len(out) == 1 else out
 
 
@@ -276,8 +308,12 @@ class _Slice(Op):
         return dx
 
 
-def slice(data: NDArray, begin: Sequence[int | None], end: Sequence[int | None],
-          step: Sequence[int | None] | None = None) -> NDArray:
+def slice(
+    data: NDArray,
+    begin: Sequence[int | None],
+    end: Sequence[int | None],
+    step: Sequence[int | None] | None = None,
+) -> NDArray:
     """Take ``data[begin:end:step]`` per axis; ``None`` entries mean the whole axis.
 
     Examples
@@ -325,14 +361,18 @@ class _Repeat(Op):
         if self.axis is None:
             return g.reshape(-1, self.repeats).sum(axis=1).reshape(self.shape)
         a = self.axis
-        shape = self.shape[:a] + (self.shape[a], self.repeats) + self.shape[a + 1:]
+        shape = self.shape[:a] + (self.shape[a], self.repeats) + self.shape[a + 1 :]
         return g.reshape(shape).sum(axis=a + 1)
 
 
 def repeat(data: NDArray, repeats: int, axis: int | None = None) -> NDArray:
     """Repeat each element ``repeats`` times along ``axis`` (of the flattened array if None)."""
-    return apply(_Repeat, (data,), repeats=int(repeats),
-                 axis=None if axis is None else axis_index(axis, data.ndim))
+    return apply(
+        _Repeat,
+        (data,),
+        repeats=int(repeats),
+        axis=None if axis is None else axis_index(axis, data.ndim),
+    )
 
 
 class _Flip(Op):

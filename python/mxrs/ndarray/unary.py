@@ -18,9 +18,34 @@ if TYPE_CHECKING:
     from .ndarray import NDArray
 
 __all__ = [
-    "negative", "exp", "log", "sqrt", "square", "abs", "sign", "reciprocal", "rsqrt", "log1p",
-    "expm1", "sin", "cos", "floor", "ceil", "round", "rint", "trunc", "relu", "sigmoid", "tanh",
-    "softrelu", "softsign", "Activation", "LeakyReLU", "clip", "where", "cast",
+    "negative",
+    "exp",
+    "log",
+    "sqrt",
+    "square",
+    "abs",
+    "sign",
+    "reciprocal",
+    "rsqrt",
+    "log1p",
+    "expm1",
+    "sin",
+    "cos",
+    "floor",
+    "ceil",
+    "round",
+    "rint",
+    "trunc",
+    "relu",
+    "sigmoid",
+    "tanh",
+    "softrelu",
+    "softsign",
+    "Activation",
+    "LeakyReLU",
+    "clip",
+    "where",
+    "cast",
 ]
 
 
@@ -386,8 +411,13 @@ def softsign(data: NDArray) -> NDArray:
     return apply(_Softsign, (data,))
 
 
-_ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softrelu": softrelu,
-                "softsign": softsign}
+_ACTIVATIONS = {
+    "relu": relu,
+    "sigmoid": sigmoid,
+    "tanh": tanh,
+    "softrelu": softrelu,
+    "softsign": softsign,
+}
 
 
 def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
@@ -395,8 +425,9 @@ def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
     try:
         fn = _ACTIVATIONS[act_type]
     except KeyError:
-        raise MXNetError(f"unknown act_type {act_type!r}; expected one of "
-                         f"{sorted(_ACTIVATIONS)}") from None
+        raise MXNetError(
+            f"unknown act_type {act_type!r}; expected one of {sorted(_ACTIVATIONS)}"
+        ) from None
     return fn(data)
 
 
@@ -404,9 +435,15 @@ _SELU_ALPHA = 1.6732632423543772
 _SELU_LAMBDA = 1.0507009873554805
 
 
-def LeakyReLU(data: NDArray, gamma: NDArray | None = None, act_type: str = "leaky",
-              slope: float = 0.25, lower_bound: float = 0.125, upper_bound: float = 0.334,
-              **kwargs: Any) -> NDArray:
+def LeakyReLU(
+    data: NDArray,
+    gamma: NDArray | None = None,
+    act_type: str = "leaky",
+    slope: float = 0.25,
+    lower_bound: float = 0.125,
+    upper_bound: float = 0.334,
+    **kwargs: Any,
+) -> NDArray:
     """Leaky rectified linear units and relatives.
 
     Parameters

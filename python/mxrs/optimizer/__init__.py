@@ -32,6 +32,27 @@ from .sgd import SGD
 from .signum import Signum
 from .updater import Updater, get_updater
 
-__all__ = ["AdaGrad", "Adam", "FTRL", "Ftrl", "NAG", "Optimizer", "RMSProp", "SGD", "Signum",
-           "Updater", "adagrad", "adam", "create", "ftrl", "get_updater", "nag", "optimizer",
-           "register", "rmsprop", "sgd", "signum", "updater"]
+__all__ = [
+    "AdaGrad",
+    "Adam",
+    "FTRL",
+    "Ftrl",
+    "NAG",
+    "Optimizer",
+    "RMSProp",
+    "SGD",
+    "Signum",
+    "Updater",
+    "adagrad",
+    "adam",
+    "create",
+    "ftrl",
+    "get_updater",
+    "nag",
+    "optimizer",
+    "register",
+    "rmsprop",
+    "sgd",
+    "signum",
+    "updater",
+]

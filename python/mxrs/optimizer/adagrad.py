@@ -40,8 +40,9 @@ class AdaGrad(Optimizer):
         """The accumulated squared gradients: a zero buffer like ``weight``."""
         return _zeros_state(weight)
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         history = state._data
         t = xp.multiply(g, float(self.rescale_grad))
         c = self.clip_gradient

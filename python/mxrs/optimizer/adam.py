@@ -43,8 +43,15 @@ class Adam(Optimizer):
 
     _server_name = "adam"
 
-    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        lazy_update: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.beta1 = beta1
         self.beta2 = beta2
@@ -55,8 +62,9 @@ class Adam(Optimizer):
         """``(mean, var)``: two zero buffers like ``weight``."""
         return (_zeros_state(weight), _zeros_state(weight))
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         t = self._index_update_count[index]
         b1, b2 = float(self.beta1), float(self.beta2)
         lr *= math.sqrt(1.0 - b2**t) / (1.0 - b1**t)
@@ -76,6 +84,9 @@ class Adam(Optimizer):
         w -= tmp
 
     def _spec_params(self) -> list[tuple[str, float]]:
-        return [("beta1", float(self.beta1)), ("beta2", float(self.beta2)),
-                ("epsilon", float(self.epsilon)),
-                ("lazy_update", 1.0 if self.lazy_update else 0.0)]
+        return [
+            ("beta1", float(self.beta1)),
+            ("beta2", float(self.beta2)),
+            ("epsilon", float(self.epsilon)),
+            ("lazy_update", 1.0 if self.lazy_update else 0.0),
+        ]

@@ -38,8 +38,9 @@ class FTRL(Optimizer):
         The :class:`~mxrs.optimizer.Optimizer` parameters.
     """
 
-    def __init__(self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1, **kwargs: Any
+    ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.lamda1 = lamda1
         self.beta = beta
@@ -48,8 +49,9 @@ class FTRL(Optimizer):
         """``(z, n)``: two zero buffers like ``weight``."""
         return (_zeros_state(weight), _zeros_state(weight))
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         z, n = state[0]._data, state[1]._data
         gr = self._rescaled(xp, g, w)
         sq = xp.multiply(gr, gr)
@@ -80,8 +82,10 @@ class FTRL(Optimizer):
         MXNetError
             Always: FTRL runs only on workers (``update_on_kvstore=False``).
         """
-        raise MXNetError("optimizer FTRL runs only on workers: the parameter servers do not "
-                         "implement it; use update_on_kvstore=False")
+        raise MXNetError(
+            "optimizer FTRL runs only on workers: the parameter servers do not "
+            "implement it; use update_on_kvstore=False"
+        )
 
 
 Ftrl = FTRL

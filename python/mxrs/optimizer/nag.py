@@ -41,8 +41,9 @@ class NAG(Optimizer):
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         if state is None:
             _sgd_plain(xp, self, w, g, lr, wd)
             return

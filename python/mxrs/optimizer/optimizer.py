@@ -83,11 +83,19 @@ class Optimizer:
     #: The name the parameter servers run this optimizer under; None when they do not run it.
     _server_name: str | None = None
 
-    def __init__(self, rescale_grad: float = 1.0, param_idx2name: dict[int, str] | None = None,
-                 wd: float = 0.0, clip_gradient: float | None = None,
-                 learning_rate: float | None = None, lr_scheduler: LRScheduler | None = None,
-                 sym: Any = None, begin_num_update: int = 0, multi_precision: bool = False,
-                 param_dict: dict[int, Any] | None = None) -> None:
+    def __init__(
+        self,
+        rescale_grad: float = 1.0,
+        param_idx2name: dict[int, str] | None = None,
+        wd: float = 0.0,
+        clip_gradient: float | None = None,
+        learning_rate: float | None = None,
+        lr_scheduler: LRScheduler | None = None,
+        sym: Any = None,
+        begin_num_update: int = 0,
+        multi_precision: bool = False,
+        param_dict: dict[int, Any] | None = None,
+    ) -> None:
         self.rescale_grad = rescale_grad
         self.lr_scheduler = lr_scheduler
         if lr_scheduler is None and learning_rate is None:
@@ -95,8 +103,10 @@ class Optimizer:
         self.lr: float | None = learning_rate  # None only when a scheduler gives the rate
         if lr_scheduler is not None and learning_rate is not None:
             if lr_scheduler.base_lr != learning_rate:
-                _log.warning("learning rate from ``lr_scheduler`` has been overwritten by "
-                             "``learning_rate`` in optimizer.")
+                _log.warning(
+                    "learning rate from ``lr_scheduler`` has been overwritten by "
+                    "``learning_rate`` in optimizer."
+                )
                 lr_scheduler.base_lr = learning_rate
         self.wd = wd
         self.lr_mult: dict[int | str, float] = {}
@@ -110,8 +120,10 @@ class Optimizer:
         if param_idx2name is None:
             param_idx2name = {}
         if not isinstance(param_idx2name, dict):
-            raise MXNetError("param_idx2name should be a dict of param indexes to names, got "
-                             f"{type(param_idx2name).__name__}")
+            raise MXNetError(
+                "param_idx2name should be a dict of param indexes to names, got "
+                f"{type(param_idx2name).__name__}"
+            )
         self.idx2name = param_idx2name.copy()
         self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.param_dict = param_dict if param_dict else {}
@@ -136,8 +148,11 @@ class Optimizer:
         name = klass.__name__.lower()
         old = Optimizer.opt_registry.get(name)
         if old is not None and old is not klass:
-            warnings.warn(f"New optimizer {klass.__module__}.{klass.__name__} is overriding "
-                          f"existing optimizer {old.__module__}.{old.__name__}", stacklevel=2)
+            warnings.warn(
+                f"New optimizer {klass.__module__}.{klass.__name__} is overriding "
+                f"existing optimizer {old.__module__}.{old.__name__}",
+                stacklevel=2,
+            )
         Optimizer.opt_registry[name] = klass
         return klass
 
@@ -175,10 +190,12 @@ class Optimizer:
             When an ``lr_scheduler`` is set: the scheduler owns the learning rate.
         """
         if self.lr_scheduler is not None:
-            raise MXNetError("LRScheduler of the optimizer has already been defined. Note that "
-                             "set_learning_rate can mutate the value of the learning rate of "
-                             "the optimizer only when the LRScheduler of the optimizer is "
-                             "undefined.")
+            raise MXNetError(
+                "LRScheduler of the optimizer has already been defined. Note that "
+                "set_learning_rate can mutate the value of the learning rate of "
+                "the optimizer only when the LRScheduler of the optimizer is "
+                "undefined."
+            )
         self.lr = lr
 
     def set_lr_mult(self, args_lr_mult: dict[int | str, float]) -> None:
@@ -304,11 +321,15 @@ class Optimizer:
         ctx = weight._ctx
         w, g = weight._data, grad._data
         if grad._ctx is not ctx and grad._ctx != ctx:
-            raise ContextError(f"optimizer update of parameter {index!r}: the weight is on "
-                               f"{ctx} but its gradient on {grad._ctx}")
+            raise ContextError(
+                f"optimizer update of parameter {index!r}: the weight is on "
+                f"{ctx} but its gradient on {grad._ctx}"
+            )
         if g.shape != w.shape:
-            raise MXNetError(f"optimizer update of parameter {index!r}: gradient shape "
-                             f"{g.shape} does not match weight shape {w.shape}")
+            raise MXNetError(
+                f"optimizer update of parameter {index!r}: gradient shape "
+                f"{g.shape} does not match weight shape {w.shape}"
+            )
         self._update_count(index)
         # Python floats, so that float32 arrays stay float32 (NumPy scalars would promote).
         lr = float(self._get_lr(index))
@@ -317,13 +338,15 @@ class Optimizer:
         with be.guard(ctx.device_id):
             self._step(be.xp, index, w, g, state, lr, wd)
 
-    def update_multi_precision(self, index: int | str, weight: NDArray, grad: NDArray,
-                               state: Any) -> None:
+    def update_multi_precision(
+        self, index: int | str, weight: NDArray, grad: NDArray, state: Any
+    ) -> None:
         """Same as :meth:`update` (updates run in the weight's own dtype)."""
         self.update(index, weight, grad, state)
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         """Apply one update to raw array ``w`` from raw gradient ``g``; see :meth:`update`."""
         raise NotImplementedError(f"{type(self).__name__} does not implement update")
 
@@ -369,10 +392,15 @@ class Optimizer:
         """
         name = type(self).__dict__.get("_server_name")
         if name is None:
-            raise MXNetError(f"optimizer {type(self).__name__} cannot run on the parameter "
-                             "servers; use update_on_kvstore=False to update on the workers")
-        params = [("learning_rate", float(self.learning_rate)), ("wd", float(self.wd)),
-                  ("rescale_grad", float(self.rescale_grad))]
+            raise MXNetError(
+                f"optimizer {type(self).__name__} cannot run on the parameter "
+                "servers; use update_on_kvstore=False to update on the workers"
+            )
+        params = [
+            ("learning_rate", float(self.learning_rate)),
+            ("wd", float(self.wd)),
+            ("rescale_grad", float(self.rescale_grad)),
+        ]
         if self.clip_gradient is not None:
             params.append(("clip_gradient", float(self.clip_gradient)))
         params.append(("begin_num_update", float(self.begin_num_update)))

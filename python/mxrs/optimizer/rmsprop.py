@@ -46,9 +46,16 @@ class RMSProp(Optimizer):
 
     _server_name = "rmsprop"
 
-    def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
-                 epsilon: float = 1e-8, centered: bool = False,
-                 clip_weights: float | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        gamma1: float = 0.9,
+        gamma2: float = 0.9,
+        epsilon: float = 1e-8,
+        centered: bool = False,
+        clip_weights: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.gamma1 = gamma1
         self.gamma2 = gamma2
@@ -62,8 +69,9 @@ class RMSProp(Optimizer):
             return (_zeros_state(weight), _zeros_state(weight), _zeros_state(weight))
         return (_zeros_state(weight),)
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         g1, eps = float(self.gamma1), float(self.epsilon)
         gr = self._rescaled(xp, g, w, wd)
         n = state[0]._data
@@ -97,9 +105,12 @@ class RMSProp(Optimizer):
             xp.clip(w, -cw, cw, out=w)
 
     def _spec_params(self) -> list[tuple[str, float]]:
-        params = [("gamma1", float(self.gamma1)), ("gamma2", float(self.gamma2)),
-                  ("epsilon", float(self.epsilon)),
-                  ("centered", 1.0 if self.centered else 0.0)]
+        params = [
+            ("gamma1", float(self.gamma1)),
+            ("gamma2", float(self.gamma2)),
+            ("epsilon", float(self.epsilon)),
+            ("centered", 1.0 if self.centered else 0.0),
+        ]
         if self.clip_weights is not None:
             params.append(("clip_weights", float(self.clip_weights)))
         return params

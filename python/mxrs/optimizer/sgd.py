@@ -58,8 +58,9 @@ class SGD(Optimizer):
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         if state is None:
             _sgd_plain(xp, self, w, g, lr, wd)
             return
@@ -82,5 +83,7 @@ class SGD(Optimizer):
         w += mom
 
     def _spec_params(self) -> list[tuple[str, float]]:
-        return [("momentum", float(self.momentum)),
-                ("lazy_update", 1.0 if self.lazy_update else 0.0)]
+        return [
+            ("momentum", float(self.momentum)),
+            ("lazy_update", 1.0 if self.lazy_update else 0.0),
+        ]

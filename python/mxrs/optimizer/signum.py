@@ -40,8 +40,9 @@ class Signum(Optimizer):
 
     _server_name = "signum"
 
-    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0, **kwargs: Any
+    ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
         self.momentum = momentum
         self.wd_lh = wd_lh
@@ -50,8 +51,9 @@ class Signum(Optimizer):
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
-    def _step(self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float,
-              wd: float) -> None:
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
         if state is None:
             t = xp.sign(g)
             t *= lr

@@ -78,8 +78,9 @@ class Updater:
     def __call__(self, index: int | str, grad: NDArray, weight: NDArray) -> None: ...
 
     @overload
-    def __call__(self, index: Sequence[int | str], grad: Sequence[NDArray],
-                 weight: Sequence[NDArray]) -> None: ...
+    def __call__(
+        self, index: Sequence[int | str], grad: Sequence[NDArray], weight: Sequence[NDArray]
+    ) -> None: ...
 
     def __call__(self, index: Any, grad: Any, weight: Any) -> None:
         """Update ``weight`` with ``grad``; lists of indices, gradients and weights work too."""

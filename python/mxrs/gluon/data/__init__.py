@@ -28,6 +28,17 @@ from .sampler import (
     SplitSampler,
 )
 
-__all__ = ["ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "IntervalSampler",
-           "RandomSampler", "Sampler", "SequentialSampler", "SimpleDataset", "SplitSampler",
-           "default_batchify_fn", "vision"]
+__all__ = [
+    "ArrayDataset",
+    "BatchSampler",
+    "DataLoader",
+    "Dataset",
+    "IntervalSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "SimpleDataset",
+    "SplitSampler",
+    "default_batchify_fn",
+    "vision",
+]

@@ -82,7 +82,8 @@ def _require_host(obj):
             raise MXNetError(
                 f"a DataLoader worker process got an array on {obj.context}; workers run on "
                 "the CPU only. Return CPU arrays from the dataset and transforms and move each "
-                "batch to the GPU in the training loop (as_in_context / split_and_load)")
+                "batch to the GPU in the training loop (as_in_context / split_and_load)"
+            )
     elif isinstance(obj, (list, tuple)):
         for x in obj:
             _require_host(x)
@@ -197,8 +198,7 @@ def _worker_main(task_conn, result_conn, dataset, batchify_fn, seed):
             batch = _load_on_host(dataset, batchify_fn, indices)
             msg = pickle.dumps((key, True, batch), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as err:
-            msg = pickle.dumps((key, False, _describe_error(err)),
-                               protocol=pickle.HIGHEST_PROTOCOL)
+            msg = pickle.dumps((key, False, _describe_error(err)), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             result_conn.send_bytes(msg)
         except OSError:  # the parent has gone
@@ -224,8 +224,11 @@ def _forking():
         # Python 3.12+ warns on every fork of a process that runs threads (BLAS, the parameter
         # server's runtime). The workers use none of those threads' locks: they run NumPy code.
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=DeprecationWarning,
-                                    message=r".*use of fork\(\) may lead to deadlocks")
+            warnings.filterwarnings(
+                "ignore",
+                category=DeprecationWarning,
+                message=r".*use of fork\(\) may lead to deadlocks",
+            )
             yield
     finally:
         gc.unfreeze()
@@ -238,8 +241,10 @@ class _ProcessPool:
         try:
             ctx = multiprocessing.get_context("fork")
         except ValueError:
-            raise MXNetError("DataLoader worker processes need the 'fork' start method, which "
-                             "this platform lacks; use thread_pool=True") from None
+            raise MXNetError(
+                "DataLoader worker processes need the 'fork' start method, which "
+                "this platform lacks; use thread_pool=True"
+            ) from None
         self._parent_ends = []
         self._tasks: list[Any] = []
         self._results: list[Any] = []
@@ -253,9 +258,12 @@ class _ProcessPool:
                 task_r, task_w = ctx.Pipe(duplex=False)
                 result_r, result_w = ctx.Pipe(duplex=False)
                 self._parent_ends += [task_w, result_r]
-                proc = ctx.Process(target=_worker_main, daemon=True,
-                                   name=f"mxrs-dataloader-{len(self._procs)}",
-                                   args=(task_r, result_w, dataset, batchify_fn, seed))
+                proc = ctx.Process(
+                    target=_worker_main,
+                    daemon=True,
+                    name=f"mxrs-dataloader-{len(self._procs)}",
+                    args=(task_r, result_w, dataset, batchify_fn, seed),
+                )
                 with _forking():
                     proc.start()
                 task_r.close()
@@ -277,7 +285,8 @@ class _ProcessPool:
         return MXNetError(
             f"DataLoader worker {worker} (pid {proc.pid}) exited unexpectedly with exit code "
             f"{proc.exitcode} while loading batch(es) {sorted(self._pending[worker])}; it may "
-            "have run out of memory or crashed in native code")
+            "have run out of memory or crashed in native code"
+        )
 
     def submit(self, key, indices):
         """Queue batch number ``key`` (a list of sample indices) on its worker."""
@@ -311,7 +320,8 @@ class _ProcessPool:
             if left <= 0:
                 raise MXNetError(
                     f"DataLoader timed out after {timeout} s waiting for batch {key} from its "
-                    "worker processes: a slow dataset or transform needs a larger `timeout`")
+                    "worker processes: a slow dataset or transform needs a larger `timeout`"
+                )
             ready = _connection.wait(list(readers) + list(sentinels), left)
             for obj in ready:
                 if obj in readers:
@@ -363,17 +373,18 @@ class _ThreadPool:
 
     def submit(self, key, indices):
         """Queue batch number ``key`` (a list of sample indices)."""
-        self._futures[key] = self._executor.submit(_load, self._dataset, self._batchify_fn,
-                                                   indices)
+        self._futures[key] = self._executor.submit(_load, self._dataset, self._batchify_fn, indices)
 
     def get(self, key, timeout):
         """Return batch ``key``, waiting at most ``timeout`` seconds; re-raise its error."""
         try:
             return self._futures.pop(key).result(timeout)
         except _FutureTimeout:
-            raise MXNetError(f"DataLoader timed out after {timeout} s waiting for batch {key} "
-                             "from its worker threads: a slow dataset or transform needs a "
-                             "larger `timeout`") from None
+            raise MXNetError(
+                f"DataLoader timed out after {timeout} s waiting for batch {key} "
+                "from its worker threads: a slow dataset or transform needs a "
+                "larger `timeout`"
+            ) from None
 
     def shutdown(self):
         """Cancel queued batches and let the threads finish. Idempotent."""

@@ -111,31 +111,48 @@ class DataLoader:
     ...     data.shape, label.shape            # ((128, 1, 28, 28), (128,)) ...
     """
 
-    def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
-                 batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
-                 pin_device_id=0, prefetch=None, thread_pool=False, timeout=120):
+    def __init__(
+        self,
+        dataset,
+        batch_size=None,
+        shuffle=False,
+        sampler=None,
+        last_batch=None,
+        batch_sampler=None,
+        batchify_fn=None,
+        num_workers=0,
+        pin_memory=False,
+        pin_device_id=0,
+        prefetch=None,
+        thread_pool=False,
+        timeout=120,
+    ):
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, given {timeout}")
         if batch_sampler is None:
             if batch_size is None:
                 raise ValueError("batch_size must be specified unless batch_sampler is specified")
             if sampler is None:
-                sampler = (_sampler.RandomSampler(len(dataset)) if shuffle
-                           else _sampler.SequentialSampler(len(dataset)))
+                sampler = (
+                    _sampler.RandomSampler(len(dataset))
+                    if shuffle
+                    else _sampler.SequentialSampler(len(dataset))
+                )
             elif shuffle:
                 raise ValueError("shuffle must not be specified if sampler is specified")
             batch_sampler = _sampler.BatchSampler(sampler, batch_size, last_batch or "keep")
         elif batch_size is not None or shuffle or sampler is not None or last_batch is not None:
-            raise ValueError("batch_size, shuffle, sampler and last_batch must not be specified "
-                             "if batch_sampler is specified.")
+            raise ValueError(
+                "batch_size, shuffle, sampler and last_batch must not be specified "
+                "if batch_sampler is specified."
+            )
         self._dataset = dataset
         self._batch_sampler = batch_sampler
         self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
         self._num_workers = max(0, int(num_workers))
         self._pin_memory = pin_memory
         self._pin_device_id = pin_device_id
-        self._prefetch = max(0, int(prefetch) if prefetch is not None
-                             else 2 * self._num_workers)
+        self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._thread_pool = bool(thread_pool)
         self._timeout = timeout
 

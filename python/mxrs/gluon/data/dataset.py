@@ -230,7 +230,8 @@ class ArrayDataset(Dataset):
             if len(data) != self._length:
                 raise ValueError(
                     f"All arrays must have the same length; array[0] has length {self._length} "
-                    f"while array[{i}] has {len(data)}.")
+                    f"while array[{i}] has {len(data)}."
+                )
             if isinstance(data, NDArray) and data.ndim == 1:
                 data = data.asnumpy()
             self._data.append(data)

@@ -7,8 +7,14 @@ makes their order reproducible, and a new order is drawn each time iteration sta
 
 import numpy as np
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler", "IntervalSampler",
-           "SplitSampler"]
+__all__ = [
+    "Sampler",
+    "SequentialSampler",
+    "RandomSampler",
+    "BatchSampler",
+    "IntervalSampler",
+    "SplitSampler",
+]
 
 _LAST_BATCH = ("keep", "discard", "rollover")
 
@@ -98,8 +104,10 @@ class BatchSampler(Sampler):
 
     def __init__(self, sampler, batch_size, last_batch="keep"):
         if last_batch not in _LAST_BATCH:
-            raise ValueError("last_batch must be one of 'keep', 'discard', or 'rollover', "
-                             f"but got {last_batch!r}")
+            raise ValueError(
+                "last_batch must be one of 'keep', 'discard', or 'rollover', "
+                f"but got {last_batch!r}"
+            )
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self._sampler = sampler
@@ -152,8 +160,9 @@ class IntervalSampler(Sampler):
 
     def __init__(self, length, interval, rollover=True):
         if not 0 < interval < length:
-            raise ValueError(f"interval {interval} must be positive and smaller than "
-                             f"length {length}")
+            raise ValueError(
+                f"interval {interval} must be positive and smaller than length {length}"
+            )
         self._length = int(length)
         self._interval = int(interval)
         self._rollover = bool(rollover)

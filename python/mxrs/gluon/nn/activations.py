@@ -20,8 +20,9 @@ class Activation(HybridBlock):
 
     def __init__(self, activation, **kwargs):
         if activation not in _ACT_TYPES:
-            raise MXNetError(f"unknown activation {activation!r}; expected one of "
-                             f"{list(_ACT_TYPES)}")
+            raise MXNetError(
+                f"unknown activation {activation!r}; expected one of {list(_ACT_TYPES)}"
+            )
         self._act_type = activation
         super().__init__(**kwargs)
 
@@ -47,8 +48,7 @@ class LeakyReLU(HybridBlock):
 
     def __init__(self, alpha, **kwargs):
         if alpha < 0:
-            raise MXNetError(f"Slope coefficient for LeakyReLU must be no less than 0, got "
-                             f"{alpha}")
+            raise MXNetError(f"Slope coefficient for LeakyReLU must be no less than 0, got {alpha}")
         super().__init__(**kwargs)
         self._alpha = alpha
 

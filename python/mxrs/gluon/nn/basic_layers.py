@@ -17,8 +17,18 @@ from ..parameter import Parameter
 from ..utils import _indent
 from .activations import Activation
 
-__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "LayerNorm",
-           "Embedding", "Flatten", "Lambda", "HybridLambda"]
+__all__ = [
+    "Sequential",
+    "HybridSequential",
+    "Dense",
+    "Dropout",
+    "BatchNorm",
+    "LayerNorm",
+    "Embedding",
+    "Flatten",
+    "Lambda",
+    "HybridLambda",
+]
 
 
 def _run_chain(children, x, args):
@@ -47,8 +57,9 @@ class _SequentialMixin(_MixinBase):
             self.register_child(block)
 
     def __repr__(self):
-        modstr = "\n".join(f"  ({key}): {_indent(repr(block), 2)}"
-                           for key, block in self._children.items())
+        modstr = "\n".join(
+            f"  ({key}): {_indent(repr(block), 2)}" for key, block in self._children.items()
+        )
         return f"{type(self).__name__}(\n{modstr}\n)"
 
     def __getitem__(self, key):
@@ -121,20 +132,39 @@ class Dense(HybridBlock):
     (3, 2)
     """
 
-    def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
-                 weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
+    def __init__(
+        self,
+        units,
+        activation=None,
+        use_bias=True,
+        flatten=True,
+        dtype="float32",
+        weight_initializer=None,
+        bias_initializer="zeros",
+        in_units=0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self._flatten = flatten
         with self.name_scope():
             self._units = units
             self._in_units = in_units
-            self.weight = self.params.get("weight", shape=(units, in_units),
-                                          init=weight_initializer, dtype=dtype,
-                                          allow_deferred_init=True)
+            self.weight = self.params.get(
+                "weight",
+                shape=(units, in_units),
+                init=weight_initializer,
+                dtype=dtype,
+                allow_deferred_init=True,
+            )
             self.bias: Parameter | None
             if use_bias:
-                self.bias = self.params.get("bias", shape=(units,), init=bias_initializer,
-                                            dtype=dtype, allow_deferred_init=True)
+                self.bias = self.params.get(
+                    "bias",
+                    shape=(units,),
+                    init=bias_initializer,
+                    dtype=dtype,
+                    allow_deferred_init=True,
+                )
             else:
                 self.bias = None
             self.act: Activation | None
@@ -150,8 +180,9 @@ class Dense(HybridBlock):
 
     def hybrid_forward(self, F, x, weight, bias=None):
         """Compute ``act(FullyConnected(x, weight, bias))``."""
-        out = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
-                               flatten=self._flatten)
+        out = F.FullyConnected(
+            x, weight, bias, no_bias=bias is None, num_hidden=self._units, flatten=self._flatten
+        )
         if self.act is not None:
             out = self.act(out)
         return out
@@ -159,8 +190,10 @@ class Dense(HybridBlock):
     def __repr__(self):
         shape = self.weight.shape
         assert shape is not None  # layers always give their weight a shape (0: not known yet)
-        return (f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
-                f"{self.act if self.act else 'linear'})")
+        return (
+            f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
+            f"{self.act if self.act else 'linear'})"
+        )
 
 
 class Dropout(HybridBlock):
@@ -214,29 +247,63 @@ class BatchNorm(HybridBlock):
         Number of channels; 0 infers it from the first input.
     """
 
-    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
-                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels=0, **kwargs):
+    def __init__(
+        self,
+        axis=1,
+        momentum=0.9,
+        epsilon=1e-5,
+        center=True,
+        scale=True,
+        use_global_stats=False,
+        beta_initializer="zeros",
+        gamma_initializer="ones",
+        running_mean_initializer="zeros",
+        running_variance_initializer="ones",
+        in_channels=0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
-                        "fix_gamma": not scale, "use_global_stats": use_global_stats}
+        self._kwargs = {
+            "axis": axis,
+            "eps": epsilon,
+            "momentum": momentum,
+            "fix_gamma": not scale,
+            "use_global_stats": use_global_stats,
+        }
         if in_channels != 0:
             self.in_channels = in_channels
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True, differentiable=scale)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True, differentiable=center)
-        self.running_mean = self.params.get("running_mean", grad_req="null",
-                                            shape=(in_channels,),
-                                            init=running_mean_initializer,
-                                            allow_deferred_init=True, differentiable=False)
-        self.running_var = self.params.get("running_var", grad_req="null",
-                                           shape=(in_channels,),
-                                           init=running_variance_initializer,
-                                           allow_deferred_init=True, differentiable=False)
+        self.gamma = self.params.get(
+            "gamma",
+            grad_req="write" if scale else "null",
+            shape=(in_channels,),
+            init=gamma_initializer,
+            allow_deferred_init=True,
+            differentiable=scale,
+        )
+        self.beta = self.params.get(
+            "beta",
+            grad_req="write" if center else "null",
+            shape=(in_channels,),
+            init=beta_initializer,
+            allow_deferred_init=True,
+            differentiable=center,
+        )
+        self.running_mean = self.params.get(
+            "running_mean",
+            grad_req="null",
+            shape=(in_channels,),
+            init=running_mean_initializer,
+            allow_deferred_init=True,
+            differentiable=False,
+        )
+        self.running_var = self.params.get(
+            "running_var",
+            grad_req="null",
+            shape=(in_channels,),
+            init=running_variance_initializer,
+            allow_deferred_init=True,
+            differentiable=False,
+        )
 
     def infer_shape(self, x, *args):
         """Set the number of channels from ``x.shape[axis]``."""
@@ -275,18 +342,35 @@ class LayerNorm(HybridBlock):
         Size of ``axis``; 0 infers it from the first input.
     """
 
-    def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True,
-                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+    def __init__(
+        self,
+        axis=-1,
+        epsilon=1e-5,
+        center=True,
+        scale=True,
+        beta_initializer="zeros",
+        gamma_initializer="ones",
+        in_channels=0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                     shape=(in_channels,), init=gamma_initializer,
-                                     allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                    shape=(in_channels,), init=beta_initializer,
-                                    allow_deferred_init=True)
+        self.gamma = self.params.get(
+            "gamma",
+            grad_req="write" if scale else "null",
+            shape=(in_channels,),
+            init=gamma_initializer,
+            allow_deferred_init=True,
+        )
+        self.beta = self.params.get(
+            "beta",
+            grad_req="write" if center else "null",
+            shape=(in_channels,),
+            init=beta_initializer,
+            allow_deferred_init=True,
+        )
 
     def infer_shape(self, x, *args):
         """Set the normalized size from ``x.shape[axis]``."""
@@ -318,14 +402,29 @@ class Embedding(HybridBlock):
         Accepted for compatibility; gradients are dense.
     """
 
-    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
-                 sparse_grad=False, **kwargs):
+    def __init__(
+        self,
+        input_dim,
+        output_dim,
+        dtype="float32",
+        weight_initializer=None,
+        sparse_grad=False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
-                        "sparse_grad": sparse_grad}
-        self.weight = self.params.get("weight", shape=(input_dim, output_dim),
-                                      init=weight_initializer, dtype=dtype,
-                                      allow_deferred_init=True)
+        self._kwargs = {
+            "input_dim": input_dim,
+            "output_dim": output_dim,
+            "dtype": dtype,
+            "sparse_grad": sparse_grad,
+        }
+        self.weight = self.params.get(
+            "weight",
+            shape=(input_dim, output_dim),
+            init=weight_initializer,
+            dtype=dtype,
+            allow_deferred_init=True,
+        )
 
     def hybrid_forward(self, F, x, weight):
         """Look up the rows of ``weight`` at indices ``x``."""
@@ -365,8 +464,9 @@ class Lambda(Block):
         elif callable(function):
             self._func_impl = function
         else:
-            raise MXNetError(f"Unrecognized function in lambda: {function} of type "
-                             f"{type(function)}")
+            raise MXNetError(
+                f"Unrecognized function in lambda: {function} of type {type(function)}"
+            )
 
     def forward(self, *args):
         """Call the wrapped function."""
@@ -396,8 +496,9 @@ class HybridLambda(HybridBlock):
             self._func = function
             self._func_name = function.__name__
         else:
-            raise MXNetError(f"Unrecognized function in lambda: {function} of type "
-                             f"{type(function)}")
+            raise MXNetError(
+                f"Unrecognized function in lambda: {function} of type {type(function)}"
+            )
 
     def hybrid_forward(self, F, x, *args):
         """Call the wrapped function with ``F``."""

@@ -12,8 +12,18 @@ from ..block import HybridBlock
 from ..parameter import Parameter
 from .activations import Activation
 
-__all__ = ["Conv1D", "Conv2D", "MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D",
-           "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalAvgPool1D", "GlobalAvgPool2D"]
+__all__ = [
+    "Conv1D",
+    "Conv2D",
+    "MaxPool1D",
+    "MaxPool2D",
+    "AvgPool1D",
+    "AvgPool2D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
+    "GlobalAvgPool1D",
+    "GlobalAvgPool2D",
+]
 
 
 def _tuple(value, n, name):
@@ -28,27 +38,52 @@ def _tuple(value, n, name):
 class _Conv(HybridBlock):
     """N-D convolution over channels-first data (the base of Conv1D and Conv2D)."""
 
-    def __init__(self, channels, kernel_size, strides, padding, dilation, groups, layout,
-                 in_channels=0, activation=None, use_bias=True, weight_initializer=None,
-                 bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        channels,
+        kernel_size,
+        strides,
+        padding,
+        dilation,
+        groups,
+        layout,
+        in_channels=0,
+        activation=None,
+        use_bias=True,
+        weight_initializer=None,
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         n = len(kernel_size)
         if layout != ("NCW", "NCHW")[n - 1]:
-            raise MXNetError(f"{type(self).__name__} supports layout "
-                             f"{('NCW', 'NCHW')[n - 1]}, not {layout!r}")
+            raise MXNetError(
+                f"{type(self).__name__} supports layout {('NCW', 'NCHW')[n - 1]}, not {layout!r}"
+            )
         with self.name_scope():
             self._channels = channels
             self._in_channels = in_channels
-            self._kwargs = {"kernel": kernel_size, "stride": strides, "dilate": dilation,
-                            "pad": padding, "num_filter": channels, "num_group": groups,
-                            "no_bias": not use_bias, "layout": layout}
-            self.weight = self.params.get("weight",
-                                          shape=(channels, in_channels // groups) + kernel_size,
-                                          init=weight_initializer, allow_deferred_init=True)
+            self._kwargs = {
+                "kernel": kernel_size,
+                "stride": strides,
+                "dilate": dilation,
+                "pad": padding,
+                "num_filter": channels,
+                "num_group": groups,
+                "no_bias": not use_bias,
+                "layout": layout,
+            }
+            self.weight = self.params.get(
+                "weight",
+                shape=(channels, in_channels // groups) + kernel_size,
+                init=weight_initializer,
+                allow_deferred_init=True,
+            )
             self.bias: Parameter | None
             if use_bias:
-                self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
-                                            allow_deferred_init=True)
+                self.bias = self.params.get(
+                    "bias", shape=(channels,), init=bias_initializer, allow_deferred_init=True
+                )
             else:
                 self.bias = None
             self.act: Activation | None
@@ -64,11 +99,15 @@ class _Conv(HybridBlock):
         """Set the weight's input channels from ``x.shape[1]``."""
         groups = self._kwargs["num_group"]
         if x.ndim != len(self._kwargs["kernel"]) + 2:
-            raise MXNetError(f"{type(self).__name__} expects {len(self._kwargs['kernel']) + 2}-D "
-                             f"input, got shape {x.shape}")
+            raise MXNetError(
+                f"{type(self).__name__} expects {len(self._kwargs['kernel']) + 2}-D "
+                f"input, got shape {x.shape}"
+            )
         if x.shape[1] % groups:
-            raise MXNetError(f"{type(self).__name__}: {x.shape[1]} input channels are not "
-                             f"divisible by groups={groups}")
+            raise MXNetError(
+                f"{type(self).__name__}: {x.shape[1]} input channels are not "
+                f"divisible by groups={groups}"
+            )
         self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
 
     def hybrid_forward(self, F, x, weight, bias=None):
@@ -83,8 +122,10 @@ class _Conv(HybridBlock):
         n = len(k["kernel"])
         shape = self.weight.shape
         assert shape is not None  # layers always give their weight a shape (0: not known yet)
-        s = (f"{type(self).__name__}({shape[1] if shape[1] else None} -> "
-             f"{shape[0]}, kernel_size={k['kernel']}, stride={k['stride']}")
+        s = (
+            f"{type(self).__name__}({shape[1] if shape[1] else None} -> "
+            f"{shape[0]}, kernel_size={k['kernel']}, stride={k['stride']}"
+        )
         if k["pad"] != (0,) * n:
             s += f", padding={k['pad']}"
         if k["dilate"] != (1,) * n:
@@ -104,13 +145,37 @@ class Conv1D(_Conv):
     Parameters as :class:`Conv2D`, with one-element sizes.
     """
 
-    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
-                 layout="NCW", activation=None, use_bias=True, weight_initializer=None,
-                 bias_initializer="zeros", in_channels=0, **kwargs):
-        super().__init__(channels, _tuple(kernel_size, 1, "kernel_size"),
-                         _tuple(strides, 1, "strides"), _tuple(padding, 1, "padding"),
-                         _tuple(dilation, 1, "dilation"), groups, layout, in_channels,
-                         activation, use_bias, weight_initializer, bias_initializer, **kwargs)
+    def __init__(
+        self,
+        channels,
+        kernel_size,
+        strides=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        layout="NCW",
+        activation=None,
+        use_bias=True,
+        weight_initializer=None,
+        bias_initializer="zeros",
+        in_channels=0,
+        **kwargs,
+    ):
+        super().__init__(
+            channels,
+            _tuple(kernel_size, 1, "kernel_size"),
+            _tuple(strides, 1, "strides"),
+            _tuple(padding, 1, "padding"),
+            _tuple(dilation, 1, "dilation"),
+            groups,
+            layout,
+            in_channels,
+            activation,
+            use_bias,
+            weight_initializer,
+            bias_initializer,
+            **kwargs,
+        )
 
 
 class Conv2D(_Conv):
@@ -135,31 +200,71 @@ class Conv2D(_Conv):
         Input channels; 0 infers them from the first input.
     """
 
-    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), dilation=(1, 1),
-                 groups=1, layout="NCHW", activation=None, use_bias=True,
-                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
-        super().__init__(channels, _tuple(kernel_size, 2, "kernel_size"),
-                         _tuple(strides, 2, "strides"), _tuple(padding, 2, "padding"),
-                         _tuple(dilation, 2, "dilation"), groups, layout, in_channels,
-                         activation, use_bias, weight_initializer, bias_initializer, **kwargs)
+    def __init__(
+        self,
+        channels,
+        kernel_size,
+        strides=(1, 1),
+        padding=(0, 0),
+        dilation=(1, 1),
+        groups=1,
+        layout="NCHW",
+        activation=None,
+        use_bias=True,
+        weight_initializer=None,
+        bias_initializer="zeros",
+        in_channels=0,
+        **kwargs,
+    ):
+        super().__init__(
+            channels,
+            _tuple(kernel_size, 2, "kernel_size"),
+            _tuple(strides, 2, "strides"),
+            _tuple(padding, 2, "padding"),
+            _tuple(dilation, 2, "dilation"),
+            groups,
+            layout,
+            in_channels,
+            activation,
+            use_bias,
+            weight_initializer,
+            bias_initializer,
+            **kwargs,
+        )
 
 
 class _Pooling(HybridBlock):
     """Pooling over channels-first data (the base of the pooling layers)."""
 
-    def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
-                 count_include_pad=None, **kwargs):
+    def __init__(
+        self,
+        pool_size,
+        strides,
+        padding,
+        ceil_mode,
+        global_pool,
+        pool_type,
+        layout,
+        count_include_pad=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         n = len(pool_size)
         if layout != ("NCW", "NCHW")[n - 1]:
-            raise MXNetError(f"{type(self).__name__} supports layout "
-                             f"{('NCW', 'NCHW')[n - 1]}, not {layout!r}")
+            raise MXNetError(
+                f"{type(self).__name__} supports layout {('NCW', 'NCHW')[n - 1]}, not {layout!r}"
+            )
         if strides is None:
             strides = pool_size
-        self._kwargs = {"kernel": pool_size, "stride": _tuple(strides, n, "strides"),
-                        "pad": _tuple(padding, n, "padding"), "global_pool": global_pool,
-                        "pool_type": pool_type, "layout": layout,
-                        "pooling_convention": "full" if ceil_mode else "valid"}
+        self._kwargs = {
+            "kernel": pool_size,
+            "stride": _tuple(strides, n, "strides"),
+            "pad": _tuple(padding, n, "padding"),
+            "global_pool": global_pool,
+            "pool_type": pool_type,
+            "layout": layout,
+            "pooling_convention": "full" if ceil_mode else "valid",
+        }
         if count_include_pad is not None:
             self._kwargs["count_include_pad"] = count_include_pad
 
@@ -172,19 +277,30 @@ class _Pooling(HybridBlock):
 
     def __repr__(self):
         k = self._kwargs
-        return (f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
-                f"padding={k['pad']}, ceil_mode={k['pooling_convention'] == 'full'}, "
-                f"global_pool={k['global_pool']}, pool_type={k['pool_type']}, "
-                f"layout={k['layout']})")
+        return (
+            f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
+            f"padding={k['pad']}, ceil_mode={k['pooling_convention'] == 'full'}, "
+            f"global_pool={k['global_pool']}, pool_type={k['pool_type']}, "
+            f"layout={k['layout']})"
+        )
 
 
 class MaxPool1D(_Pooling):
     """1-D max pooling over ``(N, C, W)`` data; parameters as :class:`MaxPool2D`."""
 
-    def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
-                 **kwargs):
-        super().__init__(_tuple(pool_size, 1, "pool_size"), strides, padding, ceil_mode,
-                         False, "max", layout, **kwargs)
+    def __init__(
+        self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False, **kwargs
+    ):
+        super().__init__(
+            _tuple(pool_size, 1, "pool_size"),
+            strides,
+            padding,
+            ceil_mode,
+            False,
+            "max",
+            layout,
+            **kwargs,
+        )
 
 
 class MaxPool2D(_Pooling):
@@ -201,19 +317,45 @@ class MaxPool2D(_Pooling):
         Round the output size up ('full' convention) instead of down.
     """
 
-    def __init__(self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW",
-                 ceil_mode=False, **kwargs):
-        super().__init__(_tuple(pool_size, 2, "pool_size"), strides, padding, ceil_mode,
-                         False, "max", layout, **kwargs)
+    def __init__(
+        self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW", ceil_mode=False, **kwargs
+    ):
+        super().__init__(
+            _tuple(pool_size, 2, "pool_size"),
+            strides,
+            padding,
+            ceil_mode,
+            False,
+            "max",
+            layout,
+            **kwargs,
+        )
 
 
 class AvgPool1D(_Pooling):
     """1-D average pooling over ``(N, C, W)`` data; parameters as :class:`AvgPool2D`."""
 
-    def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
-                 count_include_pad=True, **kwargs):
-        super().__init__(_tuple(pool_size, 1, "pool_size"), strides, padding, ceil_mode,
-                         False, "avg", layout, count_include_pad, **kwargs)
+    def __init__(
+        self,
+        pool_size=2,
+        strides=None,
+        padding=0,
+        layout="NCW",
+        ceil_mode=False,
+        count_include_pad=True,
+        **kwargs,
+    ):
+        super().__init__(
+            _tuple(pool_size, 1, "pool_size"),
+            strides,
+            padding,
+            ceil_mode,
+            False,
+            "avg",
+            layout,
+            count_include_pad,
+            **kwargs,
+        )
 
 
 class AvgPool2D(_Pooling):
@@ -223,10 +365,27 @@ class AvgPool2D(_Pooling):
     positions count in each window's divisor.
     """
 
-    def __init__(self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW",
-                 ceil_mode=False, count_include_pad=True, **kwargs):
-        super().__init__(_tuple(pool_size, 2, "pool_size"), strides, padding, ceil_mode,
-                         False, "avg", layout, count_include_pad, **kwargs)
+    def __init__(
+        self,
+        pool_size=(2, 2),
+        strides=None,
+        padding=0,
+        layout="NCHW",
+        ceil_mode=False,
+        count_include_pad=True,
+        **kwargs,
+    ):
+        super().__init__(
+            _tuple(pool_size, 2, "pool_size"),
+            strides,
+            padding,
+            ceil_mode,
+            False,
+            "avg",
+            layout,
+            count_include_pad,
+            **kwargs,
+        )
 
 
 class GlobalMaxPool1D(_Pooling):

@@ -47,8 +47,10 @@ def read_idx(path, magic):
         raise MXNetError(f"{path} is too short to be an IDX file ({len(raw)} bytes)")
     (found,) = struct.unpack(">I", raw[:4])
     if found != magic:
-        raise MXNetError(f"{path} has IDX magic number {found}, expected {magic} "
-                         f"({'images' if magic == IMAGES_MAGIC else 'labels'} file)")
+        raise MXNetError(
+            f"{path} has IDX magic number {found}, expected {magic} "
+            f"({'images' if magic == IMAGES_MAGIC else 'labels'} file)"
+        )
     ndim = magic & 0xFF
     header = 4 + 4 * ndim
     if len(raw) < header:
@@ -56,8 +58,10 @@ def read_idx(path, magic):
     shape = struct.unpack(f">{ndim}I", raw[4:header])
     expected = int(np.prod(shape, dtype=np.int64))
     if len(raw) - header != expected:
-        raise MXNetError(f"{path}: the IDX header promises shape {shape} ({expected} values) "
-                         f"but the file holds {len(raw) - header}")
+        raise MXNetError(
+            f"{path}: the IDX header promises shape {shape} ({expected} values) "
+            f"but the file holds {len(raw) - header}"
+        )
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
 
 
@@ -82,9 +86,16 @@ def write_idx(path, array):
     name = os.path.basename(path)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(
-                filename=name[:-3] if name.endswith(".gz") else name, mode="wb", fileobj=raw,
-                compresslevel=9, mtime=0) as f:
+        with (
+            os.fdopen(fd, "wb") as raw,
+            gzip.GzipFile(
+                filename=name[:-3] if name.endswith(".gz") else name,
+                mode="wb",
+                fileobj=raw,
+                compresslevel=9,
+                mtime=0,
+            ) as f,
+        ):
             f.write(header)
             f.write(array.tobytes())
         os.chmod(tmp, 0o644)

