@@ -19,5 +19,6 @@ python scripts/check_msrv.py
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test -p ps-core -p ps-bench
 ruff check .
+ruff format --check .
 mypy
 pytest -q
