@@ -66,6 +66,8 @@ pub(crate) struct Shared {
     /// Workers connected now: rank -> (connection id, peer address).
     connected: Mutex<FxHashMap<u32, (u64, String)>>,
     next_conn: AtomicU64,
+    /// What large pushes have cost to apply, which decides where the next ones run.
+    large_cost: offload::Cost,
     #[cfg(test)]
     hooks: offload::Hooks,
 }
@@ -136,6 +138,7 @@ impl Server {
                 finished: RwLock::new(vec![None; num_workers as usize].into()),
                 connected: Mutex::new(FxHashMap::default()),
                 next_conn: AtomicU64::new(1),
+                large_cost: offload::Cost::new(offload::OFFLOAD_AFTER),
                 #[cfg(test)]
                 hooks: Default::default(),
             }),

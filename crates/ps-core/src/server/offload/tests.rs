@@ -1,4 +1,6 @@
-//! Large pushes are applied off the runtime's threads while the connections' tasks go on serving.
+//! Large pushes are applied off the runtime's threads while the connections' tasks go on serving
+//! (the servers here offload every large push, see `job`), and how the measured cost of large
+//! pushes decides whether they are.
 //!
 //! Each test runs on a runtime of one thread, current-thread (the dispatch goes to the blocking
 //! pool) and multi-thread with one worker (the dispatch blocks in place, and the runtime moves on
@@ -23,8 +25,8 @@ use crate::worker::{DataPlane, Worker};
 
 /// Hard limit for any step of these tests (and for how long the gate holds a dispatch).
 const LIMIT: Duration = Duration::from_secs(20);
-/// Elements of the large key: one piece of exactly [`OFFLOAD_BYTES`].
-const LARGE: usize = OFFLOAD_BYTES / 4;
+/// Elements of the large key: one piece of exactly [`LARGE_BYTES`].
+const LARGE: usize = LARGE_BYTES / 4;
 
 async fn within<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(LIMIT, f)
@@ -50,6 +52,8 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
         .unwrap();
     let addr = listener.local_addr().unwrap();
     let server = Arc::new(Server::new(workers, 1 << 30));
+    // Every large push leaves the runtime's thread, however quick the ones before it were.
+    server.shared.large_cost.set_after(Duration::ZERO);
     let (stop, stopped) = oneshot::channel::<()>();
     let serving = server.clone();
     tokio::spawn(async move {
@@ -189,4 +193,20 @@ async fn pieces_below_the_threshold_stay_inline() {
     assert!(to_f32(&v[0]).iter().all(|&x| x == 7.0));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let _ = stop.send(());
+}
+
+#[test]
+fn large_dispatches_leave_the_runtime_once_they_are_slow_and_come_back_once_quick() {
+    let cost = Cost::new(Duration::from_millis(1));
+    assert!(!cost.heavy(), "nothing measured yet: inline");
+    cost.record(Duration::from_micros(100));
+    assert!(!cost.heavy());
+    cost.record(Duration::from_millis(20)); // 100 us * 3/4 + 20 ms / 4 = 5.075 ms
+    assert!(cost.heavy());
+    for _ in 0..20 {
+        cost.record(Duration::from_micros(100));
+    }
+    assert!(!cost.heavy(), "quick ones bring the average down again");
+    cost.set_after(Duration::ZERO);
+    assert!(cost.heavy());
 }
