@@ -13,7 +13,6 @@
 
 #![forbid(unsafe_code)]
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -116,8 +115,26 @@ async fn driver(args: &Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// Starts the scheduler on any free port and returns it with the port it announces on its
+/// stdout (`--announce /dev/stdout`), within 30 s; the rest of its stdout is drained.
+async fn start_scheduler(mut cmd: Command) -> Result<(Child, u16), BoxError> {
+    let mut child = cmd
+        .env("DMLC_PS_ROOT_PORT", "0")
+        .args(["--announce", "/dev/stdout"])
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut lines =
+        tokio::io::BufReader::new(child.stdout.take().ok_or("no scheduler stdout")?).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .map_err(|_| "the scheduler did not announce its port in time")??
+        .ok_or("the scheduler exited before announcing its port")?;
+    let port = line
+        .trim()
+        .parse()
+        .map_err(|_| format!("the scheduler announced {line:?}, not a port"))?;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((child, port))
 }
 
 async fn run_job(
@@ -126,10 +143,9 @@ async fn run_job(
     bytes: u64,
     keys: u64,
 ) -> Result<String, BoxError> {
-    let port = free_port()?;
     let secret: [u8; 16] = rand::random();
     let secret: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-    let env = |cmd: &mut Command, role: &str| {
+    let env = |cmd: &mut Command, role: &str, port: u16| {
         cmd.env("DMLC_ROLE", role)
             .env("DMLC_PS_ROOT_URI", "127.0.0.1")
             .env("DMLC_PS_ROOT_PORT", port.to_string())
@@ -141,11 +157,12 @@ async fn run_job(
     };
     let mut children: Vec<Child> = Vec::new();
     let mut cmd = Command::new(dir.join("ps-scheduler"));
-    env(&mut cmd, "scheduler");
-    children.push(cmd.spawn()?);
+    env(&mut cmd, "scheduler", 0);
+    let (scheduler, port) = start_scheduler(cmd).await?;
+    children.push(scheduler);
     for _ in 0..args.servers {
         let mut cmd = Command::new(dir.join("ps-server"));
-        env(&mut cmd, "server");
+        env(&mut cmd, "server", port);
         children.push(cmd.spawn()?);
     }
     let mut outputs = Vec::new();
@@ -171,7 +188,7 @@ async fn run_job(
                 },
             ])
             .stdout(Stdio::piped());
-        env(&mut cmd, "worker");
+        env(&mut cmd, "worker", port);
         let mut child = cmd.spawn()?;
         let out = child.stdout.take().ok_or("no worker stdout")?;
         outputs.push(tokio::io::BufReader::new(out).lines());
