@@ -11,9 +11,13 @@ Examples
 (2,)
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Any, cast
 
 from ..base import MXNetError
+from ..ndarray import NDArray
 from .block import HybridBlock
 
 __all__ = [
@@ -32,7 +36,9 @@ __all__ = [
 ]
 
 
-def _apply_weighting(F, loss, weight=None, sample_weight=None):
+def _apply_weighting(
+    F: Any, loss: NDArray, weight: float | None = None, sample_weight: NDArray | None = None
+) -> NDArray:
     """Multiply ``loss`` by ``sample_weight`` (broadcast) and by the scalar ``weight``."""
     if sample_weight is not None:
         loss = F.broadcast_mul(loss, sample_weight)
@@ -43,7 +49,7 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
     return loss
 
 
-def _reshape_like(F, x, y):
+def _reshape_like(F: Any, x: NDArray, y: NDArray) -> NDArray:
     return x.reshape(y.shape)
 
 
@@ -58,15 +64,15 @@ class Loss(HybridBlock):
         The axis holding the samples; the loss is averaged over all the others.
     """
 
-    def __init__(self, weight, batch_axis, **kwargs):
+    def __init__(self, weight: float | None, batch_axis: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._weight = weight
         self._batch_axis = batch_axis
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
 
-    def hybrid_forward(self, F, x, *args, **kwargs):
+    def hybrid_forward(self, F: Any, x: NDArray, *args: Any, **kwargs: Any) -> NDArray:
         """Compute the loss (subclasses implement this)."""
         raise NotImplementedError
 
@@ -80,14 +86,16 @@ class L2Loss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, weight=1.0, batch_axis=0, **kwargs):
+    def __init__(self, weight: float = 1.0, batch_axis: int = 0, **kwargs: Any) -> None:
         super().__init__(weight, batch_axis, **kwargs)
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         loss = F.square(label - pred)
-        loss = _apply_weighting(F, loss, self._weight / 2, sample_weight)
+        loss = _apply_weighting(F, loss, cast(float, self._weight) / 2, sample_weight)
         return F.mean(loss, axis=self._batch_axis, exclude=True)
 
 
@@ -100,10 +108,12 @@ class L1Loss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, weight=None, batch_axis=0, **kwargs):
+    def __init__(self, weight: float | None = None, batch_axis: int = 0, **kwargs: Any) -> None:
         super().__init__(weight, batch_axis, **kwargs)
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         loss = F.abs(label - pred)
@@ -126,11 +136,24 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, **kwargs):
+    def __init__(
+        self,
+        from_sigmoid: bool = False,
+        weight: float | None = None,
+        batch_axis: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         self._from_sigmoid = from_sigmoid
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None, pos_weight=None):
+    def hybrid_forward(
+        self,
+        F: Any,
+        pred: NDArray,
+        label: NDArray,
+        sample_weight: NDArray | None = None,
+        pos_weight: NDArray | None = None,
+    ) -> NDArray:
         """Return the per-sample loss; ``pos_weight`` broadcasts against ``label``."""
         label = _reshape_like(F, label, pred)
         if not self._from_sigmoid:
@@ -175,14 +198,22 @@ class SoftmaxCrossEntropyLoss(Loss):
     """
 
     def __init__(
-        self, axis=-1, sparse_label=True, from_logits=False, weight=None, batch_axis=0, **kwargs
-    ):
+        self,
+        axis: int = -1,
+        sparse_label: bool = True,
+        from_logits: bool = False,
+        weight: float | None = None,
+        batch_axis: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         self._axis = axis
         self._sparse_label = sparse_label
         self._from_logits = from_logits
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         if not self._sparse_label:
             label = _reshape_like(F, label, pred)
@@ -213,12 +244,21 @@ class KLDivLoss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
+    def __init__(
+        self,
+        from_logits: bool = True,
+        axis: int = -1,
+        weight: float | None = None,
+        batch_axis: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         self._from_logits = from_logits
         self._axis = axis
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         if not self._from_logits:
             pred = F.log_softmax(pred, self._axis)
@@ -237,11 +277,15 @@ class HuberLoss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
+    def __init__(
+        self, rho: float = 1, weight: float | None = None, batch_axis: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         self._rho = rho
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         loss = F.abs(label - pred)
@@ -260,11 +304,15 @@ class HingeLoss(Loss):
     batch_axis : int, default 0
     """
 
-    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+    def __init__(
+        self, margin: float = 1, weight: float | None = None, batch_axis: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         self._margin = margin
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         loss = F.relu(self._margin - pred * label)
@@ -275,11 +323,15 @@ class HingeLoss(Loss):
 class SquaredHingeLoss(Loss):
     r"""Squared hinge loss ``max(0, margin - pred * label)**2`` for labels in {-1, 1}."""
 
-    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+    def __init__(
+        self, margin: float = 1, weight: float | None = None, batch_axis: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         self._margin = margin
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         loss = F.square(F.relu(self._margin - pred * label))
@@ -298,13 +350,21 @@ class LogisticLoss(Loss):
     label_format : {'signed', 'binary'}, default 'signed'
     """
 
-    def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
+    def __init__(
+        self,
+        weight: float | None = None,
+        batch_axis: int = 0,
+        label_format: str = "signed",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(weight, batch_axis, **kwargs)
         if label_format not in ("signed", "binary"):
             raise MXNetError(f"label_format can only be signed or binary, received {label_format}.")
         self._label_format = label_format
 
-    def hybrid_forward(self, F, pred, label, sample_weight=None):
+    def hybrid_forward(
+        self, F: Any, pred: NDArray, label: NDArray, sample_weight: NDArray | None = None
+    ) -> NDArray:
         """Return the per-sample loss."""
         label = _reshape_like(F, label, pred)
         if self._label_format == "signed":

@@ -1,5 +1,10 @@
 """The metrics: accuracy, top-k accuracy, cross-entropy, regression errors, loss, custom."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import numpy
 
 from ..base import MXNetError
@@ -45,7 +50,13 @@ class Accuracy(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, axis=1, name="accuracy", output_names=None, label_names=None):
+    def __init__(
+        self,
+        axis: int = 1,
+        name: str = "accuracy",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(
             name,
             axis=axis,
@@ -55,7 +66,7 @@ class Accuracy(EvalMetric):
         )
         self.axis = axis
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Count the correct predictions of each (label, prediction) pair."""
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds, strict=True):
@@ -89,7 +100,13 @@ class TopKAccuracy(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, top_k=1, name="top_k_accuracy", output_names=None, label_names=None):
+    def __init__(
+        self,
+        top_k: int = 1,
+        name: str = "top_k_accuracy",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(
             name,
             top_k=top_k,
@@ -102,7 +119,7 @@ class TopKAccuracy(EvalMetric):
         self.top_k = int(top_k)
         self.name += f"_{self.top_k}"
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Count the labels found among each prediction's ``top_k`` classes."""
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds, strict=True):
@@ -137,13 +154,19 @@ class CrossEntropy(EvalMetric):
         As :class:`EvalMetric`.
     """
 
-    def __init__(self, eps=1e-12, name="cross-entropy", output_names=None, label_names=None):
+    def __init__(
+        self,
+        eps: float = 1e-12,
+        name: str = "cross-entropy",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(
             name, eps=eps, output_names=output_names, label_names=label_names, has_global_stats=True
         )
         self.eps = eps
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Add ``-log(p[label] + eps)`` of each sample."""
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds, strict=True):
@@ -160,7 +183,13 @@ class CrossEntropy(EvalMetric):
 class NegativeLogLikelihood(CrossEntropy):
     """Mean negative log-likelihood of the labels: :class:`CrossEntropy` named ``'nll-loss'``."""
 
-    def __init__(self, eps=1e-12, name="nll-loss", output_names=None, label_names=None):
+    def __init__(
+        self,
+        eps: float = 1e-12,
+        name: str = "nll-loss",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(eps=eps, name=name, output_names=output_names, label_names=label_names)
 
 
@@ -172,12 +201,17 @@ class _PerBatch(EvalMetric):
     against ``(n, k)`` predictions broadcasts over the columns).
     """
 
-    def __init__(self, name, output_names=None, label_names=None):
+    def __init__(
+        self,
+        name: str,
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(
             name, output_names=output_names, label_names=label_names, has_global_stats=True
         )
 
-    def update(self, labels, preds):
+    def update(self, labels: Any, preds: Any) -> None:
         """Add this metric's value of each (label, prediction) pair."""
         labels, preds = check_label_shapes(labels, preds, True)
         for label, pred in zip(labels, preds, strict=True):
@@ -189,7 +223,7 @@ class _PerBatch(EvalMetric):
             self._add(float(self._value(label - pred)), 1)
 
     @staticmethod
-    def _value(diff):
+    def _value(diff: Any) -> Any:
         """The metric's value for one batch of ``label - pred`` (subclasses implement this)."""
         raise NotImplementedError
 
@@ -198,11 +232,16 @@ class _PerBatch(EvalMetric):
 class MAE(_PerBatch):
     """Mean absolute error, averaged per batch (each pair adds one instance)."""
 
-    def __init__(self, name="mae", output_names=None, label_names=None):
+    def __init__(
+        self,
+        name: str = "mae",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(name, output_names=output_names, label_names=label_names)
 
     @staticmethod
-    def _value(diff):
+    def _value(diff: Any) -> Any:
         return numpy.abs(diff).mean()
 
 
@@ -210,11 +249,16 @@ class MAE(_PerBatch):
 class MSE(_PerBatch):
     """Mean squared error, averaged per batch (each pair adds one instance)."""
 
-    def __init__(self, name="mse", output_names=None, label_names=None):
+    def __init__(
+        self,
+        name: str = "mse",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(name, output_names=output_names, label_names=label_names)
 
     @staticmethod
-    def _value(diff):
+    def _value(diff: Any) -> Any:
         return (diff**2.0).mean()
 
 
@@ -222,11 +266,16 @@ class MSE(_PerBatch):
 class RMSE(_PerBatch):
     """Root mean squared error, averaged per batch (each pair adds one instance)."""
 
-    def __init__(self, name="rmse", output_names=None, label_names=None):
+    def __init__(
+        self,
+        name: str = "rmse",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(name, output_names=output_names, label_names=label_names)
 
     @staticmethod
-    def _value(diff):
+    def _value(diff: Any) -> Any:
         return numpy.sqrt((diff**2.0).mean())
 
 
@@ -235,12 +284,17 @@ class RMSE(_PerBatch):
 class Loss(EvalMetric):
     """The mean of loss values: ``update`` ignores labels and averages every element of preds."""
 
-    def __init__(self, name="loss", output_names=None, label_names=None):
+    def __init__(
+        self,
+        name: str = "loss",
+        output_names: list[str] | None = None,
+        label_names: list[str] | None = None,
+    ) -> None:
         super().__init__(
             name, output_names=output_names, label_names=label_names, has_global_stats=True
         )
 
-    def update(self, _, preds):
+    def update(self, _: Any, preds: Any) -> None:
         """Add the sum and the count of the loss values in ``preds``."""
         if _is_array(preds):
             preds = [preds]
@@ -254,7 +308,11 @@ class Loss(EvalMetric):
             self._add(total, pred.size)
 
 
-def np(numpy_feval, name=None, allow_extra_outputs=False):
+def np(
+    numpy_feval: Callable[[Any, Any], Any],
+    name: str | None = None,
+    allow_extra_outputs: bool = False,
+) -> CustomMetric:
     """Create a :class:`CustomMetric` from a function of NumPy ``(label, pred)``.
 
     Examples
@@ -266,7 +324,7 @@ def np(numpy_feval, name=None, allow_extra_outputs=False):
     'mean_abs'
     """
 
-    def feval(label, pred):
+    def feval(label: Any, pred: Any) -> Any:
         return numpy_feval(label, pred)
 
     feval.__name__ = numpy_feval.__name__

@@ -7,7 +7,11 @@ are stopped when the epoch ends, when the iterator is dropped, or when loading f
 ``thread_pool=True`` the workers are threads of this process instead. See :mod:`._workers`.
 """
 
+from __future__ import annotations
+
 import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +22,7 @@ from ._workers import _ProcessPool, _ThreadPool
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
 
 
-def default_batchify_fn(data):
+def default_batchify_fn(data: list[Any]) -> nd.NDArray | list[Any]:
     """Stack a list of samples into a batch.
 
     NDArray samples are stacked along a new first axis; tuple samples are batched element by
@@ -113,20 +117,20 @@ class DataLoader:
 
     def __init__(
         self,
-        dataset,
-        batch_size=None,
-        shuffle=False,
-        sampler=None,
-        last_batch=None,
-        batch_sampler=None,
-        batchify_fn=None,
-        num_workers=0,
-        pin_memory=False,
-        pin_device_id=0,
-        prefetch=None,
-        thread_pool=False,
-        timeout=120,
-    ):
+        dataset: Any,
+        batch_size: int | None = None,
+        shuffle: bool = False,
+        sampler: _sampler.Sampler | None = None,
+        last_batch: str | None = None,
+        batch_sampler: _sampler.Sampler | None = None,
+        batchify_fn: Callable[[list[Any]], Any] | None = None,
+        num_workers: int = 0,
+        pin_memory: bool = False,
+        pin_device_id: int = 0,
+        prefetch: int | None = None,
+        thread_pool: bool = False,
+        timeout: float = 120,
+    ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, given {timeout}")
         if batch_sampler is None:
@@ -156,18 +160,18 @@ class DataLoader:
         self._thread_pool = bool(thread_pool)
         self._timeout = timeout
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self._num_workers == 0:
             return self._same_process_iter()
         pool_cls = _ThreadPool if self._thread_pool else _ProcessPool
         pool = pool_cls(self._num_workers, self._dataset, self._batchify_fn)
         return _WorkerIter(pool, self._batch_sampler, self._prefetch, self._timeout)
 
-    def _same_process_iter(self):
+    def _same_process_iter(self) -> Iterator[Any]:
         for indices in self._batch_sampler:
             yield self._batchify_fn([self._dataset[i] for i in indices])
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._batch_sampler)
 
 
@@ -178,7 +182,13 @@ class _WorkerIter:
     garbage-collected (or the interpreter exits) before that.
     """
 
-    def __init__(self, pool, batch_sampler, prefetch, timeout):
+    def __init__(
+        self,
+        pool: _ProcessPool | _ThreadPool,
+        batch_sampler: _sampler.Sampler,
+        prefetch: int,
+        timeout: float,
+    ) -> None:
         self._pool = pool
         self._close = weakref.finalize(self, pool.shutdown)
         self._timeout = timeout
@@ -193,7 +203,7 @@ class _WorkerIter:
             self._close()
             raise
 
-    def _push(self):
+    def _push(self) -> bool:
         indices = next(self._batches, None)
         if indices is None:
             return False
@@ -201,10 +211,10 @@ class _WorkerIter:
         self._sent += 1
         return True
 
-    def __iter__(self):
+    def __iter__(self) -> _WorkerIter:
         return self
 
-    def __next__(self):
+    def __next__(self) -> Any:
         if self._rcvd == self._sent:
             self._close()
             raise StopIteration
@@ -218,5 +228,5 @@ class _WorkerIter:
             raise
         return batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length

@@ -6,6 +6,11 @@ views MXNet 1.x offers (``transform``, ``transform_first``, ``filter``, ``shard`
 samples, a list of source indices.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
 from ...ndarray import NDArray
 from .sampler import Sampler
 
@@ -30,13 +35,13 @@ class Dataset:
     4
     """
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         raise NotImplementedError
 
-    def __len__(self):
+    def __len__(self) -> int:
         raise NotImplementedError
 
-    def filter(self, fn):
+    def filter(self, fn: Callable[[Any], object]) -> Dataset:
         """Return a view holding only the samples for which ``fn(sample)`` is true.
 
         ``fn`` runs once on every sample when the view is made; the kept indices are stored.
@@ -52,7 +57,7 @@ class Dataset:
         """
         return _SampledDataset(self, [i for i in range(len(self)) if fn(self[i])])
 
-    def shard(self, num_shards, index):
+    def shard(self, num_shards: int, index: int) -> Dataset:
         """Return shard ``index`` of ``num_shards`` contiguous, near-equal parts of the dataset.
 
         The first ``len(self) % num_shards`` shards hold one sample more than the others, so
@@ -84,7 +89,7 @@ class Dataset:
         stop = start + size + (1 if index < rest else 0)
         return _SampledDataset(self, range(start, stop))
 
-    def take(self, count):
+    def take(self, count: int | None) -> Dataset:
         """Return a view of the first ``count`` samples (all of them when ``count`` is None).
 
         Parameters
@@ -101,7 +106,7 @@ class Dataset:
             count = n
         return _SampledDataset(self, range(max(0, int(count))))
 
-    def sample(self, sampler):
+    def sample(self, sampler: Sampler) -> Dataset:
         """Return a view holding the samples a sampler picks, in the sampler's order.
 
         Parameters
@@ -122,7 +127,7 @@ class Dataset:
             raise TypeError(f"sample() expects a gluon.data.Sampler, got {type(sampler).__name__}")
         return _SampledDataset(self, list(sampler))
 
-    def transform(self, fn, lazy=True):
+    def transform(self, fn: Callable[..., Any], lazy: bool = True) -> Dataset:
         """Return a dataset whose samples are ``fn`` applied to this dataset's samples.
 
         A tuple sample is unpacked into ``fn``'s arguments: ``fn(data, label)``.
@@ -150,7 +155,7 @@ class Dataset:
             return view
         return SimpleDataset([view[i] for i in range(len(view))])
 
-    def transform_first(self, fn, lazy=True):
+    def transform_first(self, fn: Callable[[Any], Any], lazy: bool = True) -> Dataset:
         """Return a dataset with ``fn`` applied to the first element of each sample only.
 
         The usual way to transform images while leaving labels alone:
@@ -186,13 +191,13 @@ class SimpleDataset(Dataset):
     (2, 'b')
     """
 
-    def __init__(self, data):
+    def __init__(self, data: Any) -> None:
         self._data = data
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._data)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         return self._data[idx]
 
 
@@ -221,11 +226,11 @@ class ArrayDataset(Dataset):
     (4, 3)
     """
 
-    def __init__(self, *args):
+    def __init__(self, *args: Any) -> None:
         if not args:
             raise ValueError("ArrayDataset needs at least one array")
         self._length = len(args[0])
-        self._data = []
+        self._data: list[Any] = []
         for i, data in enumerate(args):
             if len(data) != self._length:
                 raise ValueError(
@@ -236,26 +241,26 @@ class ArrayDataset(Dataset):
                 data = data.asnumpy()
             self._data.append(data)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         if len(self._data) == 1:
             return self._data[0][idx]
         return tuple(data[idx] for data in self._data)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
 class _LazyTransformDataset(Dataset):
     """A view applying ``fn`` to each sample as it is read."""
 
-    def __init__(self, data, fn):
+    def __init__(self, data: Dataset, fn: Callable[..., Any]) -> None:
         self._data = data
         self._fn = fn
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._data)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         item = self._data[idx]
         if isinstance(item, tuple):
             return self._fn(*item)
@@ -265,10 +270,10 @@ class _LazyTransformDataset(Dataset):
 class _TransformFirst:
     """Apply a function to the first of several arguments (a class, so that it pickles)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
         self._fn = fn
 
-    def __call__(self, first, *rest):
+    def __call__(self, first: Any, *rest: Any) -> Any:
         if rest:
             return (self._fn(first),) + rest
         return self._fn(first)
@@ -277,12 +282,12 @@ class _TransformFirst:
 class _SampledDataset(Dataset):
     """A view holding the source samples at a fixed list of indices."""
 
-    def __init__(self, dataset, indices):
+    def __init__(self, dataset: Dataset, indices: Iterable[int]) -> None:
         self._dataset = dataset
-        self._indices = indices if isinstance(indices, range) else list(indices)
+        self._indices: Sequence[int] = indices if isinstance(indices, range) else list(indices)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._indices)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         return self._dataset[self._indices[idx]]

@@ -5,6 +5,11 @@ lists of indices. Random samplers draw from NumPy's global generator, so ``np.ra
 makes their order reproducible, and a new order is drawn each time iteration starts (each epoch).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 __all__ = [
@@ -22,10 +27,10 @@ _LAST_BATCH = ("keep", "discard", "rollover")
 class Sampler:
     """Base class of samplers: subclasses define ``__iter__`` (indices) and ``__len__``."""
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError
 
-    def __len__(self):
+    def __len__(self) -> int:
         raise NotImplementedError
 
 
@@ -45,14 +50,14 @@ class SequentialSampler(Sampler):
     [2, 3, 4]
     """
 
-    def __init__(self, length, start=0):
+    def __init__(self, length: int, start: int = 0) -> None:
         self._length = int(length)
         self._start = int(start)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self._start, self._start + self._length))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
@@ -65,15 +70,15 @@ class RandomSampler(Sampler):
         How many indices.
     """
 
-    def __init__(self, length):
+    def __init__(self, length: int) -> None:
         self._length = int(length)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         indices = np.arange(self._length)
         np.random.shuffle(indices)
         return iter(indices.tolist())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._length
 
 
@@ -102,7 +107,7 @@ class BatchSampler(Sampler):
     ([[0, 1], [2, 3]], [[4, 0], [1, 2], [3, 4]])
     """
 
-    def __init__(self, sampler, batch_size, last_batch="keep"):
+    def __init__(self, sampler: Sampler, batch_size: int, last_batch: str = "keep") -> None:
         if last_batch not in _LAST_BATCH:
             raise ValueError(
                 "last_batch must be one of 'keep', 'discard', or 'rollover', "
@@ -113,9 +118,9 @@ class BatchSampler(Sampler):
         self._sampler = sampler
         self._batch_size = int(batch_size)
         self._last_batch = last_batch
-        self._prev = []
+        self._prev: list[int] = []
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[int]]:
         batch, self._prev = self._prev, []
         for i in self._sampler:
             batch.append(i)
@@ -128,7 +133,7 @@ class BatchSampler(Sampler):
             elif self._last_batch == "rollover":
                 self._prev = batch
 
-    def __len__(self):
+    def __len__(self) -> int:
         n = len(self._sampler)
         if self._last_batch == "keep":
             return (n + self._batch_size - 1) // self._batch_size
@@ -158,7 +163,7 @@ class IntervalSampler(Sampler):
     [0, 3, 6]
     """
 
-    def __init__(self, length, interval, rollover=True):
+    def __init__(self, length: int, interval: int, rollover: bool = True) -> None:
         if not 0 < interval < length:
             raise ValueError(
                 f"interval {interval} must be positive and smaller than length {length}"
@@ -167,11 +172,11 @@ class IntervalSampler(Sampler):
         self._interval = int(interval)
         self._rollover = bool(rollover)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         for offset in range(self._interval if self._rollover else 1):
             yield from range(offset, self._length, self._interval)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._rollover:
             return self._length
         return (self._length + self._interval - 1) // self._interval
@@ -207,7 +212,7 @@ class SplitSampler(Sampler):
     ...     batch_size=64, sampler=gluon.data.SplitSampler(60000, store.num_workers, store.rank))
     """
 
-    def __init__(self, length, num_parts=1, part_index=0):
+    def __init__(self, length: int, num_parts: int = 1, part_index: int = 0) -> None:
         if int(num_parts) < 1:
             raise ValueError(f"num_parts must be at least 1, got {num_parts}")
         if not 0 <= int(part_index) < int(num_parts):
@@ -216,10 +221,10 @@ class SplitSampler(Sampler):
         self.start = self.part_len * int(part_index)
         self.end = self.start + self.part_len
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         indices = np.arange(self.start, self.end)
         np.random.shuffle(indices)
         return iter(indices.tolist())
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.part_len

@@ -6,7 +6,8 @@ LayerNorm without ``in_channels``) infer them from the first batch they see.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +17,12 @@ from ..block import Block, HybridBlock
 from ..parameter import Parameter
 from ..utils import _indent
 from .activations import Activation
+
+if TYPE_CHECKING:
+    from ..._typing import DTypeLike
+    from ...ndarray import NDArray
+    from ..parameter import InitLike
+    from ..parameter_dict import ParameterDict
 
 __all__ = [
     "Sequential",
@@ -31,7 +38,7 @@ __all__ = [
 ]
 
 
-def _run_chain(children, x, args):
+def _run_chain(children: Iterable[Block], x: Any, args: tuple[Any, ...]) -> Any:
     for block in children:
         x = block(x, *args)
         args = ()
@@ -51,18 +58,18 @@ class _SequentialMixin(_MixinBase):
 
     _chains_children = True
 
-    def add(self, *blocks):
+    def add(self, *blocks: Block) -> None:
         """Append blocks to the end of the stack."""
         for block in blocks:
             self.register_child(block)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         modstr = "\n".join(
             f"  ({key}): {_indent(repr(block), 2)}" for key, block in self._children.items()
         )
         return f"{type(self).__name__}(\n{modstr}\n)"
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: int | slice) -> Any:
         layers = list(self._children.values())[key]
         if isinstance(layers, list):
             net = type(self)(prefix=self._prefix)
@@ -71,7 +78,7 @@ class _SequentialMixin(_MixinBase):
             return net
         return layers
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._children)
 
 
@@ -87,10 +94,10 @@ class Sequential(_SequentialMixin, Block):
     'sequential0_dense0'
     """
 
-    def __init__(self, prefix=None, params=None):
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
         super().__init__(prefix=prefix, params=params)
 
-    def forward(self, x, *args):
+    def forward(self, x: Any, *args: Any) -> Any:
         """Run the children in order."""
         return _run_chain(self._children.values(), x, args)
 
@@ -98,10 +105,10 @@ class Sequential(_SequentialMixin, Block):
 class HybridSequential(_SequentialMixin, HybridBlock):
     """Stack HybridBlocks: each one's output is the next one's input."""
 
-    def __init__(self, prefix=None, params=None):
+    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
         super().__init__(prefix=prefix, params=params)
 
-    def hybrid_forward(self, F, x, *args):
+    def hybrid_forward(self, F: Any, x: NDArray, *args: Any) -> Any:
         """Run the children in order."""
         return _run_chain(self._children.values(), x, args)
 
@@ -134,16 +141,16 @@ class Dense(HybridBlock):
 
     def __init__(
         self,
-        units,
-        activation=None,
-        use_bias=True,
-        flatten=True,
-        dtype="float32",
-        weight_initializer=None,
-        bias_initializer="zeros",
-        in_units=0,
-        **kwargs,
-    ):
+        units: int,
+        activation: str | None = None,
+        use_bias: bool = True,
+        flatten: bool = True,
+        dtype: DTypeLike = "float32",
+        weight_initializer: InitLike | None = None,
+        bias_initializer: InitLike = "zeros",
+        in_units: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._flatten = flatten
         with self.name_scope():
@@ -173,12 +180,14 @@ class Dense(HybridBlock):
             else:
                 self.act = None
 
-    def infer_shape(self, x, *args):
+    def infer_shape(self, x: NDArray, *args: Any) -> None:
         """Set ``in_units`` from ``x``: all axes but the first (flatten) or the last one."""
         in_units = int(np.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
 
-    def hybrid_forward(self, F, x, weight, bias=None):
+    def hybrid_forward(
+        self, F: Any, x: NDArray, weight: NDArray, bias: NDArray | None = None
+    ) -> NDArray:
         """Compute ``act(FullyConnected(x, weight, bias))``."""
         out = F.FullyConnected(
             x, weight, bias, no_bias=bias is None, num_hidden=self._units, flatten=self._flatten
@@ -187,7 +196,7 @@ class Dense(HybridBlock):
             out = self.act(out)
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shape = self.weight.shape
         assert shape is not None  # layers always give their weight a shape (0: not known yet)
         return (
@@ -208,18 +217,18 @@ class Dropout(HybridBlock):
         Axes along which one mask value is shared.
     """
 
-    def __init__(self, rate, axes=(), **kwargs):
+    def __init__(self, rate: float, axes: Sequence[int] = (), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not 0 <= rate <= 1:
             raise MXNetError(f"Dropout rate must be in [0, 1], got {rate}")
         self._rate = rate
         self._axes = axes
 
-    def hybrid_forward(self, F, x):
+    def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Apply dropout (active only in training mode)."""
         return F.Dropout(x, p=self._rate, axes=self._axes)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}(p = {self._rate}, axes={self._axes})"
 
 
@@ -249,21 +258,21 @@ class BatchNorm(HybridBlock):
 
     def __init__(
         self,
-        axis=1,
-        momentum=0.9,
-        epsilon=1e-5,
-        center=True,
-        scale=True,
-        use_global_stats=False,
-        beta_initializer="zeros",
-        gamma_initializer="ones",
-        running_mean_initializer="zeros",
-        running_variance_initializer="ones",
-        in_channels=0,
-        **kwargs,
-    ):
+        axis: int = 1,
+        momentum: float = 0.9,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        use_global_stats: bool = False,
+        beta_initializer: InitLike = "zeros",
+        gamma_initializer: InitLike = "ones",
+        running_mean_initializer: InitLike = "zeros",
+        running_variance_initializer: InitLike = "ones",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self._kwargs = {
+        self._kwargs: dict[str, Any] = {
             "axis": axis,
             "eps": epsilon,
             "momentum": momentum,
@@ -305,23 +314,31 @@ class BatchNorm(HybridBlock):
             differentiable=False,
         )
 
-    def infer_shape(self, x, *args):
+    def infer_shape(self, x: NDArray, *args: Any) -> None:
         """Set the number of channels from ``x.shape[axis]``."""
         channels = x.shape[self._kwargs["axis"]]
         for p in (self.gamma, self.beta, self.running_mean, self.running_var):
             p.shape = (channels,)
 
-    def cast(self, dtype):
+    def cast(self, dtype: DTypeLike) -> None:
         """Cast the parameters (float16 is kept as float32, as MXNet does)."""
         if np.dtype(dtype).name == "float16":
             dtype = "float32"
         super().cast(dtype)
 
-    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+    def hybrid_forward(
+        self,
+        F: Any,
+        x: NDArray,
+        gamma: NDArray,
+        beta: NDArray,
+        running_mean: NDArray,
+        running_var: NDArray,
+    ) -> NDArray:
         """Normalize ``x`` (and update the running statistics in training mode)."""
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         assert self.gamma.shape is not None  # given by the layer
         in_channels = self.gamma.shape[0]
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
@@ -344,15 +361,15 @@ class LayerNorm(HybridBlock):
 
     def __init__(
         self,
-        axis=-1,
-        epsilon=1e-5,
-        center=True,
-        scale=True,
-        beta_initializer="zeros",
-        gamma_initializer="ones",
-        in_channels=0,
-        **kwargs,
-    ):
+        axis: int = -1,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        beta_initializer: InitLike = "zeros",
+        gamma_initializer: InitLike = "ones",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
@@ -372,16 +389,16 @@ class LayerNorm(HybridBlock):
             allow_deferred_init=True,
         )
 
-    def infer_shape(self, x, *args):
+    def infer_shape(self, x: NDArray, *args: Any) -> None:
         """Set the normalized size from ``x.shape[axis]``."""
         for p in (self.gamma, self.beta):
             p.shape = (x.shape[self._axis],)
 
-    def hybrid_forward(self, F, x, gamma, beta):
+    def hybrid_forward(self, F: Any, x: NDArray, gamma: NDArray, beta: NDArray) -> NDArray:
         """Normalize ``x`` along the axis."""
         return F.LayerNorm(x, gamma, beta, axis=self._axis, eps=self._epsilon)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         assert self.gamma.shape is not None  # given by the layer
         return f"{type(self).__name__}({content}, in_channels={self.gamma.shape[0]})"
@@ -404,15 +421,15 @@ class Embedding(HybridBlock):
 
     def __init__(
         self,
-        input_dim,
-        output_dim,
-        dtype="float32",
-        weight_initializer=None,
-        sparse_grad=False,
-        **kwargs,
-    ):
+        input_dim: int,
+        output_dim: int,
+        dtype: DTypeLike = "float32",
+        weight_initializer: InitLike | None = None,
+        sparse_grad: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self._kwargs = {
+        self._kwargs: dict[str, Any] = {
             "input_dim": input_dim,
             "output_dim": output_dim,
             "dtype": dtype,
@@ -426,11 +443,11 @@ class Embedding(HybridBlock):
             allow_deferred_init=True,
         )
 
-    def hybrid_forward(self, F, x, weight):
+    def hybrid_forward(self, F: Any, x: NDArray, weight: NDArray) -> NDArray:
         """Look up the rows of ``weight`` at indices ``x``."""
         return F.Embedding(x, weight, **self._kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         k = self._kwargs
         return f"{type(self).__name__}({k['input_dim']} -> {k['output_dim']}, {k['dtype']})"
 
@@ -438,11 +455,11 @@ class Embedding(HybridBlock):
 class Flatten(HybridBlock):
     """Flatten the input to ``(N, prod(other dims))``."""
 
-    def hybrid_forward(self, F, x):
+    def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Collapse all axes but the first."""
         return F.flatten(x)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return type(self).__name__
 
 
@@ -455,7 +472,7 @@ class Lambda(Block):
     >>> block = nn.Lambda(lambda x: mx.nd.LeakyReLU(x, slope=0.1))
     """
 
-    def __init__(self, function, prefix=None):
+    def __init__(self, function: str | Callable[..., Any], prefix: str | None = None) -> None:
         super().__init__(prefix=prefix)
         if isinstance(function, str):
             if not hasattr(nd, function):
@@ -468,11 +485,11 @@ class Lambda(Block):
                 f"Unrecognized function in lambda: {function} of type {type(function)}"
             )
 
-    def forward(self, *args):
+    def forward(self, *args: Any) -> Any:
         """Call the wrapped function."""
         return self._func_impl(*args)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}({self._func_impl.__name__})"
 
 
@@ -485,7 +502,7 @@ class HybridLambda(HybridBlock):
     >>> block = nn.HybridLambda(lambda F, x: F.LeakyReLU(x, slope=0.1))
     """
 
-    def __init__(self, function, prefix=None):
+    def __init__(self, function: str | Callable[..., Any], prefix: str | None = None) -> None:
         super().__init__(prefix=prefix)
         if isinstance(function, str):
             if not hasattr(nd, function):
@@ -500,9 +517,9 @@ class HybridLambda(HybridBlock):
                 f"Unrecognized function in lambda: {function} of type {type(function)}"
             )
 
-    def hybrid_forward(self, F, x, *args):
+    def hybrid_forward(self, F: Any, x: NDArray, *args: Any) -> Any:
         """Call the wrapped function with ``F``."""
         return self._func(F, x, *args)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}({self._func_name})"

@@ -7,10 +7,17 @@ to the window size, as in MXNet's Gluon layers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from ...base import MXNetError
 from ..block import HybridBlock
 from ..parameter import Parameter
 from .activations import Activation
+
+if TYPE_CHECKING:
+    from ...ndarray import NDArray
+    from ..parameter import InitLike
 
 __all__ = [
     "Conv1D",
@@ -26,7 +33,7 @@ __all__ = [
 ]
 
 
-def _tuple(value, n, name):
+def _tuple(value: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
     if isinstance(value, int):
         return (value,) * n
     value = tuple(int(v) for v in value)
@@ -40,20 +47,20 @@ class _Conv(HybridBlock):
 
     def __init__(
         self,
-        channels,
-        kernel_size,
-        strides,
-        padding,
-        dilation,
-        groups,
-        layout,
-        in_channels=0,
-        activation=None,
-        use_bias=True,
-        weight_initializer=None,
-        bias_initializer="zeros",
-        **kwargs,
-    ):
+        channels: int,
+        kernel_size: tuple[int, ...],
+        strides: tuple[int, ...],
+        padding: tuple[int, ...],
+        dilation: tuple[int, ...],
+        groups: int,
+        layout: str,
+        in_channels: int = 0,
+        activation: str | None = None,
+        use_bias: bool = True,
+        weight_initializer: InitLike | None = None,
+        bias_initializer: InitLike = "zeros",
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         n = len(kernel_size)
         if layout != ("NCW", "NCHW")[n - 1]:
@@ -63,7 +70,7 @@ class _Conv(HybridBlock):
         with self.name_scope():
             self._channels = channels
             self._in_channels = in_channels
-            self._kwargs = {
+            self._kwargs: dict[str, Any] = {
                 "kernel": kernel_size,
                 "stride": strides,
                 "dilate": dilation,
@@ -92,10 +99,10 @@ class _Conv(HybridBlock):
             else:
                 self.act = None
 
-    def _alias(self):
+    def _alias(self) -> str:
         return "conv"
 
-    def infer_shape(self, x, *args):
+    def infer_shape(self, x: NDArray, *args: Any) -> None:
         """Set the weight's input channels from ``x.shape[1]``."""
         groups = self._kwargs["num_group"]
         if x.ndim != len(self._kwargs["kernel"]) + 2:
@@ -110,14 +117,16 @@ class _Conv(HybridBlock):
             )
         self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
 
-    def hybrid_forward(self, F, x, weight, bias=None):
+    def hybrid_forward(
+        self, F: Any, x: NDArray, weight: NDArray, bias: NDArray | None = None
+    ) -> NDArray:
         """Convolve ``x`` with ``weight``, add ``bias``, apply the activation."""
         out = F.Convolution(x, weight, bias, **self._kwargs)
         if self.act is not None:
             out = self.act(out)
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         k = self._kwargs
         n = len(k["kernel"])
         shape = self.weight.shape
@@ -147,20 +156,20 @@ class Conv1D(_Conv):
 
     def __init__(
         self,
-        channels,
-        kernel_size,
-        strides=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        layout="NCW",
-        activation=None,
-        use_bias=True,
-        weight_initializer=None,
-        bias_initializer="zeros",
-        in_channels=0,
-        **kwargs,
-    ):
+        channels: int,
+        kernel_size: int | Sequence[int],
+        strides: int | Sequence[int] = 1,
+        padding: int | Sequence[int] = 0,
+        dilation: int | Sequence[int] = 1,
+        groups: int = 1,
+        layout: str = "NCW",
+        activation: str | None = None,
+        use_bias: bool = True,
+        weight_initializer: InitLike | None = None,
+        bias_initializer: InitLike = "zeros",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             channels,
             _tuple(kernel_size, 1, "kernel_size"),
@@ -202,20 +211,20 @@ class Conv2D(_Conv):
 
     def __init__(
         self,
-        channels,
-        kernel_size,
-        strides=(1, 1),
-        padding=(0, 0),
-        dilation=(1, 1),
-        groups=1,
-        layout="NCHW",
-        activation=None,
-        use_bias=True,
-        weight_initializer=None,
-        bias_initializer="zeros",
-        in_channels=0,
-        **kwargs,
-    ):
+        channels: int,
+        kernel_size: int | Sequence[int],
+        strides: int | Sequence[int] = (1, 1),
+        padding: int | Sequence[int] = (0, 0),
+        dilation: int | Sequence[int] = (1, 1),
+        groups: int = 1,
+        layout: str = "NCHW",
+        activation: str | None = None,
+        use_bias: bool = True,
+        weight_initializer: InitLike | None = None,
+        bias_initializer: InitLike = "zeros",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             channels,
             _tuple(kernel_size, 2, "kernel_size"),
@@ -238,16 +247,16 @@ class _Pooling(HybridBlock):
 
     def __init__(
         self,
-        pool_size,
-        strides,
-        padding,
-        ceil_mode,
-        global_pool,
-        pool_type,
-        layout,
-        count_include_pad=None,
-        **kwargs,
-    ):
+        pool_size: tuple[int, ...],
+        strides: int | Sequence[int] | None,
+        padding: int | Sequence[int],
+        ceil_mode: bool,
+        global_pool: bool,
+        pool_type: str,
+        layout: str,
+        count_include_pad: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         n = len(pool_size)
         if layout != ("NCW", "NCHW")[n - 1]:
@@ -256,7 +265,7 @@ class _Pooling(HybridBlock):
             )
         if strides is None:
             strides = pool_size
-        self._kwargs = {
+        self._kwargs: dict[str, Any] = {
             "kernel": pool_size,
             "stride": _tuple(strides, n, "strides"),
             "pad": _tuple(padding, n, "padding"),
@@ -268,14 +277,14 @@ class _Pooling(HybridBlock):
         if count_include_pad is not None:
             self._kwargs["count_include_pad"] = count_include_pad
 
-    def _alias(self):
+    def _alias(self) -> str:
         return "pool"
 
-    def hybrid_forward(self, F, x):
+    def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Pool ``x``."""
         return F.Pooling(x, **self._kwargs)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         k = self._kwargs
         return (
             f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
@@ -289,8 +298,14 @@ class MaxPool1D(_Pooling):
     """1-D max pooling over ``(N, C, W)`` data; parameters as :class:`MaxPool2D`."""
 
     def __init__(
-        self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False, **kwargs
-    ):
+        self,
+        pool_size: int | Sequence[int] = 2,
+        strides: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        layout: str = "NCW",
+        ceil_mode: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             _tuple(pool_size, 1, "pool_size"),
             strides,
@@ -318,8 +333,14 @@ class MaxPool2D(_Pooling):
     """
 
     def __init__(
-        self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW", ceil_mode=False, **kwargs
-    ):
+        self,
+        pool_size: int | Sequence[int] = (2, 2),
+        strides: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        layout: str = "NCHW",
+        ceil_mode: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             _tuple(pool_size, 2, "pool_size"),
             strides,
@@ -337,14 +358,14 @@ class AvgPool1D(_Pooling):
 
     def __init__(
         self,
-        pool_size=2,
-        strides=None,
-        padding=0,
-        layout="NCW",
-        ceil_mode=False,
-        count_include_pad=True,
-        **kwargs,
-    ):
+        pool_size: int | Sequence[int] = 2,
+        strides: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        layout: str = "NCW",
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             _tuple(pool_size, 1, "pool_size"),
             strides,
@@ -367,14 +388,14 @@ class AvgPool2D(_Pooling):
 
     def __init__(
         self,
-        pool_size=(2, 2),
-        strides=None,
-        padding=0,
-        layout="NCHW",
-        ceil_mode=False,
-        count_include_pad=True,
-        **kwargs,
-    ):
+        pool_size: int | Sequence[int] = (2, 2),
+        strides: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+        layout: str = "NCHW",
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(
             _tuple(pool_size, 2, "pool_size"),
             strides,
@@ -391,26 +412,26 @@ class AvgPool2D(_Pooling):
 class GlobalMaxPool1D(_Pooling):
     """Max over the whole width: ``(N, C, W)`` -> ``(N, C, 1)``."""
 
-    def __init__(self, layout="NCW", **kwargs):
+    def __init__(self, layout: str = "NCW", **kwargs: Any) -> None:
         super().__init__((1,), None, 0, True, True, "max", layout, **kwargs)
 
 
 class GlobalMaxPool2D(_Pooling):
     """Max over each whole feature map: ``(N, C, H, W)`` -> ``(N, C, 1, 1)``."""
 
-    def __init__(self, layout="NCHW", **kwargs):
+    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
         super().__init__((1, 1), None, 0, True, True, "max", layout, **kwargs)
 
 
 class GlobalAvgPool1D(_Pooling):
     """Mean over the whole width: ``(N, C, W)`` -> ``(N, C, 1)``."""
 
-    def __init__(self, layout="NCW", **kwargs):
+    def __init__(self, layout: str = "NCW", **kwargs: Any) -> None:
         super().__init__((1,), None, 0, True, True, "avg", layout, **kwargs)
 
 
 class GlobalAvgPool2D(_Pooling):
     """Mean over each whole feature map: ``(N, C, H, W)`` -> ``(N, C, 1, 1)``."""
 
-    def __init__(self, layout="NCHW", **kwargs):
+    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
         super().__init__((1, 1), None, 0, True, True, "avg", layout, **kwargs)

