@@ -20,6 +20,7 @@ OP_MODULES = [
     "indexing",
     "matmul",
     "nn",
+    "operators",
     "reduce",
     "shape",
     "unary",

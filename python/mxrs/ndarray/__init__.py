@@ -15,6 +15,8 @@ _pending
     Arrays that KVStore requests are still reading or writing; where their errors surface.
 ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
+operators
+    Python's arithmetic, comparison and in-place operators of NDArray.
 elementwise, unary
     Arithmetic with broadcasting, comparisons, math functions, activations, clip, where.
 reduce
@@ -30,7 +32,8 @@ conv
 nn
     Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
 _transfer
-    Moving data between contexts (and the recorded copy behind ``copyto``).
+    Moving data between contexts (and the recorded copy behind ``copyto``), raw data from
+    array-likes.
 _rng
     One random generator per context.
 _op

@@ -7,13 +7,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..autograd import _state
+from ._core import ArrayCore
 from ._op import Op
 
 if TYPE_CHECKING:
+    from .._typing import DTypeLike
     from ..context import Context
     from .ndarray import NDArray
 
-__all__ = ["move_data", "to_context"]
+__all__ = ["move_data", "to_context", "to_raw"]
 
 
 def move_data(data: Any, src: Context, dst: Context) -> Any:
@@ -49,3 +51,17 @@ def to_context(x: NDArray, ctx: Context) -> NDArray:
         op.inputs = (x,)
         out._node = op
     return out
+
+
+def to_raw(source: Any, ctx: Context, dtype: DTypeLike | None = None) -> Any:
+    """Return ``source`` (array_like or NDArray) as raw data of ``ctx``'s library and device.
+
+    The element type is ``dtype``, else the source's for an NDArray, else float32; a scalar
+    becomes a 1-element array.
+    """
+    be = ctx.backend
+    if isinstance(source, ArrayCore):
+        dt = source._data.dtype if dtype is None else np.dtype(dtype)
+        return be.asarray(move_data(source._data, source._ctx, ctx), dt, ctx.device_id)
+    data = be.asarray(source, np.dtype(np.float32 if dtype is None else dtype), ctx.device_id)
+    return data.reshape(1) if data.ndim == 0 else data

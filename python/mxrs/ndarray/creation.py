@@ -7,7 +7,7 @@ of a NumPy array gives float32 unless ``dtype`` says otherwise (an NDArray sourc
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -145,25 +145,19 @@ def empty(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None 
     return _filled(None, shape, ctx, dtype)
 
 
-def _like(data: NDArray, make: Callable[[Any, Any], Any]) -> NDArray:
-    be, ctx = data._ctx.backend, data._ctx
-    with be.guard(ctx.device_id):
-        return _wrap(make(be.xp, data._data), ctx)
-
-
 def zeros_like(data: NDArray) -> NDArray:
     """Return zeros with the shape, dtype and context of ``data``."""
-    return _like(data, lambda xp, x: xp.zeros_like(x))
+    return data._filled_like(0)
 
 
 def ones_like(data: NDArray) -> NDArray:
     """Return ones with the shape, dtype and context of ``data``."""
-    return _like(data, lambda xp, x: xp.ones_like(x))
+    return data._filled_like(1)
 
 
 def full_like(data: NDArray, fill_value: float) -> NDArray:
     """Return ``fill_value`` with the shape, dtype and context of ``data``."""
-    return _like(data, lambda xp, x: xp.full_like(x, fill_value))
+    return data._filled_like(fill_value)
 
 
 def arange(

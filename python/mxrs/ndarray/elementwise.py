@@ -8,14 +8,13 @@ gradient.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..autograd import _state
-from ..base import ContextError
 from ._core import ArrayCore
 from ._op import Op, apply, unbroadcast
+from ._transfer import to_raw
 
 if TYPE_CHECKING:
     from .ndarray import NDArray
@@ -266,9 +265,7 @@ def _scalar(x):
 
 def _other(x, like):
     """Turn a NumPy array operand into an NDArray on ``like``'s context, in ``like``'s dtype."""
-    ctx = like._ctx
-    data = ctx.backend.asarray(x, like._data.dtype, ctx.device_id)
-    return like._new(data.reshape(1) if data.ndim == 0 else data, ctx)
+    return like._new(to_raw(x, like._ctx, like._data.dtype), like._ctx)
 
 
 def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
@@ -422,118 +419,3 @@ elemwise_div = broadcast_div = divide
 broadcast_maximum = maximum
 broadcast_minimum = minimum
 broadcast_power = power
-
-
-class Operators:
-    """Python's arithmetic and comparison operators for NDArrays, in place ones included.
-
-    ``a += b`` writes into ``a``'s data, except inside ``autograd.record()`` when either side
-    takes part in the graph: then it makes a new, recorded array, as ``a = a + b`` would.
-    """
-
-    __slots__ = ()
-
-    def __add__(self: Any, other: NDArray | float) -> NDArray:
-        return add(self, other)
-
-    def __radd__(self: Any, other: NDArray | float) -> NDArray:
-        return add(self, other)
-
-    def __sub__(self: Any, other: NDArray | float) -> NDArray:
-        return subtract(self, other)
-
-    def __rsub__(self: Any, other: NDArray | float) -> NDArray:
-        return subtract(other, self)
-
-    def __mul__(self: Any, other: NDArray | float) -> NDArray:
-        return multiply(self, other)
-
-    def __rmul__(self: Any, other: NDArray | float) -> NDArray:
-        return multiply(self, other)
-
-    def __truediv__(self: Any, other: NDArray | float) -> NDArray:
-        return divide(self, other)
-
-    def __rtruediv__(self: Any, other: NDArray | float) -> NDArray:
-        return divide(other, self)
-
-    def __mod__(self: Any, other: NDArray | float) -> NDArray:
-        return modulo(self, other)
-
-    def __rmod__(self: Any, other: NDArray | float) -> NDArray:
-        return modulo(other, self)
-
-    def __pow__(self: Any, other: NDArray | float) -> NDArray:
-        return power(self, other)
-
-    def __rpow__(self: Any, other: NDArray | float) -> NDArray:
-        return power(other, self)
-
-    def __eq__(  # type: ignore[override]  # elementwise, as NumPy's
-        self: Any, other: NDArray | float
-    ) -> NDArray:
-        return equal(self, other)
-
-    def __ne__(  # type: ignore[override]  # elementwise, as NumPy's
-        self: Any, other: NDArray | float
-    ) -> NDArray:
-        return not_equal(self, other)
-
-    def __gt__(self: Any, other: NDArray | float) -> NDArray:
-        return greater(self, other)
-
-    def __ge__(self: Any, other: NDArray | float) -> NDArray:
-        return greater_equal(self, other)
-
-    def __lt__(self: Any, other: NDArray | float) -> NDArray:
-        return lesser(self, other)
-
-    def __le__(self: Any, other: NDArray | float) -> NDArray:
-        return lesser_equal(self, other)
-
-    def __iadd__(self: Any, other: NDArray | float) -> NDArray:
-        return _inplace(self, other, add, _iadd)
-
-    def __isub__(self: Any, other: NDArray | float) -> NDArray:
-        return _inplace(self, other, subtract, _isub)
-
-    def __imul__(self: Any, other: NDArray | float) -> NDArray:
-        return _inplace(self, other, multiply, _imul)
-
-    def __itruediv__(self: Any, other: NDArray | float) -> NDArray:
-        return _inplace(self, other, divide, _idiv)
-
-
-def _inplace(x, other, fn, pyop):
-    """In-place arithmetic: mutate ``x._data`` unless autograd must see a new node."""
-    if _state.recording and (
-        x._needs_grad() or (isinstance(other, ArrayCore) and other._needs_grad())
-    ):
-        return fn(x, other)
-    if isinstance(other, ArrayCore):
-        if other._ctx != x._ctx:
-            raise ContextError(
-                f"in-place operation got arrays on two contexts, {x._ctx} "
-                f"and {other._ctx}; move one with as_in_context() first"
-            )
-        other = other._data
-    elif not isinstance(other, (int, float, np.generic)):
-        raise TypeError(f"unsupported operand type {type(other).__name__}")
-    pyop(x._data, other)
-    return x
-
-
-def _iadd(a, b):
-    a += b
-
-
-def _isub(a, b):
-    a -= b
-
-
-def _imul(a, b):
-    a *= b
-
-
-def _idiv(a, b):
-    a /= b

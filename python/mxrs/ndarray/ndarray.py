@@ -3,7 +3,7 @@
 An NDArray wraps one NumPy array (CPU contexts) or CuPy array (GPU contexts) in ``_data``, with
 its context in ``_ctx`` (the slots of :class:`~._core.ArrayCore`). Its operators and the methods
 named like ``mx.nd`` functions (``reshape``, ``sum``, ``relu``, ...) come from the op modules'
-mixins (``elementwise.Operators``, ``unary.UnaryMethods``, ...), each calling that module's
+mixins (``operators.Operators``, ``unary.UnaryMethods``, ...), each calling that module's
 function with the array first; this module adds conversions, context moves and autograd hooks.
 """
 
@@ -18,10 +18,10 @@ from ..autograd import backward as _backward
 from ..base import MXNetError
 from ..context import Context, current_context
 from ._core import ArrayCore
-from ._transfer import move_data, to_context
-from .elementwise import Operators
+from ._transfer import move_data, to_context, to_raw
 from .indexing import IndexingMethods
 from .nn import SoftmaxMethods
+from .operators import Operators
 from .reduce import ReduceMethods
 from .shape import ShapeMethods
 from .unary import UnaryMethods
@@ -44,20 +44,6 @@ def _wrap(data: Any, ctx: Context) -> NDArray:
     a._grad = None
     a._grad_req = "null"
     return a
-
-
-def to_raw(source: Any, ctx: Context, dtype: DTypeLike | None = None) -> Any:
-    """Return ``source`` (array_like or NDArray) as raw data of ``ctx``'s library and device.
-
-    The element type is ``dtype``, else the source's for an NDArray, else float32; a scalar
-    becomes a 1-element array.
-    """
-    be = ctx.backend
-    if isinstance(source, ArrayCore):
-        dt = source._data.dtype if dtype is None else np.dtype(dtype)
-        return be.asarray(move_data(source._data, source._ctx, ctx), dt, ctx.device_id)
-    data = be.asarray(source, np.dtype(np.float32 if dtype is None else dtype), ctx.device_id)
-    return data.reshape(1) if data.ndim == 0 else data
 
 
 class NDArray(
@@ -232,6 +218,7 @@ class NDArray(
         return self._filled_like(1)
 
     def _filled_like(self, value: float) -> NDArray:
+        """An array of ``value`` with this array's shape, dtype and context."""
         be, ctx = self._ctx.backend, self._ctx
         with be.guard(ctx.device_id):
             return _wrap(be.xp.full_like(self._data, value), ctx)
