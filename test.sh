@@ -12,6 +12,8 @@ python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q '.[test]'
+# Apache MXNet 1.9.1 in its own virtualenv: the reference of the differential tests
+bash bench/setup_mxnet.sh
 
 cargo fmt --all -- --check
 # rust-version is a true minimum; clippy's incompatible_msrv then checks std APIs against it

@@ -1,0 +1,64 @@
+"""Apache MXNet 1.9.1, run beside mxrs as the reference of the differential tests.
+
+MXNet lives in its own virtualenv (``bench/.venv-mxnet``, made by ``bench/setup_mxnet.sh``,
+which ``test.sh`` runs), so a reference computation is a separate process: :func:`run` hands it
+input arrays, runs a script there and returns what the script left in ``result`` (anything JSON
+can carry) and ``arrays`` (NumPy arrays by name).
+"""
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MXNET_PYTHON = ROOT / "bench" / ".venv-mxnet" / "bin" / "python"
+
+_PRELUDE = """
+import json, sys
+import numpy as np
+inputs = dict(np.load(sys.argv[1]))
+result, arrays = None, {}
+"""
+
+_EPILOGUE = """
+np.savez(sys.argv[2], **{k: np.asarray(v) for k, v in arrays.items()})
+with open(sys.argv[3], "w") as f:
+    json.dump(result, f)
+"""
+
+
+def python() -> str:
+    """The interpreter with MXNet 1.9.1; fails the test, saying how to set it up, without it."""
+    if not MXNET_PYTHON.exists():
+        pytest.fail(
+            "Apache MXNet 1.9.1, the reference of this test, is not set up: run "
+            "`bash bench/setup_mxnet.sh` (test.sh does)"
+        )
+    return str(MXNET_PYTHON)
+
+
+def run(tmp_path, script, timeout=300, **inputs):
+    """Run ``script`` under MXNet 1.9.1 with ``inputs`` (arrays by name, as the dict ``inputs``);
+    returns ``(result, arrays)`` as the script set them. A failing script fails the test with
+    its output."""
+    src, inp, out, res = (tmp_path / n for n in ("ref.py", "in.npz", "out.npz", "out.json"))
+    src.write_text(_PRELUDE + textwrap.dedent(script) + _EPILOGUE)
+    np.savez(inp, **{k: np.asarray(v) for k, v in inputs.items()})
+    proc = subprocess.run(
+        [python(), str(src), str(inp), str(out), str(res)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"the MXNet 1.9.1 reference failed:\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
+        )
+    with np.load(out) as z:
+        arrays = {k: z[k] for k in z.files}
+    return json.loads(res.read_text()), arrays
