@@ -25,6 +25,7 @@
 //! the codes after the last element are zero. A server checks the payload's length for the
 //! entry's count and that the threshold is finite and positive before it uses an entry.
 
+use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
 use crate::dtype::{DType, Float};
@@ -151,7 +152,12 @@ fn two_bit_threshold(payload: &[u8]) -> f32 {
 fn two_bit_apply<T: Float>(dst: &mut [T], payload: &[u8], f: impl Fn(T, T) -> T) {
     let t = two_bit_threshold(payload);
     // Indexed by the code: 0b00 and 0b01 are 0, 0b10 is -threshold, 0b11 is +threshold.
-    let values = [T::zero(), T::zero(), T::of(-f64::from(t)), T::of(f64::from(t))];
+    let values = [
+        T::zero(),
+        T::zero(),
+        T::of(-f64::from(t)),
+        T::of(f64::from(t)),
+    ];
     let codes = &payload[TWO_BIT_HEADER..];
     for (d4, &byte) in dst.chunks_mut(4).zip(codes) {
         for (k, d) in d4.iter_mut().enumerate() {
@@ -162,20 +168,22 @@ fn two_bit_apply<T: Float>(dst: &mut [T], payload: &[u8], f: impl Fn(T, T) -> T)
 }
 
 /// The 2-bit code of one element: adds `g` to the residual `r`, then takes `t` off it (+) or
-/// gives it back (-) when the residual has reached it, in MXNet's float32 order.
+/// gives it back (-) when the residual has reached it, in MXNet's float32 order (`v - 0.0` is
+/// `v`, so the branch-free form leaves every other residual as it was).
 #[inline(always)]
 fn two_bit_code(r: &mut f32, g: f32, t: f32) -> u8 {
     let v = *r + g;
-    if v >= t {
-        *r = v - t;
-        0b11
-    } else if v <= -t {
-        *r = v - (-t);
-        0b10
+    let pos = v >= t;
+    let neg = v <= -t;
+    let taken = if pos {
+        t
+    } else if neg {
+        -t
     } else {
-        *r = v;
-        0b00
-    }
+        0.0
+    };
+    *r = v - taken;
+    u8::from(pos | neg) << 1 | u8::from(pos)
 }
 
 /// Appends the 2-bit payload of `grad` (float32 bytes) to `out`, updating `residual` (one
@@ -187,17 +195,21 @@ fn two_bit_encode(grad: &[u8], residual: &mut [f32], t: f32, out: &mut Vec<u8>) 
     out.reserve(two_bit_len(count as u64) as usize);
     out.extend_from_slice(&t.to_le_bytes());
     let g = |c: &[u8]| f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-    let mut full_r = residual.chunks_exact_mut(4);
-    let mut full_g = grad.chunks_exact(16);
-    for (r, c) in (&mut full_r).zip(&mut full_g) {
-        let byte = two_bit_code(&mut r[0], g(&c[0..4]), t) << 6
-            | two_bit_code(&mut r[1], g(&c[4..8]), t) << 4
-            | two_bit_code(&mut r[2], g(&c[8..12]), t) << 2
-            | two_bit_code(&mut r[3], g(&c[12..16]), t);
-        out.push(byte);
+    // Whole groups of 16 elements, four code bytes each, in fixed-size blocks the compiler
+    // can keep in registers.
+    let mut groups_r = residual.chunks_exact_mut(TWO_BIT_GROUP);
+    let mut groups_g = grad.chunks_exact(4 * TWO_BIT_GROUP);
+    for (r, c) in (&mut groups_r).zip(&mut groups_g) {
+        let mut codes = [0u8; TWO_BIT_GROUP];
+        for ((code, r), c) in codes.iter_mut().zip(r.iter_mut()).zip(c.chunks_exact(4)) {
+            *code = two_bit_code(r, g(c), t);
+        }
+        for q in codes.chunks_exact(4) {
+            out.push(q[0] << 6 | q[1] << 4 | q[2] << 2 | q[3]);
+        }
     }
-    let (r, c) = (full_r.into_remainder(), full_g.remainder());
-    if !r.is_empty() {
+    let (r, c) = (groups_r.into_remainder(), groups_g.remainder());
+    for (r, c) in r.chunks_mut(4).zip(c.chunks(16)) {
         let mut byte = 0;
         for (k, (r, c)) in r.iter_mut().zip(c.chunks_exact(4)).enumerate() {
             byte |= two_bit_code(r, g(c), t) << (6 - 2 * k);
@@ -205,6 +217,26 @@ fn two_bit_encode(grad: &[u8], residual: &mut [f32], t: f32, out: &mut Vec<u8>) 
         out.push(byte);
     }
     out.resize(start + two_bit_len(count as u64) as usize, 0);
+}
+
+/// `grad` (float32 bytes) as float16 bytes, converted a block at a time (the slice conversion
+/// uses the CPU's float16 instructions where it has them).
+fn f16_encode(grad: &[u8]) -> Vec<u8> {
+    const BLOCK: usize = 256;
+    let mut out = Vec::with_capacity(grad.len() / 2);
+    let mut src = [0f32; BLOCK];
+    let mut dst = [f16::ZERO; BLOCK];
+    for block in grad.chunks(4 * BLOCK) {
+        let n = block.len() / 4;
+        for (s, c) in src.iter_mut().zip(block.chunks_exact(4)) {
+            *s = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        dst[..n].convert_from_f32_slice(&src[..n]);
+        dst[..n]
+            .iter()
+            .for_each(|h| out.extend_from_slice(&h.to_le_bytes()));
+    }
+    out
 }
 
 /// A compression a worker applies to the float32 gradients it pushes.
@@ -286,8 +318,10 @@ impl Compression {
                 two_bit_encode(grad, &mut residual[..count], threshold, &mut out);
                 out
             }
-            Compression::F16 => floats.flat_map(|v| f16::from_f32(v).to_le_bytes()).collect(),
-            Compression::BF16 => floats.flat_map(|v| bf16::from_f32(v).to_le_bytes()).collect(),
+            Compression::F16 => f16_encode(grad),
+            Compression::BF16 => floats
+                .flat_map(|v| bf16::from_f32(v).to_le_bytes())
+                .collect(),
         }
     }
 

@@ -124,9 +124,12 @@ async fn two_bit_feeds_the_servers_optimizer_and_pushpull_answers_plain() {
     let servers = Servers::start(1, 2, None).await;
     let workers = servers.workers(2, Mode::Sync, 1000).await;
     for wk in &workers {
-        within(wk.init(vec![(3, DType::F32, vec![4], f32s(&[1.0; 4]))]).wait())
-            .await
-            .unwrap();
+        within(
+            wk.init(vec![(3, DType::F32, vec![4], f32s(&[1.0; 4]))])
+                .wait(),
+        )
+        .await
+        .unwrap();
     }
     let sgd = OptimizerSpec {
         name: "sgd".into(),
@@ -155,12 +158,19 @@ async fn sixteen_bit_pushes_sum_the_rounded_values_in_f32_at_half_the_bytes() {
     let workers = servers.workers(2, Mode::Sync, 40).await;
     let n = 100;
     for wk in &workers {
-        within(wk.init(vec![(5, DType::F32, vec![n], f32s(&[0.0; 100]))]).wait())
-            .await
-            .unwrap();
+        within(
+            wk.init(vec![(5, DType::F32, vec![n], f32s(&[0.0; 100]))])
+                .wait(),
+        )
+        .await
+        .unwrap();
     }
     let g: Vec<Vec<f32>> = (0..2)
-        .map(|w| (0..n).map(|i| 1.0 + i as f32 * 1e-3 + w as f32 / 3.0).collect())
+        .map(|w| {
+            (0..n)
+                .map(|i| 1.0 + i as f32 * 1e-3 + w as f32 / 3.0)
+                .collect()
+        })
         .collect();
     let mut before = within(workers[0].server_stats()).await.unwrap();
     for (kind, round) in [("fp16", 0), ("bf16", 1), ("none", 2)] {
@@ -207,13 +217,19 @@ async fn compression_takes_float32_values_only() {
     let servers = Servers::start(1, 1, None).await;
     let workers = servers.workers(1, Mode::Sync, 1000).await;
     let w = &workers[0];
-    within(w.init(vec![(1, DType::F64, vec![2], f64s(&[0.0; 2]))]).wait())
-        .await
-        .unwrap();
+    within(
+        w.init(vec![(1, DType::F64, vec![2], f64s(&[0.0; 2]))])
+            .wait(),
+    )
+    .await
+    .unwrap();
     let c = Compression::new("fp16", 0.0).unwrap();
-    let e = within(w.push_compressed(vec![(1, DType::F64, f64s(&[1.0; 2]))], c).wait())
-        .await
-        .unwrap_err();
+    let e = within(
+        w.push_compressed(vec![(1, DType::F64, f64s(&[1.0; 2]))], c)
+            .wait(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(e, PsError::Rejected(_)));
     assert_eq!(
         e.to_string(),
@@ -251,14 +267,32 @@ async fn malformed_compressed_entries_are_refused_and_change_nothing() {
     let mut marked_f64 = two_bit_entry(2, 5, 0.5, &[0xff; 4], 0);
     marked_f64.dtype = DType::F64;
     let cases = [
-        (two_bit_entry(1, 5, 0.5, &[0xff; 3], 0), "pushed 7 bytes of 2-bit codes"),
-        (two_bit_entry(1, 5, 0.5, &[0xff; 8], 0), "pushed 12 bytes of 2-bit codes"),
-        (two_bit_entry(1, 5, f32::NAN, &[0xff; 4], 0), "threshold NaN"),
+        (
+            two_bit_entry(1, 5, 0.5, &[0xff; 3], 0),
+            "pushed 7 bytes of 2-bit codes",
+        ),
+        (
+            two_bit_entry(1, 5, 0.5, &[0xff; 8], 0),
+            "pushed 12 bytes of 2-bit codes",
+        ),
+        (
+            two_bit_entry(1, 5, f32::NAN, &[0xff; 4], 0),
+            "threshold NaN",
+        ),
         (two_bit_entry(1, 5, 0.0, &[0xff; 4], 0), "threshold 0"),
         (two_bit_entry(1, 5, -1.0, &[0xff; 4], 0), "threshold -1"),
-        (two_bit_entry(1, 5, f32::INFINITY, &[0xff; 4], 0), "threshold inf"),
-        (two_bit_entry(2, 5, 0.5, &[0xff; 4], 0), "pushed float32 [5] but the key holds float64"),
-        (marked_f64, "a 2-bit push must be marked float32 (what it decodes to), not float64"),
+        (
+            two_bit_entry(1, 5, f32::INFINITY, &[0xff; 4], 0),
+            "threshold inf",
+        ),
+        (
+            two_bit_entry(2, 5, 0.5, &[0xff; 4], 0),
+            "pushed float32 [5] but the key holds float64",
+        ),
+        (
+            marked_f64,
+            "a 2-bit push must be marked float32 (what it decodes to), not float64",
+        ),
     ];
     for (bad, why) in cases {
         for op in [Op::Push, Op::PushPull] {

@@ -287,17 +287,16 @@ class DistKVStore(KVStoreBase):
         ticket = self._worker.pushpull(keys, arrays, bufs, self._compression)
         _pending.track(ticket, reads=lent, writes=marks)
 
-    def _check_compressible(
-        self, k: Key, dtype: np.dtype, vals: list[NDArray], what: str
-    ) -> None:
+    def _check_compressible(self, k: Key, dtype: np.dtype, vals: list[NDArray], what: str) -> None:
         """Raise unless key ``k`` and its values are float32 (all that compression takes)."""
-        for a in [dtype, *(v.dtype for v in vals)]:
+        pushed: list[Any] = [v.dtype for v in vals]
+        for a in [dtype, *pushed]:
             if a != np.float32:
                 assert self._compression is not None  # called only with compression set
                 raise KVStoreError(
                     f"KVStore.{what}: gradient compression {self._compression[0]} applies to "
-                    f"float32 values; key {k!r} holds {dtype}, the pushed value is "
-                    f"{vals[0].dtype}"
+                    f"float32 values; key {k!r} holds {np.dtype(dtype).name}, the pushed value "
+                    f"is {np.dtype(a).name}"
                 )
 
     # ------------------------------------------------------------------ compression

@@ -128,7 +128,7 @@ class LocalKVStore(KVStoreBase):
             if v.dtype != np.float32:
                 raise KVStoreError(
                     f"KVStore.push: gradient compression {self._compression[0]} applies to "
-                    f"float32 values; key {k!r} got {v.dtype}"
+                    f"float32 values; key {k!r} got {np.dtype(v.dtype).name}"
                 )
 
     def _through_compression(self, k: Key, v: NDArray) -> NDArray:

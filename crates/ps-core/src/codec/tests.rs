@@ -46,7 +46,7 @@ fn two_bit_layout_is_four_codes_a_byte_high_bits_first_in_groups_of_four_bytes()
 fn two_bit_lengths() {
     for (count, len) in [(0u64, 4u64), (1, 8), (16, 8), (17, 12), (32, 12), (33, 16)] {
         assert_eq!(two_bit_len(count), len, "count {count}");
-        let payload = two_bit(1.0).encode(&vec![0; count as usize * 4], &mut vec![0.0; 40]);
+        let payload = two_bit(1.0).encode(&vec![0; count as usize * 4], &mut [0.0; 40]);
         assert_eq!(payload.len() as u64, len, "count {count}");
     }
     assert_eq!(two_bit_len(u64::MAX), (u64::MAX / 16 + 1) * 4 + 4);
@@ -99,7 +99,9 @@ fn the_residual_follows_mxnets_float32_order_at_and_near_the_threshold() {
 #[test]
 fn slices_packed_on_their_own_decode_like_the_whole() {
     let n = 53;
-    let g: Vec<f32> = (0..n).map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.11).collect();
+    let g: Vec<f32> = (0..n)
+        .map(|i| ((i * 37 % 19) as f32 - 9.0) * 0.11)
+        .collect();
     let bytes = f32s(&g);
     let mut whole_r = vec![0.0f32; n];
     let mut parts_r = vec![0.0f32; n];
@@ -127,7 +129,11 @@ fn two_bit_decodes_into_sums_and_reads_unused_codes_as_zero() {
     assert_eq!(acc, [3.0, -1.0, 1.0, 1.0, -1.0, 3.0, 3.0, 3.0]);
     let plain = f32s(&[0.5; 8]);
     let mut sum = vec![0.0f64; 8];
-    Packing::sum_into(&mut sum, (Packing::Plain(DType::F32), &plain), (p, &payload));
+    Packing::sum_into(
+        &mut sum,
+        (Packing::Plain(DType::F32), &plain),
+        (p, &payload),
+    );
     assert_eq!(sum, [2.5, -1.5, 0.5, 0.5, -1.5, 2.5, 2.5, 2.5]);
 }
 
@@ -156,7 +162,10 @@ fn malformed_two_bit_payloads_are_refused() {
         .check(2, &[0; 6], 4, "float32 [4]")
         .unwrap_err()
         .to_string();
-    assert_eq!(e, "key 2: pushed 6 bytes of float16 but float32 [4] takes 8");
+    assert_eq!(
+        e,
+        "key 2: pushed 6 bytes of float16 but float32 [4] takes 8"
+    );
 }
 
 #[test]
@@ -203,7 +212,10 @@ fn compression_names_and_bad_ones() {
     assert_eq!(Compression::new("bf16", 0.0).unwrap().codec(), Codec::Plain);
     for t in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e300] {
         let e = Compression::new("2bit", t).unwrap_err().to_string();
-        assert!(e.contains("threshold must be finite and greater than 0"), "{e}");
+        assert!(
+            e.contains("threshold must be finite and greater than 0"),
+            "{e}"
+        );
     }
     let e = Compression::new("1bit", 0.5).unwrap_err().to_string();
     assert_eq!(

@@ -51,9 +51,8 @@ impl PushStats {
                 payload.len()
             )));
         }
-        let at = |i: usize| {
-            u64::from_le_bytes(payload[8 * i..8 * i + 8].try_into().expect("8 bytes"))
-        };
+        let at =
+            |i: usize| u64::from_le_bytes(payload[8 * i..8 * i + 8].try_into().expect("8 bytes"));
         Ok(PushStats {
             frames: at(0),
             entries: at(1),

@@ -13,7 +13,12 @@ use crate::protocol::frame::Entry;
 
 /// Checks that a push of `dtype` into `key` can be compressed: float32 values only, as MXNet
 /// 1.9.1 compresses only float32.
-pub(super) fn check_compressible(key: u64, meta: &KeyMeta, dtype: DType, c: Compression) -> Result<()> {
+pub(super) fn check_compressible(
+    key: u64,
+    meta: &KeyMeta,
+    dtype: DType,
+    c: Compression,
+) -> Result<()> {
     if dtype != DType::F32 || meta.dtype != DType::F32 {
         return Err(PsError::Rejected(format!(
             "key {key}: gradient compression {} applies to float32 values; this push is {dtype} \
