@@ -341,3 +341,23 @@ def test_trainer_sets_compression_on_the_store_it_creates():
         step(kvstore="local", compression_params=comp)
     with pytest.raises(MXNetError, match="unknown compression type 'nope'"):
         step(kvstore="device", compression_params={"type": "nope"})
+
+
+def test_the_native_codec_refuses_what_it_cannot_encode():
+    from mxrs import _native
+
+    g = np.array([0.7, -0.2, 0.5], np.float32)
+    r = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(_native.compress_roundtrip("2bit", 0.5, g, r), [0.5, 0, 0.5])
+    np.testing.assert_array_equal(r, np.array([0.7, -0.2, 0.5], np.float32) - [0.5, 0, 0.5])
+    cases = [
+        (("2bit", 0.5, g.astype(np.float64), r), "applies to float32 values, not float64"),
+        (("2bit", 0.5, g), "2bit compression needs a residual"),
+        (("2bit", 0.5, g, np.zeros(4, np.float32)), "a residual of 4 elements for a gradient of 3"),
+        (("2bit", 0.0, g, r), "threshold must be finite and greater than 0"),
+        (("4bit", 0.5, g, r), "unknown gradient compression type '4bit'"),
+        (("fp16", 0.5, g[::2].copy()[::-1]), "C-contiguous"),
+    ]
+    for args, match in cases:
+        with pytest.raises(KVStoreError, match=match):
+            _native.compress_roundtrip(*args)

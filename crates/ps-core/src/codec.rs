@@ -308,19 +308,18 @@ impl Compression {
     /// Encodes `grad` (float32, little-endian) as an entry payload. For 2bit `residual` holds
     /// at least one element per gradient element and is updated; other kinds ignore it.
     pub fn encode(self, grad: &[u8], residual: &mut [f32]) -> Vec<u8> {
-        let count = grad.len() / 4;
-        let floats = grad
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
         match self {
             Compression::TwoBit { threshold } => {
                 let mut out = Vec::new();
-                two_bit_encode(grad, &mut residual[..count], threshold, &mut out);
+                two_bit_encode(grad, &mut residual[..grad.len() / 4], threshold, &mut out);
                 out
             }
             Compression::F16 => f16_encode(grad),
-            Compression::BF16 => floats
-                .flat_map(|v| bf16::from_f32(v).to_le_bytes())
+            Compression::BF16 => grad
+                .chunks_exact(4)
+                .flat_map(|c| {
+                    bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_le_bytes()
+                })
                 .collect(),
         }
     }

@@ -261,7 +261,8 @@ class DistKVStore(KVStoreBase):
         _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
         ticket = self._worker.push(keys, arrays, self._compression)
-        _pending.track(ticket, reads=lent)
+        # A compressed push has read (encoded) its arrays before it returned.
+        _pending.track(ticket, reads=[] if self._compression else lent)
 
     def pull(
         self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
@@ -285,7 +286,7 @@ class DistKVStore(KVStoreBase):
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
         ticket = self._worker.pushpull(keys, arrays, bufs, self._compression)
-        _pending.track(ticket, reads=lent, writes=marks)
+        _pending.track(ticket, reads=[] if self._compression else lent, writes=marks)
 
     def _check_compressible(self, k: Key, dtype: np.dtype, vals: list[NDArray], what: str) -> None:
         """Raise unless key ``k`` and its values are float32 (all that compression takes)."""
@@ -303,9 +304,9 @@ class DistKVStore(KVStoreBase):
     def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
         """Compress every push from now on, encoded on this worker (see
         :meth:`KVStoreBase.set_gradient_compression`); the servers decode and sum in float32
-        and pulls stay float32. It may be set after ``init``, as MXNet 1.9.1 allows; each
-        worker sets its own (the servers need no setting: every compressed entry carries what
-        decoding it takes).
+        and pulls stay float32. It may be set after ``init``, and set again, as MXNet 1.9.1
+        allows (2bit residuals carry over); each worker sets its own (the servers need no
+        setting: every compressed entry carries what decoding it takes).
         """
         _pending.check()
         self._compression = compression_spec(compression_params)

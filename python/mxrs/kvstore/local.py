@@ -111,15 +111,11 @@ class LocalKVStore(KVStoreBase):
         """Compress each device's pushed value before the merge ('device' only, as in MXNet).
 
         Parameters and errors as :meth:`KVStoreBase.set_gradient_compression`. It may be set
-        after ``init``, as MXNet allows; 2bit residuals carry over when only the threshold
-        changes.
+        after ``init``, and set again, as MXNet allows; 2bit residuals carry over.
         """
         if self._type == "local":
             super().set_gradient_compression(compression_params)
-        spec = compression_spec(compression_params)
-        if self._compression is None or self._compression[0] != spec[0]:
-            self._residuals.clear()
-        self._compression = spec
+        self._compression = compression_spec(compression_params)
 
     def _check_compressible(self, k: Key, vals: list[NDArray]) -> None:
         """Raise unless every value of ``k`` is float32 (all that compression takes)."""
