@@ -121,6 +121,29 @@ def test_dist_sync_2bit_pulls_what_mxnet_pulls_with_and_without_an_optimizer(tmp
     assert not np.array_equal(ours[0][f"0_{10}"], data["init10"])
 
 
+DEVICE_SYNC = """
+import importlib, os, json
+mx = importlib.import_module(os.environ["BENCH_LIB"])
+kv = mx.kv.create('dist_device_sync')
+kv.set_gradient_compression({'type': '2bit', 'threshold': 0.5})
+kv.init(0, mx.nd.zeros((4,)))
+kv.push(0, [mx.nd.array([0.3, 0.3, 0.6, -0.3], ctx=mx.cpu(0)),
+            mx.nd.array([0.3, 0.1, 0.0, -0.3], ctx=mx.cpu(1))])
+out = mx.nd.zeros((4,))
+kv.pull(0, out=out)
+print(json.dumps({"pulled": out.asnumpy().tolist()}), flush=True)
+"""
+
+
+def test_dist_device_sync_sums_the_devices_then_compresses_as_mxnet_does(tmp_path):
+    # Quantizing each device's value first would send [0, 0, 0.5, 0].
+    script = tmp_path / "worker.py"
+    script.write_text(DEVICE_SYNC)
+    for lib in _jobs.LIBS:
+        (done,) = _jobs.run_job(lib, 1, 1, [str(script)], timeout=120)
+        assert done["pulled"] == [0.5, 0.0, 0.5, -0.5], lib
+
+
 DEVICE = """
 ctxs = [mx.cpu(0), mx.cpu(1)]
 plain = mx.kv.create('device')
