@@ -33,6 +33,11 @@ class Trainer:
     kvstore : str or KVStore or None, default 'device'
         How gradients are reduced: 'device' / 'local' across this process's devices (no store is
         used for one device), 'dist_sync' / 'dist_device_sync' / 'dist_async' across workers.
+    compression_params : dict or None
+        Gradient compression, as ``KVStore.set_gradient_compression`` takes it (``{'type':
+        '2bit', 'threshold': 0.5}``, ``{'type': 'fp16'}``, ``{'type': 'bf16'}``); set on the
+        store when the Trainer sets it up, as MXNet does (so it does nothing when no store is
+        used).
     update_on_kvstore : bool or None
         Whether the store applies the optimizer (on the servers for dist stores). None picks as
         MXNet does: True when a store is used, except for 'local' stores holding an array above
@@ -72,8 +77,7 @@ class Trainer:
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
-        if compression_params is not None:
-            raise MXNetError("Trainer: gradient compression is not supported")
+        self._compression_params = compression_params  # given to the store it creates
         self._kvstore: kvs.KVStoreBase | None = None  # set (or left None) by _init_kvstore
         self._update_on_kvstore: bool | None = None
         self._distributed = False
@@ -143,6 +147,8 @@ class Trainer:
                     biggest = max((_size(p.shape) for p in self._params), default=0)
                     update_on_kv = biggest <= _LOCAL_UPDATE_BOUND
             self._distributed = "dist" in kv.type
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
             if update_on_kv:
                 kv.set_optimizer(self._optimizer)
                 self._server_lr = self._optimizer.learning_rate
