@@ -207,3 +207,9 @@ def test_creating_a_dist_store_outside_a_job_names_what_is_missing(monkeypatch):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(mx.MXNetError, match="DMLC_"):
         mx.kv.create("dist_sync")
+
+
+def test_priorities_beyond_32_bits_keep_their_order():
+    from mxrs.kvstore.dist import _priority
+
+    assert _priority(-(10**12)) == -(2**31) < _priority(-5) == -5 < _priority(10**12) == 2**31 - 1

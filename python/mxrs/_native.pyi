@@ -29,14 +29,18 @@ class Worker:
         keys: Sequence[int],
         arrays: Sequence[np.ndarray],
         compression: tuple[str, float] | None = None,
+        priority: int = 0,
     ) -> Ticket: ...
-    def pull(self, keys: Sequence[int], outs: Sequence[np.ndarray]) -> Ticket: ...
+    def pull(
+        self, keys: Sequence[int], outs: Sequence[np.ndarray], priority: int = 0
+    ) -> Ticket: ...
     def pushpull(
         self,
         keys: Sequence[int],
         arrays: Sequence[np.ndarray],
         outs: Sequence[np.ndarray],
         compression: tuple[str, float] | None = None,
+        priority: int = 0,
     ) -> Ticket: ...
     def barrier(self, group: str = "workers") -> None: ...
     def finish(self) -> None: ...

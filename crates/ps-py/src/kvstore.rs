@@ -159,15 +159,15 @@ fn start_push(
     py: Python<'_>,
     job: &JobWorker,
     items: Vec<(u64, ps_core::DType, bytes::Bytes)>,
-    pull: bool,
+    pull_back: bool,
     compression: Option<Compression>,
+    priority: i32,
 ) -> ps_core::worker::Ticket {
     let worker = job.worker();
-    match (compression, pull) {
-        (None, false) => worker.push(items),
-        (None, true) => worker.pushpull(items),
-        (Some(c), false) => py.detach(|| worker.push_compressed(items, c)),
-        (Some(c), true) => py.detach(|| worker.pushpull_compressed(items, c)),
+    match compression {
+        None => worker.push_request(pull_back, items, None, priority),
+        // encoding reads every element: let other Python threads run meanwhile
+        Some(c) => py.detach(|| worker.push_request(pull_back, items, Some(c), priority)),
     }
 }
 
@@ -260,14 +260,16 @@ impl Worker {
 
     /// Pushes `arrays` to `keys`. The arrays must not be written until the ticket completes.
     /// `compression` is `(kind, threshold)` ("2bit", "fp16", "bf16") to encode float32 arrays
-    /// with before they are sent (2bit updates each key's residual).
-    #[pyo3(signature = (keys, arrays, compression = None))]
+    /// with before they are sent (2bit updates each key's residual). The request is written
+    /// after queued requests of other keys with a higher `priority`.
+    #[pyo3(signature = (keys, arrays, compression = None, priority = 0))]
     fn push(
         &self,
         py: Python<'_>,
         keys: Vec<u64>,
         arrays: Vec<Bound<'_, PyUntypedArray>>,
         compression: Option<(String, f64)>,
+        priority: i32,
     ) -> PyResult<Ticket> {
         check_lengths("push", keys.len(), arrays.len())?;
         let compression = self::compression(compression)?;
@@ -279,16 +281,23 @@ impl Worker {
             .into_iter()
             .map(|(key, info, bytes)| (key, info.dtype, bytes))
             .collect();
-        let ticket = start_push(py, job, items, false, compression);
+        let ticket = start_push(py, job, items, false, compression, priority);
         Ok(Self::ticket(ticket, sent, vec![], vec![]))
     }
 
-    /// Pulls `keys` into `outs` (one C-contiguous array of the key's size each).
-    fn pull(&self, keys: Vec<u64>, outs: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
+    /// Pulls `keys` into `outs` (one C-contiguous array of the key's size each), `priority`
+    /// as for `push`.
+    #[pyo3(signature = (keys, outs, priority = 0))]
+    fn pull(
+        &self,
+        keys: Vec<u64>,
+        outs: Vec<Bound<'_, PyUntypedArray>>,
+        priority: i32,
+    ) -> PyResult<Ticket> {
         check_lengths("pull", keys.len(), outs.len())?;
         let (infos, keep) = destinations(&keys, &outs)?;
         Ok(Self::ticket(
-            self.job()?.worker().pull(&keys),
+            self.job()?.worker().pull_request(&keys, priority),
             0,
             infos,
             keep,
@@ -296,8 +305,8 @@ impl Worker {
     }
 
     /// Pushes `arrays`, then pulls the value their round produces into `outs`, in one round
-    /// trip (`compression` as for `push`; the pulled values are plain).
-    #[pyo3(signature = (keys, arrays, outs, compression = None))]
+    /// trip (`compression` and `priority` as for `push`; the pulled values are plain).
+    #[pyo3(signature = (keys, arrays, outs, compression = None, priority = 0))]
     fn pushpull(
         &self,
         py: Python<'_>,
@@ -305,6 +314,7 @@ impl Worker {
         arrays: Vec<Bound<'_, PyUntypedArray>>,
         outs: Vec<Bound<'_, PyUntypedArray>>,
         compression: Option<(String, f64)>,
+        priority: i32,
     ) -> PyResult<Ticket> {
         check_lengths("pushpull", keys.len(), arrays.len())?;
         check_lengths("pushpull", keys.len(), outs.len())?;
@@ -318,7 +328,7 @@ impl Worker {
             .map(|(key, info, bytes)| (key, info.dtype, bytes))
             .collect();
         let (infos, keep) = destinations(&keys, &outs)?;
-        let ticket = start_push(py, job, items, true, compression);
+        let ticket = start_push(py, job, items, true, compression, priority);
         Ok(Self::ticket(ticket, sent, infos, keep))
     }
 

@@ -260,7 +260,7 @@ class DistKVStore(KVStoreBase):
         """Send the sum of each key's values to the servers; returns before they answer."""
         _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
-        ticket = self._worker.push(keys, arrays, self._compression)
+        ticket = self._worker.push(keys, arrays, self._compression, _priority(priority))
         # A compressed push has read (encoded) its arrays before it returned.
         _pending.track(ticket, reads=[] if self._compression else lent)
 
@@ -273,7 +273,7 @@ class DistKVStore(KVStoreBase):
             raise KVStoreError("KVStore.pull: out is required")
         pairs = key_value_pairs(key, out, "pull")
         bufs, marks = self._gather_pulls(pairs, "pull")
-        ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs)
+        ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs, _priority(priority))
         _pending.track(ticket, writes=marks)
 
     def pushpull(
@@ -285,7 +285,7 @@ class DistKVStore(KVStoreBase):
         pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
-        ticket = self._worker.pushpull(keys, arrays, bufs, self._compression)
+        ticket = self._worker.pushpull(keys, arrays, bufs, self._compression, _priority(priority))
         _pending.track(ticket, reads=[] if self._compression else lent, writes=marks)
 
     def _check_compressible(self, k: Key, dtype: np.dtype, vals: list[NDArray], what: str) -> None:
@@ -408,6 +408,12 @@ def push_accepts(key_dtype: Any, dtype: Any) -> bool:
     servers), the rule the parameter-server client applies too."""
     key_dtype, dtype = np.dtype(key_dtype), np.dtype(dtype)
     return dtype == key_dtype or (key_dtype.name in _PUSH_FAMILY and dtype.name in _PUSH_FAMILY)
+
+
+def _priority(priority: int) -> int:
+    """``priority`` as the parameter-server client takes it (a 32-bit int; larger ones are
+    clamped: only their order matters)."""
+    return max(-(2**31), min(2**31 - 1, int(priority)))
 
 
 def _copy_from(buf: np.ndarray, ctx: Context) -> Callable[[Any], None]:

@@ -23,6 +23,8 @@ struct Open {
 /// Frames under construction for one request.
 pub(crate) struct Batch {
     op: Op,
+    /// The frames' place in each connection's queue ([`super::outbox`]).
+    priority: i32,
     open: Vec<Option<Open>>,
     /// Closed frames: (server, frame index, entries).
     closed: Vec<(usize, usize, Vec<Entry>)>,
@@ -30,9 +32,10 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    pub(crate) fn new(op: Op, num_servers: usize) -> Batch {
+    pub(crate) fn new(op: Op, num_servers: usize, priority: i32) -> Batch {
         Batch {
             op,
+            priority,
             open: (0..num_servers).map(|_| None).collect(),
             closed: Vec::new(),
             frames: 0,
@@ -87,7 +90,7 @@ impl Batch {
         let replies: Vec<ReplyRx> = self
             .closed
             .into_iter()
-            .map(|(server, _, entries)| conns[server].send(self.op, entries))
+            .map(|(server, _, entries)| conns[server].send(self.op, entries, self.priority))
             .collect();
         Ticket::new(replies, plan)
     }

@@ -1,7 +1,8 @@
 //! A worker's connection to one server: requests are pipelined and matched to replies by id.
 //!
-//! `send` registers the request's reply channel, then hands the frame to a writer task; a reader
-//! task routes each reply to its channel. When the connection breaks, the server says why it
+//! `send` registers the request's reply channel, then queues the frame for a writer task, which
+//! writes the highest priority first ([`Outbox`]); a reader task routes each reply to its
+//! channel. When the connection breaks, the server says why it
 //! leaves (a `Bye`), or the job reports a lost node, every waiting request fails with an error
 //! that names the cause, and so does every later one.
 
@@ -11,13 +12,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::error::{PsError, Result};
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
 use crate::protocol::transport;
+
+use super::outbox::Outbox;
 
 /// The reply to one request frame.
 pub(crate) type ReplyRx = oneshot::Receiver<Result<Frame>>;
@@ -59,7 +62,7 @@ impl State {
 /// The connection to one server.
 pub(crate) struct ServerConn {
     state: Arc<State>,
-    outbox: mpsc::UnboundedSender<Frame>,
+    outbox: Arc<Outbox>,
     reader: JoinHandle<()>,
 }
 
@@ -86,15 +89,16 @@ impl ServerConn {
             table: Mutex::new(Table::default()),
             next_id: AtomicU64::new(1),
         });
-        let (outbox, mut frames) = mpsc::unbounded_channel::<Frame>();
+        let outbox = Arc::new(Outbox::default());
 
         let st = state.clone();
+        let frames = outbox.clone();
         tokio::spawn(async move {
             let mut w = FrameWriter::new(write_half);
             let r: Result<()> = async {
-                while let Some(frame) = frames.recv().await {
+                while let Some(frame) = frames.next().await {
                     w.write_frame(&frame).await?;
-                    while let Ok(frame) = frames.try_recv() {
+                    while let Some(frame) = frames.try_next() {
                         w.write_frame(&frame).await?;
                     }
                     w.flush().await?;
@@ -132,7 +136,7 @@ impl ServerConn {
             outbox,
             reader,
         };
-        let reply = conn.send(Op::Hello, vec![hello]).await.map_err(|_| {
+        let reply = conn.send(Op::Hello, vec![hello], 0).await.map_err(|_| {
             PsError::NodeLost(format!("{} went away during hello", conn.state.name))
         })??;
         for e in reply.entries {
@@ -141,8 +145,9 @@ impl ServerConn {
         Ok(conn)
     }
 
-    /// Sends a request; the receiver yields its reply frame or the connection's failure.
-    pub(crate) fn send(&self, op: Op, entries: Vec<Entry>) -> ReplyRx {
+    /// Sends a request, after the queued ones of higher `priority`; the receiver yields its
+    /// reply frame or the connection's failure.
+    pub(crate) fn send(&self, op: Op, entries: Vec<Entry>, priority: i32) -> ReplyRx {
         let (tx, rx) = oneshot::channel();
         let id = self.state.next_id.fetch_add(1, Ordering::Relaxed);
         {
@@ -153,7 +158,7 @@ impl ServerConn {
             }
             t.pending.insert(id, tx);
         }
-        if self.outbox.send(Frame::request(op, id, entries)).is_err() {
+        if !self.outbox.send(priority, Frame::request(op, id, entries)) {
             self.state
                 .fail(format!("lost the connection to {}", self.state.name));
         }
@@ -185,6 +190,7 @@ fn farewell(name: &str, bye: Frame) -> String {
 
 impl Drop for ServerConn {
     fn drop(&mut self) {
+        self.outbox.close();
         self.reader.abort();
     }
 }

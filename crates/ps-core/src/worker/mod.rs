@@ -17,6 +17,7 @@
 mod batch;
 mod conn;
 mod encode;
+mod outbox;
 mod ticket;
 
 use rustc_hash::FxHashMap;
@@ -177,7 +178,7 @@ impl Worker {
         }
         drop(seen);
         // Everything fits: record the new keys and send.
-        let mut batch = Batch::new(Op::Init, self.conns.len());
+        let mut batch = Batch::new(Op::Init, self.conns.len(), 0);
         let mut fresh_keys = Vec::new();
         for (key, dtype, shape, value) in items {
             let numel: u64 = shape.iter().product();
@@ -224,12 +225,12 @@ impl Worker {
     /// Pushes `(key, dtype, data)`; `dtype` is the key's, or float16/bfloat16 for a float32
     /// key (summed into its float32 value on the server).
     pub fn push(&self, items: Vec<(u64, DType, Bytes)>) -> Ticket {
-        self.push_op(Op::Push, items, None)
+        self.push_request(false, items, None, 0)
     }
 
     /// Pushes, then pulls the value that round produces, in one round trip per server.
     pub fn pushpull(&self, items: Vec<(u64, DType, Bytes)>) -> Ticket {
-        self.push_op(Op::PushPull, items, None)
+        self.push_request(true, items, None, 0)
     }
 
     /// Pushes float32 `(key, dtype, data)` encoded with `compression` (each piece encoded here,
@@ -239,7 +240,7 @@ impl Worker {
         items: Vec<(u64, DType, Bytes)>,
         compression: Compression,
     ) -> Ticket {
-        self.push_op(Op::Push, items, Some(compression))
+        self.push_request(false, items, Some(compression), 0)
     }
 
     /// [`Worker::pushpull`] with the push encoded as [`Worker::push_compressed`] does; the
@@ -249,15 +250,21 @@ impl Worker {
         items: Vec<(u64, DType, Bytes)>,
         compression: Compression,
     ) -> Ticket {
-        self.push_op(Op::PushPull, items, Some(compression))
+        self.push_request(true, items, Some(compression), 0)
     }
 
-    fn push_op(
+    /// Pushes (and with `pull_back`, pulls the round it completes, as [`Worker::pushpull`]),
+    /// with the push encoded by `compression` when given; the request's frames are written
+    /// after queued ones of higher `priority` (other keys' only: one key's requests keep their
+    /// order).
+    pub fn push_request(
         &self,
-        op: Op,
+        pull_back: bool,
         items: Vec<(u64, DType, Bytes)>,
         compression: Option<Compression>,
+        priority: i32,
     ) -> Ticket {
+        let op = if pull_back { Op::PushPull } else { Op::Push };
         // Check every item before any round is counted or residual changed.
         let checked: Result<Vec<Arc<KeyMeta>>> = items
             .iter()
@@ -274,7 +281,7 @@ impl Worker {
             Ok(metas) => metas,
             Err(e) => return Ticket::failed(e),
         };
-        let mut batch = Batch::new(op, self.conns.len());
+        let mut batch = Batch::new(op, self.conns.len(), priority);
         let mut gathers = Vec::new();
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
             let round = meta.pushes.fetch_add(1, Ordering::Relaxed);
@@ -307,7 +314,13 @@ impl Worker {
     /// Pulls keys. In dist_sync the value includes every push this worker made before (and
     /// every other worker's push of the same rounds).
     pub fn pull(&self, keys: &[u64]) -> Ticket {
-        let mut batch = Batch::new(Op::Pull, self.conns.len());
+        self.pull_request(keys, 0)
+    }
+
+    /// [`Worker::pull`], written after queued requests of higher `priority` (as
+    /// [`Worker::push_request`]).
+    pub fn pull_request(&self, keys: &[u64], priority: i32) -> Ticket {
+        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority);
         let mut gathers = Vec::with_capacity(keys.len());
         for &key in keys {
             let meta = match self.meta(key) {
@@ -378,7 +391,7 @@ impl Worker {
             .map(|(pieces, conn)| {
                 let mut e = Entry::new(0, DType::F32, &[], 0, 0);
                 e.payload = Bytes::from(states::join(pieces));
-                conn.send(Op::LoadStates, vec![e])
+                conn.send(Op::LoadStates, vec![e], 0)
             })
             .collect();
         Ticket::new(replies, ticket::Plan::Ack)
@@ -394,7 +407,7 @@ impl Worker {
             .map(|conn| {
                 let mut e = Entry::new(0, DType::F32, &[], 0, 0);
                 e.payload = payload.clone();
-                conn.send(op, vec![e])
+                conn.send(op, vec![e], 0)
             })
             .collect();
         Ticket::new(replies, ticket::Plan::Payloads)
