@@ -1,7 +1,9 @@
 """``bench/cluster``: emulated hosts (network namespaces on a bridge, links shaped with tc), dist
-jobs of both libraries on them, and that a run leaves nothing behind however it ends.
+jobs of both libraries on them, that a run leaves nothing behind however it ends, and the
+step-time model's arithmetic.
 
-Needs root (CI runs as root); every run here has its own prefix, so nothing else is touched.
+The cluster tests need root (CI runs as root); every run here has its own prefix, so nothing
+else is touched.
 """
 
 import json
@@ -22,8 +24,9 @@ sys.path[:0] = [str(CLUSTER), str(ROOT / "bench")]
 
 import _dist  # noqa: E402
 import _hosts  # noqa: E402
+import _model  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
+root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: the emulated hosts are network namespaces shaped by tc"
 )
 TIMEOUT = 60
@@ -74,6 +77,7 @@ def _run_sh(prefix, out, *args):
     )
 
 
+@root
 def test_hosts_are_namespaces_on_links_shaped_both_ways_and_a_job_runs_across_them(tmp_path):
     prefix = _prefix()
     with _hosts.Cluster(prefix, 2, _hosts.Link(rate_mbit=300)) as c:
@@ -131,6 +135,7 @@ c = socket.create_connection(("10.213.0.2", 5001)); c.sendall(bytes(6 << 20)); c
 """
 
 
+@root
 def test_a_delay_is_emulated_with_netem_or_refused_where_the_kernel_has_none():
     prefix = _prefix()
     try:
@@ -143,6 +148,7 @@ def test_a_delay_is_emulated_with_netem_or_refused_where_the_kernel_has_none():
     assert _leftovers(prefix) == []
 
 
+@root
 def test_a_run_of_both_libraries_reports_images_per_s_and_leaves_nothing(tmp_path):
     mxnet_ref.python()  # MXNet 1.9.1 must be set up
     prefix = _prefix()
@@ -163,6 +169,7 @@ def test_a_run_of_both_libraries_reports_images_per_s_and_leaves_nothing(tmp_pat
     assert _leftovers(prefix) == []
 
 
+@root
 def test_a_run_whose_worker_fails_exits_non_zero_and_leaves_nothing(tmp_path):
     prefix = _prefix()
     p = _run_sh(prefix, tmp_path, "--series", "mxrs", "--compute-s", "0.05", "--fail-at-step", "1")
@@ -174,6 +181,7 @@ def test_a_run_whose_worker_fails_exits_non_zero_and_leaves_nothing(tmp_path):
     assert _leftovers(prefix) == []
 
 
+@root
 def test_ctrl_c_midway_stops_the_run_and_leaves_nothing(tmp_path):
     prefix = _prefix()
     p = _run_sh(prefix, tmp_path, "--series", "mxrs", "--compute-s", "0.5", "--steps", "500")
@@ -192,3 +200,41 @@ def test_ctrl_c_midway_stops_the_run_and_leaves_nothing(tmp_path):
     assert p.returncode == 130, out
     assert "interrupted" in out
     assert _leftovers(prefix) == []
+
+
+def test_the_model_counts_bytes_over_the_busiest_link_and_requests_per_worker():
+    mb = 100.0
+    assert _model.link_bytes(1, [0], [0], mb, mb) == 0.0  # worker and server share the host
+    assert _model.link_bytes(2, [0, 1], [0, 1], mb, mb) == 100.0  # half out, half back, twice
+    assert _model.link_bytes(4, [0, 1, 2, 3], [0, 1, 2, 3], mb, mb) == 150.0  # 2 * 3/4
+    # one server: host 0 takes worker 1's whole push and sends it the whole model
+    assert _model.link_bytes(2, [0], [0, 1], mb, mb) == 100.0
+    # compressed pushes: the link carries a 16th of the push and the whole pull each way
+    assert _model.link_bytes(2, [0, 1], [0, 1], mb / 16, mb) == pytest.approx(53.125)
+    # small arrays live on one server, larger ones are cut over all of them
+    assert _model.requests([10, 1_000_000, 1_000_001], 4) == 2 * (1 + 1 + 4)
+
+
+def test_the_model_recovers_the_link_share_request_cost_and_overlap_it_was_made_with():
+    comm = {"eta": 0.8, "alpha": 0.002}
+    keys = [100] * 20 + [2_000_000] * 2
+
+    def job(hosts, compute_s, hide, rate=1000.0):
+        every = list(range(hosts))
+        rec = {"hosts": hosts, "servers": every, "workers": every, "rate_mbit": rate}
+        rec["worker_results"] = [{"bytes": 4e8, "key_elems": keys, "batch": 960}]
+        d, m = _model.features(rec)
+        step = _model.step_time(compute_s, _model.t_comm(comm, rate, d, m), hide)
+        return rec | {"step_s": step, "compute_s": compute_s, "ok": True, "lib": "x"}
+
+    probe = [job(n, 0.0, 0.0) for n in (1, 2, 4)]
+    fit = _model.fit_comm(probe)
+    assert fit["eta"] == pytest.approx(0.8) and fit["alpha"] == pytest.approx(0.002)
+    jobs = [job(n, 4.0, 0.3) | {"layout": f"{n}h-sync", "series": "s"} for n in (1, 2, 4)]
+    got = _model.calibrate(probe, jobs, {"s": "x"})["series"]["s"]
+    assert got["hide"] == pytest.approx(0.3, abs=0.005)
+    assert all(abs(p["error"]) < 1e-3 for p in got["points"])
+    assert got["ideal"][64] == pytest.approx(64 * 960 / 4.0)
+    d64 = _model.link_bytes(64, list(range(64)), list(range(64)), 4e8, 4e8)
+    t64 = _model.step_time(4.0, _model.t_comm(comm, 1000.0, d64, 2 * (20 + 2 * 64)), 0.3)
+    assert got["projection"][64] == pytest.approx(64 * 960 / t64)

@@ -86,6 +86,15 @@ def plan(args: argparse.Namespace) -> list[tuple[Layout, str]]:
     return jobs
 
 
+def probe_plan(args: argparse.Namespace, link: Link) -> list[tuple[int, Link | None]]:
+    """(hosts, link) of the probe jobs: every host count at the run's rate, and the largest
+    also at each ``--probe-rates`` and unshaped."""
+    plan: list[tuple[int, Link | None]] = [(n, link) for n in args.hosts]
+    top = max(args.hosts)
+    plan += [(top, Link(r, args.delay_ms)) for r in args.probe_rates if r != link.rate_mbit]
+    return plan + [(top, None)]
+
+
 def worker_argv(
     args: argparse.Namespace, series: str, mode: str, compute_s: float, overlap: bool | None
 ) -> list[str]:
@@ -169,15 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.probe:
             print("probe (no computation, no overlap):", flush=True)
-            for n in args.hosts:
+            for n, how in probe_plan(args, link):
                 for lib in ("mxnet", "mxrs"):
-                    for shaped in (True, False) if n == max(args.hosts) else (True,):
-                        tag = f"probe-{n}h-{lib}-{'shaped' if shaped else 'unshaped'}"
-                        how = link if shaped else None
-                        lay = Layout.symmetric(n)
-                        rec = one_job(args, lay, lib, how, 0.0, tag, overlap=False)
-                        data["probe"].append(rec)
-                        save()
+                    what = f"{how.rate_mbit:g}mbit" if how else "unshaped"
+                    tag = f"probe-{n}h-{lib}-{what}"
+                    lay = Layout.symmetric(n)
+                    data["probe"].append(one_job(args, lay, lib, how, 0.0, tag, overlap=False))
+                    save()
         for r in range(args.repeats):
             print(f"repeat {r + 1} of {args.repeats}:", flush=True)
             jobs = plan(args)
@@ -202,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         import _report_cluster
 
-        _report_cluster.publish(data, path)
+        labels = {k: v["label"] for k, v in SERIES.items()}
+        libs = {k: v["lib"] for k, v in SERIES.items()}
+        _report_cluster.publish(data, path, args.results, args.charts, labels, libs)
     if failed:
         print(f"cluster run {args.prefix}: failed jobs: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -226,7 +235,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=3, help="timed steps per job")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument(
-        "--scale", type=float, default=20.0, help="links K times slower, steps K times longer"
+        "--scale", type=float, default=25.0, help="links K times slower, steps K times longer"
     )
     ap.add_argument("--rate-mbit", type=float, help="link rate (default: 25,000 / scale)")
     ap.add_argument("--compute-s", type=float, help="step computation (default: 0.31 x scale)")
@@ -236,6 +245,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--mlp-depth", type=int, default=4)
     ap.add_argument("--threshold", type=float, default=0.5, help="2bit threshold")
     ap.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument(
+        "--probe-rates",
+        type=float,
+        nargs="*",
+        default=[2500.0],
+        help="further link rates (Mbit/s) the probe tries at the largest host count",
+    )
     ap.add_argument(
         "--job-timeout", type=float, default=180.0, help="seconds a job may take beyond its steps"
     )

@@ -61,13 +61,15 @@ def build(model: str, width: int, depth: int):
 
 
 def layers_of(net, shape: tuple[int, ...], image: int) -> tuple[list[Layer], list]:
-    """The trained layers in forward order and their parameters (key ``i`` is ``params[i]``).
+    """The trained layers in the order their parameters were defined, and those parameters
+    (key ``i`` is ``params[i]``).
 
-    One forward pass with a hook on every block records the order in which blocks finish and
-    their output shapes; a block owns the parameters not claimed by a block that finished
-    before it (its children finish first). FLOPs per image: ``2 * weight size * output
-    pixels`` for a layer with a weight of 2 or more dimensions, ``4 * output size`` for one
-    with only vectors (BatchNorm); output pixels are counted at ``image`` pixels a side.
+    One forward pass with a hook on every block gives each block's output shape; a block owns
+    the parameters not claimed by a block that finished before it (its children finish first).
+    Layers are ordered by their first parameter in ``collect_params()``, so both libraries
+    order them alike whichever branch of a block runs first. FLOPs per image: ``2 * weight
+    size * output pixels`` for a layer with a weight of 2 or more dimensions, ``4 * output
+    size`` for one with only vectors (BatchNorm); pixels are counted at ``image`` a side.
     """
     seen: list = []
     handles: list = []
@@ -79,12 +81,13 @@ def layers_of(net, shape: tuple[int, ...], image: int) -> tuple[list[Layer], lis
     for h in handles:
         h.detach()
     scale = (image / shape[-1]) ** 2 if len(shape) == 4 else 1.0
+    order = {id(p): i for i, p in enumerate(net.collect_params().values())}
     claimed: set[int] = set()
-    layers, params = [], []
+    found = []
     for block, out in seen:
         own = [p for p in block.collect_params().values() if id(p) not in claimed]
         claimed.update(id(p) for p in own)
-        trained = [p for p in own if p.grad_req != "null"]
+        trained = sorted((p for p in own if p.grad_req != "null"), key=lambda p: order[id(p)])
         if not trained:
             continue
         out_shape = out.shape
@@ -94,9 +97,11 @@ def layers_of(net, shape: tuple[int, ...], image: int) -> tuple[list[Layer], lis
             flops = 2.0 * float(np.prod(weight.shape)) * pixels
         else:
             flops = 4.0 * float(np.prod(out_shape[1:])) * (scale if len(out_shape) == 4 else 1)
-        keys = list(range(len(params), len(params) + len(trained)))
+        found.append((order[id(trained[0])], block.name, trained, flops))
+    layers, params = [], []
+    for _, name, trained, flops in sorted(found, key=lambda f: f[0]):
+        layers.append(Layer(name, list(range(len(params), len(params) + len(trained))), flops))
         params += trained
-        layers.append(Layer(block.name, keys, flops))
     return layers, params
 
 
@@ -202,8 +207,12 @@ def run(args: argparse.Namespace) -> dict:
         "params": n,
         "bytes": 4 * n,
         "keys": len(keys),
+        "key_elems": [int(np.prod(w.shape)) for w in weights],
         "layers": len(layers),
         "batch": args.batch,
+        "compression": args.compression,
+        "overlap": args.overlap,
+        "kvstore": args.kvstore,
         "compute_s": args.compute_s,
         "step_s": timed,
         "wait_s": waits[args.warmup :],
