@@ -8,6 +8,9 @@ A distributed job of 2 workers and 2 servers on this machine:
 
     mxrs-launch local -n 2 -s 2 python examples/train_mnist.py --kv-store dist_sync
 
+``--gradient-compression fp16`` (or ``bf16``, or MXNet's ``2bit`` with
+``--compression-threshold``) compresses the gradients the workers push.
+
 By default the MNIST subset shipped in ``data/mnist`` is used (6,000 training and 1,000 test
 images); ``--data-dir`` points at the full set (``python -m mxrs.gluon.data.vision.fetch_mnist``
 fetches it).
@@ -44,6 +47,13 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--data-dir", default=os.path.join(HERE, os.pardir, "data", "mnist"))
+    p.add_argument(
+        "--gradient-compression",
+        choices=("none", "2bit", "fp16", "bf16"),
+        default="none",
+        help="compress pushed gradients: MXNet's 2bit, or 16-bit floats (fp16, bf16)",
+    )
+    p.add_argument("--compression-threshold", type=float, default=0.5, help="the threshold of 2bit")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p.parse_args(argv)
@@ -102,11 +112,17 @@ def main(argv=None):
 
     net = build(args.network)
     net.initialize(mx.init.Xavier(magnitude=2.24), ctx=ctx)
+    compression = None
+    if args.gradient_compression != "none":
+        compression = {"type": args.gradient_compression}
+        if args.gradient_compression == "2bit":
+            compression["threshold"] = args.compression_threshold
     trainer = gluon.Trainer(
         net.collect_params(),
         "sgd",
         {"learning_rate": args.lr, "momentum": args.momentum},
         kvstore=store,
+        compression_params=compression,
     )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
 

@@ -4,6 +4,7 @@ import mxrs as mx
 import numpy as np
 import pytest
 from mxrs import autograd, nd
+from mxrs.base import MXNetError
 
 
 def test_scopes_set_and_restore_flags():
@@ -230,3 +231,63 @@ def test_backward_marks_gradient_fresh():
     assert x._fresh_grad
     x._fresh_grad = False
     assert not x._fresh_grad
+
+
+def _hooked(*arrays):
+    """Attach gradients to ``arrays`` and record, per hook call, which gradients were stored."""
+    calls = []
+    for name, a in arrays:
+        a.attach_grad()
+
+        def hook(var, name=name):
+            calls.append((name, {n: x.grad.asnumpy().copy() for n, x in arrays}))
+            assert var is dict(arrays)[name]
+
+        a._on_grad = hook
+    return calls
+
+
+def test_a_variables_gradient_is_stored_once_its_last_use_is_differentiated():
+    # y = w2 * (w1 * x): w2's last (only) use is differentiated first, w1's after it
+    x = nd.array([1.0, 2.0])
+    w1, w2 = nd.array([3.0, 4.0]), nd.array([5.0, 6.0])
+    calls = _hooked(("w1", w1), ("w2", w2))
+    with autograd.record():
+        y = (w2 * (w1 * x)).sum()
+    y.backward()
+    assert [name for name, _ in calls] == ["w2", "w1"]
+    at_w2 = calls[0][1]
+    np.testing.assert_array_equal(at_w2["w2"], [3.0, 8.0])  # w1 * x
+    np.testing.assert_array_equal(at_w2["w1"], [0.0, 0.0])  # not yet stored
+    np.testing.assert_array_equal(calls[1][1]["w1"], [5.0, 12.0])  # w2 * x
+
+
+def test_a_shared_variable_is_stored_once_with_every_share_summed():
+    # w is used by two ops at different depths: one hook call, after both shares are in
+    x = nd.array([1.0, 2.0])
+    w, v = nd.array([3.0, 4.0]), nd.array([0.5, 0.5])
+    calls = _hooked(("w", w), ("v", v))
+    with autograd.record():
+        h = w * x
+        y = (w * (v * h)).sum()  # d/dw = 2 * v * w * x
+    y.backward()
+    assert sorted(name for name, _ in calls) == ["v", "w"]
+    (at_w,) = [seen for name, seen in calls if name == "w"]
+    np.testing.assert_allclose(at_w["w"], [3.0, 8.0])
+    np.testing.assert_allclose(v.grad.asnumpy(), [9.0, 32.0])
+
+
+def test_a_failing_gradient_hook_stops_backward_with_its_error():
+    w = nd.array([1.0])
+    w.attach_grad()
+
+    def hook(var):
+        raise MXNetError("hook says no")
+
+    w._on_grad = hook
+    with autograd.record():
+        y = (w * 2).sum()
+    with pytest.raises(MXNetError, match="hook says no"):
+        y.backward()
+    with pytest.raises(MXNetError, match="not in a computational graph"):
+        y.backward()  # the graph is freed all the same

@@ -1,5 +1,8 @@
 """gluon.nn layers against NumPy, and the multi-device LeNet step of the Gluon tutorial."""
 
+import textwrap
+
+import mxnet_ref
 import mxrs as mx
 import numpy as np
 import pytest
@@ -141,11 +144,13 @@ def test_batchnorm_training_normalizes_and_updates_running_stats():
     mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
     ref = (x - mean.reshape(1, 3, 1, 1)) / np.sqrt(var.reshape(1, 3, 1, 1) + 1e-5)
     np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-4, atol=1e-5)
+    # as in MXNet 1.9.1, the running statistics move in the backward pass
+    np.testing.assert_array_equal(layer.running_mean.data().asnumpy(), np.zeros(3))
+    out.backward()
     np.testing.assert_allclose(layer.running_mean.data().asnumpy(), 0.1 * mean, rtol=1e-5)
     np.testing.assert_allclose(layer.running_var.data().asnumpy(), 0.9 + 0.1 * var, rtol=1e-5)
     # the copy on the other context has not seen a batch yet
     np.testing.assert_array_equal(layer.running_mean.data(mx.cpu(1)).asnumpy(), np.zeros(3))
-    out.backward()
     assert layer.gamma.grad().shape == (3,) and layer.running_mean.grad_req == "null"
     np.testing.assert_allclose(layer.beta.grad().asnumpy(), np.full(3, 32.0))
 
@@ -164,6 +169,83 @@ def test_batchnorm_inference_uses_running_stats():
     np.testing.assert_array_equal(layer.running_mean.data().asnumpy(), [1, -1])
     names = [p.name.split("_", 1)[1] for p in layer.collect_params().values()]
     assert names == ["gamma", "beta", "running_mean", "running_var"]
+
+
+# When BatchNorm's running statistics move, run word for word under mxrs and MXNet 1.9.1 (``mx``
+# is either library): MXNet moves them in the backward pass of a training-mode call only.
+_BN_SCENARIOS = """
+def bn_scenarios(mx, x):
+    autograd, nn = mx.autograd, mx.gluon.nn
+    x = mx.nd.array(x)
+
+    def bn(**kw):
+        layer = nn.BatchNorm(**kw)
+        layer.initialize()
+        return layer
+
+    def stats(layer):
+        return layer.running_mean.data().asnumpy(), layer.running_var.data().asnumpy()
+
+    out = {}
+    b = bn()
+    with autograd.record():
+        y = b(x)
+    out["recorded_forward"] = stats(b)
+    y.backward()
+    out["then_backward"] = stats(b)
+    b = bn()
+    with autograd.train_mode():
+        b(x)
+    out["train_mode_unrecorded"] = stats(b)
+    b = bn()
+    with autograd.record(train_mode=False):
+        y = b(x)
+    y.backward()
+    out["predict_mode_backward"] = stats(b)
+    b, w = bn(), mx.nd.ones((1,))
+    w.attach_grad()
+    with autograd.record():
+        b(x)
+        z = (w * 2).sum()
+    z.backward()
+    out["off_the_gradient_path"] = stats(b)
+    net = nn.HybridSequential()
+    net.add(nn.BatchNorm(scale=False, center=False), nn.Conv2D(2, 1))
+    net.initialize()
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    out["nothing_to_differentiate"] = stats(net[0])
+    b = bn()
+    with autograd.record():
+        y = b(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    out["two_backward_passes"] = stats(b)
+    return out
+"""
+
+
+def test_batchnorm_running_stats_move_when_mxnet_moves_them(tmp_path):
+    x = (RNG.standard_normal((4, 3, 2, 2)) * 3 + 1).astype(np.float32)
+    script = _BN_SCENARIOS + textwrap.dedent(
+        """
+        import mxnet
+        for k, (m, v) in bn_scenarios(mxnet, inputs["x"]).items():
+            arrays[k + ".mean"], arrays[k + ".var"] = m, v
+        """
+    )
+    _, want = mxnet_ref.run(tmp_path, script, x=x)
+    scope = {}
+    exec(_BN_SCENARIOS, scope)
+    got = scope["bn_scenarios"](mx, x)
+    assert sorted(k + ".mean" for k in got) == sorted(k for k in want if k.endswith(".mean"))
+    moved = 0
+    for k, (m, v) in got.items():
+        np.testing.assert_allclose(m, want[k + ".mean"], rtol=1e-5, atol=1e-7, err_msg=k)
+        np.testing.assert_allclose(v, want[k + ".var"], rtol=1e-5, err_msg=k)
+        moved += bool(np.any(m != 0))
+    assert moved == 2  # then_backward and two_backward_passes; the rest stay at zero
 
 
 def test_dropout_scales_in_training_and_is_identity_otherwise():

@@ -5,7 +5,10 @@ with :meth:`~mxrs.ndarray.NDArray.attach_grad`, or the output of a taped operati
 operation is a primitive op object holding its inputs and what its hand-written backward needs;
 :func:`backward` walks that graph in reverse topological order, sums the gradients reaching every
 array, and stores them into each variable's ``.grad`` per its ``grad_req`` ('write' overwrites,
-'add' accumulates, 'null' skips). Without ``retain_graph`` the graph is freed afterwards.
+'add' accumulates, 'null' skips). A variable's gradient is stored as soon as the last op using it
+has been differentiated, while the pass goes on through the ops before it; a gluon Trainer uses
+that moment to start reducing the gradient. Without ``retain_graph`` the graph is freed
+afterwards.
 
 Examples
 --------
@@ -20,7 +23,7 @@ array([2., 4.], dtype=float32)
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .base import MXNetError
@@ -196,8 +199,11 @@ def _run(
     heads: NDArray | Sequence[NDArray],
     head_grads: NDArray | Sequence[NDArray | None] | None,
     retain_graph: bool,
-) -> dict[int, Any]:
-    """Propagate gradients from ``heads``; return {id(variable): (variable, gradient)}."""
+    on_final: Callable[[NDArray, Any], None],
+) -> None:
+    """Propagate gradients from ``heads``; call ``on_final(variable, gradient)`` once for every
+    variable reached, as soon as the last op that uses it has given its share (so a caller may
+    act on early layers' gradients while the pass goes on through the rest)."""
     heads = _as_list(heads)
     if head_grads is None:
         head_grads = [None] * len(heads)
@@ -228,35 +234,58 @@ def _run(
         k = h._oidx
         slot[k] = g if slot[k] is None else slot[k] + g
     order = _toposort(heads)
-    for node in reversed(order):
-        gouts = pending.pop(id(node), None)
-        if gouts is None:
-            continue
-        ctx = node.ctx
-        if ctx.device_typeid == 2:
-            with ctx.backend.guard(ctx.device_id):
-                gins = node.backward(*gouts)
-        else:
+    uses: dict[int, int] = {}  # id(variable) -> ops using it that have not run yet
+    for node in order:
+        for a in node.inputs:
+            if a._node is None and a._grad is not None:
+                uses[id(a)] = uses.get(id(a), 0) + 1
+    try:
+        for node in reversed(order):
+            gouts = pending.pop(id(node), None)
+            if gouts is not None:
+                _propagate(node, gouts, pending, leaves)
+            for a in node.inputs:
+                if a._node is not None or a._grad is None:
+                    continue
+                left = uses[id(a)] - 1
+                uses[id(a)] = left
+                if left == 0:
+                    entry = leaves.pop(id(a), None)
+                    if entry is not None:
+                        on_final(*entry)
+        for var, g in leaves.values():  # heads that no op uses
+            on_final(var, g)
+    finally:
+        if not retain_graph:
+            for node in order:
+                node.__dict__.clear()
+                node.inputs = None
+
+
+def _propagate(
+    node: Any, gouts: list[Any], pending: dict[int, Any], leaves: dict[int, Any]
+) -> None:
+    """Run ``node``'s backward and hand each input's gradient to its producer or variable."""
+    ctx = node.ctx
+    if ctx.device_typeid == 2:
+        with ctx.backend.guard(ctx.device_id):
             gins = node.backward(*gouts)
-        if type(gins) is not tuple:
-            gins = (gins,)
-        for a, gi, need in zip(node.inputs, gins, node.needs, strict=True):
-            if gi is None or not need:
-                continue
-            p = a._node
-            if p is not None:
-                slot = pending.get(id(p))
-                if slot is None:
-                    slot = pending[id(p)] = [None] * p.nout
-                k = a._oidx
-                slot[k] = gi if slot[k] is None else slot[k] + gi
-            elif a._grad is not None:
-                _accumulate(leaves, a, gi)
-    if not retain_graph:
-        for node in order:
-            node.__dict__.clear()
-            node.inputs = None
-    return leaves
+    else:
+        gins = node.backward(*gouts)
+    if type(gins) is not tuple:
+        gins = (gins,)
+    for a, gi, need in zip(node.inputs, gins, node.needs, strict=True):
+        if gi is None or not need:
+            continue
+        p = a._node
+        if p is not None:
+            slot = pending.get(id(p))
+            if slot is None:
+                slot = pending[id(p)] = [None] * p.nout
+            k = a._oidx
+            slot[k] = gi if slot[k] is None else slot[k] + gi
+        elif a._grad is not None:
+            _accumulate(leaves, a, gi)
 
 
 def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
@@ -265,6 +294,21 @@ def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
         leaves[id(var)] = (var, g)
     else:
         leaves[id(var)] = (var, entry[1] + g)
+
+
+def _store(var: NDArray, g: Any) -> None:
+    """Store ``var``'s final gradient per its grad_req, then tell its trainer, if it has one."""
+    req = var._grad_req
+    if req == "write":
+        assert var._grad is not None  # only variables reach here
+        var._ctx.backend.xp.copyto(var._grad._data, g)
+    elif req == "add":
+        assert var._grad is not None
+        var._grad._data += g
+    var._fresh = True
+    hook = getattr(var, "_on_grad", None)
+    if hook is not None:
+        hook(var)
 
 
 def backward(
@@ -291,14 +335,7 @@ def backward(
     MXNetError
         When a head was not computed inside :func:`record` or its graph was already freed.
     """
-    leaves = _run(heads, head_grads, retain_graph)
-    for var, g in leaves.values():
-        req = var._grad_req
-        if req == "write":
-            var._ctx.backend.xp.copyto(var._grad._data, g)
-        elif req == "add":
-            var._grad._data += g
-        var._fresh = True
+    _run(heads, head_grads, retain_graph, _store)
 
 
 def grad(
@@ -340,13 +377,14 @@ def grad(
     for v in variables:
         if v._grad is None:
             raise MXNetError("autograd.grad: every variable needs attach_grad() before record()")
-    leaves = _run(heads, head_grads, retain_graph)
+    found: dict[int, Any] = {}
+    _run(heads, head_grads, retain_graph, lambda var, g: found.__setitem__(id(var), g))
     out = []
     for v in variables:
-        entry = leaves.get(id(v))
+        g = found.get(id(v))
         be = v._ctx.backend
         with be.guard(v._ctx.device_id):
-            g = be.xp.zeros_like(v._data) if entry is None else be.xp.array(entry[1], copy=True)
+            g = be.xp.zeros_like(v._data) if g is None else be.xp.array(g, copy=True)
         out.append(v._new(g, v._ctx))
     return out[0] if single else out
 

@@ -3,6 +3,7 @@
 //! float32 and float64 keys are stored as they are; float16 and bfloat16 keys travel at two bytes
 //! per element but are summed and updated in a float32 master copy on the server.
 
+use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
 use crate::error::{PsError, Result};
@@ -205,8 +206,19 @@ fn convert<T: Float>(dst: &mut [T], src: &[u8], dtype: DType, f: impl Fn(T, T) -
             }
         }
         DType::F16 => {
-            for (d, s) in dst.iter_mut().zip(src.chunks_exact(2)) {
-                *d = f(*d, of32(f16::from_le_bytes([s[0], s[1]]).to_f32()));
+            // A block at a time: the slice conversion uses the CPU's float16 instructions
+            // where it has them.
+            const BLOCK: usize = 256;
+            let (mut halves, mut floats) = ([f16::ZERO; BLOCK], [0f32; BLOCK]);
+            for (d, s) in dst.chunks_mut(BLOCK).zip(src.chunks(2 * BLOCK)) {
+                let n = d.len();
+                for (h, c) in halves.iter_mut().zip(s.chunks_exact(2)) {
+                    *h = f16::from_le_bytes([c[0], c[1]]);
+                }
+                halves[..n].convert_to_f32_slice(&mut floats[..n]);
+                for (d, v) in d.iter_mut().zip(&floats[..n]) {
+                    *d = f(*d, of32(*v));
+                }
             }
         }
         DType::BF16 => {

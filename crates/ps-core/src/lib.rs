@@ -9,6 +9,8 @@
 //! - [`config`]: node settings from MXNet's `DMLC_*`/`PS_*` variables and `MXRS_*`.
 //! - [`cli`]: the same settings as command-line flags of the binaries.
 //! - [`dtype`]: element types and their conversions (float16/bfloat16 summed in float32).
+//! - [`codec`]: gradient compression (MXNet's 2-bit quantisation, float16, bfloat16): the
+//!   worker's encoding and the server's decoding of pushed values.
 //! - [`protocol`]: data-plane frames and connections, the control-plane gRPC types, the
 //!   shared-secret handshake both planes open with.
 //! - [`partition`]: which server holds which key or slice of a big key.
@@ -22,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod codec;
 pub mod config;
 pub mod dtype;
 pub mod error;

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use numpy::PyUntypedArray;
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use ps_core::codec::Compression;
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
 use ps_core::updater::OptimizerSpec;
 use ps_core::{Config, PsError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::ArrayInfo;
 use crate::errors::{Failure, KVStoreError, to_py};
@@ -146,6 +147,30 @@ fn lend(
         .collect()
 }
 
+/// The compression a push names: `(kind, threshold)` ("2bit", "fp16" or "bf16").
+fn compression(spec: Option<(String, f64)>) -> PyResult<Option<Compression>> {
+    spec.map(|(kind, threshold)| Compression::new(&kind, threshold).map_err(to_py))
+        .transpose()
+}
+
+/// Starts a push or pushpull of `items`: compressed ones are encoded here, without the GIL
+/// (the encoding is the cost of a large compressed push).
+fn start_push(
+    py: Python<'_>,
+    job: &JobWorker,
+    items: Vec<(u64, ps_core::DType, bytes::Bytes)>,
+    pull: bool,
+    compression: Option<Compression>,
+) -> ps_core::worker::Ticket {
+    let worker = job.worker();
+    match (compression, pull) {
+        (None, false) => worker.push(items),
+        (None, true) => worker.pushpull(items),
+        (Some(c), false) => py.detach(|| worker.push_compressed(items, c)),
+        (Some(c), true) => py.detach(|| worker.pushpull_compressed(items, c)),
+    }
+}
+
 /// Reads `outs` (one per key) as writable destinations; two that share memory are refused
 /// (both would be written at once).
 fn destinations(
@@ -234,8 +259,18 @@ impl Worker {
     }
 
     /// Pushes `arrays` to `keys`. The arrays must not be written until the ticket completes.
-    fn push(&self, keys: Vec<u64>, arrays: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
+    /// `compression` is `(kind, threshold)` ("2bit", "fp16", "bf16") to encode float32 arrays
+    /// with before they are sent (2bit updates each key's residual).
+    #[pyo3(signature = (keys, arrays, compression = None))]
+    fn push(
+        &self,
+        py: Python<'_>,
+        keys: Vec<u64>,
+        arrays: Vec<Bound<'_, PyUntypedArray>>,
+        compression: Option<(String, f64)>,
+    ) -> PyResult<Ticket> {
         check_lengths("push", keys.len(), arrays.len())?;
+        let compression = self::compression(compression)?;
         let job = self.job()?;
         let lent = lend(&keys, &arrays)?;
         check_shapes(job, &lent)?;
@@ -244,7 +279,8 @@ impl Worker {
             .into_iter()
             .map(|(key, info, bytes)| (key, info.dtype, bytes))
             .collect();
-        Ok(Self::ticket(job.worker().push(items), sent, vec![], vec![]))
+        let ticket = start_push(py, job, items, false, compression);
+        Ok(Self::ticket(ticket, sent, vec![], vec![]))
     }
 
     /// Pulls `keys` into `outs` (one C-contiguous array of the key's size each).
@@ -260,15 +296,19 @@ impl Worker {
     }
 
     /// Pushes `arrays`, then pulls the value their round produces into `outs`, in one round
-    /// trip.
+    /// trip (`compression` as for `push`; the pulled values are plain).
+    #[pyo3(signature = (keys, arrays, outs, compression = None))]
     fn pushpull(
         &self,
+        py: Python<'_>,
         keys: Vec<u64>,
         arrays: Vec<Bound<'_, PyUntypedArray>>,
         outs: Vec<Bound<'_, PyUntypedArray>>,
+        compression: Option<(String, f64)>,
     ) -> PyResult<Ticket> {
         check_lengths("pushpull", keys.len(), arrays.len())?;
         check_lengths("pushpull", keys.len(), outs.len())?;
+        let compression = self::compression(compression)?;
         let job = self.job()?;
         let lent = lend(&keys, &arrays)?;
         check_shapes(job, &lent)?;
@@ -278,12 +318,8 @@ impl Worker {
             .map(|(key, info, bytes)| (key, info.dtype, bytes))
             .collect();
         let (infos, keep) = destinations(&keys, &outs)?;
-        Ok(Self::ticket(
-            job.worker().pushpull(items),
-            sent,
-            infos,
-            keep,
-        ))
+        let ticket = start_push(py, job, items, true, compression);
+        Ok(Self::ticket(ticket, sent, infos, keep))
     }
 
     /// Waits until every worker (`group="workers"`) or every node (`"all"`) got here.
@@ -346,6 +382,24 @@ impl Worker {
     /// Restores optimizer states saved by `save_states`.
     fn load_states(&self, py: Python<'_>, blob: Vec<u8>) -> PyResult<()> {
         self.run(py, self.job()?.worker().load_states(&blob))
+    }
+
+    /// What each server (by rank) has received in push and pushpull frames: a dict of
+    /// `frames`, `entries`, `payload_bytes` (the pushed values as they crossed the wire) and
+    /// `frame_bytes` (whole frames), counted since the server started.
+    fn server_stats<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let stats = self.run(py, self.job()?.worker().server_stats())?;
+        stats
+            .iter()
+            .map(|s| {
+                let d = PyDict::new(py);
+                d.set_item("frames", s.frames)?;
+                d.set_item("entries", s.entries)?;
+                d.set_item("payload_bytes", s.payload_bytes)?;
+                d.set_item("frame_bytes", s.frame_bytes)?;
+                Ok(d)
+            })
+            .collect()
     }
 }
 

@@ -8,11 +8,13 @@
 //! - `exit`: the exit status of a process whose errors were never reported.
 //! - `runtime`: the process-wide tokio runtime (rebuilt in forked children).
 //! - `arrays`: NumPy arrays as byte views, without copies.
+//! - `codec`: gradient compression for arrays in this process (the 'device' KVStore).
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
 //!   `ps-scheduler` / `ps-server` console scripts).
 
 mod arrays;
+mod codec;
 mod errors;
 mod exit;
 mod kvstore;
@@ -30,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(roles::run_role, m)?)?;
     m.add_function(wrap_pyfunction!(roles::node_main, m)?)?;
     m.add_function(wrap_pyfunction!(exit::exit_with_status, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compress_roundtrip, m)?)?;
     Ok(())
 }

@@ -16,6 +16,8 @@ utils
     ``split_data``, ``split_and_load`` (also by work load), ``clip_global_norm``.
 data
     Datasets, samplers, ``DataLoader`` and ``vision``.
+model_zoo
+    Predefined networks (``model_zoo.vision``: ResNet, VGG, AlexNet, MobileNet).
 trainer
     ``Trainer``: the optimizer applied through a KVStore across devices and workers.
 metric
@@ -23,7 +25,7 @@ metric
 """
 
 from .. import metric
-from . import data, loss, nn, utils
+from . import data, loss, model_zoo, nn, utils
 from .block import Block, HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
@@ -40,6 +42,7 @@ __all__ = [
     "data",
     "loss",
     "metric",
+    "model_zoo",
     "nn",
     "utils",
 ]

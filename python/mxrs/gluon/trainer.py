@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,8 @@ from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..context import Context
+from ..ndarray import _pending
+from ._overlap import GradientStream, bucket_bytes_from_env, overlap_from_env
 from .parameter import Parameter
 from .parameter_dict import ParameterDict
 
@@ -30,14 +33,29 @@ class Trainer:
     kvstore : str or KVStore or None, default 'device'
         How gradients are reduced: 'device' / 'local' across this process's devices (no store is
         used for one device), 'dist_sync' / 'dist_device_sync' / 'dist_async' across workers.
+    compression_params : dict or None
+        Gradient compression, as ``KVStore.set_gradient_compression`` takes it (``{'type':
+        '2bit', 'threshold': 0.5}``, ``{'type': 'fp16'}``, ``{'type': 'bf16'}``); set on the
+        store when the Trainer sets it up, as MXNet does (so it does nothing when no store is
+        used).
     update_on_kvstore : bool or None
         Whether the store applies the optimizer (on the servers for dist stores). None picks as
         MXNet does: True when a store is used, except for 'local' stores holding an array above
         16M elements; 'dist_async' requires True.
+    overlap : bool or None
+        With a distributed store, send each Parameter's gradient while backward still runs, as
+        soon as it is final (in buckets of ``MXRS_BUCKET_BYTES``, 4 MiB by default), so that
+        ``step`` only waits for what is in flight; with ``update_on_kvstore`` the new weights
+        arrive while the next forward starts. None: on, unless ``MXRS_OVERLAP=0``. The numbers
+        are the same either way; a program that changes gradients between backward and
+        ``step``, or runs backward twice through a Parameter per step, needs it off.
 
     Notes
     -----
     ``step(batch_size)`` rescales gradients by ``1 / batch_size``, the batch on this worker.
+    With ``update_on_kvstore`` and a distributed store the servers keep the scale of the first
+    step, as in MXNet 1.9.1: a later step with another batch size warns (``UserWarning``, which
+    MXNet raises) and trains on with the first scale.
     """
 
     def __init__(
@@ -48,6 +66,7 @@ class Trainer:
         kvstore: str | kvs.KVStoreBase | None = "device",
         compression_params: dict[str, Any] | None = None,
         update_on_kvstore: bool | None = None,
+        overlap: bool | None = None,
     ) -> None:
         self._params = _param_list(params)
         self._param2idx: dict[str, int] = {}
@@ -58,8 +77,7 @@ class Trainer:
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
-        if compression_params is not None:
-            raise MXNetError("Trainer: gradient compression is not supported")
+        self._compression_params = compression_params  # given to the store it creates
         self._kvstore: kvs.KVStoreBase | None = None  # set (or left None) by _init_kvstore
         self._update_on_kvstore: bool | None = None
         self._distributed = False
@@ -67,7 +85,9 @@ class Trainer:
         self._params_to_init = list(self._params)
         self._steps = 0
         self._server_lr: float | None = None
-        self._server_rescale: float | None = None
+        self._lr_sent = False  # the lr of the current step went to the servers
+        self._overlap = overlap_from_env() if overlap is None else bool(overlap)
+        self._stream = GradientStream(self, self._send_early, bucket_bytes_from_env())
 
     # ------------------------------------------------------------------ set-up
     def _init_optimizer(
@@ -127,10 +147,11 @@ class Trainer:
                     biggest = max((_size(p.shape) for p in self._params), default=0)
                     update_on_kv = biggest <= _LOCAL_UPDATE_BOUND
             self._distributed = "dist" in kv.type
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
             if update_on_kv:
                 kv.set_optimizer(self._optimizer)
                 self._server_lr = self._optimizer.learning_rate
-                self._server_rescale = self._optimizer.rescale_grad
         self._kvstore, self._update_on_kvstore = kv, bool(update_on_kv)
         self._kv_initialized = True
 
@@ -166,6 +187,7 @@ class Trainer:
                 "Trainer: a distributed KVStore cannot be reset; set_data on a "
                 "Parameter being trained through one is not supported"
             )
+        self._stream.disarm()
         self._kv_initialized = False
         self._kvstore = None
         self._distributed = False
@@ -187,9 +209,7 @@ class Trainer:
         """Set the learning rate, on the servers too when they run the optimizer."""
         self._optimizer.set_learning_rate(lr)
         if self._update_on_kvstore and self._distributed:
-            assert self._kvstore is not None  # update_on_kvstore is True only with a store
-            self._kvstore.set_optimizer_params(learning_rate=lr)
-            self._server_lr = lr
+            self._send_server_lr(lr)
 
     # ------------------------------------------------------------------ training
     def step(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
@@ -216,6 +236,7 @@ class Trainer:
         else:
             self._consume_fresh()
         self._steps += 1
+        self._arm()
 
     def allreduce_grads(self) -> None:
         """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
@@ -238,28 +259,42 @@ class Trainer:
         self._check_stale(ignore_stale_grad)
         self._local_update(ignore_stale_grad)
         self._steps += 1
+        self._arm()
 
     def _prepare(self, batch_size: int) -> None:
-        self._optimizer.rescale_grad = self._scale / batch_size
-        self._ensure_store()
+        scale = self._scale / batch_size
         if self._update_on_kvstore and self._distributed:
-            self._sync_server_hyperparams()
+            if self._optimizer.rescale_grad != scale:  # the servers keep the first step's
+                warnings.warn(
+                    "Possible change in the `batch_size` from previous `step` detected. "
+                    "Optimizer gradient normalizing factor will not change w.r.t new "
+                    "batch_size when update_on_kvstore=True and when distributed kvstore is "
+                    "used.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        else:
+            self._optimizer.rescale_grad = scale
+        self._ensure_store()
 
-    def _sync_server_hyperparams(self) -> None:
-        """Send the servers a changed rescale_grad, or the lr the scheduler gives this step."""
+    def _sync_server_lr(self) -> None:
+        """Before this step's first push: send the servers the lr the scheduler gives it."""
+        if self._lr_sent or not (self._update_on_kvstore and self._distributed):
+            return
+        self._lr_sent = True
         o = self._optimizer
-        change = []
-        if o.rescale_grad != self._server_rescale:
-            change.append(("rescale_grad", float(o.rescale_grad)))
-            self._server_rescale = o.rescale_grad
         if o.lr_scheduler is not None:
             lr = o.lr_scheduler(o.begin_num_update + self._steps + 1)
             if lr != self._server_lr:
-                change.append(("learning_rate", float(lr)))
-                self._server_lr = lr
-        if change:
-            assert self._kvstore is not None  # update_on_kvstore is True only with a store
-            self._kvstore.set_optimizer_params(**dict(change))
+                self._send_server_lr(lr)
+
+    def _send_server_lr(self, lr: float) -> None:
+        """Change the servers' lr once this worker's pulls are done: by then every worker's
+        pushes of the previous step have arrived and were applied with the old one."""
+        assert self._kvstore is not None  # update_on_kvstore is True only with a store
+        _pending.settle_all()
+        self._kvstore.set_optimizer_params(learning_rate=float(lr))
+        self._server_lr = lr
 
     def _trained(self) -> list[tuple[int, Parameter]]:
         return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
@@ -280,18 +315,43 @@ class Trainer:
                     )
 
     def _reduce(self, update: bool) -> None:
-        """One batched pushpull: gradients in, reduced gradients or updated weights out."""
+        """Push every gradient not yet sent during backward, and pull what each key gives back:
+        reduced gradients, or updated weights with ``update`` on a store that runs the
+        optimizer."""
         if self._kvstore is None:
             return
-        trained = self._trained()
-        if not trained:
-            return
-        keys = [i for i, _ in trained]
-        grads = [p.list_grad() for _, p in trained]
+        self._stream.flush()
+        sent = self._stream.sent()
+        rest = [i for i, _ in self._trained() if i not in sent]
+        if rest:
+            self._push(rest, update)
+        self._stream.next_step()
+        self._lr_sent = False
+
+    def _send_early(self, keys: list[int]) -> None:
+        """Push Parameters whose gradients backward has just finished (see :meth:`_arm`)."""
+        self._push(keys, update=True)
+
+    def _push(self, keys: list[int], update: bool) -> None:
+        """One batched pushpull of ``keys``: gradients in, reduced gradients or (with
+        ``update`` when the store runs the optimizer) updated weights out; the first layers,
+        which the next forward needs first, have the highest priority."""
+        assert self._kvstore is not None  # only called with a store
+        self._sync_server_lr()
+        params = self._params
+        grads = [params[i].list_grad() for i in keys]
+        priority = -min(keys)
         if update and self._update_on_kvstore:
-            self._kvstore.pushpull(keys, grads, out=[p.list_data() for _, p in trained])
+            outs = [params[i].list_data() for i in keys]
+            self._kvstore.pushpull(keys, grads, out=outs, priority=priority)
         else:
-            self._kvstore.pushpull(keys, grads)
+            self._kvstore.pushpull(keys, grads, priority=priority)
+
+    def _arm(self) -> None:
+        """After a step: with overlap on a distributed store, have the next backward send
+        each Parameter's gradient as soon as it is final."""
+        if self._overlap and self._distributed and self._contexts:
+            self._stream.arm(self._trained(), len(self._contexts))
 
     def _consume_fresh(self) -> None:
         for _, p in self._trained():

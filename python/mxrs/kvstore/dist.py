@@ -5,6 +5,10 @@ through the Rust parameter-server client (``mxrs._native.Worker``). Pushes and p
 once: the arrays they read or write become pending and any use of them waits for the request
 (``asnumpy``, ``wait_to_read``, ``nd.waitall``, or simply the next operation on them).
 
+With gradient compression set (``set_gradient_compression``) each push is encoded by the Rust
+client before it is sent, slice by slice, without the GIL; a worker's devices are summed first,
+uncompressed, as MXNet 1.9.1 does. Pulls are plain float32.
+
 A request that fails raises at the next KVStore call, ``nd.waitall`` or read of an array it
 touched, whichever comes first (:mod:`..ndarray._pending`). One nobody saw by the time the
 process exits is printed to stderr, and the process exits with status 1 so that its launcher
@@ -35,6 +39,7 @@ from .base import (
     Values,
     _optimizer_params,
     check_shapes,
+    compression_spec,
     key_value_pairs,
     register,
 )
@@ -115,6 +120,7 @@ class DistKVStore(KVStoreBase):
         self._on_device = name == "dist_device_sync"
         self._worker = _connect(self._mode)
         self._keys: dict[Key, tuple[int, tuple[int, ...], np.dtype]] = {}  # wire key, shape, dtype
+        self._compression: tuple[str, float] | None = None  # (type, threshold) for the client
 
     # ------------------------------------------------------------------ identity
     @property
@@ -168,11 +174,14 @@ class DistKVStore(KVStoreBase):
         """
         keys, arrays, lent = [], [], []
         layouts = self._keys
+        compressed = self._compression is not None
         for k, vals in pairs:
             layout = layouts.get(k)
             if layout is None:
                 layout = self._layout(k, what)
             wire, shape, dtype = layout
+            if compressed:
+                self._check_compressible(k, dtype, vals, what)
             if len(vals) == 1:
                 v = vals[0]
                 data = v._data
@@ -251,8 +260,9 @@ class DistKVStore(KVStoreBase):
         """Send the sum of each key's values to the servers; returns before they answer."""
         _pending.check()
         keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
-        ticket = self._worker.push(keys, arrays)
-        _pending.track(ticket, reads=lent)
+        ticket = self._worker.push(keys, arrays, self._compression)
+        # A compressed push has read (encoded) its arrays before it returned.
+        _pending.track(ticket, reads=[] if self._compression else lent)
 
     def pull(
         self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
@@ -275,8 +285,45 @@ class DistKVStore(KVStoreBase):
         pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
-        ticket = self._worker.pushpull(keys, arrays, bufs)
-        _pending.track(ticket, reads=lent, writes=marks)
+        ticket = self._worker.pushpull(keys, arrays, bufs, self._compression)
+        _pending.track(ticket, reads=[] if self._compression else lent, writes=marks)
+
+    def _check_compressible(self, k: Key, dtype: np.dtype, vals: list[NDArray], what: str) -> None:
+        """Raise unless key ``k`` and its values are float32 (all that compression takes)."""
+        pushed: list[Any] = [v.dtype for v in vals]
+        for a in [dtype, *pushed]:
+            if a != np.float32:
+                assert self._compression is not None  # called only with compression set
+                raise KVStoreError(
+                    f"KVStore.{what}: gradient compression {self._compression[0]} applies to "
+                    f"float32 values; key {k!r} holds {np.dtype(dtype).name}, the pushed value "
+                    f"is {np.dtype(a).name}"
+                )
+
+    # ------------------------------------------------------------------ compression
+    def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
+        """Compress every push from now on, encoded on this worker (see
+        :meth:`KVStoreBase.set_gradient_compression`); the servers decode and sum in float32
+        and pulls stay float32. It may be set after ``init``, and set again, as MXNet 1.9.1
+        allows (2bit residuals carry over); each worker sets its own (the servers need no
+        setting: every compressed entry carries what decoding it takes).
+        """
+        _pending.check()
+        self._compression = compression_spec(compression_params)
+
+    def _server_stats(self) -> list[dict[str, int]]:
+        """What each server (by rank) has received in push and pushpull frames since it started.
+
+        Returns
+        -------
+        list of dict
+            ``frames``, ``entries`` (one per key or slice of a key), ``payload_bytes`` (the pushed
+            values as they crossed the wire, compressed or not) and ``frame_bytes`` (whole frames,
+            headers included). This worker's earlier pushes are counted; other workers' are once
+            a barrier has passed.
+        """
+        _pending.check()
+        return self._worker.server_stats()
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: opt.Optimizer) -> None:

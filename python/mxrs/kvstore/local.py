@@ -1,14 +1,31 @@
-"""The single-process stores: ``local`` (sum and update on CPU) and ``device`` (on the devices)."""
+"""The single-process stores: ``local`` (sum and update on CPU) and ``device`` (on the devices).
+
+``device`` takes gradient compression as MXNet 1.9.1's device store does: each device's value is
+encoded and decoded (with its own 2bit residual per key and device) before the merge, through the
+codec the distributed stores use on the wire (``mxrs._native.compress_roundtrip``).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from .. import _native
 from ..base import KVStoreError
 from ..context import Context, cpu
 from ..ndarray._transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
-from .base import Key, Keys, KVStoreBase, Values, check_shapes, key_value_pairs, register
+from .base import (
+    Key,
+    Keys,
+    KVStoreBase,
+    Values,
+    check_shapes,
+    compression_spec,
+    key_value_pairs,
+    register,
+)
 
 
 def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
@@ -40,6 +57,9 @@ class LocalKVStore(KVStoreBase):
     def __init__(self, name: str = "local") -> None:
         super().__init__(name)
         self._store: dict[Key, NDArray] = {}
+        self._compression: tuple[str, float] | None = None
+        # 2bit residuals by (key, device)
+        self._residuals: dict[tuple[Key, Context], np.ndarray] = {}
 
     def _home(self, value: NDArray) -> Context:
         return cpu(0) if self._type == "local" else value._ctx
@@ -75,13 +95,50 @@ class LocalKVStore(KVStoreBase):
         pairs = key_value_pairs(key, value, "push")
         for k, vals in pairs:
             check_shapes("push", k, self._stored(k, "push").shape, vals, "pushed value")
+            if self._compression is not None:
+                self._check_compressible(k, vals)
         for k, vals in pairs:
             stored = self._store[k]
+            if self._compression is not None:
+                vals = [self._through_compression(k, v) for v in vals]
             merged = reduce_sum(vals, stored._ctx)
             if self._updater is not None:
                 self._updater(k, _wrap(merged, stored._ctx), stored)
             else:
                 stored._ctx.backend.xp.copyto(stored._data, merged.astype(stored.dtype, copy=False))
+
+    def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
+        """Compress each device's pushed value before the merge ('device' only, as in MXNet).
+
+        Parameters and errors as :meth:`KVStoreBase.set_gradient_compression`. It may be set
+        after ``init``, and set again, as MXNet allows; 2bit residuals carry over.
+        """
+        if self._type == "local":
+            super().set_gradient_compression(compression_params)
+        self._compression = compression_spec(compression_params)
+
+    def _check_compressible(self, k: Key, vals: list[NDArray]) -> None:
+        """Raise unless every value of ``k`` is float32 (all that compression takes)."""
+        assert self._compression is not None  # called only with compression set
+        for v in vals:
+            if v.dtype != np.float32:
+                raise KVStoreError(
+                    f"KVStore.push: gradient compression {self._compression[0]} applies to "
+                    f"float32 values; key {k!r} got {np.dtype(v.dtype).name}"
+                )
+
+    def _through_compression(self, k: Key, v: NDArray) -> NDArray:
+        """``v`` as the merge sees it after compression (a new array on ``v``'s device)."""
+        assert self._compression is not None  # called only with compression set
+        kind, threshold = self._compression
+        host = np.ascontiguousarray(move_data(v._data, v._ctx, cpu(0)))
+        residual = None
+        if kind == "2bit":
+            residual = self._residuals.get((k, v._ctx))
+            if residual is None:
+                residual = self._residuals[(k, v._ctx)] = np.zeros(host.shape, np.float32)
+        out = _native.compress_roundtrip(kind, threshold, host, residual)
+        return _wrap(move_data(out, cpu(0), v._ctx), v._ctx)
 
     def pull(
         self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True

@@ -8,6 +8,7 @@ above them from this core and the op modules' method mixins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -24,10 +25,21 @@ class ArrayCore:
     Slots: ``_data`` (a NumPy or CuPy array), ``_ctx`` (its context), ``_node`` (the op that made
     it, when recorded) and ``_oidx`` (which of that op's outputs it is), ``_grad`` and
     ``_grad_req`` (set by ``attach_grad``), ``_fresh`` (backward wrote ``_grad`` and no trainer
-    has used it yet).
+    has used it yet), ``_on_grad`` (set by a trainer on a parameter's array: called with the
+    array as soon as a backward pass has stored its final gradient; unset on other arrays).
     """
 
-    __slots__ = ("_data", "_ctx", "_node", "_oidx", "_grad", "_grad_req", "_fresh", "__weakref__")
+    __slots__ = (
+        "_data",
+        "_ctx",
+        "_node",
+        "_oidx",
+        "_grad",
+        "_grad_req",
+        "_fresh",
+        "_on_grad",
+        "__weakref__",
+    )
 
     _data: Any
     _ctx: Context
@@ -36,6 +48,7 @@ class ArrayCore:
     _grad: NDArray | None
     _grad_req: str
     _fresh: bool
+    _on_grad: Callable[[NDArray], None]
 
     def _new(self, data: Any, ctx: Context) -> NDArray:
         """Return a new, unrecorded NDArray around raw ``data`` on ``ctx`` (no copy, no check)."""

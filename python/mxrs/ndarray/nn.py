@@ -5,7 +5,8 @@ Softmax and its cross-entropy are computed in one pass with the max subtracted, 
 overflow; the fused cross-entropy's backward is ``softmax - one_hot`` without forming the one-hot.
 Dropout is active only in training mode (``autograd.record()`` or ``autograd.train_mode()``), or
 always with ``mode='always'``. BatchNorm normalises with batch statistics in training mode and
-updates the running statistics in place, and uses the running statistics otherwise.
+uses the running statistics otherwise; as in MXNet 1.9.1, the running statistics move toward the
+batch's in the backward pass, so only a recorded forward that is differentiated updates them.
 """
 
 from __future__ import annotations
@@ -316,9 +317,7 @@ class _BatchNorm(Op):
             xc = x - mean.reshape(bshape)
             var = (xc * xc).mean(axis=axes)
             if momentum is not None:
-                for aux, stat in ((mm, mean), (mv, var)):
-                    aux._data *= momentum
-                    aux._data += (1 - momentum) * stat
+                self.update = (momentum, ((mm, mean), (mv, var)))
         inv = 1.0 / xp.sqrt(var + eps)
         self.xhat = (x - mean.reshape(bshape)) * inv.reshape(bshape)
         self.scale = (g * inv).reshape(bshape)
@@ -330,6 +329,12 @@ class _BatchNorm(Op):
 
     def backward(self, gy, *unused):
         xp, axes = self.xp, self.axes
+        update = getattr(self, "update", None)
+        if update is not None:  # as MXNet 1.9.1: the running statistics move in backward
+            momentum, pairs = update
+            for aux, stat in pairs:
+                aux._data *= momentum
+                aux._data += (1 - momentum) * stat
         if gy is None:
             return None, None, None
         gbeta = gy.sum(axis=axes)
@@ -367,8 +372,10 @@ def BatchNorm(
     """Batch normalisation over every axis but ``axis``.
 
     In training mode (and without ``use_global_stats``) normalises with the batch mean and
-    (biased) variance and updates ``moving_mean``/``moving_var`` in place:
-    ``moving = momentum * moving + (1 - momentum) * batch``. Otherwise uses the moving values.
+    (biased) variance; otherwise uses the moving values. As MXNet 1.9.1 does, the backward pass of
+    a training-mode call updates ``moving_mean``/``moving_var`` in place:
+    ``moving = momentum * moving + (1 - momentum) * batch``. A call that is not recorded, or
+    whose output never gets a gradient, leaves them as they are.
 
     Parameters
     ----------

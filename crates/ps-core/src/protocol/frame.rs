@@ -3,7 +3,7 @@
 //! ```text
 //! frame   := len:u32 op:u8 flags:u8 n_entries:u16 request_id:u64 entry*   (len counts what follows it)
 //! entry   := key:u64 round:u64 offset:u64 count:u64
-//!            dtype:u8 status:u8 ndim:u8 reserved:u8 payload_len:u32
+//!            dtype:u8 status:u8 ndim:u8 codec:u8 payload_len:u32
 //!            dims:u64*ndim payload:u8*payload_len
 //! ```
 //! All integers little-endian. `offset`/`count` place the entry's elements inside the key's
@@ -11,10 +11,23 @@
 //! for. A request frame may carry many keys bound for one server; its reply carries one entry per
 //! request entry, in the same order, with `status` 0 for success or an [`ErrorCode`] whose
 //! message is the payload. Tensor payloads are `Bytes` slices of the read buffer: never copied.
+//!
+//! `codec` says how the payload encodes the entry's `count` elements ([`Codec`]): 0 (plain) is
+//! `count` elements of `dtype`; 1 (2-bit, a compressed push, dtype float32) is
+//! `threshold:f32` followed by `4 * ceil(count / 16)` bytes of 2-bit codes, element `j` of the
+//! entry in byte `j / 4`, bits 7-6 for `j % 4 == 0` down to bits 1-0 for `j % 4 == 3`, `0b11` =
+//! `+threshold`, `0b10` = `-threshold`, `0b00` = 0 (`crate::codec` has the details). Only push
+//! and pushpull entries may be 2-bit; a float16 or bfloat16 push (plain) into a float32 key is
+//! how `fp16`/`bf16` compression travels. Each slice of a sliced key is packed on its own, from
+//! its own first element.
+//!
+//! A `Stats` request (one entry, no payload) is answered with one entry whose payload is the
+//! server's push counters (`protocol::stats`).
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
 
+use crate::codec::{Codec, Packing};
 use crate::dtype::DType;
 use crate::error::{ErrorCode, PsError, Result};
 
@@ -54,6 +67,8 @@ pub enum Op {
     /// Sent by a server, unasked (request id 0), as it leaves the job: the status and payload
     /// of its one entry say why (the job completed, a node was lost, the scheduler is gone).
     Bye = 10,
+    /// Read the server's counters of received pushes.
+    Stats = 11,
 }
 
 impl Op {
@@ -69,6 +84,7 @@ impl Op {
             8 => Op::SaveStates,
             9 => Op::LoadStates,
             10 => Op::Bye,
+            11 => Op::Stats,
             _ => return Err(PsError::Protocol(format!("unknown op {v}"))),
         })
     }
@@ -113,6 +129,8 @@ pub struct Entry {
     pub offset: u64,
     pub count: u64,
     pub dtype: DType,
+    /// How the payload encodes the elements.
+    pub codec: Codec,
     /// 0 for success, else an [`ErrorCode`].
     pub status: u8,
     /// Shape of the whole array (not of the slice); up to four dimensions stay inline.
@@ -129,6 +147,7 @@ impl Entry {
             offset,
             count,
             dtype,
+            codec: Codec::Plain,
             status: 0,
             shape: Shape::from_slice(shape),
             payload: Bytes::new(),
@@ -143,6 +162,7 @@ impl Entry {
             offset: self.offset,
             count: self.count,
             dtype: self.dtype,
+            codec: Codec::Plain,
             status: 0,
             shape: Shape::new(),
             payload,
@@ -157,6 +177,7 @@ impl Entry {
             offset: self.offset,
             count: self.count,
             dtype: self.dtype,
+            codec: Codec::Plain,
             status: err.code() as u8,
             shape: Shape::new(),
             payload: Bytes::from(err.to_string()),
@@ -171,6 +192,11 @@ impl Entry {
             let msg = String::from_utf8_lossy(&self.payload).into_owned();
             Err(PsError::from_code(ErrorCode::from_u8(self.status), msg))
         }
+    }
+
+    /// How the payload holds the elements.
+    pub fn packing(&self) -> Packing {
+        Packing::new(self.dtype, self.codec)
     }
 
     fn encoded_header_len(&self) -> usize {
@@ -279,7 +305,7 @@ impl Frame {
             let dtype = DType::from_code(buf.get_u8())?;
             let status = buf.get_u8();
             let ndim = buf.get_u8() as usize;
-            let _reserved = buf.get_u8();
+            let codec = Codec::from_code(buf.get_u8())?;
             let payload_len = buf.get_u32_le() as usize;
             if ndim > MAX_NDIM {
                 return Err(PsError::Protocol(format!(
@@ -297,6 +323,7 @@ impl Frame {
                 offset,
                 count,
                 dtype,
+                codec,
                 status,
                 shape,
                 payload,
@@ -338,7 +365,7 @@ impl Frame {
             scratch.put_u8(e.dtype as u8);
             scratch.put_u8(e.status);
             scratch.put_u8(e.shape.len() as u8);
-            scratch.put_u8(0);
+            scratch.put_u8(e.codec as u8);
             scratch.put_u32_le(u32::try_from(e.payload.len()).expect("payload over 4 GiB"));
             for d in &e.shape {
                 scratch.put_u64_le(*d);
@@ -365,134 +392,4 @@ impl Frame {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn sample() -> Frame {
-        let mut a = Entry::new(7, DType::F32, &[2, 3], 0, 6);
-        a.round = 4;
-        a.payload = Bytes::from((0..24u8).collect::<Vec<_>>());
-        let mut b = Entry::new(u64::MAX, DType::F16, &[5], 1, 4);
-        b.payload = Bytes::from(vec![9u8; 8]);
-        let c = Entry::new(3, DType::F64, &[], 0, 1);
-        Frame::request(Op::Push, 42, vec![a, b, c])
-    }
-
-    #[test]
-    fn round_trip() {
-        let f = sample();
-        let bytes = f.to_bytes();
-        assert_eq!(bytes.len(), f.encoded_len());
-        assert_eq!(Frame::check(&bytes, 1 << 20).unwrap(), Some(bytes.len()));
-        assert_eq!(Frame::parse(bytes).unwrap(), f);
-        let reply = Frame::reply_to(
-            Op::Pull,
-            1,
-            vec![f.entries[0].error(&PsError::UnknownKey("key 7".into()))],
-        );
-        let back = Frame::parse(reply.to_bytes()).unwrap();
-        assert!(back.reply);
-        let err = back
-            .entries
-            .into_iter()
-            .next()
-            .unwrap()
-            .into_result()
-            .unwrap_err();
-        assert!(matches!(err, PsError::UnknownKey(m) if m == "key 7"));
-    }
-
-    #[test]
-    fn chunked_encoding_passes_big_payloads_through() {
-        let f = sample();
-        let mut scratch = BytesMut::new();
-        let mut chunks = Vec::new();
-        f.encode(&mut scratch, 16, &mut chunks);
-        // The 24-byte payload is its own chunk and is the very same memory.
-        assert!(
-            chunks
-                .iter()
-                .any(|c| c.as_ptr() == f.entries[0].payload.as_ptr())
-        );
-        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
-        assert_eq!(Bytes::from(joined), f.to_bytes());
-    }
-
-    #[test]
-    fn incomplete_is_not_an_error() {
-        let bytes = sample().to_bytes();
-        for cut in 0..bytes.len() {
-            assert_eq!(
-                Frame::check(&bytes[..cut], 1 << 20).unwrap(),
-                None,
-                "cut {cut}"
-            );
-        }
-    }
-
-    #[test]
-    fn limits_and_garbage() {
-        let bytes = sample().to_bytes();
-        let e = Frame::check(&bytes, 16).unwrap_err().to_string();
-        assert!(e.contains("over the limit"), "{e}");
-        assert!(Frame::check(&[1, 0, 0, 0], 1 << 20).is_err());
-        let mut bad = bytes.to_vec();
-        bad[4] = 99;
-        assert!(
-            Frame::parse(Bytes::from(bad))
-                .unwrap_err()
-                .to_string()
-                .contains("unknown op 99")
-        );
-        let mut bad = bytes.to_vec();
-        bad.push(0);
-        bad[0] += 1;
-        assert!(
-            Frame::parse(Bytes::from(bad))
-                .unwrap_err()
-                .to_string()
-                .contains("stray")
-        );
-        let mut bad = bytes.to_vec();
-        bad[6] = 200; // n_entries far beyond the bytes present
-        assert!(
-            Frame::parse(Bytes::from(bad))
-                .unwrap_err()
-                .to_string()
-                .contains("truncated")
-        );
-    }
-
-    fn decode_all(data: &[u8]) {
-        let mut buf = data;
-        while let Ok(Some(n)) = Frame::check(buf, 1 << 16) {
-            let _ = Frame::parse(Bytes::copy_from_slice(&buf[..n]));
-            buf = &buf[n..];
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4000))]
-
-        #[test]
-        fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
-            decode_all(&data);
-        }
-
-        #[test]
-        fn mutated_frames_never_panic(
-            flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-            cut in any::<usize>(),
-        ) {
-            let mut bytes = sample().to_bytes().to_vec();
-            for (at, v) in flips {
-                let n = bytes.len();
-                bytes[at % n] = v;
-            }
-            let cut = cut % (bytes.len() + 1);
-            decode_all(&bytes[..cut]);
-            decode_all(&bytes);
-        }
-    }
-}
+mod tests;

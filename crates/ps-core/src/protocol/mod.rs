@@ -1,5 +1,5 @@
 //! Wire protocols. The data plane is raw TCP with length-prefixed frames ([`frame`],
-//! [`connection`]); the control plane is gRPC generated from `proto/control.proto` ([`pb`]).
+//! [`connection`]; a server's push counters in [`stats`]); the control plane is gRPC generated from `proto/control.proto` ([`pb`]).
 //! Both open with a shared-secret handshake (`auth`, crate-private like the buffer `pool` and the
 //! optimizer-state blob format `states`: the outside reaches them through [`transport`], the
 //! server and the worker).
@@ -9,6 +9,7 @@ pub mod connection;
 pub mod frame;
 pub(crate) mod pool;
 pub(crate) mod states;
+pub mod stats;
 pub mod transport;
 
 /// Generated gRPC types and services of the control plane.

@@ -15,6 +15,7 @@ use super::connection::Peer;
 use super::key::{Ctx, KeyState};
 use super::reply::{Outbox, ReplySlot};
 use super::{Installed, Shared};
+use crate::codec::Codec;
 use crate::dtype::DType;
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{ENTRY_HEADER, Entry, FRAME_HEADER, Frame, LEN_BYTES, Mode, Op};
@@ -40,7 +41,10 @@ pub(crate) fn dispatch(
     let Some(rank) = peer.rank else {
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
     };
-    if let Err(err) = check_reply_size(shared, &frame) {
+    if matches!(frame.op, Op::Push | Op::PushPull) {
+        shared.push_stats.record(&frame);
+    }
+    if let Err(err) = check_reply_size(shared, &frame).and_then(|()| check_codecs(&frame)) {
         refuse_all(&frame.entries, slots, None, &err);
         return Ok(());
     }
@@ -115,6 +119,10 @@ pub(crate) fn dispatch(
                 .ok_or_else(no_optimizer);
             slot.complete(answer(e, r));
         }),
+        Op::Stats => entries.for_each(|(e, slot)| {
+            let stats = shared.push_stats.snapshot().encode();
+            slot.complete(e.ok(0, Bytes::from(stats)));
+        }),
         Op::LoadStates => entries.for_each(|(e, slot)| {
             let r = current(shared)
                 .ok_or_else(no_optimizer)
@@ -177,6 +185,21 @@ fn pull_of(e: &Entry, dtype: DType) -> Entry {
     let mut pull = Entry::new(e.key, dtype, &e.shape, e.offset, e.count);
     pull.round = e.round;
     pull
+}
+
+/// Refuses compressed entries in a request other than a push (inits and pulls carry plain
+/// values).
+fn check_codecs(frame: &Frame) -> Result<()> {
+    if matches!(frame.op, Op::Push | Op::PushPull) {
+        return Ok(());
+    }
+    match frame.entries.iter().find(|e| e.codec != Codec::Plain) {
+        Some(e) => Err(PsError::Rejected(format!(
+            "key {}: only pushed values may be compressed, not those of {:?}",
+            e.key, frame.op
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Refuses a request whose replies would not fit in one frame (the worker could not read it).

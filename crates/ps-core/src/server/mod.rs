@@ -10,7 +10,8 @@
 //! # Layout
 //! - `store`: sharded map of key pieces; rank-0-wins initialisation.
 //! - `key`: one piece's value, sync round, merge buffer, waiting pulls and optimizer state.
-//! - `handlers`: one function per request op, dispatched by `Op`.
+//! - `handlers`: one function per request op, dispatched by `Op`; compressed (2-bit) push
+//!   entries are checked there and decoded as they are summed (`crate::codec`).
 //! - `offload`: large pushes summed and applied on tokio's blocking pool, the rest inline.
 //! - `connection`: a worker's connection: the reader that dispatches and the writer that answers.
 //! - `reply`: reply frames assembled from entries that complete at different times, and the
@@ -38,6 +39,7 @@ use crate::config::DEFAULT_MAX_INFLIGHT_BYTES;
 use crate::error::Result;
 use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
+use crate::protocol::stats::{Counters, PushStats};
 use crate::protocol::transport;
 use crate::updater::{OptimizerSpec, Updater};
 pub use reply::MAX_OUTSTANDING_ENTRIES;
@@ -68,6 +70,8 @@ pub(crate) struct Shared {
     next_conn: AtomicU64,
     /// What large pushes have cost to apply, which decides where the next ones run.
     large_cost: offload::Cost,
+    /// Totals of the push frames received (what a `Stats` request reads).
+    push_stats: Counters,
     #[cfg(test)]
     hooks: offload::Hooks,
 }
@@ -139,6 +143,7 @@ impl Server {
                 connected: Mutex::new(FxHashMap::default()),
                 next_conn: AtomicU64::new(1),
                 large_cost: offload::Cost::new(offload::OFFLOAD_AFTER),
+                push_stats: Counters::default(),
                 #[cfg(test)]
                 hooks: Default::default(),
             }),
@@ -174,6 +179,11 @@ impl Server {
     pub fn waiting(&self) -> Waiting {
         let (inits, pulls) = self.shared.store.waiting();
         Waiting { inits, pulls }
+    }
+
+    /// Totals of the push and pushpull frames received so far (what a `Stats` request reads).
+    pub fn push_stats(&self) -> PushStats {
+        self.shared.push_stats.snapshot()
     }
 
     /// Serves workers that connect to `listener` and prove they know `secret`, until

@@ -40,10 +40,14 @@ pub(crate) const LARGE_BYTES: usize = 1 << 20;
 /// Large dispatches expected to take at least this long run as blocking work.
 pub(crate) const OFFLOAD_AFTER: Duration = Duration::from_millis(1);
 
-/// Whether `frame` is a large push or pushpull.
+/// Whether `frame` is a large push or pushpull: one of its entries is a piece of at least
+/// [`LARGE_BYTES`] once decoded (a compressed piece costs its decoded size to sum).
 fn large(frame: &Frame) -> bool {
     matches!(frame.op, Op::Push | Op::PushPull)
-        && frame.entries.iter().any(|e| e.payload.len() >= LARGE_BYTES)
+        && frame
+            .entries
+            .iter()
+            .any(|e| e.count.saturating_mul(e.dtype.size() as u64) >= LARGE_BYTES as u64)
 }
 
 /// The expected time of a large dispatch (an exponential average of the measured ones; zero

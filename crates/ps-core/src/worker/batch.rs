@@ -41,8 +41,13 @@ impl Batch {
 
     /// Adds `e` for `server`; returns its (frame index, entry index) in the ticket's replies.
     pub(crate) fn add(&mut self, server: usize, e: Entry) -> (usize, usize) {
-        // Pulls carry no payload but their replies do: size entries by the piece they move.
-        let large = e.count as usize * e.dtype.size() >= OWN_FRAME;
+        // Pulls carry no payload but their replies do: size entries by the piece they move (a
+        // push by its payload, which compression may have made smaller than its elements).
+        let moved = match self.op {
+            Op::Push => e.payload.len(),
+            _ => e.count as usize * e.dtype.size(),
+        };
+        let large = moved >= OWN_FRAME;
         let full = self.open[server].as_ref().is_some_and(|o| {
             large
                 || o.entries.len() == FRAME_ENTRIES

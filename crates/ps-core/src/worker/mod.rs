@@ -5,13 +5,18 @@
 //! sliced over the servers and put back together on pull. Every item of a request is checked
 //! before any of it is recorded or sent: a refused request changes nothing here.
 //!
+//! A push may be compressed ([`Compression`]): each piece is encoded on its own, in the caller's
+//! thread, before it is sent; 2bit keeps a float32 residual per key here.
+//!
 //! # Layout
 //! - `conn`: one pipelined connection per server.
 //! - `ticket`: [`Ticket`], the pending outcome of a request.
 //! - `batch`: groups the pieces of a request into frames per server.
+//! - `encode`: compressed pushes, piece by piece, with 2bit's residuals.
 
 mod batch;
 mod conn;
+mod encode;
 mod ticket;
 
 use rustc_hash::FxHashMap;
@@ -22,14 +27,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
+use crate::codec::Compression;
 use crate::dtype::{Access, DType, describe_array};
 use crate::error::{PsError, Result};
 use crate::partition::{Part, Partitioner};
 use crate::protocol::frame::{Entry, Mode, Op};
 use crate::protocol::states;
+use crate::protocol::stats::PushStats;
 use crate::updater::OptimizerSpec;
 use batch::Batch;
 use conn::ServerConn;
+use encode::{Encoder, check_compressible};
 pub use ticket::Ticket;
 
 /// What a key was initialised as, and how many rounds this worker has pushed to it.
@@ -38,6 +46,8 @@ struct KeyMeta {
     shape: Vec<u64>,
     parts: Vec<Part>,
     pushes: AtomicU64,
+    /// 2bit compression's residual (empty until the first 2bit push).
+    residual: Mutex<Vec<f32>>,
 }
 
 impl KeyMeta {
@@ -179,6 +189,7 @@ impl Worker {
                         parts: self.partitioner.parts(key, numel, dtype.size()),
                         shape: shape.clone(),
                         pushes: AtomicU64::new(0),
+                        residual: Mutex::new(Vec::new()),
                     });
                     fresh_keys.push((key, m.clone()));
                     keys.insert(key, m.clone());
@@ -213,21 +224,49 @@ impl Worker {
     /// Pushes `(key, dtype, data)`; `dtype` is the key's, or float16/bfloat16 for a float32
     /// key (summed into its float32 value on the server).
     pub fn push(&self, items: Vec<(u64, DType, Bytes)>) -> Ticket {
-        self.push_op(Op::Push, items)
+        self.push_op(Op::Push, items, None)
     }
 
     /// Pushes, then pulls the value that round produces, in one round trip per server.
     pub fn pushpull(&self, items: Vec<(u64, DType, Bytes)>) -> Ticket {
-        self.push_op(Op::PushPull, items)
+        self.push_op(Op::PushPull, items, None)
     }
 
-    fn push_op(&self, op: Op, items: Vec<(u64, DType, Bytes)>) -> Ticket {
-        // Check every item before any round is counted.
+    /// Pushes float32 `(key, dtype, data)` encoded with `compression` (each piece encoded here,
+    /// now, before this returns; 2bit updates the keys' residuals).
+    pub fn push_compressed(
+        &self,
+        items: Vec<(u64, DType, Bytes)>,
+        compression: Compression,
+    ) -> Ticket {
+        self.push_op(Op::Push, items, Some(compression))
+    }
+
+    /// [`Worker::pushpull`] with the push encoded as [`Worker::push_compressed`] does; the
+    /// pulled values are plain.
+    pub fn pushpull_compressed(
+        &self,
+        items: Vec<(u64, DType, Bytes)>,
+        compression: Compression,
+    ) -> Ticket {
+        self.push_op(Op::PushPull, items, Some(compression))
+    }
+
+    fn push_op(
+        &self,
+        op: Op,
+        items: Vec<(u64, DType, Bytes)>,
+        compression: Option<Compression>,
+    ) -> Ticket {
+        // Check every item before any round is counted or residual changed.
         let checked: Result<Vec<Arc<KeyMeta>>> = items
             .iter()
             .map(|(key, dtype, data)| {
                 let meta = self.meta(*key)?;
                 check_push(*key, &meta, *dtype, data.len())?;
+                if let Some(c) = compression {
+                    check_compressible(*key, &meta, *dtype, c)?;
+                }
                 Ok(meta)
             })
             .collect();
@@ -240,6 +279,7 @@ impl Worker {
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
             let round = meta.pushes.fetch_add(1, Ordering::Relaxed);
             let sz = dtype.size();
+            let mut encoder = compression.map(|c| Encoder::new(c, &meta));
             let mut pieces = Vec::with_capacity(meta.parts.len());
             for part in &meta.parts {
                 let mut e = meta.entry(key, part);
@@ -247,6 +287,9 @@ impl Worker {
                 e.round = round;
                 let at = part.offset as usize * sz;
                 e.payload = data.slice(at..at + part.count as usize * sz);
+                if let Some(encoder) = &mut encoder {
+                    encoder.encode(&mut e);
+                }
                 pieces.push(batch.add(part.server, e));
             }
             if op == Op::PushPull {
@@ -355,6 +398,12 @@ impl Worker {
             })
             .collect();
         Ticket::new(replies, ticket::Plan::Payloads)
+    }
+
+    /// What every server has received in push and pushpull frames so far, by server rank.
+    pub async fn server_stats(&self) -> Result<Vec<PushStats>> {
+        let payloads = self.broadcast(Op::Stats, Bytes::new()).wait().await?;
+        payloads.iter().map(|p| PushStats::decode(p)).collect()
     }
 
     /// The dtype and shape `key` was initialised with on this worker.

@@ -235,9 +235,11 @@ class Dropout(HybridBlock):
 class BatchNorm(HybridBlock):
     """Batch normalization (Ioffe and Szegedy, 2015) over every axis but ``axis``.
 
-    In training mode (inside ``autograd.record()``) it normalizes with the batch statistics and
-    updates ``running_mean``/``running_var`` as ``momentum * running + (1 - momentum) * batch``;
-    in inference mode, or with ``use_global_stats``, it uses the running statistics.
+    In training mode (inside ``autograd.record()``) it normalizes with the batch statistics, and
+    the backward pass updates ``running_mean``/``running_var`` as
+    ``momentum * running + (1 - momentum) * batch``, as MXNet 1.9.1 does (a forward that is not
+    differentiated leaves them as they are); in inference mode, or with ``use_global_stats``, it
+    uses the running statistics. They have ``grad_req='null'``: a Trainer never updates them.
 
     Parameters
     ----------

@@ -2,7 +2,8 @@
 //! summed, the pulls waiting for a round, and its optimizer state.
 //!
 //! Values are kept in the key's compute type (`f32`, or `f64` for float64 keys; float16 and
-//! bfloat16 keys keep a float32 master copy). A value is an `Arc<Vec<T>>`, so a pull reply
+//! bfloat16 keys keep a float32 master copy). Pushes are summed as they came (plain elements of
+//! any accepted dtype, or 2-bit codes decoded on the way: [`Packing`]). A value is an `Arc<Vec<T>>`, so a pull reply
 //! borrows it without a copy and an update copies only while a reply is still being written.
 //!
 //! `pull`: answering pulls, parking them until their round, and failing those a finished
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::reply::ReplySlot;
+use crate::codec::{Codec, Packing};
 use crate::dtype::{Access, DType, Float, describe_array, shape_str};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{Entry, Mode, Shape};
@@ -165,7 +167,7 @@ pub(crate) enum LoadedState {
 struct Ahead {
     worker: u32,
     round: u64,
-    dtype: DType,
+    packing: Packing,
     payload: Bytes,
 }
 
@@ -182,7 +184,7 @@ pub(crate) struct KeyData<T> {
     merge: Vec<T>,
     /// The round's first push, kept as it came until a second one arrives, so a sum of W
     /// pushes costs W - 1 passes and a single push may feed the updater without a copy.
-    first: Option<(DType, Bytes)>,
+    first: Option<(Packing, Bytes)>,
     pushed: Vec<bool>,
     n_pushed: u32,
     ahead: VecDeque<Ahead>,
@@ -244,17 +246,14 @@ impl<T: Float> KeyData<T> {
     }
 
     fn check_payload(&self, e: &Entry) -> Result<()> {
-        let expected = self.count as usize * e.dtype.size();
-        if e.payload.len() != expected {
-            return Err(PsError::ShapeMismatch(format!(
-                "key {}: pushed {} bytes of {} but {} takes {expected}",
-                self.key,
-                e.payload.len(),
-                e.dtype,
-                self.describe()
+        if e.codec == Codec::TwoBit && e.dtype != DType::F32 {
+            return Err(PsError::Rejected(format!(
+                "key {}: a 2-bit push must be marked float32 (what it decodes to), not {}",
+                self.key, e.dtype
             )));
         }
-        Ok(())
+        e.packing()
+            .check(self.key, &e.payload, self.count, &self.describe())
     }
 
     fn push(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
@@ -269,7 +268,7 @@ impl<T: Float> KeyData<T> {
                         self.key
                     )));
                 };
-                self.first = Some((e.dtype, e.payload.clone()));
+                self.first = Some((e.packing(), e.payload.clone()));
                 self.apply(updater, ctx.epoch);
                 self.round += 1;
                 self.wire = None;
@@ -297,7 +296,7 @@ impl<T: Float> KeyData<T> {
                     self.ahead.push_back(Ahead {
                         worker,
                         round: e.round,
-                        dtype: e.dtype,
+                        packing: e.packing(),
                         payload: e.payload.clone(),
                     });
                     return Ok(());
@@ -308,21 +307,21 @@ impl<T: Float> KeyData<T> {
                         self.key, e.round
                     )));
                 }
-                self.merge_one(worker, e.dtype, e.payload.clone());
+                self.merge_one(worker, e.packing(), e.payload.clone());
                 self.complete_rounds(ctx);
                 Ok(())
             }
         }
     }
 
-    fn merge_one(&mut self, worker: u32, dtype: DType, payload: Bytes) {
+    fn merge_one(&mut self, worker: u32, packing: Packing, payload: Bytes) {
         match (self.n_pushed, self.first.take()) {
-            (0, _) => self.first = Some((dtype, payload)),
-            (_, Some((d0, p0))) => {
+            (0, _) => self.first = Some((packing, payload)),
+            (_, Some((p0, b0))) => {
                 self.merge.resize(self.count as usize, T::zero());
-                T::sum_into(&mut self.merge, &p0, d0, &payload, dtype);
+                Packing::sum_into(&mut self.merge, (p0, &b0), (packing, &payload));
             }
-            (_, None) => T::add_into(&mut self.merge, &payload, dtype),
+            (_, None) => packing.add_into(&mut self.merge, &payload),
         }
         self.pushed[worker as usize] = true;
         self.n_pushed += 1;
@@ -330,9 +329,9 @@ impl<T: Float> KeyData<T> {
 
     /// Makes `merge` hold the round's sum (it may still be only the first push's bytes).
     fn settle(&mut self) {
-        if let Some((dtype, payload)) = self.first.take() {
+        if let Some((packing, payload)) = self.first.take() {
             self.merge.resize(self.count as usize, T::zero());
-            T::read_into(&mut self.merge, &payload, dtype);
+            packing.read_into(&mut self.merge, &payload);
         }
     }
 
@@ -359,7 +358,7 @@ impl<T: Float> KeyData<T> {
             while i < self.ahead.len() {
                 if self.ahead[i].round == round {
                     let a = self.ahead.remove(i).expect("index in range");
-                    self.merge_one(a.worker, a.dtype, a.payload);
+                    self.merge_one(a.worker, a.packing, a.payload);
                 } else {
                     i += 1;
                 }
@@ -378,7 +377,7 @@ impl<T: Float> KeyData<T> {
         }
         // A single push in the key's own type is used in place when its bytes are aligned.
         let direct = match &self.first {
-            Some((dtype, payload)) if dtype.size() == size_of::<T>() => {
+            Some((Packing::Plain(dtype), payload)) if dtype.size() == size_of::<T>() => {
                 bytemuck::try_cast_slice::<u8, T>(payload)
                     .ok()
                     .map(|_| payload.clone())
