@@ -22,7 +22,7 @@ BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
 SCALE_NOTE = (
     "The rate was chosen with the probe below at several rates (2026-11-24, on this machine "
     "with other work on it): without computation, both libraries kept 1,000 Mbit/s links "
-    "90–95% busy at 2 and 4 hosts; at 2,500 Mbit/s 4 hosts reached only 55–60% of the rate "
+    "86–95% busy at 2 and 4 hosts; at 2,500 Mbit/s 4 hosts reached only 55–60% of the rate "
     "(unshaped, the 2 cores move 2.8 Gbit/s per link for MXNet and 4.8 for mxrs at 4 hosts), "
     "and 8 hosts reached about 60% of the rate at both 1,000 and 500 Mbit/s, so 8 hosts are "
     "left out."
@@ -75,6 +75,7 @@ def section(data: dict, path: Path, labels: dict, fit: dict, charts: list[str]) 
     cells = medians(data["jobs"])
     series = [x for x in s["series"] if any(k[1] == x for k in cells)]
     scale = 25_000 / s["rate_mbit"]
+    cscale = s["compute_s"] / (960 / 3120)
     r0 = next((j["worker_results"][0] for j in data["jobs"] if j["ok"]), None)
     model_line = (
         f"{s['model']} ({r0['params']:,} parameters, {r0['bytes'] / 1e6:.1f} MB of float32 "
@@ -106,9 +107,14 @@ def section(data: dict, path: Path, labels: dict, fit: dict, charts: list[str]) 
         "",
         f"**Scale.** The seeds' hosts (p3.16xlarge) trained at about 390 images/s per V100 at "
         "batch 120, so 8 GPUs took a step of 960 images in 0.31 s, on 25 Gbit/s links. Here the "
-        f"links run at {s['rate_mbit']:,.0f} Mbit/s ({scale:g}× slower) and a step computes for "
-        f"{s['compute_s']:.2f} s ({scale:g}× longer), so communication takes the same share of "
-        f"a step as there. Images/s below are as measured; ×{scale:g} gives the seeds' scale. "
+        f"links run at {s['rate_mbit']:,.0f} Mbit/s ({scale:.3g}× slower) and a step computes "
+        f"for {s['compute_s']:.2f} s ({cscale:.3g}× longer), "
+        + (
+            "so communication takes the same share of a step as there. "
+            if abs(cscale / scale - 1) < 0.01
+            else f"so communication takes {scale / cscale:.2g} times its share of a step there. "
+        )
+        + f"Images/s below are as measured; ×{cscale:.3g} gives the seeds' scale. "
         + SCALE_NOTE,
         "",
         "**Hosts.** The seeds' configurations map onto hosts as follows: 1 server + 2 workers "
@@ -116,7 +122,8 @@ def section(data: dict, path: Path, labels: dict, fit: dict, charts: list[str]) 
         "server and one worker on each of 2 or 3 hosts; S = W = N is N such hosts. A worker "
         "stands for a whole 8-GPU host of the seeds.",
         "",
-        f"Medians of {s['repeats']} repeats (the order of the series alternates between "
+        f"Medians of {s['repeats']} repeat{'s' if s['repeats'] != 1 else ''} (the order of "
+        "the series alternates between "
         f"repeats); each job {s['warmup']} warm-up and {s['steps']} timed steps, images/s = "
         "Σ over workers of batch / median step. Ideal: N × 960 / computation "
         f"({ideal1:,.1f} images/s per host).",
@@ -206,7 +213,12 @@ def section(data: dict, path: Path, labels: dict, fit: dict, charts: list[str]) 
             lines.append(f"| {labels[x]} | {f['hide']:.2f} | " + " | ".join(row) + " |")
         lines += [
             "",
-            "Modelled images/s (error against the measured median in brackets). "
+            "Modelled images/s (error against the measured median in brackets). Where a "
+            "series hides its communication entirely (images/s at the ideal), its hide is only "
+            "the least overlap the measurements need, so its projection is a lower bound. The "
+            "model has no term for a server's CPU: with 1 server and 2 workers one server sums "
+            "both workers' gradients and runs SGD on the whole model, and the error in that "
+            "column is what that costs. "
             "**Projection** to more hosts (S = W = N, same links, same fitted numbers; it "
             "assumes every host keeps the efficiency measured here), images/s (share of ideal):",
             "",
