@@ -69,9 +69,11 @@ def run_job(
     logs: Path,
     timeout: float,
     threads: int = 1,
+    extra_env: dict | None = None,
 ) -> list[dict]:
     """Run one job of ``lib`` on ``cluster`` placed as ``layout``, the workers running
-    ``python ARGV``. Returns every JSON object the workers printed, in worker order."""
+    ``python ARGV`` (every process with ``extra_env`` set). Returns every JSON object the workers
+    printed, in worker order."""
     if layout.hosts > cluster.hosts:
         raise JobFailed(
             f"layout {layout.name} needs {layout.hosts} hosts, cluster has {cluster.hosts}"
@@ -89,6 +91,7 @@ def run_job(
             "DMLC_PS_ROOT_URI": root,
             "DMLC_NODE_HOST": cluster.addr(host),
             MARK_VAR: cluster.prefix,
+            **(extra_env or {}),
         }
         return _jobs.job_env(lib, role, nw, ns, port, threads, extra)
 

@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(1, str(HERE.parent))
 
 import _model  # noqa: E402
+import _report_targets  # noqa: E402
 from _report import machine, version, write_section  # noqa: E402
 
 BEGIN, END = "<!-- cluster:begin -->", "<!-- cluster:end -->"
@@ -228,7 +229,13 @@ def section(data: dict, path: Path, labels: dict, fit: dict, charts: list[str]) 
         for n in (8, 16, 64):
             row = [_fmt(f["projection"][n], f["ideal"][n]) for f in fit["series"].values()]
             lines.append(f"| {n} | {n * ideal1:,.1f} | " + " | ".join(row) + " |")
-    failed = [j["tag"] for j in data["probe"] + data["jobs"] if not j["ok"]]
+    lines += [""] + _report_targets.target_lines(cells, data)
+    if data.get("comm"):
+        lines += _report_targets.comm_lines(data["comm"], labels)
+    if data.get("real"):
+        lines += _report_targets.real_lines(data["real"], labels)
+    extra = [j for part in ("comm", "real") for j in data.get(part, {}).get("jobs", [])]
+    failed = [j["tag"] for j in data["probe"] + data["jobs"] + extra if not j["ok"]]
     if failed:
         lines += ["", f"Failed jobs: {', '.join(failed)} (errors in the JSON)."]
     lines.append("")
@@ -420,8 +427,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("json", type=Path)
     ap.add_argument("--results", type=Path, default=HERE.parent / "RESULTS.md")
     ap.add_argument("--charts", type=Path, default=HERE)
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="other runs' JSON whose communication-bound and real-compute parts to add",
+    )
     args = ap.parse_args(argv)
     data = json.loads(args.json.read_text())
+    for other in args.merge:
+        more = json.loads(other.read_text())
+        for part in ("comm", "real"):
+            if part in more:
+                data[part] = more[part] | {"run": more["settings"]["prefix"]}
     labels = {k: v["label"] for k, v in run.SERIES.items()}
     libs = {k: v["lib"] for k, v in run.SERIES.items()}
     publish(data, args.json, args.results, args.charts, labels, libs)

@@ -34,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(1, str(HERE.parent))
 
 import _dist  # noqa: E402  (bench/cluster, then bench/ on the path)
+import _targets  # noqa: E402
 from _dist import JobFailed, Layout  # noqa: E402
 from _hosts import Cluster, ClusterError, Link, check_prefix  # noqa: E402
 
@@ -52,6 +53,13 @@ SERIES = {
     },
     "mxrs-fp16": {"lib": "mxrs", "overlap": True, "compression": "fp16", "label": "mxrs + fp16"},
     "mxrs-2bit": {"lib": "mxrs", "overlap": True, "compression": "2bit", "label": "mxrs + 2bit"},
+    "mxrs-bf16": {"lib": "mxrs", "overlap": True, "compression": "bf16", "label": "mxrs + bf16"},
+    "mxnet-2bit": {
+        "lib": "mxnet",
+        "overlap": True,
+        "compression": "2bit",
+        "label": "MXNet 1.9.1 + 2bit",
+    },
 }
 #: The seeds' four configurations (host 0 also runs the scheduler).
 SEED_LAYOUTS = (
@@ -121,21 +129,26 @@ def one_job(
     compute_s: float,
     tag: str,
     overlap: bool | None = None,
+    lib: str | None = None,
+    argv: list[str] | None = None,
+    extra_env: dict | None = None,
 ) -> dict:
     """Run one job on fresh hosts; returns its record (``ok`` False with ``error`` if it
-    failed)."""
-    lib = SERIES[series]["lib"]
+    failed). ``lib``, ``argv`` and ``extra_env`` replace the series' library, ``worker.py``'s
+    command line and add to every process's environment."""
+    lib = lib or SERIES[series]["lib"]
     rec: dict = {"layout": layout.name, "hosts": layout.hosts, "servers": list(layout.servers)}
     rec |= {"workers": list(layout.workers), "mode": layout.mode, "series": series, "lib": lib}
     rec |= {"compute_s": compute_s, "rate_mbit": link.rate_mbit if link else None, "tag": tag}
     t = time.monotonic()
     logs = args.out / args.prefix / tag
     timeout = args.job_timeout + (args.warmup + args.steps + 1) * compute_s * 3
+    if argv is None:
+        argv = worker_argv(args, series, layout.mode, compute_s, overlap)
     try:
         with Cluster(args.prefix, layout.hosts, link) as cluster:
             rec["cluster"] = cluster.describe()
-            argv = worker_argv(args, series, layout.mode, compute_s, overlap)
-            out = _dist.run_job(cluster, lib, layout, argv, logs, timeout)
+            out = _dist.run_job(cluster, lib, layout, argv, logs, timeout, extra_env=extra_env)
     except (JobFailed, ClusterError) as e:
         rec |= {"ok": False, "error": str(e), "seconds": time.monotonic() - t}
         print(f"  FAILED {tag}: {str(e).splitlines()[0]}", flush=True)
@@ -185,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                     lay = Layout.symmetric(n)
                     data["probe"].append(one_job(args, lay, lib, how, 0.0, tag, overlap=False))
                     save()
-        for r in range(args.repeats):
+        for r in range(args.repeats if args.sweep else 0):
             print(f"repeat {r + 1} of {args.repeats}:", flush=True)
             jobs = plan(args)
             by_layout: dict[str, list] = {}
@@ -197,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
                         one_job(args, lay, s, link, compute_s, f"r{r}-{lay.name}-{s}")
                     )
                     save()
+        if args.comm_bound:
+            _targets.comm_bound(args, data, rate, save)
+        if args.real:
+            _targets.real(args, data, save)
     except (KeyboardInterrupt, Interrupted) as e:
         data["interrupted"] = str(e) or "KeyboardInterrupt"
         save()
@@ -204,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     data["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     save()
-    failed = [j["tag"] for j in data["probe"] + data["jobs"] if not j["ok"]]
+    failed = [j["tag"] for j in data["probe"] + data["jobs"] + _targets.jobs(data) if not j["ok"]]
     print(f"cluster run {args.prefix}: {len(data['jobs'])} jobs, JSON in {path}", flush=True)
     if args.write:
         import _report_cluster
@@ -232,6 +249,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         help="the series run on the seeds' configurations",
     )
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--sweep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the seeds' configurations and S = W = N hosts (--hosts, --series)",
+    )
+    _targets.add_options(ap)
     ap.add_argument("--steps", type=int, default=3, help="timed steps per job")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument(

@@ -18,7 +18,8 @@ by waiting for its time:
 
 Each layer's time is proportional to its FLOPs at ``--image`` pixels (forward one third of
 ``--compute-s``, backward two thirds). A step is the time from one forward's start to the next.
-Prints one JSON line per worker: step times, time spent waiting for weights, and images/s.
+Prints one JSON line per worker: step times, time spent waiting for weights, images/s and, under
+mxrs, what each server received over the wire (``kv._server_stats()`` after a barrier).
 
 Usage: ``python worker.py --model resnet50_v1 --batch 960 --compute-s 3 --steps 6`` in a job.
 """
@@ -195,6 +196,10 @@ def run(args: argparse.Namespace) -> dict:
             for i in reversed(range(len(layers))):
                 pull(i)
     mx.nd.waitall()
+    stats = None
+    if hasattr(kv, "_server_stats"):  # mxrs: what crossed the wire into each server
+        kv.barrier()  # every worker's pushes counted
+        stats = kv._server_stats()
     timed = steps[args.warmup :]
     median = statistics.median(timed)
     n = sum(int(np.prod(w.shape)) for w in weights)
@@ -218,6 +223,8 @@ def run(args: argparse.Namespace) -> dict:
         "wait_s": waits[args.warmup :],
         "median_step_s": median,
         "images_per_s": args.batch / median,
+        "push_rounds": args.warmup + args.steps,
+        "server_stats": stats,
     }
 
 
