@@ -25,6 +25,8 @@ sys.path[:0] = [str(CLUSTER), str(ROOT / "bench")]
 import _dist  # noqa: E402
 import _hosts  # noqa: E402
 import _model  # noqa: E402
+import _report_targets  # noqa: E402
+import _targets  # noqa: E402
 
 root = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root: the emulated hosts are network namespaces shaped by tc"
@@ -238,3 +240,68 @@ def test_the_model_recovers_the_link_share_request_cost_and_overlap_it_was_made_
     d64 = _model.link_bytes(64, list(range(64)), list(range(64)), 4e8, 4e8)
     t64 = _model.step_time(4.0, _model.t_comm(comm, 1000.0, d64, 2 * (20 + 2 * 64)), 0.3)
     assert got["projection"][64] == pytest.approx(64 * 960 / t64)
+
+
+@root
+def test_the_compression_and_real_compute_runs_count_wire_bytes_and_turn_overlap_off(tmp_path):
+    mxnet_ref.python()
+    prefix = _prefix()
+    p = _run_sh(
+        prefix,
+        tmp_path,
+        *("--no-sweep", "--comm-bound", "--comm-compute-s", "0.05", "--comm-steps", "1"),
+        *("--comm-repeats", "1", "--warmup", "0", "--real", "--real-batch", "4"),
+        *("--real-steps", "2", "--real-warmup", "1", "--real-repeats", "1"),
+    )
+    out, _ = p.communicate(timeout=3 * TIMEOUT)
+    assert p.returncode == 0, out
+    data = json.loads((tmp_path / f"{prefix}.json").read_text())
+    comm = data["comm"]
+    assert comm["rate_mbit"] == 200.0  # a 4th of --rate-mbit 800
+    assert [j["series"] for j in comm["jobs"]] == [*_targets.COMM_SERIES, "mxrs", "mxnet"]
+    assert [j["layout"] for j in comm["jobs"] if j["ok"]] == ["2s2w-sync"] * 6 + ["1s2w-sync"] * 2
+    params = comm["jobs"][0]["worker_results"][0]["bytes"] / 4
+    got = {s: _report_targets.wire_bytes(comm["jobs"], s) for s in _targets.COMM_SERIES}
+    assert got["mxrs"] == 4 * params and got["mxrs-fp16"] == got["mxrs-bf16"] == 2 * params
+    assert got["mxrs-2bit"] < params / 3 and got["mxnet"] is None  # MXNet has no counters
+    real = data["real"]
+    assert [c["ok"] for c in real["compute"]] == [True, True]
+    mine = real["compute"][0]
+    assert real["rate_mbit"] == pytest.approx(mine["bytes"] * 8 / mine["step_s"] / 1e6)
+    assert mine["bytes"] == 4 * 11_181_642  # resnet18_v1 with 10 classes
+    assert [j["series"] for j in real["jobs"]] == ["mxrs", "mxrs-nooverlap", "mxnet"]
+    for job in real["jobs"]:
+        assert job["ok"], job
+        ws = job["worker_results"]
+        assert [w["overlap_env"] for w in ws] == ["0" if "no" in job["series"] else ""] * 2
+        assert job["images_per_s"] == pytest.approx(sum(4 / w["median_step_s"] for w in ws))
+    assert _leftovers(prefix) == []
+
+
+def test_the_targets_are_read_off_the_medians():
+    cells = {
+        ("1h-sync", "mxrs"): {"images": 100.0},
+        ("4h-sync", "mxrs"): {"images": 370.0},
+        ("1h-sync", "mxnet"): {"images": 100.0},
+        ("4h-sync", "mxnet"): {"images": 300.0},
+        ("1s2w-sync", "mxrs"): {"images": 200.0},
+        ("1s2w-sync", "mxnet"): {"images": 180.0},
+    }
+
+    def job(series, images, payload=None):
+        w = {"push_rounds": 2, "workers": 2}
+        w["server_stats"] = None if payload is None else [{"payload_bytes": payload}] * 2
+        return {"ok": True, "series": series, "images_per_s": images, "worker_results": [w]}
+
+    data = {
+        "comm": {"jobs": [job("mxrs", 10.0, 800), job("mxrs-fp16", 16.0, 400)]},
+        "real": {"jobs": [job("mxrs", 13.0), job("mxrs-nooverlap", 10.0), job("mxnet", 9.0)]},
+    }
+    text = "\n".join(_report_targets.target_lines(cells, data))
+    assert "(a) mxrs at S = W = 4, dist_sync, float32: 370.0 images/s against 100.0" in text
+    assert "3.70× (target ≥ 3.6×): **reached**. MXNet 1.9.1: 300.0 against 100.0, 3.00×" in text
+    assert "1.11× (target ≥ 1.25×): **missed**" in text
+    assert "wire bytes 0.00 MB against 0.00 MB" in text and "(0.500 of float32's)" in text
+    assert "1.60× (target halved and ≥ 1.5×): **reached**" in text
+    assert "overlap on 13.0 images/s, off 10.0, 1.30× (target ≥ 1.3×): **reached**" in text
+    assert _report_targets.wire_bytes(data["comm"]["jobs"], "mxrs") == 400.0

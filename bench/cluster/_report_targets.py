@@ -10,21 +10,27 @@ import statistics
 LINEAR_4, OVER_MXNET_1S2W, FP16_GAIN, OVERLAP_GAIN = 0.9, 1.25, 1.5, 1.3
 
 
-def _median(jobs: list[dict], series: str, key: str = "images_per_s") -> float | None:
-    got = [j[key] for j in jobs if j["ok"] and j["series"] == series]
+def _of(jobs: list[dict], series: str, layout: str) -> list[dict]:
+    return [
+        j for j in jobs if j["ok"] and j["series"] == series and j.get("layout", layout) == layout
+    ]
+
+
+def _median(
+    jobs: list[dict], series: str, key: str = "images_per_s", layout: str = "2s2w-sync"
+) -> float | None:
+    got = [j[key] for j in _of(jobs, series, layout)]
     return statistics.median(got) if got else None
 
 
-def _all(jobs: list[dict], series: str) -> list[float]:
-    return [j["images_per_s"] for j in jobs if j["ok"] and j["series"] == series]
+def _all(jobs: list[dict], series: str, layout: str = "2s2w-sync") -> list[float]:
+    return [j["images_per_s"] for j in _of(jobs, series, layout)]
 
 
-def wire_bytes(jobs: list[dict], series: str) -> float | None:
+def wire_bytes(jobs: list[dict], series: str, layout: str = "2s2w-sync") -> float | None:
     """Median payload bytes the servers received per worker and step (mxrs's counters)."""
     got = []
-    for j in jobs:
-        if not j["ok"] or j["series"] != series:
-            continue
+    for j in _of(jobs, series, layout):
         w = j["worker_results"][0]
         if w.get("server_stats") is None:
             continue
@@ -40,13 +46,12 @@ def _x(a: float | None, b: float | None) -> str:
 def comm_lines(comm: dict, labels: dict) -> list[str]:
     """The communication-bound table."""
     jobs = comm["jobs"]
-    series = list(dict.fromkeys(j["series"] for j in jobs))
-    base, base_b = _median(jobs, "mxrs"), wire_bytes(jobs, "mxrs")
     r0 = next((j["worker_results"][0] for j in jobs if j["ok"]), None)
     lines = [
         "### Gradient compression where communication dominates",
         "",
-        f"The seeds' 2 + 2 sync layout (S = W = 2) on {comm['rate_mbit']:,.0f} Mbit/s links "
+        f"The seeds' 2 + 2 sync layout (S = W = 2; and 1 + 2, float32) on "
+        f"{comm['rate_mbit']:,.0f} Mbit/s links "
         f"with {comm['compute_s']:g} s of emulated computation per step (ResNet-50 v1, batch "
         "960 a worker, as above): a float32 step moves "
         + (f"{r0['bytes'] / 1e6:.1f} MB" if r0 else "the model")
@@ -65,23 +70,25 @@ def comm_lines(comm: dict, labels: dict) -> list[str]:
         "`payload_bytes` summed over servers), per worker and step; pulls are float32 in "
         "every series.",
         "",
-        "| series | images/s | runs | × mxrs float32 | step s | wire bytes / worker / step "
-        "| of float32's |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        "| layout | series | images/s | runs | × mxrs float32 | step s "
+        "| wire bytes / worker / step | of float32's |",
+        "|---|---|---:|---|---:|---:|---:|---:|",
     ]
-    for s in series:
-        img = _median(jobs, s)
-        b = wire_bytes(jobs, s)
-        runs = ", ".join(f"{x:,.1f}" for x in _all(jobs, s)) or "failed"
-        step = _median(jobs, s, "step_s")
+    cells = dict.fromkeys((j.get("layout", "2s2w-sync"), j["series"]) for j in jobs)
+    for lay, s in cells:
+        img = _median(jobs, s, layout=lay)
+        b = wire_bytes(jobs, s, lay)
+        runs = ", ".join(f"{x:,.1f}" for x in _all(jobs, s, lay)) or "failed"
+        step = _median(jobs, s, "step_s", lay)
+        base, base_b = _median(jobs, "mxrs", layout=lay), wire_bytes(jobs, "mxrs", lay)
         lines.append(
-            f"| {labels[s]} | {img:,.1f} | {runs} | {_x(img, base)} | "
+            f"| {lay} | {labels[s]} | {img:,.1f} | {runs} | {_x(img, base)} | "
             + (f"{step:.2f}" if step else "—")
             + " | "
             + (f"{b / 1e6:,.2f} MB | {b / base_b:.3f}" if b and base_b else "— | —")
             + " |"
             if img
-            else f"| {labels[s]} | failed | | | | | |"
+            else f"| {lay} | {labels[s]} | failed | | | | | |"
         )
     return lines + [""]
 
@@ -175,6 +182,15 @@ def target_lines(cells: dict, data: dict) -> list[str]:
         else "- (b) 1 server + 2 workers: not measured."
     )
     comm = data.get("comm")
+    if comm:
+        r = _median(comm["jobs"], "mxrs", layout="1s2w-sync")
+        m = _median(comm["jobs"], "mxnet", layout="1s2w-sync")
+        if r and m:
+            lines[-1] += (
+                f" Communication-bound (the links and computation of the run below): mxrs "
+                f"{r:,.1f}, MXNet 1.9.1 {m:,.1f}, {r / m:.2f}×: "
+                f"{verdict(r / m >= OVER_MXNET_1S2W)}."
+            )
     if comm:
         jobs = comm["jobs"]
         f32, f16 = _median(jobs, "mxrs"), _median(jobs, "mxrs-fp16")

@@ -24,6 +24,8 @@ HERE = Path(__file__).resolve().parent
 REAL = HERE / "real.py"
 LAYOUT = Layout("2s2w-sync", 2, (0, 1), (0, 1))
 COMM_SERIES = ("mxrs", "mxrs-fp16", "mxrs-bf16", "mxrs-2bit", "mxnet", "mxnet-2bit")
+#: the seeds' 1 server + 2 workers on the same links, float32 only
+COMM_1S2W = (Layout("1s2w-sync", 2, (0,), (0, 1)), ("mxrs", "mxnet"))
 #: series of the real-compute run: (library, environment of every process)
 REAL_SERIES = {
     "mxrs": ("mxrs", {}),
@@ -36,12 +38,12 @@ _COMPUTE_TIMEOUT_S = 600.0
 def add_options(ap: argparse.ArgumentParser) -> None:
     """The options of both runs."""
     bopt = argparse.BooleanOptionalAction
-    ap.add_argument("--comm-bound", action=bopt, default=True, help="the compression run")
+    ap.add_argument("--comm-bound", action=bopt, default=False, help="the compression run")
     ap.add_argument("--comm-rate-mbit", type=float, help="its links (default: the rate / 4)")
     ap.add_argument("--comm-compute-s", type=float, default=1.0, help="its step computation")
     ap.add_argument("--comm-steps", type=int, default=4, help="its timed steps per job")
     ap.add_argument("--comm-repeats", type=int, default=2)
-    ap.add_argument("--real", action=bopt, default=True, help="the real-compute run")
+    ap.add_argument("--real", action=bopt, default=False, help="the real-compute run")
     ap.add_argument("--real-batch", type=int, default=128, help="images per worker and step")
     ap.add_argument("--real-steps", type=int, default=20, help="its timed steps per job")
     ap.add_argument("--real-warmup", type=int, default=3)
@@ -59,8 +61,9 @@ def jobs(data: dict) -> list[dict]:
 
 
 def comm_bound(args: argparse.Namespace, data: dict, rate: float, save) -> None:
-    """Every series of :data:`COMM_SERIES` on links ``--comm-rate-mbit`` (default ``rate / 4``)
-    with ``--comm-compute-s`` of computation per step."""
+    """Every series of :data:`COMM_SERIES` (and :data:`COMM_1S2W`) on links
+    ``--comm-rate-mbit`` (default ``rate / 4``) with ``--comm-compute-s`` of computation per
+    step."""
     import run
 
     crate = args.comm_rate_mbit or rate / 4
@@ -69,11 +72,12 @@ def comm_bound(args: argparse.Namespace, data: dict, rate: float, save) -> None:
     link = Link(crate, args.delay_ms)
     ns = argparse.Namespace(**(vars(args) | {"steps": args.comm_steps}))
     print(f"communication-bound: links {crate:g} Mbit/s, steps {args.comm_compute_s:g} s")
+    lay1, series1 = COMM_1S2W
     for r in range(args.comm_repeats):
-        order = COMM_SERIES if r % 2 == 0 else COMM_SERIES[::-1]
-        for s in order:
-            tag = f"c{r}-{LAYOUT.name}-{s}"
-            part["jobs"].append(run.one_job(ns, LAYOUT, s, link, args.comm_compute_s, tag))
+        pairs = [(LAYOUT, s) for s in COMM_SERIES] + [(lay1, s) for s in series1]
+        for lay, s in pairs if r % 2 == 0 else pairs[::-1]:
+            tag = f"c{r}-{lay.name}-{s}"
+            part["jobs"].append(run.one_job(ns, lay, s, link, args.comm_compute_s, tag))
             save()
 
 

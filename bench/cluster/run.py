@@ -14,9 +14,14 @@ goes to ``bench/out/cluster/PREFIX.json``; ``--write`` also draws the charts and
 RESULTS.md section (``_report.py`` beside this file). Needs root; run it through ``run.sh``,
 which tears down whatever a run leaves, however it ends.
 
+``--comm-bound`` adds the communication-bound run of gradient compression and ``--real`` the
+real-compute run (ResNet-18 v1 with ``gluon.Trainer``, mxrs's overlap on and off); both are in
+``_targets.py``, and ``--no-sweep`` runs them alone.
+
 Usage::
 
     bash bench/cluster/run.sh [--hosts 1 2 4] [--series mxnet mxrs] [--repeats 3] [--write]
+    bash bench/cluster/run.sh --no-sweep --no-probe --comm-bound --real
 """
 
 from __future__ import annotations
