@@ -24,7 +24,13 @@ LIMITS = (
     "communication and computation compete for the CPU as well as overlapping in time. The "
     "kernel has no `netem`: no latency is added, so each request costs less than between "
     "real hosts and only the links' rate is emulated. Timed steps are few (a step of the sweep "
-    "takes 7.7 s), so medians over repeats stand for few steps."
+    "takes 7.7 s), so medians over repeats stand for few steps. Cut for time in this run: "
+    "the sweep ran 2 repeats, not 3, with MXNet 1.9.1, mxrs and mxrs without overlap only "
+    "(fp16 and 2bit were measured in the compression run instead), and the probe only at the "
+    "run's rate and unshaped. Commands: `run.sh --repeats 2 --series mxnet mxrs "
+    "mxrs-nooverlap --probe-rates --no-write`, then `run.sh --no-sweep --no-probe "
+    "--comm-bound --real --comm-repeats 3 --real-repeats 4 --no-write`, then "
+    "`_report_cluster.py mxcmain1.json --merge mxctgt1.json`."
 )
 
 
