@@ -125,9 +125,22 @@ def main(argv=None):
         compression_params=compression,
     )
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    # A worker restarted by `mxrs-launch --max-restarts` goes on where the job is: its
+    # Parameters get their shapes from one batch, the Trainer pulls the job's weights, and the
+    # batches the lost process already trained on are skipped.
+    done = 0
+    if getattr(store, "rejoined", False):
+        for c in ctx:
+            net(mx.nd.zeros((1, 1, 28, 28), ctx=c))
+        done = trainer.resume_step()
+        print(f"{tag}rejoined the job at step {done}", flush=True)
 
     acc = float("nan")
     for epoch in range(args.num_epochs):
+        if done >= len(train_loader):  # an epoch the lost process finished: its shuffle only
+            done -= len(train_loader)
+            list(sampler)
+            continue
         metric, total_loss, seen, tic = mx.metric.Accuracy(), 0.0, 0, time.time()
         bar = tqdm(
             train_loader,
@@ -137,6 +150,9 @@ def main(argv=None):
             mininterval=1.0,
         )
         for data, label in bar:
+            if done:
+                done -= 1
+                continue
             datas = gluon.utils.split_and_load(
                 data, ctx, even_split=False, work_load_list=work_load
             )
@@ -162,6 +178,8 @@ def main(argv=None):
             f"{seen / (time.time() - tic):.0f} samples/s",
             flush=True,
         )
+    if done or acc != acc:  # nothing left to train after a restart: the job's weights
+        acc = evaluate(net, test_loader, ctx)
     print(f"{tag}final test accuracy {acc:.4f}", flush=True)
     return acc
 

@@ -107,6 +107,25 @@ def test_command_line():
             parse(bad)
 
 
+def test_max_restarts_reaches_every_node_and_only_launchers_that_can_restart(capsys):
+    _, job, _ = parse(["local", "-n", "2", "--max-restarts", "3", "python", "x.py"])
+    assert job.max_restarts == 3
+    assert all(n.env["MXRS_MAX_RESTARTS"] == "3" for n in job.nodes())
+    _, job, _ = parse(["local", "-n", "2", "python", "x.py"])
+    assert job.max_restarts == 0 and "MXRS_MAX_RESTARTS" not in job.nodes()[0].env
+    for bad, said in (
+        (["local", "-n", "2", "--max-restarts", "-1", "python"], "must be 0 or more, got -1"),
+        (
+            ["slurm", "-n", "2", "--max-restarts", "1", "python"],
+            "--max-restarts needs a launcher that starts each worker as its own process "
+            "(local, ssh); slurm starts them together",
+        ),
+    ):
+        with pytest.raises(SystemExit):
+            parse(bad)
+        assert said in capsys.readouterr().err
+
+
 def test_the_job_runs_on_the_port_the_scheduler_announces(tmp_path):
     script = """
     import os

@@ -44,6 +44,7 @@ fn main() {
             bigarray_bound: u64::MAX,
             max_frame_bytes: 1 << 31,
             secret: None,
+            rejoined: false,
         })
         .await
         .unwrap();

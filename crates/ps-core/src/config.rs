@@ -40,6 +40,8 @@ impl std::fmt::Display for Role {
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 /// Default silence after which a node is declared lost.
 pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `PS_REJOIN_TIMEOUT`: how long a job waits for a lost worker to be restarted.
+pub const DEFAULT_REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default `MXNET_KVSTORE_BIGARRAY_BOUND`: arrays above it are sliced over all servers.
 pub const DEFAULT_BIGARRAY_BOUND: u64 = 1_000_000;
 /// Default cap on one data-plane frame (never more than the in-flight budget).
@@ -77,6 +79,10 @@ pub struct Config {
     pub heartbeat_interval: Duration,
     /// `PS_HEARTBEAT_TIMEOUT` (seconds).
     pub heartbeat_timeout: Duration,
+    /// How long the scheduler waits for a lost worker to come back under the same rank before
+    /// the job fails: `PS_REJOIN_TIMEOUT` seconds (default 60) when `MXRS_MAX_RESTARTS` is above
+    /// 0 (the launcher restarts failed workers), else `None`: a lost worker ends the job at once.
+    pub rejoin_timeout: Option<Duration>,
     /// `MXNET_KVSTORE_BIGARRAY_BOUND` (elements).
     pub bigarray_bound: u64,
     /// `MXRS_MAX_FRAME_BYTES`: larger data-plane frames are refused.
@@ -107,6 +113,7 @@ impl std::fmt::Debug for Config {
             .field("port", &self.port)
             .field("heartbeat_interval", &self.heartbeat_interval)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
+            .field("rejoin_timeout", &self.rejoin_timeout)
             .field("bigarray_bound", &self.bigarray_bound)
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("max_inflight_bytes", &self.max_inflight_bytes)
@@ -131,6 +138,8 @@ pub const VARIABLES: &[&str] = &[
     "PS_VERBOSE",
     "PS_HEARTBEAT_INTERVAL",
     "PS_HEARTBEAT_TIMEOUT",
+    "MXRS_MAX_RESTARTS",
+    "PS_REJOIN_TIMEOUT",
     "MXNET_KVSTORE_BIGARRAY_BOUND",
     "MXRS_MAX_FRAME_BYTES",
     "MXRS_MAX_INFLIGHT_BYTES",
@@ -188,6 +197,12 @@ impl Config {
                 .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL),
             heartbeat_timeout: seconds(&get, "PS_HEARTBEAT_TIMEOUT")?
                 .unwrap_or(DEFAULT_HEARTBEAT_TIMEOUT),
+            rejoin_timeout: match optional::<u32>(&get, "MXRS_MAX_RESTARTS")? {
+                Some(n) if n > 0 => {
+                    Some(seconds(&get, "PS_REJOIN_TIMEOUT")?.unwrap_or(DEFAULT_REJOIN_TIMEOUT))
+                }
+                _ => None,
+            },
             bigarray_bound: positive(
                 optional(&get, "MXNET_KVSTORE_BIGARRAY_BOUND")?.unwrap_or(DEFAULT_BIGARRAY_BOUND),
                 "MXNET_KVSTORE_BIGARRAY_BOUND",
@@ -215,6 +230,7 @@ impl Config {
             verbose: 0,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
+            rejoin_timeout: None,
             bigarray_bound: DEFAULT_BIGARRAY_BOUND,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
@@ -419,6 +435,26 @@ mod tests {
             "127.0.0.1".parse::<IpAddr>().unwrap()
         );
         assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn workers_may_rejoin_only_when_the_launcher_restarts_them() {
+        let cfg = Config::from_lookup(lookup(&with(&[("PS_REJOIN_TIMEOUT", "5")]))).unwrap();
+        assert_eq!(cfg.rejoin_timeout, None);
+        let cfg = Config::from_lookup(lookup(&with(&[("MXRS_MAX_RESTARTS", "0")]))).unwrap();
+        assert_eq!(cfg.rejoin_timeout, None);
+        let cfg = Config::from_lookup(lookup(&with(&[("MXRS_MAX_RESTARTS", "2")]))).unwrap();
+        assert_eq!(cfg.rejoin_timeout, Some(DEFAULT_REJOIN_TIMEOUT));
+        let cfg = Config::from_lookup(lookup(&with(&[
+            ("MXRS_MAX_RESTARTS", "1"),
+            ("PS_REJOIN_TIMEOUT", "2.5"),
+        ])))
+        .unwrap();
+        assert_eq!(cfg.rejoin_timeout, Some(Duration::from_millis(2500)));
+        let e = error_of(&[("MXRS_MAX_RESTARTS", "-1")]);
+        assert!(e.starts_with("MXRS_MAX_RESTARTS:"), "{e}");
+        let e = error_of(&[("MXRS_MAX_RESTARTS", "1"), ("PS_REJOIN_TIMEOUT", "soon")]);
+        assert!(e.starts_with("PS_REJOIN_TIMEOUT:"), "{e}");
     }
 
     #[test]

@@ -261,6 +261,7 @@ impl JobWorker {
             bigarray_bound: cfg.bigarray_bound,
             max_frame_bytes: cfg.max_frame_bytes,
             secret,
+            rejoined: m.rejoined,
         };
         let worker = Arc::new(Worker::connect(plane).await?);
         let watcher = tokio::spawn(watch_health(control.health(), worker.clone()));
@@ -274,6 +275,11 @@ impl JobWorker {
     /// The data-plane client.
     pub fn worker(&self) -> &Worker {
         &self.worker
+    }
+
+    /// True when this process is a restarted worker that took back a lost one's place.
+    pub fn rejoined(&self) -> bool {
+        self.control.membership().rejoined
     }
 
     /// Waits until every worker reached the barrier.

@@ -241,6 +241,23 @@ impl Worker {
         self.job.worker().num_servers()
     }
 
+    /// True in a restarted worker that took back a lost one's place in a running job.
+    #[getter]
+    fn rejoined(&self) -> bool {
+        self.job.rejoined()
+    }
+
+    /// How many sync rounds of `key` this worker (and the process it replaces) has pushed.
+    fn rounds(&self, key: u64) -> PyResult<u64> {
+        self.job()?.worker().rounds(key).map_err(to_py)
+    }
+
+    /// Makes the next push of every key belong to round `round` (or an earlier one).
+    fn resume_at(&self, round: u64) -> PyResult<()> {
+        self.job()?.worker().resume_at(round);
+        Ok(())
+    }
+
     /// Creates keys from `arrays` (rank 0's values are stored); the ticket completes once every
     /// key exists on its servers.
     fn init(&self, keys: Vec<u64>, arrays: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {

@@ -77,6 +77,9 @@ class Trainer:
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        # False until a step fixed the servers' gradient scale (the store may be set up before
+        # the first step: load_states, resume_step)
+        self._scale_fixed = False
         self._compression_params = compression_params  # given to the store it creates
         self._kvstore: kvs.KVStoreBase | None = None  # set (or left None) by _init_kvstore
         self._update_on_kvstore: bool | None = None
@@ -152,6 +155,12 @@ class Trainer:
             if update_on_kv:
                 kv.set_optimizer(self._optimizer)
                 self._server_lr = self._optimizer.learning_rate
+        if kv is not None and getattr(kv, "rejoined", False) and not update_on_kv:
+            raise MXNetError(
+                "Trainer: this worker was restarted into a running job, where only the servers "
+                "hold the weights; it can rejoin only with update_on_kvstore=True (the workers' "
+                "own optimizer states were lost with the process it replaces)"
+            )
         self._kvstore, self._update_on_kvstore = kv, bool(update_on_kv)
         self._kv_initialized = True
 
@@ -174,6 +183,28 @@ class Trainer:
             self._kvstore.pull(idx, [p.list_data() for p in ready])
         self._params_to_init = waiting
 
+    def resume_step(self) -> int:
+        """The number of steps taken so far: in a worker restarted by ``mxrs-launch
+        --max-restarts``, those the job had taken for its rank, so that the script resumes its
+        data where the lost process stopped (mxrs).
+
+        In a restarted worker it sets up the store and puts the initialised Parameters into it
+        now, instead of at the first step (its ``init`` keeps the job's values and pulls them);
+        later steps count on from there, and so does a learning-rate schedule. Elsewhere it
+        only creates a distributed store given by name (joining the job), nothing more.
+        """
+        kv = self._kvstore if self._kv_initialized else self._kvstore_params["kvstore"]
+        if isinstance(kv, str) and "dist" in kv:
+            kv = self._kvstore_params["kvstore"] = kvs.create(kv)
+        if not isinstance(kv, kvs.DistKVStore) or not kv.rejoined or self._steps:
+            return self._steps
+        self._ensure_store()
+        trained = [i for i, p in self._trained() if p not in self._params_to_init]
+        if trained:
+            self._steps = min(kv.rounds(i) for i in trained)
+            kv.resume_at(self._steps)
+        return self._steps
+
     def _reset_kvstore(self) -> None:
         """Forget the store so the next step sets it up again (after ``Parameter.set_data``).
 
@@ -192,6 +223,7 @@ class Trainer:
         self._kvstore = None
         self._distributed = False
         self._update_on_kvstore = None
+        self._scale_fixed = False
         self._params_to_init = list(self._params)
 
     # ------------------------------------------------------------------ properties
@@ -263,7 +295,12 @@ class Trainer:
 
     def _prepare(self, batch_size: int) -> None:
         scale = self._scale / batch_size
-        if self._update_on_kvstore and self._distributed:
+        if self._update_on_kvstore and self._distributed and not self._scale_fixed:
+            # The store was set up before the first step: the servers learn the scale now.
+            assert self._kvstore is not None  # update_on_kvstore is True only with a store
+            self._optimizer.rescale_grad = scale
+            self._kvstore.set_optimizer_params(rescale_grad=scale)
+        elif self._update_on_kvstore and self._distributed:
             if self._optimizer.rescale_grad != scale:  # the servers keep the first step's
                 warnings.warn(
                     "Possible change in the `batch_size` from previous `step` detected. "
@@ -276,6 +313,7 @@ class Trainer:
         else:
             self._optimizer.rescale_grad = scale
         self._ensure_store()
+        self._scale_fixed = True
 
     def _sync_server_lr(self) -> None:
         """Before this step's first push: send the servers the lr the scheduler gives it."""

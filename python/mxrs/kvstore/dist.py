@@ -67,8 +67,9 @@ def _connect(mode: str) -> _native.Worker:
 
 
 def _finish() -> None:
-    """At exit: wait for outstanding requests, tell the scheduler this worker is done, and
-    make sure no error is lost: print what was never reported and exit with status 1."""
+    """At exit: wait for outstanding requests, tell the scheduler this worker is done (unless an
+    uncaught exception ended it in a job with restarts), and make sure no error is lost: print
+    what was never reported and exit with status 1."""
     lost = []
     try:
         _pending.settle_all()
@@ -76,6 +77,10 @@ def _finish() -> None:
         lost.append(f"{type(e).__name__}: {e}")
     lost.extend(_pending.unreported())
     assert _worker is not None  # registered by _connect after it set _worker
+    if getattr(sys, "last_value", None) is not None and _restarts():
+        # An uncaught exception ended the program: it did not finish its work. The scheduler
+        # then counts it as lost, and its restart may take its place.
+        return
     try:
         _worker[1].finish()
     except NodeLostError as e:
@@ -92,6 +97,14 @@ def _finish() -> None:
             print(f"  {line}", file=sys.stderr)
         sys.stderr.flush()
         _native.exit_with_status(1)
+
+
+def _restarts() -> bool:
+    """Whether the launcher restarts failed workers in this job (``--max-restarts``)."""
+    try:
+        return int(os.environ.get("MXRS_MAX_RESTARTS", "0")) > 0
+    except ValueError:
+        return False
 
 
 def wire_key(key: Key) -> int:
@@ -137,6 +150,35 @@ class DistKVStore(KVStoreBase):
     def num_servers(self) -> int:
         """int: the number of servers in the job."""
         return self._worker.num_servers
+
+    @property
+    def rejoined(self) -> bool:
+        """bool: True in a worker restarted by ``mxrs-launch --max-restarts`` that took back the
+        place of a lost one in a running job (mxrs)."""
+        return self._worker.rejoined
+
+    def rounds(self, key: Key) -> int:
+        """How many ``dist_sync`` rounds of ``key`` this worker's rank has pushed (mxrs).
+
+        A restarted worker counts those of the process it replaces: the servers say where each
+        key stands when it initialises it, so this is the step it resumes at (its ``init`` does
+        not overwrite the job's values, and a pull after it gets the current weights).
+        """
+        wire, _, _ = self._layout(key, "rounds")
+        return self._worker.rounds(wire)
+
+    def resume_at(self, step: int) -> None:
+        """Make this worker's next push of every key join ``dist_sync`` round ``step`` (mxrs).
+
+        A restarted worker resumes at the fewest :meth:`rounds` over its keys and pushes every
+        key from there; the servers count once the pushes its predecessor had already made
+        (they answer them, and the pulls after them, without summing them again), so every
+        worker pushes each key the same number of times.
+        """
+        _pending.check()
+        if step < 0:
+            raise KVStoreError(f"KVStore.resume_at: step must be 0 or more, got {step}")
+        self._worker.resume_at(step)
 
     # ------------------------------------------------------------------ helpers
     def _layout(self, k: Key, what: str) -> tuple[int, tuple[int, ...], np.dtype]:
@@ -329,6 +371,9 @@ class DistKVStore(KVStoreBase):
     def set_optimizer(self, optimizer: opt.Optimizer) -> None:
         """Run ``optimizer`` on the servers: rank 0 sends its name and numbers, all wait.
 
+        A restarted worker (:attr:`rejoined`) sends nothing and waits for nobody: the servers run
+        the job's optimizer already, with its states, and the other workers are training.
+
         Raises
         ------
         KVStoreError
@@ -342,6 +387,8 @@ class DistKVStore(KVStoreBase):
                 f"the servers cannot run this optimizer ({e}); train with update_on_kvstore=False"
             ) from e
         self._optimizer = optimizer
+        if self.rejoined:
+            return
         if self.rank == 0:
             self._worker.set_optimizer(name, params, self._key_mults(self._keys))
         self.barrier()
@@ -360,7 +407,7 @@ class DistKVStore(KVStoreBase):
 
     def _send_key_mults(self, keys: Iterable[Key]) -> None:
         mults = self._key_mults(keys)
-        if mults and self.rank == 0:
+        if mults and self.rank == 0 and not self.rejoined:
             self._worker.set_params([], mults)
 
     def set_optimizer_params(self, **values: float) -> None:

@@ -9,6 +9,8 @@ from .hostfile import read_hostfile
 from .job import Job, LaunchError, parse_env
 
 LAUNCHERS = ("local", "ssh", "mpi", "sge", "yarn", "slurm")
+#: Launchers that start each worker as a process of its own, which can be started again.
+RESTARTING = ("local", "ssh")
 
 
 def _parser():
@@ -51,6 +53,14 @@ def _parser():
         metavar="K=V",
         help="set K=V for the workers only",
     )
+    p.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="restart a failed worker with the same rank up to N times; the job waits for it "
+        "(PS_REJOIN_TIMEOUT seconds, default 60) instead of failing (local and ssh launchers)",
+    )
     p.add_argument("--interface", help="network interface the nodes bind (DMLC_INTERFACE)")
     p.add_argument(
         "--verbose",
@@ -76,6 +86,7 @@ _TAKES_VALUE = {
     "--env",
     "--env-server",
     "--env-worker",
+    "--max-restarts",
     "--interface",
 }
 
@@ -141,6 +152,16 @@ def parse(argv):
         if not re.fullmatch(r"[0-9]{1,5}", port.strip()) or int(port) > 65535:
             p.error(f"--env DMLC_PS_ROOT_PORT={port}: expected a port, 0-65535 (0: any free one)")
         job.root_port = int(port)
+    if args.max_restarts < 0:
+        p.error(f"--max-restarts must be 0 or more, got {args.max_restarts}")
+    if args.max_restarts and launcher not in RESTARTING:
+        p.error(
+            f"--max-restarts needs a launcher that starts each worker as its own process "
+            f"({', '.join(RESTARTING)}); {launcher} starts them together"
+        )
+    if args.max_restarts:
+        job.max_restarts = args.max_restarts
+        env["MXRS_MAX_RESTARTS"] = str(args.max_restarts)
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:

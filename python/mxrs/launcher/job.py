@@ -52,6 +52,8 @@ class Job:
     env_server: dict = field(default_factory=dict)
     env_worker: dict = field(default_factory=dict)
     sync_dst_dir: str | None = None
+    #: How many times each worker is started again after it fails (``--max-restarts``).
+    max_restarts: int = 0
     secret: str = field(default_factory=lambda: secrets.token_hex(32))
 
     def base_env(self):

@@ -1,4 +1,5 @@
-"""Runs the processes of a job: prefixed output, and the whole job ends on the first failure."""
+"""Runs the processes of a job: prefixed output, and the whole job ends on the first failure
+(unless it is a worker with restarts left, which is started again with the same rank)."""
 
 import collections
 import os
@@ -20,7 +21,9 @@ class Supervisor:
     Every output line is written to ``out`` prefixed with the process's label. :meth:`wait`
     returns 0 once every worker exited 0 and the other processes ended by themselves; on the
     first process to fail (or on SIGINT/SIGTERM to this process) every process group started here
-    is terminated, the failing process's last lines are repeated, and its status is returned.
+    is terminated, the failing process's last lines are repeated, and its status is returned. A
+    worker started with ``restarts`` left is started again instead, with the same command and
+    environment (its rank), and the job goes on.
     """
 
     def __init__(self, out=None, err=None):
@@ -31,13 +34,16 @@ class Supervisor:
         self._pumps: dict[str, threading.Thread] = {}  # label -> the thread copying its output
         # (label, exit status) of each process that ended; (None, None) for a signal to stop
         self._exits: queue.Queue[tuple[str | None, int | None]] = queue.Queue()
+        # label -> (argv, env, stdin, restarts left, restarts allowed) of restartable workers
+        self._again: dict[str, tuple[list, dict, bytes | None, int, int]] = {}
 
-    def start(self, label, role, argv, env, stdin=None, pass_fds=()):
+    def start(self, label, role, argv, env, stdin=None, pass_fds=(), restarts=0):
         """Start ``argv`` with environment ``env``; ``role`` 'worker' marks the job's workers.
 
         ``stdin`` bytes are written to the process, whose stdin then stays open until the job
         ends (closing it is how remote launchers learn to stop). ``pass_fds`` are descriptors
-        the process inherits (the scheduler's announcement pipe).
+        the process inherits (the scheduler's announcement pipe). A worker that fails is started
+        again up to ``restarts`` times.
         """
         try:
             proc = subprocess.Popen(
@@ -57,6 +63,8 @@ class Supervisor:
             proc.stdin.flush()
         tail: collections.deque[bytes] = collections.deque(maxlen=20)
         self._procs.append((label, role, proc, tail))
+        if restarts and role == "worker" and label not in self._again:
+            self._again[label] = (list(argv), dict(env), stdin, restarts, restarts)
         pump = threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True)
         self._pumps[label] = pump
         pump.start()
@@ -117,10 +125,27 @@ class Supervisor:
             workers.discard(label)
             if code != 0:
                 status = code if code > 0 else 128 - code
+                if self._restart(label, status):
+                    running.add(label)
+                    workers.add(label)
+                    continue
                 self._report(label, status)
                 self._terminate()
                 return status
         return 0
+
+    def _restart(self, label, status):
+        """Start worker ``label`` again if it has restarts left; True when it was."""
+        again = self._again.get(label)
+        if again is None or again[3] == 0:
+            return False
+        argv, env, stdin, left, allowed = again
+        self._again[label] = (argv, env, stdin, left - 1, allowed)
+        self._pumps[label].join(_GRACE_S)  # its last lines are out before the new ones
+        n = allowed - left + 1
+        self._say(f"{label} failed with exit status {status}; restarting it ({n} of {allowed})")
+        self.start(label, "worker", argv, env, stdin=stdin)
+        return True
 
     def _report(self, label, status):
         lines = self.last_lines(label)
@@ -130,7 +155,7 @@ class Supervisor:
     def last_lines(self, label, wait=_GRACE_S):
         """str: the last output lines of ``label``, once its output ended (or ``wait`` passed)."""
         self._pumps[label].join(wait)
-        tail = next(t for lab, _, _, t in self._procs if lab == label)
+        tail = [t for lab, _, _, t in self._procs if lab == label][-1]
         return b"".join(tail).decode(errors="replace").rstrip()
 
     def stop(self):

@@ -81,7 +81,15 @@ def run(job: Job, plan, dry_run=False, out=None):
         job.root_port = _start_scheduler(sup, sched, signals)
         for launch in plan(job):
             with signals.held():
-                sup.start(launch.label, launch.role, launch.argv, launch.env, stdin=launch.stdin)
+                restarts = job.max_restarts if launch.role == "worker" else 0
+                sup.start(
+                    launch.label,
+                    launch.role,
+                    launch.argv,
+                    launch.env,
+                    stdin=launch.stdin,
+                    restarts=restarts,
+                )
         return sup.wait()
     except _Interrupted as e:
         sup.stop()

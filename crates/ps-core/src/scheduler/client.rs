@@ -296,6 +296,7 @@ fn membership(reply: pb::RegisterReply) -> Result<Membership> {
         num_workers: reply.num_workers,
         num_servers: reply.num_servers,
         servers,
+        rejoined: reply.rejoined,
     })
 }
 
@@ -323,6 +324,15 @@ async fn read_events(
                 Some(pb::event::Kind::WorkerFinished(node)) => {
                     if let Ok(node) = NodeInfo::try_from(node) {
                         watch.finished(node);
+                    }
+                }
+                Some(pb::event::Kind::WorkerAway(_)) => {
+                    // The job waits for its restart; nothing here fails because of it.
+                    tracing::warn!("{}", event.message);
+                }
+                Some(pb::event::Kind::WorkerRejoined(node)) => {
+                    if let Ok(node) = NodeInfo::try_from(node) {
+                        tracing::warn!("{node} (node {}) rejoined the job", node.node_id);
                     }
                 }
                 Some(pb::event::Kind::Shutdown(order)) => {

@@ -7,8 +7,10 @@
 //! (a node was lost, the job is over) go out through a broadcast channel.
 //!
 //! `formation`: registrations, ranks and the moment the job forms.
+//! `rejoin`: a lost worker's place kept open for its restart, and the restarted worker let in.
 
 mod formation;
+mod rejoin;
 
 use tokio::sync::{broadcast, oneshot, watch};
 use tokio::time::{Duration, Instant};
@@ -43,6 +45,10 @@ pub(crate) enum Notice {
     Lost { node: NodeInfo, message: String },
     /// A worker finished.
     Finished(NodeInfo),
+    /// A worker was lost, and its place is kept for a restart (`message` says for how long).
+    Away { node: NodeInfo, message: String },
+    /// A restarted worker took its place back (the node as it is now, on its new host).
+    Rejoined(NodeInfo),
     /// The job is over.
     Shutdown(Shutdown),
 }
@@ -67,6 +73,11 @@ struct Pending {
 #[derive(Debug, Clone, PartialEq)]
 enum State {
     Alive,
+    /// Lost, with its place kept until `since` plus the rejoin timeout.
+    Away {
+        since: Instant,
+        message: String,
+    },
     Finished,
     Lost(String),
 }
@@ -93,6 +104,8 @@ pub(crate) struct Job {
     /// Workers that finished, in the order they did.
     finished: Vec<NodeInfo>,
     next_ticket: u64,
+    /// How long a lost worker's place is kept for its restart (`None`: it is lost at once).
+    rejoin: Option<Duration>,
     notices: broadcast::Sender<Notice>,
     ended: watch::Sender<Option<Shutdown>>,
 }
@@ -110,9 +123,17 @@ impl Job {
             first_lost: None,
             finished: Vec::new(),
             next_ticket: 1,
+            rejoin: None,
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             ended: watch::channel(None).0,
         }
+    }
+
+    /// Keeps a lost worker's place for `timeout` so that a restarted process can take it back
+    /// (`MXRS_MAX_RESTARTS`); `None` (the default) fails the job at once.
+    pub fn with_rejoin(mut self, timeout: Option<Duration>) -> Job {
+        self.rejoin = timeout;
+        self
     }
 
     /// Watches for the end of the job.
@@ -172,7 +193,8 @@ impl Job {
         }
         for m in self.members.iter().filter(|m| group.contains(m.info.role)) {
             match &m.state {
-                State::Alive => {}
+                // A worker away may be restarted and come to the barrier.
+                State::Alive | State::Away { .. } => {}
                 State::Lost(message) => return Err(PsError::NodeLost(message.clone())),
                 State::Finished => return Err(finished_error(&m.info, group)),
             }
@@ -235,7 +257,7 @@ impl Job {
         match &m.state {
             State::Finished => return Ok(()),
             State::Lost(message) => return Err(PsError::NodeLost(message.clone())),
-            State::Alive => m.state = State::Finished,
+            State::Alive | State::Away { .. } => m.state = State::Finished,
         }
         tracing::debug!("{info} (node {node_id}) finished");
         self.finished.push(info.clone());
@@ -259,31 +281,38 @@ impl Job {
 
     /// The event stream `subscription` of `node_id` closed: the node is gone unless it finished,
     /// opened a newer stream, or the job is over.
-    pub fn disconnected(&mut self, node_id: u32, subscription: u64) {
+    pub fn disconnected(&mut self, node_id: u32, subscription: u64, now: Instant) {
         let current = self.member(node_id).map(|m| m.subscription);
         if matches!(current, Ok(Some(id)) if id == subscription) {
-            self.declare_lost(node_id, "disconnected");
+            self.declare_lost(node_id, "disconnected", now);
         }
     }
 
-    /// Declares lost every live node silent for longer than `timeout`.
-    pub fn check_timeouts(&mut self, now: Instant, timeout: Duration) {
-        let silent: Vec<u32> = self
-            .members
-            .iter()
-            .filter(|m| m.state == State::Alive && now.duration_since(m.last_seen) > timeout)
-            .map(|m| m.info.node_id)
-            .collect();
-        for node_id in silent {
-            self.declare_lost(node_id, &format!("stopped heart-beating for {timeout:?}"));
+    /// Declares lost every live node silent for longer than `timeout` (`None`: heartbeats are
+    /// off), and for good every worker away for longer than the rejoin timeout.
+    pub fn check_timeouts(&mut self, now: Instant, timeout: Option<Duration>) {
+        if let Some(timeout) = timeout {
+            let silent: Vec<u32> = self
+                .members
+                .iter()
+                .filter(|m| m.state == State::Alive && now.duration_since(m.last_seen) > timeout)
+                .map(|m| m.info.node_id)
+                .collect();
+            for node_id in silent {
+                let why = format!("stopped heart-beating for {timeout:?}");
+                self.declare_lost(node_id, &why, now);
+            }
         }
+        self.expire_away(now);
     }
 
-    /// Declares a live node lost: everyone hears of it and its barriers fail.
-    fn declare_lost(&mut self, node_id: u32, why: &str) {
+    /// Declares a live node lost: everyone hears of it and its barriers fail. A worker whose
+    /// restart the job waits for is only away until then.
+    fn declare_lost(&mut self, node_id: u32, why: &str, now: Instant) {
         if self.is_over() {
             return;
         }
+        let rejoin = self.rejoin;
         let Ok(m) = self.member_mut(node_id) else {
             return;
         };
@@ -291,6 +320,24 @@ impl Job {
             return;
         }
         let message = format!("{} (node {node_id}) {why}", m.info);
+        if let (Some(timeout), Role::Worker) = (rejoin, m.info.role) {
+            m.state = State::Away {
+                since: now,
+                message: message.clone(),
+            };
+            let node = m.info.clone();
+            self.away(node, &message, timeout);
+            return;
+        }
+        self.mark_lost(node_id, message);
+    }
+
+    /// Records node `node_id` as lost for good with `message`: everyone hears of it, its
+    /// barriers fail, and the job ends if no worker is left working.
+    fn mark_lost(&mut self, node_id: u32, message: String) {
+        let Ok(m) = self.member_mut(node_id) else {
+            return;
+        };
         m.state = State::Lost(message.clone());
         let node = m.info.clone();
         tracing::error!("lost {message}");
@@ -303,10 +350,9 @@ impl Job {
 
     /// Ends the job once no worker is still working.
     fn check_end(&mut self) {
-        let working = self
-            .members
-            .iter()
-            .any(|m| m.info.role == Role::Worker && m.state == State::Alive);
+        let working = self.members.iter().any(|m| {
+            m.info.role == Role::Worker && matches!(m.state, State::Alive | State::Away { .. })
+        });
         if working {
             return;
         }

@@ -39,7 +39,12 @@ fn refusal(job: &mut Job, r: Registration) -> String {
 
 /// A formed 2-worker, 2-server job: node ids 1, 2 are servers 0, 1; 3, 4 are workers 0, 1.
 fn formed() -> (Job, Instant) {
-    let mut job = Job::new(2, 2);
+    formed_with(None)
+}
+
+/// [`formed`], keeping a lost worker's place for `rejoin`.
+fn formed_with(rejoin: Option<Duration>) -> (Job, Instant) {
+    let mut job = Job::new(2, 2).with_rejoin(rejoin);
     let joining: Vec<Joining> = [
         server("s0", 100),
         server("s1", 101),
@@ -294,7 +299,7 @@ fn barrier_refuses_strangers_and_outsiders() {
         assert!(job.heartbeat(id, now).is_err());
         assert!(job.finish(id, now).is_err());
         assert!(job.subscribe(id, now).is_err());
-        job.disconnected(id, 1);
+        job.disconnected(id, 1, Instant::now());
     }
     let e = job.finish(S0, now).unwrap_err();
     assert!(e.to_string().starts_with("only workers finish"), "{e}");
@@ -308,9 +313,9 @@ fn a_lost_node_fails_its_barriers_now_and_later() {
     let mut all = job.enter_barrier(S0, Group::All, now).unwrap();
     let mut servers = job.enter_barrier(S0, Group::Servers, now).unwrap();
     let sub = job.subscribe(W1, now).unwrap();
-    job.disconnected(W1, sub.id + 1); // an older stream: nothing happens
+    job.disconnected(W1, sub.id + 1, Instant::now()); // an older stream: nothing happens
     assert!(pending(&mut waiting));
-    job.disconnected(W1, sub.id);
+    job.disconnected(W1, sub.id, Instant::now());
     let expected = "worker 1 on w1 (node 4) disconnected";
     for rx in [&mut waiting, &mut all] {
         assert!(matches!(answer(rx), Err(PsError::NodeLost(m)) if m == expected));
@@ -348,9 +353,9 @@ fn silent_nodes_are_lost_after_the_timeout() {
     for id in [S0, S1, W0] {
         job.heartbeat(id, later).unwrap();
     }
-    job.check_timeouts(start + timeout - Duration::from_millis(1), timeout);
+    job.check_timeouts(start + timeout - Duration::from_millis(1), Some(timeout));
     assert!(job.heartbeat(S0, later).unwrap().0.is_empty());
-    job.check_timeouts(start + Duration::from_secs(11), timeout);
+    job.check_timeouts(start + Duration::from_secs(11), Some(timeout));
     let (lost, first) = job.heartbeat(S0, later).unwrap();
     assert_eq!(lost.len(), 1);
     assert_eq!(
@@ -360,7 +365,7 @@ fn silent_nodes_are_lost_after_the_timeout() {
     // Entering a barrier counts as a sign of life too.
     job.enter_barrier(S1, Group::Servers, start + Duration::from_secs(15))
         .unwrap();
-    job.check_timeouts(start + Duration::from_secs(19), timeout);
+    job.check_timeouts(start + Duration::from_secs(19), Some(timeout));
     assert_eq!(job.heartbeat(S0, later).unwrap().0.len(), 3);
 }
 
@@ -378,8 +383,11 @@ fn finished_workers_end_the_job() {
     assert!(job.enter_barrier(W1, Group::All, now).is_err());
     // A finished worker's stream closing is no loss, nor is its silence.
     let sub = job.subscribe(W0, now).unwrap().id;
-    job.disconnected(W0, sub);
-    job.check_timeouts(now + Duration::from_secs(100), Duration::from_secs(10));
+    job.disconnected(W0, sub, Instant::now());
+    job.check_timeouts(
+        now + Duration::from_secs(100),
+        Some(Duration::from_secs(10)),
+    );
     assert!(
         job.ended().borrow().is_some(),
         "the silent worker 1 and servers were lost"
@@ -405,7 +413,7 @@ fn finished_workers_end_the_job() {
     assert_eq!(notices.try_recv().unwrap(), Notice::Shutdown(end.clone()));
     // After the end: no more losses, no more barriers, late subscribers hear the end.
     let sub = job.subscribe(S0, now).unwrap().id;
-    job.disconnected(S0, sub);
+    job.disconnected(S0, sub, Instant::now());
     assert!(job.heartbeat(S0, now).unwrap().0.is_empty());
     assert!(matches!(
         job.enter_barrier(S0, Group::Servers, now),
@@ -441,3 +449,6 @@ fn stopping_answers_everyone_waiting() {
     assert!(end.failed);
     assert_eq!(end.reason, "the scheduler was stopped");
 }
+
+#[path = "membership/rejoin_tests.rs"]
+mod rejoin;

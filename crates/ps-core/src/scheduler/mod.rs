@@ -80,6 +80,8 @@ pub struct Membership {
     pub num_servers: u32,
     /// Every server, ordered by rank: where the data plane connects to.
     pub servers: Vec<NodeInfo>,
+    /// True for a restarted worker that took back the place of a lost one in a running job.
+    pub rejoined: bool,
 }
 
 /// The nodes a barrier waits for.

@@ -73,7 +73,7 @@ pub async fn serve(
         cfg.num_servers
     );
     let shared = Arc::new(Shared {
-        job: Mutex::new(Job::new(cfg.num_workers, cfg.num_servers)),
+        job: Mutex::new(Job::new(cfg.num_workers, cfg.num_servers).with_rejoin(cfg.rejoin_timeout)),
         closing: watch::channel(false).0,
         streams: watch::channel(0).0,
     });
@@ -94,13 +94,19 @@ pub async fn serve(
             })
             .await
     }));
-    let checker =
-        (!cfg.heartbeat_interval.is_zero() && !cfg.heartbeat_timeout.is_zero()).then(|| {
-            AbortOnDrop(tokio::spawn(check_liveness(
-                shared.clone(),
-                cfg.heartbeat_timeout,
-            )))
-        });
+    let heartbeat_timeout = (!cfg.heartbeat_interval.is_zero() && !cfg.heartbeat_timeout.is_zero())
+        .then_some(cfg.heartbeat_timeout);
+    let period = [heartbeat_timeout, cfg.rejoin_timeout]
+        .into_iter()
+        .flatten()
+        .min();
+    let checker = period.map(|period| {
+        AbortOnDrop(tokio::spawn(check_liveness(
+            shared.clone(),
+            heartbeat_timeout,
+            period,
+        )))
+    });
 
     let mut ended = shared.job().ended();
     tokio::select! {
@@ -180,10 +186,11 @@ impl Shared {
     }
 }
 
-/// Declares lost every node silent for `timeout`, checking four times per timeout.
-async fn check_liveness(shared: Arc<Shared>, timeout: Duration) {
+/// Declares lost every node silent for `timeout` (and every worker away for longer than the
+/// rejoin timeout), checking four times per `period`, the shorter of the two.
+async fn check_liveness(shared: Arc<Shared>, timeout: Option<Duration>, period: Duration) {
     let mut closing = shared.closing.subscribe();
-    let mut tick = tokio::time::interval((timeout / 4).max(Duration::from_millis(5)));
+    let mut tick = tokio::time::interval((period / 4).max(Duration::from_millis(5)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -277,6 +284,7 @@ impl Scheduler for Service {
             num_workers: membership.num_workers,
             num_servers: membership.num_servers,
             servers: membership.servers.iter().map(Into::into).collect(),
+            rejoined: membership.rejoined,
         }))
     }
 
@@ -347,6 +355,11 @@ fn to_event(notice: Notice) -> pb::Event {
             String::new(),
         ),
         Notice::Shutdown(s) => (pb::event::Kind::Shutdown((&s).into()), String::new()),
+        Notice::Away { node, message } => (pb::event::Kind::WorkerAway((&node).into()), message),
+        Notice::Rejoined(node) => (
+            pb::event::Kind::WorkerRejoined((&node).into()),
+            String::new(),
+        ),
     };
     pb::Event {
         kind: Some(kind),
@@ -396,5 +409,5 @@ async fn forward(
             _ = closing.wait_for(|&c| c) => return,
         }
     }
-    shared.job().disconnected(node_id, id);
+    shared.job().disconnected(node_id, id, Instant::now());
 }

@@ -227,7 +227,8 @@ fn check_reply_size(shared: &Shared, frame: &Frame) -> Result<()> {
     Ok(())
 }
 
-/// First frame of a connection: `key` = worker rank, `round` = mode, `count` = job size.
+/// First frame of a connection: `key` = worker rank, `round` = mode, `count` = job size,
+/// `offset` = 1 for a restarted worker taking back a lost one's place.
 fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) -> Result<()> {
     let (Some(e), 1) = (frame.entries.first(), frame.entries.len()) else {
         return Err(PsError::Protocol(
@@ -266,13 +267,30 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
         }
         let rank = e.key as u32;
         let mut connected = shared.connected.lock();
-        if let Some((_, addr)) = connected.get(&rank) {
-            return Err(PsError::Rejected(format!(
-                "worker rank {rank} is already connected (from {addr}); a second connection \
+        let rejoined = e.offset == 1;
+        match connected.get(&rank) {
+            // The scheduler let the restart in once it had lost the process it replaces, whose
+            // connection may not have been seen closing here yet.
+            Some((_, addr)) if rejoined => {
+                tracing::warn!("worker {rank} rejoined; it replaces the connection from {addr}")
+            }
+            Some((_, addr)) => {
+                return Err(PsError::Rejected(format!(
+                    "worker rank {rank} is already connected (from {addr}); a second connection \
                  claiming it is refused"
-            )));
+                )));
+            }
+            None => {}
         }
         connected.insert(rank, (peer.conn, peer.addr.clone()));
+        drop(connected);
+        if rejoined && mode == Mode::Sync {
+            // Its first pushes may repeat rounds its predecessor had pushed: count them once.
+            for (_, k) in shared.store.pieces() {
+                k.lock().replaced(rank);
+            }
+            tracing::info!("worker {rank} rejoined");
+        }
         Ok(rank)
     })();
     match r {

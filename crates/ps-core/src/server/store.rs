@@ -72,7 +72,9 @@ impl Store {
     }
 
     /// Handles an init entry from `worker`: rank 0's value creates the key; other ranks are
-    /// answered once it exists. Every init is checked against the key's dtype and shape.
+    /// answered once it exists. Every init is checked against the key's dtype and shape. The
+    /// reply's round is the sync round `worker`'s next push of the piece belongs to (not 0 for a
+    /// restarted worker whose predecessor pushed).
     pub(crate) fn init(&self, worker: u32, num_workers: u32, e: &Entry, slot: ReplySlot) {
         let id = (e.key, e.offset);
         let mut shard = self.shard(id).lock();
@@ -82,7 +84,7 @@ impl Store {
                 drop(shard);
                 let k = k.lock();
                 slot.complete(match k.check(e, Access::Init) {
-                    Ok(()) => e.ok(k.round(), Default::default()),
+                    Ok(()) => e.ok(k.next_round(worker), Default::default()),
                     Err(err) => e.error(&err),
                 });
             }

@@ -41,12 +41,14 @@ use conn::ServerConn;
 use encode::{Encoder, check_compressible};
 pub use ticket::Ticket;
 
-/// What a key was initialised as, and how many rounds this worker has pushed to it.
+/// What a key was initialised as, and how many rounds of each of its pieces this worker has
+/// pushed (a restarted worker starts where its predecessor left each piece: the servers say so
+/// when it initialises the key).
 struct KeyMeta {
     dtype: DType,
     shape: Vec<u64>,
     parts: Vec<Part>,
-    pushes: AtomicU64,
+    pushes: Box<[AtomicU64]>,
     /// 2bit compression's residual (empty until the first 2bit push).
     residual: Mutex<Vec<f32>>,
 }
@@ -58,6 +60,12 @@ impl KeyMeta {
 
     fn entry(&self, key: u64, part: &Part) -> Entry {
         Entry::new(key, self.dtype, &self.shape, part.offset, part.count)
+    }
+
+    /// Rounds of the key this worker has pushed: the fewest over its pieces.
+    fn rounds(&self) -> u64 {
+        let rounds = self.pushes.iter().map(|p| p.load(Ordering::Relaxed));
+        rounds.min().unwrap_or(0)
     }
 }
 
@@ -72,6 +80,9 @@ pub struct DataPlane {
     pub bigarray_bound: u64,
     pub max_frame_bytes: u64,
     pub secret: Option<Arc<[u8]>>,
+    /// True for a restarted worker taking back a lost one's place: the servers then count once
+    /// the pushes of rounds the process it replaces had already made ([`Worker::resume_at`]).
+    pub rejoined: bool,
 }
 
 /// A training process's handle on the parameter servers.
@@ -102,6 +113,7 @@ impl Worker {
             key: plane.rank as u64,
             round: plane.mode.code(),
             count: plane.num_workers as u64,
+            offset: u64::from(plane.rejoined),
             ..Entry::new(0, DType::F32, &[], 0, 0)
         };
         let mut conns = Vec::with_capacity(plane.servers.len());
@@ -180,16 +192,19 @@ impl Worker {
         // Everything fits: record the new keys and send.
         let mut batch = Batch::new(Op::Init, self.conns.len(), 0);
         let mut fresh_keys = Vec::new();
+        // Where each fresh piece's reply is, and the counter its round sets (dist_sync).
+        let mut resume: Vec<(Arc<KeyMeta>, usize, (usize, usize))> = Vec::new();
         for (key, dtype, shape, value) in items {
             let numel: u64 = shape.iter().product();
             let meta = match keys.get(&key) {
                 Some(m) => m.clone(),
                 None => {
+                    let parts = self.partitioner.parts(key, numel, dtype.size());
                     let m = Arc::new(KeyMeta {
                         dtype,
-                        parts: self.partitioner.parts(key, numel, dtype.size()),
+                        pushes: parts.iter().map(|_| AtomicU64::new(0)).collect(),
+                        parts,
                         shape: shape.clone(),
-                        pushes: AtomicU64::new(0),
                         residual: Mutex::new(Vec::new()),
                     });
                     fresh_keys.push((key, m.clone()));
@@ -198,13 +213,17 @@ impl Worker {
                 }
             };
             let sz = dtype.size();
-            for part in &meta.parts {
+            let fresh = fresh_keys.last().is_some_and(|(k, _)| *k == key);
+            for (i, part) in meta.parts.iter().enumerate() {
                 let mut e = meta.entry(key, part);
                 if self.rank == 0 {
                     let at = part.offset as usize * sz;
                     e.payload = value.slice(at..at + part.count as usize * sz);
                 }
-                batch.add(part.server, e);
+                let at = batch.add(part.server, e);
+                if fresh && self.mode == Mode::Sync {
+                    resume.push((meta.clone(), i, at));
+                }
             }
         }
         drop(keys);
@@ -212,6 +231,13 @@ impl Worker {
         let table = self.keys.clone();
         batch
             .send(&self.conns, ticket::Plan::Ack)
+            .on_success(move |frames| {
+                for (meta, i, (frame, entry)) in resume {
+                    if let Some(e) = frames.get(frame).and_then(|f| f.entries.get(entry)) {
+                        meta.pushes[i].fetch_max(e.round, Ordering::Relaxed);
+                    }
+                }
+            })
             .on_error(move || {
                 let mut keys = table.lock();
                 for (key, meta) in fresh_keys {
@@ -284,14 +310,13 @@ impl Worker {
         let mut batch = Batch::new(op, self.conns.len(), priority);
         let mut gathers = Vec::new();
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
-            let round = meta.pushes.fetch_add(1, Ordering::Relaxed);
             let sz = dtype.size();
             let mut encoder = compression.map(|c| Encoder::new(c, &meta));
             let mut pieces = Vec::with_capacity(meta.parts.len());
-            for part in &meta.parts {
+            for (part, pushes) in meta.parts.iter().zip(meta.pushes.iter()) {
                 let mut e = meta.entry(key, part);
                 e.dtype = dtype;
-                e.round = round;
+                e.round = pushes.fetch_add(1, Ordering::Relaxed);
                 let at = part.offset as usize * sz;
                 e.payload = data.slice(at..at + part.count as usize * sz);
                 if let Some(encoder) = &mut encoder {
@@ -327,11 +352,10 @@ impl Worker {
                 Ok(m) => m,
                 Err(e) => return Ticket::failed(e),
             };
-            let round = meta.pushes.load(Ordering::Relaxed);
             let mut pieces = Vec::with_capacity(meta.parts.len());
-            for part in &meta.parts {
+            for (part, pushes) in meta.parts.iter().zip(meta.pushes.iter()) {
                 let mut e = meta.entry(key, part);
-                e.round = round;
+                e.round = pushes.load(Ordering::Relaxed);
                 pieces.push(batch.add(part.server, e));
             }
             gathers.push(gather(key, &meta, pieces));
@@ -417,6 +441,25 @@ impl Worker {
     pub async fn server_stats(&self) -> Result<Vec<PushStats>> {
         let payloads = self.broadcast(Op::Stats, Bytes::new()).wait().await?;
         payloads.iter().map(|p| PushStats::decode(p)).collect()
+    }
+
+    /// How many sync rounds of `key` this worker has pushed, the fewest over the key's pieces.
+    /// A restarted worker counts those of the process it replaces (the servers tell it when it
+    /// initialises the key), so this is the step it resumes at.
+    pub fn rounds(&self, key: u64) -> Result<u64> {
+        Ok(self.meta(key)?.rounds())
+    }
+
+    /// Makes this worker's next push of every initialised key belong to sync round `round`, or
+    /// an earlier one where it has pushed fewer: a restarted worker resuming at a step. Pushes
+    /// of rounds the process it replaces had already made are counted once by the servers (they
+    /// answer them, and their pulls, without summing them again).
+    pub fn resume_at(&self, round: u64) {
+        for meta in self.keys.lock().values() {
+            for pushes in meta.pushes.iter() {
+                pushes.fetch_min(round, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The dtype and shape `key` was initialised with on this worker.

@@ -79,7 +79,11 @@ pub struct Ticket {
     plan: Plan,
     failed: Option<PsError>,
     on_error: Option<Box<dyn FnOnce() + Send>>,
+    on_success: Option<OnSuccess>,
 }
+
+/// What runs on the reply frames of a request that succeeded.
+type OnSuccess = Box<dyn FnOnce(&[Frame]) + Send>;
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -97,6 +101,7 @@ impl Ticket {
             plan,
             failed: None,
             on_error: None,
+            on_success: None,
         }
     }
 
@@ -111,6 +116,13 @@ impl Ticket {
         self
     }
 
+    /// Runs `done` on the reply frames once every reply has arrived without an error (for
+    /// example to take the rounds an init's replies carry).
+    pub(crate) fn on_success(mut self, done: impl FnOnce(&[Frame]) + Send + 'static) -> Ticket {
+        self.on_success = Some(Box::new(done));
+        self
+    }
+
     /// A ticket that fails with `err` (a request refused before anything was sent).
     pub(crate) fn failed(err: PsError) -> Ticket {
         Ticket {
@@ -118,6 +130,7 @@ impl Ticket {
             plan: Plan::Ack,
             failed: Some(err),
             on_error: None,
+            on_success: None,
         }
     }
 
@@ -194,6 +207,9 @@ impl Ticket {
             if let Some(bad) = f.entries.iter().find(|e| e.status != 0) {
                 return Err(bad.clone().into_result().expect_err("status is non-zero"));
             }
+        }
+        if let Some(done) = self.on_success {
+            done(&frames);
         }
         Ok((frames, self.plan))
     }

@@ -94,6 +94,7 @@ impl Servers {
             bigarray_bound: bound,
             max_frame_bytes: 1 << 30,
             secret: self.secret.clone(),
+            rejoined: false,
         }
     }
 

@@ -17,7 +17,11 @@ impl Job {
         reg: Registration,
         now: Instant,
     ) -> Result<(u64, oneshot::Receiver<Result<Membership>>)> {
-        self.check(&reg)?;
+        self.check_node(&reg)?;
+        if !self.members.is_empty() {
+            return self.readmit(reg, now);
+        }
+        self.check_place(&reg)?;
         let ticket = self.next_ticket;
         self.next_ticket += 1;
         let (reply, rx) = oneshot::channel();
@@ -28,7 +32,8 @@ impl Job {
         Ok((ticket, rx))
     }
 
-    fn check(&self, reg: &Registration) -> Result<()> {
+    /// Checks what a registration says of its node and of the job's size.
+    fn check_node(&self, reg: &Registration) -> Result<()> {
         let refuse = |msg: String| Err(PsError::Rejected(msg));
         if self.is_over() {
             return Err(PsError::Shutdown);
@@ -46,12 +51,6 @@ impl Job {
                 ));
             }
         }
-        if !self.members.is_empty() {
-            return refuse(format!(
-                "the job ({} workers, {} servers) has already formed; a {} cannot join it now",
-                self.num_workers, self.num_servers, reg.role
-            ));
-        }
         if reg.host.len() > MAX_HOST_LEN {
             return refuse(format!("host name of {} bytes is too long", reg.host.len()));
         }
@@ -61,6 +60,13 @@ impl Job {
                 reg.port
             ));
         }
+        Ok(())
+    }
+
+    /// Checks that a registration before the job formed has a place: its role's places are
+    /// not all taken, and the rank it asks for exists and is free.
+    fn check_place(&self, reg: &Registration) -> Result<()> {
+        let refuse = |msg: String| Err(PsError::Rejected(msg));
         let (same_role, limit, var) = match reg.role {
             Role::Worker => (Role::Worker, self.num_workers, "DMLC_NUM_WORKER"),
             _ => (Role::Server, self.num_servers, "DMLC_NUM_SERVER"),
@@ -143,10 +149,11 @@ impl Job {
                 num_workers: self.num_workers,
                 num_servers: self.num_servers,
                 servers: servers.clone(),
+                rejoined: false,
             };
             if reply.send(Ok(membership)).is_err() {
                 // Its node went away just as the job formed.
-                self.declare_lost(i as u32 + 1, "disconnected while the job formed");
+                self.declare_lost(i as u32 + 1, "disconnected while the job formed", now);
             }
         }
     }

@@ -86,6 +86,18 @@ impl KeyState {
         each!(self, k => k.round)
     }
 
+    /// The sync round `worker`'s next push of this piece belongs to: the current round, or a
+    /// later one when it already pushed to it (what a restarted worker resumes at).
+    pub(crate) fn next_round(&self, worker: u32) -> u64 {
+        each!(self, k => k.reach(worker as usize))
+    }
+
+    /// Worker `worker` was restarted: its pushes of the rounds its predecessor had already
+    /// pushed to this piece will be answered without being summed again.
+    pub(crate) fn replaced(&mut self, worker: u32) {
+        each!(self, k => k.replaced(worker))
+    }
+
     /// Checks that `e` describes this key for `access`.
     pub(crate) fn check(&self, e: &Entry, access: Access) -> Result<()> {
         each!(self, k => k.check(e, access))
@@ -189,6 +201,9 @@ pub(crate) struct KeyData<T> {
     n_pushed: u32,
     ahead: VecDeque<Ahead>,
     pulls: Vec<PullWaiter>,
+    /// By worker, the first round a restarted worker's push is summed for: earlier ones its
+    /// predecessor had pushed already (empty until a worker is restarted).
+    replay: Vec<u64>,
     opt: Option<(u64, State<T>)>,
     /// The value in the key's dtype when that is not the compute type (float16, bfloat16),
     /// made once per value and shared by every pull reply until the value changes.
@@ -213,6 +228,7 @@ impl<T: Float> KeyData<T> {
             n_pushed: 0,
             ahead: VecDeque::new(),
             pulls: Vec::new(),
+            replay: Vec::new(),
             opt: None,
             wire: None,
         }
@@ -275,6 +291,14 @@ impl<T: Float> KeyData<T> {
                 Ok(())
             }
             Mode::Sync => {
+                if self
+                    .replay
+                    .get(worker as usize)
+                    .is_some_and(|&r| e.round < r)
+                {
+                    // Its predecessor's push of this round is summed already.
+                    return Ok(());
+                }
                 if e.round < self.round {
                     return Err(PsError::Rejected(format!(
                         "key {}: push for round {} but the key is already at round {}",
@@ -311,6 +335,14 @@ impl<T: Float> KeyData<T> {
                 self.complete_rounds(ctx);
                 Ok(())
             }
+        }
+    }
+
+    fn replaced(&mut self, worker: u32) {
+        let reach = self.reach(worker as usize);
+        if reach > 0 {
+            self.replay.resize(self.pushed.len(), 0);
+            self.replay[worker as usize] = reach;
         }
     }
 

@@ -59,19 +59,7 @@ impl<T: Float> KeyData<T> {
     fn blocked(&self, round: u64, finished: &[Option<Arc<str>>]) -> Option<PsError> {
         for (w, name) in finished.iter().enumerate() {
             let Some(name) = name else { continue };
-            // The rounds this worker's pushes can still complete: the current one if it pushed
-            // to it, and each following one it pushed ahead to.
-            let mut reach = self.round;
-            if self.pushed.get(w).copied().unwrap_or(false) {
-                reach += 1;
-                while self
-                    .ahead
-                    .iter()
-                    .any(|a| a.worker as usize == w && a.round == reach)
-                {
-                    reach += 1;
-                }
-            }
+            let reach = self.reach(w);
             if round > reach {
                 return Some(PsError::Rejected(format!(
                     "key {}: the pull waits for round {round}, but {name} has finished after \
@@ -82,6 +70,24 @@ impl<T: Float> KeyData<T> {
             }
         }
         None
+    }
+
+    /// The rounds worker `w`'s pushes complete as far as it is concerned: the current one if
+    /// it pushed to it, and each following one it pushed ahead to. Also the round its next
+    /// push belongs to.
+    pub(super) fn reach(&self, w: usize) -> u64 {
+        let mut reach = self.round;
+        if self.pushed.get(w).copied().unwrap_or(false) {
+            reach += 1;
+            while self
+                .ahead
+                .iter()
+                .any(|a| a.worker as usize == w && a.round == reach)
+            {
+                reach += 1;
+            }
+        }
+        reach
     }
 
     pub(super) fn fail_blocked_pulls(&mut self, finished: &[Option<Arc<str>>]) {

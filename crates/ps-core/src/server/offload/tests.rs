@@ -73,6 +73,7 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             bigarray_bound: u64::MAX,
             max_frame_bytes: 1 << 30,
             secret: None,
+            rejoined: false,
         };
         out.push(within(Worker::connect(plane)).await.unwrap());
     }
