@@ -45,6 +45,7 @@ fn main() {
             max_frame_bytes: 1 << 31,
             secret: None,
             rejoined: false,
+            replicas: 0,
         })
         .await
         .unwrap();

@@ -83,6 +83,9 @@ pub struct Config {
     /// the job fails: `PS_REJOIN_TIMEOUT` seconds (default 60) when `MXRS_MAX_RESTARTS` is above
     /// 0 (the launcher restarts failed workers), else `None`: a lost worker ends the job at once.
     pub rejoin_timeout: Option<Duration>,
+    /// `MXRS_REPLICAS`: backups of each server's keys on the servers after it (0: none; at
+    /// most S - 1 count).
+    pub replicas: u32,
     /// `MXNET_KVSTORE_BIGARRAY_BOUND` (elements).
     pub bigarray_bound: u64,
     /// `MXRS_MAX_FRAME_BYTES`: larger data-plane frames are refused.
@@ -114,6 +117,7 @@ impl std::fmt::Debug for Config {
             .field("heartbeat_interval", &self.heartbeat_interval)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("rejoin_timeout", &self.rejoin_timeout)
+            .field("replicas", &self.replicas)
             .field("bigarray_bound", &self.bigarray_bound)
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("max_inflight_bytes", &self.max_inflight_bytes)
@@ -140,6 +144,7 @@ pub const VARIABLES: &[&str] = &[
     "PS_HEARTBEAT_TIMEOUT",
     "MXRS_MAX_RESTARTS",
     "PS_REJOIN_TIMEOUT",
+    "MXRS_REPLICAS",
     "MXNET_KVSTORE_BIGARRAY_BOUND",
     "MXRS_MAX_FRAME_BYTES",
     "MXRS_MAX_INFLIGHT_BYTES",
@@ -203,6 +208,7 @@ impl Config {
                 }
                 _ => None,
             },
+            replicas: optional(&get, "MXRS_REPLICAS")?.unwrap_or(0),
             bigarray_bound: positive(
                 optional(&get, "MXNET_KVSTORE_BIGARRAY_BOUND")?.unwrap_or(DEFAULT_BIGARRAY_BOUND),
                 "MXNET_KVSTORE_BIGARRAY_BOUND",
@@ -231,6 +237,7 @@ impl Config {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
             rejoin_timeout: None,
+            replicas: 0,
             bigarray_bound: DEFAULT_BIGARRAY_BOUND,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,

@@ -14,7 +14,7 @@ use crate::error::{PsError, Result};
 use crate::protocol::frame::Mode;
 use crate::protocol::{auth, transport};
 use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
-use crate::server::{Farewell, Limits, Server};
+use crate::server::{Farewell, Limits, ReplicaConfig, Server};
 use crate::worker::{DataPlane, Worker};
 
 /// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
@@ -169,6 +169,19 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
         max_inflight: cfg.max_inflight_bytes,
     };
     let server = Server::with_limits(cfg.num_workers, limits);
+    let m = control.membership();
+    if cfg.replicas > 0 && m.num_servers > 1 {
+        server.replicate(ReplicaConfig {
+            me: m.me.rank,
+            servers: resolve_servers(&m.servers)?,
+            replicas: cfg.replicas,
+            bigarray_bound: cfg.bigarray_bound,
+            secret: secret.clone(),
+            max_frame: cfg.max_frame_bytes,
+            num_workers: cfg.num_workers,
+            mode: Mode::Sync,
+        });
+    }
     let ended = follow_job(&server, control.health());
     server.serve(listener, secret, ended).await?;
     let end = control.health().borrow().clone();
@@ -179,10 +192,30 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
     })
 }
 
-/// Passes finished workers on to `server` until the job ends; then says why the server leaves.
+/// Every server's data-plane address and name, by rank.
+fn resolve_servers(servers: &[scheduler::NodeInfo]) -> Result<Vec<(std::net::SocketAddr, String)>> {
+    servers
+        .iter()
+        .map(|s| {
+            let addr = (s.host.as_str(), s.port)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or_else(|| PsError::Rpc(format!("cannot resolve the address of {s}")))?;
+            Ok((addr, s.to_string()))
+        })
+        .collect()
+}
+
+/// Passes finished workers and failed-over servers on to `server` until the job ends; then
+/// says why the server leaves.
 async fn follow_job(server: &Server, mut health: watch::Receiver<JobHealth>) -> Option<Farewell> {
     let mut told = 0;
     loop {
+        let lost = health.borrow().servers_lost.clone();
+        if !lost.is_empty() {
+            server.servers_lost(&lost);
+        }
         let (finished, farewell) = {
             let h = health.borrow_and_update();
             let farewell = match (&h.shutdown, h.scheduler_lost) {
@@ -241,20 +274,7 @@ impl JobWorker {
         let control = ControlClient::join(cfg, Role::Worker, &ip.to_string(), 0).await?;
         let m = control.membership().clone();
         let plane = DataPlane {
-            servers: m
-                .servers
-                .iter()
-                .map(|s| {
-                    let addr = (s.host.as_str(), s.port)
-                        .to_socket_addrs()
-                        .ok()
-                        .and_then(|mut a| a.next())
-                        .ok_or_else(|| {
-                            PsError::Rpc(format!("cannot resolve the address of {s}"))
-                        })?;
-                    Ok((addr, s.to_string()))
-                })
-                .collect::<Result<_>>()?,
+            servers: resolve_servers(&m.servers)?,
             rank: m.me.rank,
             num_workers: m.num_workers,
             mode,
@@ -262,6 +282,7 @@ impl JobWorker {
             max_frame_bytes: cfg.max_frame_bytes,
             secret,
             rejoined: m.rejoined,
+            replicas: cfg.replicas,
         };
         let worker = Arc::new(Worker::connect(plane).await?);
         let watcher = tokio::spawn(watch_health(control.health(), worker.clone()));
@@ -304,9 +325,14 @@ impl Drop for JobWorker {
     }
 }
 
-/// Fails the worker's requests as soon as the job reports a lost node or a failed shutdown.
+/// Fails the worker's requests as soon as the job reports a lost node or a failed shutdown;
+/// moves them to the backups of a server failed over.
 async fn watch_health(mut health: watch::Receiver<JobHealth>, worker: Arc<Worker>) {
     let why = loop {
+        let lost = health.borrow().servers_lost.clone();
+        if !lost.is_empty() {
+            worker.servers_lost(&lost);
+        }
         {
             let h = health.borrow_and_update();
             if let Some(lost) = &h.lost {

@@ -61,6 +61,14 @@ def _parser():
         help="restart a failed worker with the same rank up to N times; the job waits for it "
         "(PS_REJOIN_TIMEOUT seconds, default 60) instead of failing (local and ssh launchers)",
     )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=None,
+        metavar="N",
+        help="back up each server's keys on the next N servers, so that the job survives "
+        "losing a server (MXRS_REPLICAS; default 0)",
+    )
     p.add_argument("--interface", help="network interface the nodes bind (DMLC_INTERFACE)")
     p.add_argument(
         "--verbose",
@@ -87,6 +95,7 @@ _TAKES_VALUE = {
     "--env-server",
     "--env-worker",
     "--max-restarts",
+    "--replicas",
     "--interface",
 }
 
@@ -162,6 +171,11 @@ def parse(argv):
     if args.max_restarts:
         job.max_restarts = args.max_restarts
         env["MXRS_MAX_RESTARTS"] = str(args.max_restarts)
+    if args.replicas is not None:
+        if args.replicas < 0:
+            p.error(f"--replicas must be 0 or more, got {args.replicas}")
+        env["MXRS_REPLICAS"] = str(args.replicas)
+    job.replicas = int(env.get("MXRS_REPLICAS", "0") or 0) if servers > 1 else 0
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:

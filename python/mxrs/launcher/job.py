@@ -54,6 +54,8 @@ class Job:
     sync_dst_dir: str | None = None
     #: How many times each worker is started again after it fails (``--max-restarts``).
     max_restarts: int = 0
+    #: Backups of each server's keys (``--replicas``): a failed server does not end the job.
+    replicas: int = 0
     secret: str = field(default_factory=lambda: secrets.token_hex(32))
 
     def base_env(self):

@@ -36,14 +36,16 @@ class Supervisor:
         self._exits: queue.Queue[tuple[str | None, int | None]] = queue.Queue()
         # label -> (argv, env, stdin, restarts left, restarts allowed) of restartable workers
         self._again: dict[str, tuple[list, dict, bytes | None, int, int]] = {}
+        self._expendable: set[str] = set()
 
-    def start(self, label, role, argv, env, stdin=None, pass_fds=(), restarts=0):
+    def start(self, label, role, argv, env, stdin=None, pass_fds=(), restarts=0, expendable=False):
         """Start ``argv`` with environment ``env``; ``role`` 'worker' marks the job's workers.
 
         ``stdin`` bytes are written to the process, whose stdin then stays open until the job
         ends (closing it is how remote launchers learn to stop). ``pass_fds`` are descriptors
         the process inherits (the scheduler's announcement pipe). A worker that fails is started
-        again up to ``restarts`` times.
+        again up to ``restarts`` times; an ``expendable`` process (a server whose keys have
+        backups) that fails does not end the job: the scheduler says whether it can go on.
         """
         try:
             proc = subprocess.Popen(
@@ -63,6 +65,8 @@ class Supervisor:
             proc.stdin.flush()
         tail: collections.deque[bytes] = collections.deque(maxlen=20)
         self._procs.append((label, role, proc, tail))
+        if expendable:
+            self._expendable.add(label)
         if restarts and role == "worker" and label not in self._again:
             self._again[label] = (list(argv), dict(env), stdin, restarts, restarts)
         pump = threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True)
@@ -128,6 +132,12 @@ class Supervisor:
                 if self._restart(label, status):
                     running.add(label)
                     workers.add(label)
+                    continue
+                if label in self._expendable:
+                    self._say(
+                        f"{label} failed with exit status {status}; its keys are served by "
+                        "their backups"
+                    )
                     continue
                 self._report(label, status)
                 self._terminate()

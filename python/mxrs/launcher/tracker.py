@@ -89,6 +89,7 @@ def run(job: Job, plan, dry_run=False, out=None):
                     launch.env,
                     stdin=launch.stdin,
                     restarts=restarts,
+                    expendable=launch.role == "server" and job.replicas > 0,
                 )
         return sup.wait()
     except _Interrupted as e:

@@ -41,12 +41,17 @@ pub const ENTRY_HEADER: usize = 40;
 pub const MAX_NDIM: usize = 32;
 /// `flags` bit marking a reply.
 const FLAG_REPLY: u8 = 1;
+/// `flags` bit marking a request a worker sends again to the server that took over its keys
+/// after the one it went to was lost: what of it was applied already is answered, not redone.
+const FLAG_RESENT: u8 = 2;
 
 /// What a frame asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Op {
-    /// First frame of a worker: `key` = worker rank, `round` = [`Mode`] code.
+    /// First frame of a connection: `key` = worker rank, `round` = [`Mode`] code, `count` = the
+    /// job's workers; `offset` 1 for a restarted worker, 2 for a server that will send
+    /// replicas (`key` = its server rank).
     Hello = 1,
     /// Create keys; rank 0's values win, other ranks wait until the key exists.
     Init = 2,
@@ -69,6 +74,9 @@ pub enum Op {
     Bye = 10,
     /// Read the server's counters of received pushes.
     Stats = 11,
+    /// From a key's primary server to its backup: the key's whole state after a change (its
+    /// value, round, per-worker push counts and optimizer state); answered once stored.
+    Replicate = 12,
 }
 
 impl Op {
@@ -85,6 +93,7 @@ impl Op {
             9 => Op::LoadStates,
             10 => Op::Bye,
             11 => Op::Stats,
+            12 => Op::Replicate,
             _ => return Err(PsError::Protocol(format!("unknown op {v}"))),
         })
     }
@@ -209,6 +218,8 @@ impl Entry {
 pub struct Frame {
     pub op: Op,
     pub reply: bool,
+    /// A request sent again after the server it went to was lost ([`FLAG_RESENT`]).
+    pub resent: bool,
     pub request_id: u64,
     pub entries: Vec<Entry>,
 }
@@ -219,6 +230,7 @@ impl Frame {
         Frame {
             op,
             reply: false,
+            resent: false,
             request_id,
             entries,
         }
@@ -229,6 +241,7 @@ impl Frame {
         Frame {
             op,
             reply: true,
+            resent: false,
             request_id,
             entries,
         }
@@ -288,7 +301,7 @@ impl Frame {
         }
         let op = Op::from_u8(buf.get_u8())?;
         let flags = buf.get_u8();
-        if flags & !FLAG_REPLY != 0 {
+        if flags & !(FLAG_REPLY | FLAG_RESENT) != 0 {
             return Err(PsError::Protocol(format!("unknown frame flags {flags:#x}")));
         }
         let n = buf.get_u16_le() as usize;
@@ -338,6 +351,7 @@ impl Frame {
         Ok(Frame {
             op,
             reply: flags & FLAG_REPLY != 0,
+            resent: flags & FLAG_RESENT != 0,
             request_id,
             entries,
         })
@@ -353,7 +367,8 @@ impl Frame {
         scratch.reserve(LEN_BYTES + FRAME_HEADER + ENTRY_HEADER);
         scratch.put_u32_le(len);
         scratch.put_u8(self.op as u8);
-        scratch.put_u8(if self.reply { FLAG_REPLY } else { 0 });
+        let reply = if self.reply { FLAG_REPLY } else { 0 };
+        scratch.put_u8(reply | if self.resent { FLAG_RESENT } else { 0 });
         scratch.put_u16_le(n);
         scratch.put_u64_le(self.request_id);
         for e in &self.entries {

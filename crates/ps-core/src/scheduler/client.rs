@@ -330,6 +330,18 @@ async fn read_events(
                     // The job waits for its restart; nothing here fails because of it.
                     tracing::warn!("{}", event.message);
                 }
+                Some(pb::event::Kind::ServerFailover(node)) => {
+                    tracing::warn!("{}", event.message);
+                    if let Ok(node) = NodeInfo::try_from(node) {
+                        watch.health.send_if_modified(|h| {
+                            let new = !h.servers_lost.contains(&node.rank);
+                            if new {
+                                h.servers_lost.push(node.rank);
+                            }
+                            new
+                        });
+                    }
+                }
                 Some(pb::event::Kind::WorkerRejoined(node)) => {
                     if let Ok(node) = NodeInfo::try_from(node) {
                         tracing::warn!("{node} (node {}) rejoined the job", node.node_id);

@@ -8,7 +8,9 @@
 //!
 //! `formation`: registrations, ranks and the moment the job forms.
 //! `rejoin`: a lost worker's place kept open for its restart, and the restarted worker let in.
+//! `failover`: a lost server whose keys live on on their backups.
 
+mod failover;
 mod formation;
 mod rejoin;
 
@@ -49,6 +51,8 @@ pub(crate) enum Notice {
     Away { node: NodeInfo, message: String },
     /// A restarted worker took its place back (the node as it is now, on its new host).
     Rejoined(NodeInfo),
+    /// A server was lost and its keys are served by their backups from now on.
+    ServerFailover { node: NodeInfo, message: String },
     /// The job is over.
     Shutdown(Shutdown),
 }
@@ -80,6 +84,8 @@ enum State {
     },
     Finished,
     Lost(String),
+    /// A server lost whose keys live on on their backups: it no longer counts in the job.
+    Gone(String),
 }
 
 struct Member {
@@ -106,6 +112,10 @@ pub(crate) struct Job {
     next_ticket: u64,
     /// How long a lost worker's place is kept for its restart (`None`: it is lost at once).
     rejoin: Option<Duration>,
+    /// Backups of each server's keys (`MXRS_REPLICAS`): a lost server is failed over.
+    replicas: u32,
+    /// Servers failed over, in the order they were lost.
+    gone: Vec<(NodeInfo, String)>,
     notices: broadcast::Sender<Notice>,
     ended: watch::Sender<Option<Shutdown>>,
 }
@@ -124,6 +134,8 @@ impl Job {
             finished: Vec::new(),
             next_ticket: 1,
             rejoin: None,
+            replicas: 0,
+            gone: Vec::new(),
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             ended: watch::channel(None).0,
         }
@@ -193,17 +205,14 @@ impl Job {
         }
         for m in self.members.iter().filter(|m| group.contains(m.info.role)) {
             match &m.state {
-                // A worker away may be restarted and come to the barrier.
-                State::Alive | State::Away { .. } => {}
+                // A worker away may be restarted and come to the barrier; a server gone is
+                // not waited for.
+                State::Alive | State::Away { .. } | State::Gone(_) => {}
                 State::Lost(message) => return Err(PsError::NodeLost(message.clone())),
                 State::Finished => return Err(finished_error(&m.info, group)),
             }
         }
-        let size = self
-            .members
-            .iter()
-            .filter(|m| group.contains(m.info.role))
-            .count();
+        let size = self.barrier_size(group);
         let waiting = &mut self.barriers[group.index()];
         // Drop members whose call went away, and an earlier entry of this node.
         waiting.retain(|(id, tx)| !tx.is_closed() && *id != node_id);
@@ -239,6 +248,14 @@ impl Job {
             });
         }
         backlog.extend(self.finished.iter().cloned().map(Notice::Finished));
+        backlog.extend(
+            self.gone
+                .iter()
+                .map(|(node, message)| Notice::ServerFailover {
+                    node: node.clone(),
+                    message: message.clone(),
+                }),
+        );
         if let Some(shutdown) = self.ended.borrow().clone() {
             backlog.push(Notice::Shutdown(shutdown));
         }
@@ -256,7 +273,9 @@ impl Job {
         }
         match &m.state {
             State::Finished => return Ok(()),
-            State::Lost(message) => return Err(PsError::NodeLost(message.clone())),
+            State::Lost(message) | State::Gone(message) => {
+                return Err(PsError::NodeLost(message.clone()));
+            }
             State::Alive | State::Away { .. } => m.state = State::Finished,
         }
         tracing::debug!("{info} (node {node_id}) finished");
@@ -327,6 +346,9 @@ impl Job {
             };
             let node = m.info.clone();
             self.away(node, &message, timeout);
+            return;
+        }
+        if self.fail_over(node_id, &message) {
             return;
         }
         self.mark_lost(node_id, message);

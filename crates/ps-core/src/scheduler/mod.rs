@@ -134,6 +134,8 @@ pub struct JobHealth {
     pub shutdown: Option<Shutdown>,
     /// Workers that have finished, in the order the scheduler reported them.
     pub finished: Vec<NodeInfo>,
+    /// Ranks of the servers failed over (a job with backups), in the order they were lost.
+    pub servers_lost: Vec<u32>,
 }
 
 /// The scheduler's order to end the job.

@@ -73,7 +73,11 @@ pub async fn serve(
         cfg.num_servers
     );
     let shared = Arc::new(Shared {
-        job: Mutex::new(Job::new(cfg.num_workers, cfg.num_servers).with_rejoin(cfg.rejoin_timeout)),
+        job: Mutex::new(
+            Job::new(cfg.num_workers, cfg.num_servers)
+                .with_rejoin(cfg.rejoin_timeout)
+                .with_replicas(cfg.replicas),
+        ),
         closing: watch::channel(false).0,
         streams: watch::channel(0).0,
     });
@@ -356,6 +360,9 @@ fn to_event(notice: Notice) -> pb::Event {
         ),
         Notice::Shutdown(s) => (pb::event::Kind::Shutdown((&s).into()), String::new()),
         Notice::Away { node, message } => (pb::event::Kind::WorkerAway((&node).into()), message),
+        Notice::ServerFailover { node, message } => {
+            (pb::event::Kind::ServerFailover((&node).into()), message)
+        }
         Notice::Rejoined(node) => (
             pb::event::Kind::WorkerRejoined((&node).into()),
             String::new(),

@@ -33,6 +33,8 @@ pub(crate) struct Peer {
     pub addr: String,
     /// The worker rank its Hello claimed, once accepted.
     pub rank: Option<u32>,
+    /// The rank of the server at the other end, for a connection that carries replicas.
+    pub server: Option<u32>,
 }
 
 /// Serves one authenticated connection until the peer leaves, sends garbage, or `stop` is set.
@@ -48,6 +50,7 @@ pub(crate) async fn run(
             .map(|a| a.to_string())
             .unwrap_or_else(|_| "?".into()),
         rank: None,
+        server: None,
     };
     let (read_half, write_half) = stream.into_split();
     let flow = Arc::new(Flow::default());
@@ -59,7 +62,7 @@ pub(crate) async fn run(
         FrameReader::with_budget(read_half, shared.limits.max_frame, shared.budget.clone());
     let farewell = loop {
         let frame = tokio::select! {
-            f = next_request(&mut reader, &flow, peer.rank.is_none()) => f,
+            f = next_request(&mut reader, &flow, peer.rank.is_none() && peer.server.is_none()) => f,
             _ = stop.changed() => break stop.borrow().clone(),
         };
         match frame {

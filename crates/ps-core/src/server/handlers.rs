@@ -12,7 +12,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::connection::Peer;
-use super::key::{Ctx, KeyState};
+use super::key::{Ctx, KeyState, Replicate};
 use super::reply::{Outbox, ReplySlot};
 use super::{Installed, Shared};
 use crate::codec::Codec;
@@ -38,6 +38,9 @@ pub(crate) fn dispatch(
     if frame.op == Op::Hello {
         return hello(shared, peer, frame, slots);
     }
+    if let Some(server) = peer.server {
+        return replicas(shared, server, frame, slots);
+    }
     let Some(rank) = peer.rank else {
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
     };
@@ -56,10 +59,16 @@ pub(crate) fn dispatch(
         updater: installed.as_ref().map(|i| i.updater.as_ref()),
         epoch: installed.as_ref().map_or(0, |i| i.epoch),
         finished: &finished,
+        replica: replica_of(shared),
+        resent: frame.resent,
     };
     let entries = frame.entries.iter().zip(slots);
     match frame.op {
         Op::Hello | Op::Bye => unreachable!("handled above"),
+        Op::Replicate => {
+            let err = PsError::Protocol("a worker sent replicas".into());
+            refuse_all(&frame.entries, entries.map(|(_, s)| s), None, &err);
+        }
         Op::Init => {
             let checked = frame
                 .entries
@@ -69,7 +78,7 @@ pub(crate) fn dispatch(
                 refuse_all(&frame.entries, entries.map(|(_, s)| s), Some(bad), &err);
                 return Ok(());
             }
-            entries.for_each(|(e, slot)| shared.store.init(rank, shared.num_workers, e, slot))
+            entries.for_each(|(e, slot)| shared.store.init(rank, &ctx, e, slot))
         }
         Op::Push | Op::PushPull => {
             let keys = match checked_keys(shared, &frame.entries) {
@@ -81,7 +90,16 @@ pub(crate) fn dispatch(
             };
             for ((e, slot), key) in entries.zip(keys) {
                 let mut k = key.lock();
-                match (frame.op, k.push(&ctx, rank, e)) {
+                // The round this push is answered at: the one it completes (dist_sync), or the
+                // update it made (dist_async).
+                let pushed = k.push(&ctx, rank, e);
+                let done = match ctx.mode {
+                    Mode::Sync => e.round + 1,
+                    Mode::Async => k.round(),
+                };
+                match (frame.op, pushed) {
+                    // With a backup, once that round is durable.
+                    (Op::Push, Ok(())) if ctx.replicated() => k.ack_when(done, e, slot),
                     (Op::Push, r) => {
                         let r = r.map(|()| (k.round(), Bytes::new()));
                         slot.complete(answer(e, r));
@@ -90,13 +108,15 @@ pub(crate) fn dispatch(
                     // key's dtype (a float16 push into a float32 key pulls float32).
                     (_, Ok(())) => {
                         let pull = pull_of(e, k.dtype());
-                        k.pull(&ctx, e.round + 1, &pull, slot);
+                        k.pull(&ctx, done, &pull, slot);
                     }
                     (_, Err(err)) => slot.complete(e.error(&err)),
                 }
             }
         }
         Op::Pull => entries.for_each(|(e, slot)| match shared.store.get(e) {
+            // dist_async pulls take the latest value, whatever round the worker counts.
+            Ok(key) if ctx.mode == Mode::Async => key.lock().pull(&ctx, 0, e, slot),
             Ok(key) => key.lock().pull(&ctx, e.round, e, slot),
             Err(err) => slot.complete(e.error(&err)),
         }),
@@ -115,7 +135,12 @@ pub(crate) fn dispatch(
         Op::SaveStates => entries.for_each(|(e, slot)| {
             let epoch = current(shared).map(|i| i.epoch);
             let r = epoch
-                .map(|ep| (0, Bytes::from(shared.store.save_states(ep))))
+                .map(|ep| {
+                    (
+                        0,
+                        Bytes::from(shared.store.save_states(ep, &|r| serves(shared, r))),
+                    )
+                })
                 .ok_or_else(no_optimizer);
             slot.complete(answer(e, r));
         }),
@@ -127,10 +152,84 @@ pub(crate) fn dispatch(
             let r = current(shared)
                 .ok_or_else(no_optimizer)
                 .and_then(|i| shared.store.load_states(i.epoch, &e.payload));
+            if r.is_ok()
+                && let Some(replica) = ctx.replica
+            {
+                // The backups get the loaded states too.
+                for (_, k) in shared.store.pieces() {
+                    let mut k = k.lock();
+                    if replica.serves(k.range()) {
+                        k.republish(&ctx);
+                    }
+                }
+            }
             slot.complete(answer(e, r.map(|()| (0, Bytes::new()))));
         }),
     }
     Ok(())
+}
+
+/// Stores the pieces a primary server sends this one, its backup.
+fn replicas(shared: &Shared, server: u32, frame: Frame, slots: Vec<ReplySlot>) -> Result<()> {
+    if frame.op != Op::Replicate {
+        return Err(PsError::Protocol(format!(
+            "server {server} sent {:?} on its replication connection",
+            frame.op
+        )));
+    }
+    let epoch = current(shared).map_or(0, |i| i.epoch);
+    let Some(replica) = replica_of(shared) else {
+        return Err(PsError::Protocol(
+            "replicas sent to a server that keeps none".into(),
+        ));
+    };
+    if !frame.entries.len().is_multiple_of(2) {
+        return Err(PsError::Protocol(format!(
+            "server {server} sent a Replicate frame of {} entries (pieces take two)",
+            frame.entries.len()
+        )));
+    }
+    let mut slots = slots.into_iter();
+    for pair in frame.entries.chunks_exact(2) {
+        let pair: &[Entry; 2] = pair.try_into().expect("chunks of two");
+        let range = replica.range_of(&pair[0]);
+        let r = shared.store.restore(pair, range, shared.num_workers, epoch);
+        for e in pair {
+            let slot = slots.next().expect("one slot per entry");
+            slot.complete(match &r {
+                Ok(()) => e.ok(e.round, Bytes::new()),
+                Err(err) => e.error(err),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Whether this server serves placement range `range` now (always, without backups).
+fn serves(shared: &Shared, range: u32) -> bool {
+    replica_of(shared).is_none_or(|r| r.serves(range))
+}
+
+fn replica_of(shared: &Shared) -> Option<&dyn Replicate> {
+    let r = shared.replication.get()?;
+    Some(r.as_ref())
+}
+
+/// A context for work outside a request (a chain that changed): no updater, nothing finished.
+pub(crate) fn bare_ctx<'a>(
+    shared: &Shared,
+    replica: &'a dyn Replicate,
+    finished: &'a [Option<Arc<str>>],
+) -> Ctx<'a> {
+    Ctx {
+        num_workers: shared.num_workers,
+        mode: shared.mode.lock().unwrap_or(Mode::Sync),
+        updater: None,
+        epoch: 0,
+        finished,
+        replica: Some(replica),
+        resent: false,
+    }
 }
 
 /// Each push entry's key, every entry checked first; else the index of the first bad entry and
@@ -236,8 +335,11 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
         ));
     };
     let slot = slots.into_iter().next().expect("one slot per entry");
+    if e.offset == super::replica::HELLO_SERVER {
+        return server_hello(shared, peer, e, slot);
+    }
     let r = (|| {
-        if peer.rank.is_some() {
+        if peer.rank.is_some() || peer.server.is_some() {
             return Err(PsError::Protocol("second Hello on one connection".into()));
         }
         if e.count != shared.num_workers as u64 {
@@ -300,6 +402,25 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
         }
         Err(err) => slot.complete(e.error(&err)),
     }
+    Ok(())
+}
+
+/// The Hello of a server that will send this one replicas: `key` = its rank.
+fn server_hello(shared: &Shared, peer: &mut Peer, e: &Entry, slot: ReplySlot) -> Result<()> {
+    if peer.rank.is_some() || peer.server.is_some() {
+        return Err(PsError::Protocol("second Hello on one connection".into()));
+    }
+    if shared.replication.get().is_none() {
+        slot.complete(e.error(&PsError::Rejected(
+            "this server keeps no replicas (MXRS_REPLICAS is 0)".into(),
+        )));
+        return Ok(());
+    }
+    let server = u32::try_from(e.key)
+        .map_err(|_| PsError::Protocol(format!("server rank {} out of range", e.key)))?;
+    peer.server = Some(server);
+    tracing::debug!("server {server} sends replicas from {}", peer.addr);
+    slot.complete(e.ok(0, Bytes::new()));
     Ok(())
 }
 

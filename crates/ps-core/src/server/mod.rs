@@ -16,17 +16,19 @@
 //! - `connection`: a worker's connection: the reader that dispatches and the writer that answers.
 //! - `reply`: reply frames assembled from entries that complete at different times, and the
 //!   per-connection flow accounting.
+//! - `replica`: chain replication to backup servers, and the chains without lost servers.
 
 mod connection;
 mod handlers;
 mod key;
 mod offload;
+mod replica;
 mod reply;
 mod store;
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
@@ -42,6 +44,7 @@ use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
 use crate::protocol::transport;
 use crate::updater::{OptimizerSpec, Updater};
+pub use replica::{ReplicaConfig, chains};
 pub use reply::MAX_OUTSTANDING_ENTRIES;
 use store::Store;
 
@@ -72,6 +75,10 @@ pub(crate) struct Shared {
     large_cost: offload::Cost,
     /// Totals of the push frames received (what a `Stats` request reads).
     push_stats: Counters,
+    /// Chain replication, in a job with backups.
+    replication: OnceLock<Arc<replica::Replication>>,
+    /// What the backups report they stored, until `serve` takes it.
+    acks: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<(u64, u64, u64)>>>,
     #[cfg(test)]
     hooks: offload::Hooks,
 }
@@ -144,9 +151,42 @@ impl Server {
                 next_conn: AtomicU64::new(1),
                 large_cost: offload::Cost::new(offload::OFFLOAD_AFTER),
                 push_stats: Counters::default(),
+                replication: OnceLock::new(),
+                acks: Mutex::new(None),
                 #[cfg(test)]
                 hooks: Default::default(),
             }),
+        }
+    }
+
+    /// Replicates this server's keys to its backups and keeps those of other servers it backs
+    /// up, as `cfg` says; called before [`Server::serve`], once.
+    pub fn replicate(&self, cfg: ReplicaConfig) {
+        let (replication, acks) = replica::Replication::new(cfg);
+        if self.shared.replication.set(Arc::new(replication)).is_ok() {
+            *self.shared.acks.lock() = Some(acks);
+        }
+    }
+
+    /// Servers `lost` are gone: their ranges are served by their backups (this server among
+    /// them, perhaps), and what waited on a lost backup is answered.
+    pub fn servers_lost(&self, lost: &[u32]) {
+        let Some(r) = self.shared.replication.get() else {
+            return;
+        };
+        let changed = r.servers_lost(lost);
+        if changed.is_empty() {
+            return;
+        }
+        tracing::warn!("servers {lost:?} lost; their keys move to their backups");
+        let finished = self.shared.finished.read().clone();
+        let ctx = handlers::bare_ctx(&self.shared, r.as_ref(), &finished);
+        for (_, k) in self.shared.store.pieces() {
+            let mut k = k.lock();
+            if changed.contains(&k.range()) {
+                // Its state goes to its new backup, or is durable as it is without one.
+                k.republish(&ctx);
+            }
         }
     }
 
@@ -196,6 +236,15 @@ impl Server {
         shutdown: impl Future<Output = Option<Farewell>>,
     ) -> Result<()> {
         let (stop_tx, stop_rx) = watch::channel(None);
+        let acks = self.shared.acks.lock().take();
+        let _acks = acks.map(|mut acks| {
+            let shared = self.shared.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                while let Some((key, offset, round)) = acks.recv().await {
+                    shared.store.acked(key, offset, round);
+                }
+            }))
+        });
         let mut incoming = transport::authenticated(listener, secret);
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
@@ -221,5 +270,14 @@ impl Server {
         })));
         while conns.join_next().await.is_some() {}
         Ok(())
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::key::{KeyState, LoadedState, check_layout};
+use super::key::{Ctx, KeyState, LoadedState, check_layout};
 use super::reply::ReplySlot;
 use crate::dtype::Access;
 use crate::error::{PsError, Result};
@@ -75,26 +75,32 @@ impl Store {
     /// answered once it exists. Every init is checked against the key's dtype and shape. The
     /// reply's round is the sync round `worker`'s next push of the piece belongs to (not 0 for a
     /// restarted worker whose predecessor pushed).
-    pub(crate) fn init(&self, worker: u32, num_workers: u32, e: &Entry, slot: ReplySlot) {
+    pub(crate) fn init(&self, worker: u32, ctx: &Ctx, e: &Entry, slot: ReplySlot) {
         let id = (e.key, e.offset);
         let mut shard = self.shard(id).lock();
         match shard.get_mut(&id) {
             Some(Slot::Ready(k)) => {
                 let k = k.clone();
                 drop(shard);
-                let k = k.lock();
-                slot.complete(match k.check(e, Access::Init) {
-                    Ok(()) => e.ok(k.next_round(worker), Default::default()),
-                    Err(err) => e.error(&err),
-                });
+                let mut k = k.lock();
+                match k.check(e, Access::Init) {
+                    Ok(()) if k.is_durable() => {
+                        slot.complete(e.ok(k.next_round(worker), Default::default()))
+                    }
+                    Ok(()) => k.ack_when(0, e, slot),
+                    Err(err) => slot.complete(e.error(&err)),
+                }
             }
             Some(Slot::Waiting(waiters)) if worker != 0 => waiters.push((header(e), slot)),
             None if worker != 0 => {
                 shard.insert(id, Slot::Waiting(vec![(header(e), slot)]));
             }
-            _ => match KeyState::create(e, num_workers) {
+            _ => match KeyState::create(e, ctx.num_workers) {
                 Err(err) => slot.complete(e.error(&err)),
-                Ok(state) => {
+                Ok(mut state) => {
+                    if let Some(r) = ctx.replica {
+                        state.set_range(r.range_of(e));
+                    }
                     let waiters = match shard.insert(id, Slot::Ready(Arc::new(Mutex::new(state)))) {
                         Some(Slot::Waiting(w)) => w,
                         _ => Vec::new(),
@@ -104,13 +110,15 @@ impl Store {
                     };
                     let k = k.clone();
                     drop(shard);
-                    let k = k.lock();
-                    slot.complete(e.ok(k.round(), Default::default()));
+                    let mut k = k.lock();
+                    // Answered once the creation is durable (at once without a backup).
+                    k.publish(ctx);
+                    k.ack_when(0, e, slot);
                     for (req, slot) in waiters {
-                        slot.complete(match k.check(&req, Access::Init) {
-                            Ok(()) => req.ok(k.round(), Default::default()),
-                            Err(err) => req.error(&err),
-                        });
+                        match k.check(&req, Access::Init) {
+                            Ok(()) => k.ack_when(0, &req, slot),
+                            Err(err) => slot.complete(req.error(&err)),
+                        }
                     }
                 }
             },
@@ -136,6 +144,45 @@ impl Store {
         for k in ready {
             k.lock().forget_connection(conn);
         }
+    }
+
+    /// Stores a piece of placement range `range` sent by its primary (creating the piece if it
+    /// is new here).
+    pub(crate) fn restore(
+        &self,
+        pair: &[Entry; 2],
+        range: u32,
+        num_workers: u32,
+        epoch: u64,
+    ) -> Result<()> {
+        let e = &pair[0];
+        let id = (e.key, e.offset);
+        let mut shard = self.shard(id).lock();
+        match shard.get(&id) {
+            Some(Slot::Ready(k)) => {
+                let k = k.clone();
+                drop(shard);
+                k.lock().restore(pair, epoch)
+            }
+            _ => {
+                check_layout(e)?;
+                let mut k = KeyState::from_replica(pair, num_workers, epoch)?;
+                k.set_range(range);
+                let waiters = shard.insert(id, Slot::Ready(Arc::new(Mutex::new(k))));
+                drop(waiters); // a backup is sent no inits; nothing waits here
+                Ok(())
+            }
+        }
+    }
+
+    /// The backup has piece `(key, offset)` as of `round`.
+    pub(crate) fn acked(&self, key: u64, offset: u64, round: u64) {
+        let id = (key, offset);
+        let k = match self.shard(id).lock().get(&id) {
+            Some(Slot::Ready(k)) => k.clone(),
+            _ => return,
+        };
+        k.lock().acked(round);
     }
 
     /// How many init entries wait for rank 0's value, and how many pulls for a round.
@@ -168,11 +215,15 @@ impl Store {
         out
     }
 
-    /// The optimizer states of generation `epoch` of every piece, as a blob (`protocol::states`).
-    pub(crate) fn save_states(&self, epoch: u64) -> Vec<u8> {
+    /// The optimizer states of generation `epoch` of every piece `mine` says this server
+    /// serves (not those it only backs up), as a blob (`protocol::states`).
+    pub(crate) fn save_states(&self, epoch: u64, mine: &dyn Fn(u32) -> bool) -> Vec<u8> {
         let mut saved: Vec<(u64, u64, bool, Vec<u8>)> = Vec::new();
         for ((key, offset), k) in self.pieces() {
             let k = k.lock();
+            if !mine(k.range()) {
+                continue;
+            }
             let mut state = Vec::new();
             k.save_state(epoch, &mut state);
             if !state.is_empty() {

@@ -5,6 +5,10 @@
 //! channel. When the connection breaks, the server says why it
 //! leaves (a `Bye`), or the job reports a lost node, every waiting request fails with an error
 //! that names the cause, and so does every later one.
+//!
+//! In a job with backups (`keep`), a connection that breaks keeps its requests instead, the
+//! later ones too: its server's keys move to their backups, and the worker sends them again
+//! there ([`ServerConn::take_orphans`]).
 
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
@@ -25,17 +29,26 @@ use super::outbox::Outbox;
 /// The reply to one request frame.
 pub(crate) type ReplyRx = oneshot::Receiver<Result<Frame>>;
 
+/// A request waiting for its reply: where the reply goes, and the request itself when the
+/// connection keeps requests to send them elsewhere.
+pub(crate) type Waiting = (oneshot::Sender<Result<Frame>>, Option<Frame>);
+
 #[derive(Default)]
 struct Table {
-    pending: FxHashMap<u64, oneshot::Sender<Result<Frame>>>,
+    pending: FxHashMap<u64, Waiting>,
     /// Why the connection can no longer be used.
     dead: Option<String>,
+    /// The connection broke in a job with backups: requests wait here for the server that
+    /// takes over its keys (until they are taken, or the job fails).
+    holding: bool,
 }
 
 struct State {
     name: String,
     table: Mutex<Table>,
     next_id: AtomicU64,
+    /// Keep requests when the connection breaks (a job with backups).
+    keep: bool,
 }
 
 impl State {
@@ -50,11 +63,25 @@ impl State {
             if t.dead.is_none() {
                 t.dead = Some(why);
             }
+            t.holding = false;
             std::mem::take(&mut t.pending)
         };
         let why = self.table().dead.clone().unwrap_or_default();
-        for (_, tx) in pending {
+        for (_, (tx, _)) in pending {
             let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+        }
+    }
+
+    /// The connection broke: fails everything waiting, or keeps it for another server.
+    fn broken(&self, why: String) {
+        if !self.keep {
+            return self.fail(why);
+        }
+        let mut t = self.table();
+        if t.dead.is_none() {
+            tracing::warn!("{why}; its requests wait for the server that takes over its keys");
+            t.dead = Some(why);
+            t.holding = true;
         }
     }
 }
@@ -74,6 +101,7 @@ impl ServerConn {
         secret: Option<&[u8]>,
         max_frame: u64,
         hello: Entry,
+        keep: bool,
     ) -> Result<ServerConn> {
         let stream = transport::connect(addr, secret)
             .await
@@ -88,6 +116,7 @@ impl ServerConn {
             name,
             table: Mutex::new(Table::default()),
             next_id: AtomicU64::new(1),
+            keep,
         });
         let outbox = Arc::new(Outbox::default());
 
@@ -107,7 +136,7 @@ impl ServerConn {
             }
             .await;
             if let Err(e) = r {
-                st.fail(format!("lost the connection to {}: {e}", st.name));
+                st.broken(format!("lost the connection to {}: {e}", st.name));
             }
         });
 
@@ -116,10 +145,14 @@ impl ServerConn {
             let mut r = FrameReader::new(read_half, max_frame);
             let why = loop {
                 match r.read_frame().await {
-                    Ok(Some(frame)) if frame.op == Op::Bye => break farewell(&st.name, frame),
+                    // A server that says goodbye leaves the job: nothing takes its keys over.
+                    Ok(Some(frame)) if frame.op == Op::Bye => {
+                        st.fail(farewell(&st.name, frame));
+                        return;
+                    }
                     Ok(Some(frame)) if frame.reply => {
-                        let tx = st.table().pending.remove(&frame.request_id);
-                        if let Some(tx) = tx {
+                        let waiting = st.table().pending.remove(&frame.request_id);
+                        if let Some((tx, _)) = waiting {
                             let _ = tx.send(Ok(frame));
                         }
                     }
@@ -128,7 +161,7 @@ impl ServerConn {
                     Err(e) => break format!("lost the connection to {}: {e}", st.name),
                 }
             };
-            st.fail(why);
+            st.broken(why);
         });
 
         let conn = ServerConn {
@@ -149,20 +182,59 @@ impl ServerConn {
     /// reply frame or the connection's failure.
     pub(crate) fn send(&self, op: Op, entries: Vec<Entry>, priority: i32) -> ReplyRx {
         let (tx, rx) = oneshot::channel();
+        self.send_frame(Frame::request(op, 0, entries), priority, tx);
+        rx
+    }
+
+    /// Sends `frame` (its request id is set here), after the queued ones of higher `priority`;
+    /// its reply, or the connection's failure, goes to `tx`.
+    pub(crate) fn send_frame(
+        &self,
+        mut frame: Frame,
+        priority: i32,
+        tx: oneshot::Sender<Result<Frame>>,
+    ) {
         let id = self.state.next_id.fetch_add(1, Ordering::Relaxed);
+        frame.request_id = id;
         {
             let mut t = self.state.table();
-            if let Some(why) = &t.dead {
-                let _ = tx.send(Err(PsError::NodeLost(why.clone())));
-                return rx;
-            }
-            t.pending.insert(id, tx);
+            let kept = self.state.keep.then(|| frame.clone());
+            match &t.dead {
+                Some(_) if t.holding => {
+                    t.pending.insert(id, (tx, kept));
+                    return;
+                }
+                Some(why) => {
+                    let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+                    return;
+                }
+                None => t.pending.insert(id, (tx, kept)),
+            };
         }
-        if !self.outbox.send(priority, Frame::request(op, id, entries)) {
+        if !self.outbox.send(priority, frame) {
             self.state
-                .fail(format!("lost the connection to {}", self.state.name));
+                .broken(format!("lost the connection to {}", self.state.name));
         }
-        rx
+    }
+
+    /// Takes every request waiting on this connection, with where its reply goes (its server
+    /// was lost; they go to the servers that took its keys over). Later requests fail.
+    pub(crate) fn take_orphans(&self) -> Vec<(oneshot::Sender<Result<Frame>>, Frame)> {
+        let mut t = self.state.table();
+        if t.dead.is_none() {
+            t.dead = Some(format!("{} was lost", self.state.name));
+        }
+        t.holding = false;
+        let pending = std::mem::take(&mut t.pending);
+        let mut ids: Vec<u64> = pending.keys().copied().collect();
+        ids.sort_unstable();
+        let mut pending = pending;
+        ids.into_iter()
+            .filter_map(|id| {
+                let (tx, frame) = pending.remove(&id)?;
+                Some((tx, frame?))
+            })
+            .collect()
     }
 
     /// Fails every waiting and later request with `why` (a lost node elsewhere in the job).

@@ -17,6 +17,7 @@
 mod batch;
 mod conn;
 mod encode;
+mod failover;
 mod outbox;
 mod ticket;
 
@@ -80,6 +81,9 @@ pub struct DataPlane {
     pub bigarray_bound: u64,
     pub max_frame_bytes: u64,
     pub secret: Option<Arc<[u8]>>,
+    /// Backups per key range (`MXRS_REPLICAS`): when a server is lost, its requests go again
+    /// to the servers that take its keys over.
+    pub replicas: u32,
     /// True for a restarted worker taking back a lost one's place: the servers then count once
     /// the pushes of rounds the process it replaces had already made ([`Worker::resume_at`]).
     pub rejoined: bool,
@@ -93,6 +97,11 @@ pub struct Worker {
     partitioner: Partitioner,
     conns: Arc<Vec<ServerConn>>,
     keys: Arc<Mutex<FxHashMap<u64, Arc<KeyMeta>>>>,
+    /// Backups per range, and the server that serves each placement range now.
+    replicas: u32,
+    route: parking_lot::RwLock<Arc<[usize]>>,
+    /// Servers lost so far (their ranges moved to their backups).
+    lost: Mutex<Vec<u32>>,
 }
 
 impl std::fmt::Debug for Worker {
@@ -124,6 +133,7 @@ impl Worker {
                 plane.secret.as_deref(),
                 plane.max_frame_bytes,
                 hello.clone(),
+                plane.replicas > 0 && plane.servers.len() > 1,
             )
             .await?;
             conns.push(conn);
@@ -131,6 +141,7 @@ impl Worker {
         if conns.is_empty() {
             return Err(PsError::Rejected("a job needs at least one server".into()));
         }
+        let conns_len = conns.len();
         Ok(Worker {
             rank: plane.rank,
             num_workers: plane.num_workers,
@@ -138,6 +149,9 @@ impl Worker {
             partitioner: Partitioner::new(conns.len(), plane.bigarray_bound),
             conns: Arc::new(conns),
             keys: Arc::new(Mutex::new(FxHashMap::default())),
+            replicas: plane.replicas,
+            route: parking_lot::RwLock::new((0..conns_len).collect()),
+            lost: Mutex::new(Vec::new()),
         })
     }
 
@@ -190,6 +204,7 @@ impl Worker {
         }
         drop(seen);
         // Everything fits: record the new keys and send.
+        let route = self.route();
         let mut batch = Batch::new(Op::Init, self.conns.len(), 0);
         let mut fresh_keys = Vec::new();
         // Where each fresh piece's reply is, and the counter its round sets (dist_sync).
@@ -220,7 +235,7 @@ impl Worker {
                     let at = part.offset as usize * sz;
                     e.payload = value.slice(at..at + part.count as usize * sz);
                 }
-                let at = batch.add(part.server, e);
+                let at = batch.add(route[part.server], e);
                 if fresh && self.mode == Mode::Sync {
                     resume.push((meta.clone(), i, at));
                 }
@@ -307,6 +322,7 @@ impl Worker {
             Ok(metas) => metas,
             Err(e) => return Ticket::failed(e),
         };
+        let route = self.route();
         let mut batch = Batch::new(op, self.conns.len(), priority);
         let mut gathers = Vec::new();
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
@@ -322,7 +338,7 @@ impl Worker {
                 if let Some(encoder) = &mut encoder {
                     encoder.encode(&mut e);
                 }
-                pieces.push(batch.add(part.server, e));
+                pieces.push(batch.add(route[part.server], e));
             }
             if op == Op::PushPull {
                 gathers.push(gather(key, &meta, pieces));
@@ -345,6 +361,7 @@ impl Worker {
     /// [`Worker::pull`], written after queued requests of higher `priority` (as
     /// [`Worker::push_request`]).
     pub fn pull_request(&self, keys: &[u64], priority: i32) -> Ticket {
+        let route = self.route();
         let mut batch = Batch::new(Op::Pull, self.conns.len(), priority);
         let mut gathers = Vec::with_capacity(keys.len());
         for &key in keys {
@@ -356,7 +373,7 @@ impl Worker {
             for (part, pushes) in meta.parts.iter().zip(meta.pushes.iter()) {
                 let mut e = meta.entry(key, part);
                 e.round = pushes.load(Ordering::Relaxed);
-                pieces.push(batch.add(part.server, e));
+                pieces.push(batch.add(route[part.server], e));
             }
             gathers.push(gather(key, &meta, pieces));
         }
@@ -407,7 +424,7 @@ impl Worker {
                      how this job places the key (was the number of servers different?)"
                     ))
                 })?;
-            per_server[part.server].push(piece);
+            per_server[self.route()[part.server]].push(piece);
         }
         let replies = per_server
             .iter()

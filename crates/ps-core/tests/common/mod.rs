@@ -95,6 +95,7 @@ impl Servers {
             max_frame_bytes: 1 << 30,
             secret: self.secret.clone(),
             rejoined: false,
+            replicas: 0,
         }
     }
 

@@ -65,7 +65,7 @@ impl Job {
             State::Finished => {
                 return refuse(format!("worker {rank} has already finished its work"));
             }
-            State::Lost(message) => {
+            State::Lost(message) | State::Gone(message) => {
                 return refuse(format!("worker {rank} was lost for good: {message}"));
             }
         }

@@ -126,3 +126,33 @@ fn servers_are_lost_at_once_even_with_restarts() {
         Some("server 1 on s1:101 (node 2) disconnected")
     );
 }
+
+#[test]
+fn a_lost_server_with_backups_is_failed_over() {
+    for lost in [S0, S1] {
+        let (job, now) = formed();
+        let mut job = job.with_replicas(1);
+        let mut all = job.enter_barrier(W0, Group::All, now).unwrap();
+        let sub = job.subscribe(lost, now).unwrap();
+        job.disconnected(lost, sub.id, now);
+        assert_eq!(
+            job.heartbeat(W0, now).unwrap(),
+            (vec![], None),
+            "server {lost}"
+        );
+        assert!(job.ended().borrow().is_none());
+        // The barrier no longer waits for it.
+        let others: Vec<_> = [S0, S1, W1]
+            .into_iter()
+            .filter(|&id| id != lost)
+            .map(|id| job.enter_barrier(id, Group::All, now).unwrap())
+            .collect();
+        assert!(answer(&mut all).is_ok());
+        drop(others);
+        // Losing the other server too leaves keys without a copy: the job fails.
+        let other = if lost == S0 { S1 } else { S0 };
+        let sub = job.subscribe(other, now).unwrap();
+        job.disconnected(other, sub.id, now);
+        assert_eq!(job.heartbeat(W0, now).unwrap().0.len(), 1);
+    }
+}

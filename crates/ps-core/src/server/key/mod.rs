@@ -8,8 +8,11 @@
 //!
 //! `pull`: answering pulls, parking them until their round, and failing those a finished
 //! worker keeps from ever completing.
+//! `replica`: a key's state sent whole to its backup server after each change, and stored
+//! there; what the key owes its workers waits until the backup has it.
 
 mod pull;
+mod replica;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -23,6 +26,7 @@ use crate::error::{PsError, Result};
 use crate::protocol::frame::{Entry, Mode, Shape};
 use crate::updater::{State, Updater};
 use pull::PullWaiter;
+pub(crate) use replica::Replicate;
 
 /// How far ahead of a key's round a worker may push before it is refused.
 pub(crate) const MAX_AHEAD: u64 = 64;
@@ -37,6 +41,18 @@ pub(crate) struct Ctx<'a> {
     /// By rank, the name of each worker that has finished ("worker 0 on 10.0.0.2"): it will
     /// push no more, so a sync round that still needs its push can never complete.
     pub finished: &'a [Option<Arc<str>>],
+    /// Where a key's state goes after each change, in a job with backups.
+    pub replica: Option<&'a dyn Replicate>,
+    /// The request was sent again after the server it first went to was lost: what of it was
+    /// applied already is answered, not applied again.
+    pub resent: bool,
+}
+
+impl Ctx<'_> {
+    /// Whether pushes and inits are answered only once the key's backup has their effect.
+    pub(crate) fn replicated(&self) -> bool {
+        self.replica.is_some()
+    }
 }
 
 /// A key's state in its compute type.
@@ -133,6 +149,16 @@ impl KeyState {
         each!(self, k => k.push(ctx, worker, e))
     }
 
+    /// Answers `e` without a value once round `round` is durable (stored on the backup too).
+    pub(crate) fn ack_when(&mut self, round: u64, e: &Entry, slot: ReplySlot) {
+        each!(self, k => k.ack_when(round, e, slot))
+    }
+
+    /// Whether the key's creation is durable (answers to its inits may go).
+    pub(crate) fn is_durable(&self) -> bool {
+        each!(self, k => k.durable.is_some())
+    }
+
     /// Answers a pull for `round` now, or parks it until the round completes.
     pub(crate) fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
         each!(self, k => k.pull(ctx, round, e, slot))
@@ -201,6 +227,14 @@ pub(crate) struct KeyData<T> {
     n_pushed: u32,
     ahead: VecDeque<Ahead>,
     pulls: Vec<PullWaiter>,
+    /// Rounds whose result is durable: stored on the backup as well (or there is no backup);
+    /// `None` until the key's creation is. Pulls are answered up to it.
+    durable: Option<u64>,
+    /// The placement range of the piece (the server that holds it when none is lost).
+    range: u32,
+    /// dist_async: by worker, how many of its pushes have been applied (a push sent again
+    /// after a server was lost is recognised by its number).
+    seqs: Vec<u64>,
     /// By worker, the first round a restarted worker's push is summed for: earlier ones its
     /// predecessor had pushed already (empty until a worker is restarted).
     replay: Vec<u64>,
@@ -228,6 +262,9 @@ impl<T: Float> KeyData<T> {
             n_pushed: 0,
             ahead: VecDeque::new(),
             pulls: Vec::new(),
+            durable: None,
+            range: 0,
+            seqs: vec![0; num_workers as usize],
             replay: Vec::new(),
             opt: None,
             wire: None,
@@ -284,10 +321,17 @@ impl<T: Float> KeyData<T> {
                         self.key
                     )));
                 };
+                let w = worker as usize;
+                if ctx.resent && e.round < self.seqs[w] {
+                    return Ok(()); // applied before the server it first went to was lost
+                }
                 self.first = Some((e.packing(), e.payload.clone()));
                 self.apply(updater, ctx.epoch);
                 self.round += 1;
+                self.seqs[w] = self.seqs[w].max(e.round + 1);
                 self.wire = None;
+                self.publish(ctx);
+                self.answer_pulls();
                 Ok(())
             }
             Mode::Sync => {
@@ -298,6 +342,9 @@ impl<T: Float> KeyData<T> {
                 {
                     // Its predecessor's push of this round is summed already.
                     return Ok(());
+                }
+                if ctx.resent && self.has_push(worker, e.round) {
+                    return Ok(()); // summed before the server it first went to was lost
                 }
                 if e.round < self.round {
                     return Err(PsError::Rejected(format!(
@@ -344,6 +391,16 @@ impl<T: Float> KeyData<T> {
             self.replay.resize(self.pushed.len(), 0);
             self.replay[worker as usize] = reach;
         }
+    }
+
+    /// Whether `worker`'s push of `round` is summed in already (or in a completed round).
+    fn has_push(&self, worker: u32, round: u64) -> bool {
+        round < self.round
+            || (round == self.round && self.pushed[worker as usize])
+            || self
+                .ahead
+                .iter()
+                .any(|a| a.worker == worker && a.round == round)
     }
 
     fn merge_one(&mut self, worker: u32, packing: Packing, payload: Bytes) {
@@ -397,6 +454,7 @@ impl<T: Float> KeyData<T> {
             }
         }
         if completed {
+            self.publish(ctx);
             self.fail_blocked_pulls(ctx.finished);
             self.answer_pulls();
         }

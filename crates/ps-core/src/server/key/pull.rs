@@ -1,5 +1,6 @@
-//! Pulls of one key: answered at once, parked until their sync round completes, or failed
-//! when a finished worker keeps that round from ever completing.
+//! Pulls of one key: answered at once, parked until their sync round completes (and, with a
+//! backup, is stored there too), or failed when a finished worker keeps that round from ever
+//! completing. The answers a replicated key owes to pushes and inits wait the same way.
 
 use std::sync::Arc;
 
@@ -16,10 +17,12 @@ pub(super) struct PullWaiter {
     pub(super) round: u64,
     pub(super) request: Entry,
     pub(super) slot: ReplySlot,
+    /// An acknowledgement (a push, an init): answered without the value.
+    pub(super) ack: bool,
 }
 
 /// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
-struct SharedBytes<T>(Arc<Vec<T>>);
+pub(super) struct SharedBytes<T>(pub(super) Arc<Vec<T>>);
 
 impl<T: Float> AsRef<[u8]> for SharedBytes<T> {
     fn as_ref(&self) -> &[u8] {
@@ -33,8 +36,12 @@ impl<T: Float> KeyData<T> {
         if let Err(err) = self.check(e, Access::Pull) {
             return slot.complete(e.error(&err));
         }
-        if ctx.mode == Mode::Async || round <= self.round {
+        if self.durable.is_some_and(|d| round <= d) {
             return slot.complete(e.ok(self.round, self.value_bytes()));
+        }
+        if ctx.mode == Mode::Async {
+            // A pushpull's update on its way to the backup.
+            return self.park(round, e, slot, false);
         }
         if round > self.round + MAX_AHEAD + 1 {
             let err = PsError::Rejected(format!(
@@ -46,12 +53,25 @@ impl<T: Float> KeyData<T> {
         if let Some(err) = self.blocked(round, ctx.finished) {
             return slot.complete(e.error(&err));
         }
+        self.park(round, e, slot, false);
+    }
+
+    /// Answers `e` without a value once `round` is durable (now, if it is).
+    pub(super) fn ack_when(&mut self, round: u64, e: &Entry, slot: ReplySlot) {
+        match self.durable {
+            Some(d) if round <= d => slot.complete(e.ok(self.round, Bytes::new())),
+            _ => self.park(round, e, slot, true),
+        }
+    }
+
+    fn park(&mut self, round: u64, e: &Entry, slot: ReplySlot, ack: bool) {
         let mut request = e.clone();
         request.payload = Bytes::new();
         self.pulls.push(PullWaiter {
             round,
             request,
             slot,
+            ack,
         });
     }
 
@@ -97,6 +117,12 @@ impl<T: Float> KeyData<T> {
         let mut i = 0;
         while i < self.pulls.len() {
             match self.blocked(self.pulls[i].round, finished) {
+                // A push whose round never completes was taken all the same (as without a
+                // backup): there is nothing of it to lose.
+                Some(_) if self.pulls[i].ack => {
+                    let w = self.pulls.swap_remove(i);
+                    w.slot.complete(w.request.ok(self.round, Bytes::new()));
+                }
                 Some(err) => {
                     let w = self.pulls.swap_remove(i);
                     w.slot.complete(w.request.error(&err));
@@ -118,14 +144,20 @@ impl<T: Float> KeyData<T> {
         }
     }
 
-    /// Answers every parked pull whose round has come.
+    /// Answers every parked pull (and acknowledgement) whose round has come and is durable.
     pub(super) fn answer_pulls(&mut self) {
+        let Some(durable) = self.durable else {
+            return;
+        };
         let mut i = 0;
         while i < self.pulls.len() {
-            if self.pulls[i].round <= self.round {
+            if self.pulls[i].round <= durable {
                 let w = self.pulls.swap_remove(i);
-                w.slot
-                    .complete(w.request.ok(self.round, self.value_bytes()));
+                let value = match w.ack {
+                    true => Bytes::new(),
+                    false => self.value_bytes(),
+                };
+                w.slot.complete(w.request.ok(self.round, value));
             } else {
                 i += 1;
             }

@@ -74,6 +74,7 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             max_frame_bytes: 1 << 30,
             secret: None,
             rejoined: false,
+            replicas: 0,
         };
         out.push(within(Worker::connect(plane)).await.unwrap());
     }

@@ -1,0 +1,160 @@
+"""What backups cost and what losing a server costs: ``kv.pushpull`` rounds of 2 workers x 2
+servers on 127.0.0.1 with ``MXRS_REPLICAS`` 0 and 1 (16 MB in one key; 1,000 keys of 4 KB),
+and the time from ``kill -9`` of a server to the first round completed after it. Medians over
+repeats, into ``bench/RESULTS.md``.
+
+Usage::
+
+    pip install . && python bench/replication.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "RESULTS.md"
+BEGIN, END = "<!-- replication:begin -->", "<!-- replication:end -->"
+RUNS = {"16777216": 30, "4096x1000": 100}
+LABELS = {"16777216": "16 MB", "4096x1000": "1000 × 4 KB"}
+
+#: A worker that times each round (wall clock, one line per round) until told how many.
+ROUNDS_WORKER = textwrap.dedent("""
+    import json, sys, time
+    import mxrs as mx
+    size, rounds = int(sys.argv[1]), int(sys.argv[2])
+    kv = mx.kv.create('dist_sync')
+    vals, outs = [mx.nd.ones((size // 4,))], [mx.nd.zeros((size // 4,))]
+    kv.init([0], vals)
+    for i in range(rounds):
+        kv.pushpull([0], vals, out=outs)
+        mx.nd.waitall()
+        print(json.dumps({'round': i, 't': time.time()}), flush=True)
+""")
+
+
+def _launch(args, env=None, **kw):
+    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2", *args]
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
+
+
+def step_ms(run: str, replicas: int) -> float:
+    """Median milliseconds per pushpull round of the two workers."""
+    p = _launch(
+        ["--replicas", str(replicas), sys.executable, str(ROOT / "bench" / "_kv_worker.py")]
+        + [run, str(RUNS[run])]
+    )
+    out, _ = p.communicate(timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(out[-3000:])
+    lines = [json.loads(ln.split("] ", 1)[1]) for ln in out.splitlines() if "] {" in ln]
+    return statistics.mean(1000 * x["secs"] / RUNS[run] for x in lines)
+
+
+def _server_pid(launcher: int, rank: int) -> int:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if ppid == launcher and b"DMLC_ROLE=server" in env and b"DMLC_SERVER_ID=%d" % rank in env:
+            return int(pid)
+    raise SystemExit(f"server {rank} not found")
+
+
+def failover_ms(size: int, tmp: Path) -> float:
+    """Milliseconds from kill -9 of server 1 to worker 0's first round completed after it."""
+    script = tmp / "rounds.py"
+    script.write_text(ROUNDS_WORKER)
+    p = _launch(["--replicas", "1", sys.executable, str(script), str(size), "400"])
+    killed_at, after = None, None
+    for line in p.stdout:
+        if not line.startswith("[worker 0] {"):
+            continue
+        rec = json.loads(line.split("] ", 1)[1])
+        if rec["round"] == 100 and killed_at is None:
+            os.kill(_server_pid(p.pid, 1), signal.SIGKILL)
+            killed_at = time.time()
+        elif killed_at is not None and rec["t"] > killed_at and after is None:
+            after = rec["t"]
+    p.wait(timeout=300)
+    if p.returncode != 0 or after is None or killed_at is None:
+        raise SystemExit(f"the failover run failed (exit {p.returncode})")
+    return 1000 * (after - killed_at)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    rows = []
+    for run in RUNS:
+        off = statistics.median(step_ms(run, 0) for _ in range(args.repeats))
+        on = statistics.median(step_ms(run, 1) for _ in range(args.repeats))
+        rows.append(f"| {LABELS[run]} | {off:.2f} | {on:.2f} | {100 * (on / off - 1):+.0f}% |")
+        print(rows[-1], flush=True)
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"mxrs-replication-{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    fail = []
+    for size, label in ((4096, "4 KB"), (16 << 20, "16 MB")):
+        ms = statistics.median(failover_ms(size, tmp) for _ in range(args.repeats))
+        fail.append(f"| {label} | {ms:.1f} |")
+        print(fail[-1], flush=True)
+    section = "\n".join(
+        [
+            BEGIN,
+            "## Replicated servers: cost and failover (issue 14)",
+            "",
+            f"{datetime.date.today()}, `python bench/replication.py --repeats {args.repeats}`: "
+            "2 workers × 2 servers on 127.0.0.1 (this 2-core machine), `kv.pushpull` of float32 "
+            "values without an optimizer, medians of "
+            f"{args.repeats} runs. With `--replicas 1` each round's result also goes to the "
+            "key's backup server before the round is answered. Apache MXNet 1.9.1 has no "
+            "replication to compare with (ps-lite never built it).",
+            "",
+            "| keys | ms per round, no backups | with `--replicas 1` | cost |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            "Time from `kill -9` of server 1 (at worker 0's round 100) to worker 0's first "
+            "round completed after it, with `--replicas 1`: the scheduler sees the server's "
+            "connection close, every node drops it from the chains, the workers send its "
+            "unanswered requests to its backup.",
+            "",
+            "| key | ms from kill to next round |",
+            "|---|---|",
+            *fail,
+            END,
+        ]
+    )
+    text = RESULTS.read_text()
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    RESULTS.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Losing a server in a job with backups (``mxrs-launch --replicas 1``): each server's keys are
+kept on the next server too, a killed server's keys are served by its backup, the workers send
+it what the lost server had not answered, and the job finishes as if nothing had happened.
+
+Real processes on 127.0.0.1: the launcher runs the job, the test kills one server with SIGKILL
+at a random round (its seed is in the test's output).
+"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from jobs import TIMEOUT
+
+STEPS = 120
+
+WORKER = textwrap.dedent(f"""
+    import sys
+    import numpy as np
+    import mxrs as mx
+
+    mode = sys.argv[1]
+    kv = mx.kv.create(mode)
+    r = kv.rank
+    if mode == 'dist_sync':
+        kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=1e-3))
+    else:
+        kv.set_optimizer(mx.optimizer.SGD(learning_rate=1.0))
+    # Above MXNET_KVSTORE_BIGARRAY_BOUND (1000) keys are cut over both servers.
+    shapes = [(3,), (2500,), (7, 5), (1200,), (64,), (300000,)]
+    keys = list(range(len(shapes)))
+    kv.init(keys, [mx.nd.ones(s) for s in shapes])
+    outs = [mx.nd.zeros(s) for s in shapes]
+    for step in range({STEPS}):
+        rng = np.random.RandomState(1000 * step + r)
+        if mode == 'dist_sync':
+            grads = [mx.nd.array(rng.normal(size=s).astype(np.float32)) for s in shapes]
+        else:
+            grads = [mx.nd.ones(s) * (r + 1) for s in shapes]
+        kv.pushpull(keys, grads, out=outs)
+        mx.nd.waitall()
+        print('step', step, flush=True)
+    kv.barrier()
+    kv.pull(keys, out=outs)
+    np.save(f'final{{r}}.npy', np.concatenate([o.asnumpy().ravel() for o in outs]))
+    print('ok', r, flush=True)
+""")
+
+
+def _pid_of(launcher, role, rank):
+    """The process ``launcher`` started as ``role`` ``rank``."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        var = b"DMLC_SERVER_ID" if role == "server" else b"DMLC_WORKER_ID"
+        if ppid == launcher and f"DMLC_ROLE={role}".encode() in env and var + b"=%d" % rank in env:
+            return int(pid)
+    raise AssertionError(f"no {role} {rank} among the launcher's processes")
+
+
+def _job(tmp_path, mode, kill=None):
+    """Runs the job; with ``kill`` = (server rank, step), kills that server once worker 0 has
+    done that step. Returns (launcher output, final values of each worker)."""
+    tmp_path.mkdir()
+    (tmp_path / "worker.py").write_text(WORKER)
+    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
+    cmd += ["--replicas", "1", "--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
+    cmd += [sys.executable, "worker.py", mode]
+    launcher = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines = []
+    with launcher, launcher.stdout:
+        try:
+            for line in launcher.stdout:
+                lines.append(line)
+                if kill and line.strip() == f"[worker 0] step {kill[1]}":
+                    os.kill(_pid_of(launcher.pid, "server", kill[0]), signal.SIGKILL)
+                    lines.append("<killed>\n")
+            launcher.wait(timeout=TIMEOUT)
+        finally:
+            launcher.kill()
+    out = "".join(lines)
+    assert launcher.returncode == 0, out[-4000:]
+    if kill:  # the server died while the workers were at it
+        assert out.index("<killed>") < out.index(f"[worker 0] step {STEPS - 1}\n"), out
+    return out, [np.load(tmp_path / f"final{r}.npy") for r in (0, 1)]
+
+
+def test_a_server_killed_at_a_random_round_costs_nothing(tmp_path):
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    print("seed", seed)
+    _, calm = _job(tmp_path / "calm", "dist_sync")
+    np.testing.assert_array_equal(calm[0], calm[1])
+    server, step = rng.randrange(2), rng.randrange(5, STEPS - 20)
+    out, hit = _job(tmp_path / "hit", "dist_sync", kill=(server, step))
+    assert f"server {server} failed with exit status 137; its keys are served by their " in out
+    assert "its keys are served by their backups from now on" in out
+    # SGD with momentum on the servers: the same weights as the job nobody disturbed.
+    for values in hit:
+        np.testing.assert_allclose(values, calm[0], rtol=0, atol=1e-6, err_msg=f"seed {seed}")
+
+
+def test_dist_async_counts_every_push_once_across_a_lost_server(tmp_path):
+    seed = random.randrange(1 << 30)
+    print("seed", seed)
+    rng = random.Random(seed)
+    out, hit = _job(
+        tmp_path / "hit", "dist_async", kill=(rng.randrange(2), rng.randrange(5, STEPS - 20))
+    )
+    assert "its keys are served by their backups from now on" in out
+    # Each worker pushed r + 1 per step; lr 1: every push subtracted exactly once.
+    expected = 1.0 - STEPS * (1 + 2)
+    for values in hit:
+        assert np.unique(values).tolist() == [expected], (seed, np.unique(values))
