@@ -71,6 +71,8 @@ def job_env(
             "DMLC_NUM_SERVER": str(servers),
             "DMLC_NODE_HOST": "127.0.0.1",
             "BENCH_LIB": lib,
+            # Like for like with Apache MXNet 1.9.1, which keeps no backups of server state.
+            "MXRS_REPLICAS": "0",
             "PYTHONUNBUFFERED": "1",
             **{v: str(threads) for v in THREAD_VARS},
         }

@@ -36,6 +36,8 @@ def python_job(run: str) -> dict:
             "2",
             "-s",
             "2",
+            "--replicas",
+            "0",
             sys.executable,
             str(ROOT / "bench" / "_kv_worker.py"),
             run,

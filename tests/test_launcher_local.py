@@ -329,6 +329,8 @@ def test_the_launchers_name_for_a_server_is_its_rank_in_the_job(tmp_path):
         "-s",
         "3",
         "--verbose",
+        "--replicas",
+        "0",
         "--env",
         f"MXRS_TEST_TAG={tag}",
         "--env",

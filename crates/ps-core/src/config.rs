@@ -84,7 +84,7 @@ pub struct Config {
     /// 0 (the launcher restarts failed workers), else `None`: a lost worker ends the job at once.
     pub rejoin_timeout: Option<Duration>,
     /// `MXRS_REPLICAS`: backups of each server's keys on the servers after it (0: none; at
-    /// most S - 1 count).
+    /// most S - 1 count). Default 1 with two servers or more, else 0.
     pub replicas: u32,
     /// `MXNET_KVSTORE_BIGARRAY_BOUND` (elements).
     pub bigarray_bound: u64,
@@ -173,6 +173,8 @@ impl Config {
             optional(&get, "MXRS_MAX_INFLIGHT_BYTES")?.unwrap_or(DEFAULT_MAX_INFLIGHT_BYTES),
             "MXRS_MAX_INFLIGHT_BYTES",
         )?;
+        let root_port = required(&get, "DMLC_PS_ROOT_PORT")?;
+        let num_servers = positive(required(&get, "DMLC_NUM_SERVER")?, "DMLC_NUM_SERVER")?;
         let max_frame_bytes = match optional(&get, "MXRS_MAX_FRAME_BYTES")? {
             None => DEFAULT_MAX_FRAME_BYTES.min(max_inflight_bytes),
             Some(n) if n > max_inflight_bytes => {
@@ -189,8 +191,8 @@ impl Config {
         Ok(Config {
             role,
             root_uri: root_uri.trim().to_string(),
-            root_port: required(&get, "DMLC_PS_ROOT_PORT")?,
-            num_servers: positive(required(&get, "DMLC_NUM_SERVER")?, "DMLC_NUM_SERVER")?,
+            root_port,
+            num_servers,
             num_workers: positive(required(&get, "DMLC_NUM_WORKER")?, "DMLC_NUM_WORKER")?,
             interface: get("DMLC_INTERFACE").map(|s| s.trim().to_string()),
             node_host: get("DMLC_NODE_HOST").map(|s| s.trim().to_string()),
@@ -208,7 +210,11 @@ impl Config {
                 }
                 _ => None,
             },
-            replicas: optional(&get, "MXRS_REPLICAS")?.unwrap_or(0),
+            replicas: match optional(&get, "MXRS_REPLICAS")? {
+                Some(n) => n,
+                None if num_servers >= 2 => 1,
+                None => 0,
+            },
             bigarray_bound: positive(
                 optional(&get, "MXNET_KVSTORE_BIGARRAY_BOUND")?.unwrap_or(DEFAULT_BIGARRAY_BOUND),
                 "MXNET_KVSTORE_BIGARRAY_BOUND",
@@ -442,6 +448,20 @@ mod tests {
             "127.0.0.1".parse::<IpAddr>().unwrap()
         );
         assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn jobs_of_two_servers_or_more_keep_one_backup_unless_told_otherwise() {
+        let cfg = Config::from_lookup(lookup(&with(&[]))).unwrap();
+        assert_eq!(cfg.replicas, 1, "two servers");
+        let cfg = Config::from_lookup(lookup(&with(&[("DMLC_NUM_SERVER", "1")]))).unwrap();
+        assert_eq!(cfg.replicas, 0, "one server");
+        let cfg = Config::from_lookup(lookup(&with(&[("MXRS_REPLICAS", "0")]))).unwrap();
+        assert_eq!(cfg.replicas, 0);
+        let cfg = Config::from_lookup(lookup(&with(&[("MXRS_REPLICAS", "2")]))).unwrap();
+        assert_eq!(cfg.replicas, 2);
+        let e = error_of(&[("MXRS_REPLICAS", "one")]);
+        assert!(e.starts_with("MXRS_REPLICAS:"), "{e}");
     }
 
     #[test]

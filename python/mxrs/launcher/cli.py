@@ -67,7 +67,7 @@ def _parser():
         default=None,
         metavar="N",
         help="back up each server's keys on the next N servers, so that the job survives "
-        "losing a server (MXRS_REPLICAS; default 0)",
+        "losing a server (MXRS_REPLICAS; default 1 with two servers or more, 0 turns it off)",
     )
     p.add_argument("--interface", help="network interface the nodes bind (DMLC_INTERFACE)")
     p.add_argument(
@@ -175,7 +175,8 @@ def parse(argv):
         if args.replicas < 0:
             p.error(f"--replicas must be 0 or more, got {args.replicas}")
         env["MXRS_REPLICAS"] = str(args.replicas)
-    job.replicas = int(env.get("MXRS_REPLICAS", "0") or 0) if servers > 1 else 0
+    default = "1" if servers > 1 else "0"
+    job.replicas = int(env.get("MXRS_REPLICAS", default) or 0) if servers > 1 else 0
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:
