@@ -12,9 +12,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import numpy as np
-from jobs import TIMEOUT
+from jobs import TIMEOUT, tagged_processes
 
 STEPS = 120
 
@@ -51,29 +52,15 @@ WORKER = textwrap.dedent(f"""
 """)
 
 
-def _pid_of(launcher, role, rank):
-    """The process ``launcher`` started as ``role`` ``rank``."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        var = b"DMLC_SERVER_ID" if role == "server" else b"DMLC_WORKER_ID"
-        if ppid == launcher and f"DMLC_ROLE={role}".encode() in env and var + b"=%d" % rank in env:
-            return int(pid)
-    raise AssertionError(f"no {role} {rank} among the launcher's processes")
-
-
 def _job(tmp_path, mode, kill=None):
     """Runs the job; with ``kill`` = (server rank, step), kills that server once worker 0 has
     done that step. Returns (launcher output, final values of each worker)."""
     tmp_path.mkdir()
     (tmp_path / "worker.py").write_text(WORKER)
     cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
+    tag = uuid.uuid4().hex
     cmd += ["--replicas", "1", "--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
+    cmd += ["--env", f"MXRS_TEST_TAG={tag}"]
     cmd += [sys.executable, "worker.py", mode]
     launcher = subprocess.Popen(
         cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -84,7 +71,13 @@ def _job(tmp_path, mode, kill=None):
             for line in launcher.stdout:
                 lines.append(line)
                 if kill and line.strip() == f"[worker 0] step {kill[1]}":
-                    os.kill(_pid_of(launcher.pid, "server", kill[0]), signal.SIGKILL)
+                    procs = tagged_processes(tag, "DMLC_SERVER_ID").items()
+                    pid = next(
+                        p
+                        for p, (role, rank, _) in procs
+                        if (role, rank) == ("server", str(kill[0]))
+                    )
+                    os.kill(pid, signal.SIGKILL)
                     lines.append("<killed>\n")
             launcher.wait(timeout=TIMEOUT)
         finally:
