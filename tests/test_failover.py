@@ -8,11 +8,13 @@ at a random round (its seed is in the test's output).
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import uuid
+from pathlib import Path
 
 import numpy as np
 from jobs import TIMEOUT, tagged_processes
@@ -116,3 +118,37 @@ def test_dist_async_counts_every_push_once_across_a_lost_server(tmp_path):
     expected = 1.0 - STEPS * (1 + 2)
     for values in hit:
         assert np.unique(values).tolist() == [expected], (seed, np.unique(values))
+
+
+def test_mnist_training_loses_a_server_and_ends_with_the_same_model(tmp_path):
+    """The README's job (LeNet, 2 workers, 2 servers, SGD with momentum on the servers), one
+    server killed as worker 0 finishes its first epoch: the same test accuracy to the digit."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "train_mnist.py"
+    accs = []
+    for kill in (False, True):
+        tag = uuid.uuid4().hex
+        cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
+        cmd += ["--env", f"MXRS_TEST_TAG={tag}", sys.executable, str(example)]
+        cmd += ["--kv-store", "dist_sync", "--num-epochs", "3", "--no-progress"]
+        launcher = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        lines = []
+        with launcher, launcher.stdout:
+            try:
+                for line in launcher.stdout:
+                    lines.append(line)
+                    if kill and line.startswith("[worker 0] worker 0/2: epoch 1:"):
+                        procs = tagged_processes(tag, "DMLC_SERVER_ID").items()
+                        pid = next(p for p, (role, rank, _) in procs if role == "server")
+                        os.kill(pid, signal.SIGKILL)
+                launcher.wait(timeout=TIMEOUT)
+            finally:
+                launcher.kill()
+        out = "".join(lines)
+        assert launcher.returncode == 0, out[-4000:]
+        assert ("its keys are served by their backups from now on" in out) == kill, out[-3000:]
+        found = re.findall(r"final test accuracy ([0-9.]+)", out)
+        assert len(found) == 2 and found[0] == found[1], out[-3000:]
+        accs.append(float(found[0]))
+    assert accs[1] == accs[0] and accs[0] > 0.9, accs
