@@ -247,7 +247,10 @@ pub(crate) struct KeyData<T> {
 impl<T: Float> KeyData<T> {
     fn new(e: &Entry, num_workers: u32) -> Self {
         let mut value = vec![T::zero(); e.count as usize];
-        T::read_into(&mut value, &e.payload, e.dtype);
+        // A piece made on a backup starts empty; its primary's state is stored next.
+        if !e.payload.is_empty() {
+            T::read_into(&mut value, &e.payload, e.dtype);
+        }
         KeyData {
             key: e.key,
             dtype: e.dtype,
