@@ -218,13 +218,14 @@ impl ServerConn {
     }
 
     /// Takes every request waiting on this connection, with where its reply goes (its server
-    /// was lost; they go to the servers that took its keys over). Later requests fail.
+    /// was lost; they go to the servers that took its keys over). Later requests wait here too,
+    /// to be taken by the next call (a request routed just before the keys moved).
     pub(crate) fn take_orphans(&self) -> Vec<(oneshot::Sender<Result<Frame>>, Frame)> {
         let mut t = self.state.table();
         if t.dead.is_none() {
             t.dead = Some(format!("{} was lost", self.state.name));
         }
-        t.holding = false;
+        t.holding = true;
         let pending = std::mem::take(&mut t.pending);
         let mut ids: Vec<u64> = pending.keys().copied().collect();
         ids.sort_unstable();

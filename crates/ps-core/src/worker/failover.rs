@@ -48,16 +48,23 @@ impl Worker {
             .collect();
         *self.route.write() = route;
         for s in fresh {
+            if let Some(conn) = self.conns.get(s as usize) {
+                tracing::warn!("{} lost; its keys went to their backups", conn.name());
+            }
+        }
+        self.sweep_lost();
+    }
+
+    /// Sends the requests waiting on lost servers' connections to the servers that took their
+    /// keys over. Called after the route changed, and after every request sent, so that one
+    /// routed by the old route just before it changed is not left behind.
+    pub(super) fn sweep_lost(&self) {
+        let lost = self.lost.lock().clone();
+        for s in lost {
             let Some(conn) = self.conns.get(s as usize) else {
                 continue;
             };
-            let orphans = conn.take_orphans();
-            tracing::warn!(
-                "{} lost; {} requests go to the servers that took its keys over",
-                conn.name(),
-                orphans.len()
-            );
-            for (tx, frame) in orphans {
+            for (tx, frame) in conn.take_orphans() {
                 self.resend(tx, frame);
             }
         }

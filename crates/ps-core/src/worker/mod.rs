@@ -244,8 +244,9 @@ impl Worker {
         drop(keys);
         // A refused init leaves the key unknown here, as it is on the servers.
         let table = self.keys.clone();
-        batch
-            .send(&self.conns, ticket::Plan::Ack)
+        let ticket = batch.send(&self.conns, ticket::Plan::Ack);
+        self.sweep_lost();
+        ticket
             .on_success(move |frames| {
                 for (meta, i, (frame, entry)) in resume {
                     if let Some(e) = frames.get(frame).and_then(|f| f.entries.get(entry)) {
@@ -349,7 +350,9 @@ impl Worker {
         } else {
             ticket::Plan::Ack
         };
-        batch.send(&self.conns, plan)
+        let ticket = batch.send(&self.conns, plan);
+        self.sweep_lost();
+        ticket
     }
 
     /// Pulls keys. In dist_sync the value includes every push this worker made before (and
@@ -377,7 +380,9 @@ impl Worker {
             }
             gathers.push(gather(key, &meta, pieces));
         }
-        batch.send(&self.conns, ticket::Plan::Values(gathers))
+        let ticket = batch.send(&self.conns, ticket::Plan::Values(gathers));
+        self.sweep_lost();
+        ticket
     }
 
     /// Sends the optimizer to every server (they keep the states if it is the one they run).
@@ -435,6 +440,7 @@ impl Worker {
                 conn.send(Op::LoadStates, vec![e], 0)
             })
             .collect();
+        self.sweep_lost();
         Ticket::new(replies, ticket::Plan::Ack)
             .wait()
             .await
@@ -451,6 +457,7 @@ impl Worker {
                 conn.send(op, vec![e], 0)
             })
             .collect();
+        self.sweep_lost();
         Ticket::new(replies, ticket::Plan::Payloads)
     }
 
