@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-from jobs import TIMEOUT, tagged_processes
+from jobs import TIMEOUT, launch, tagged_processes
 
 STEPS = 120
 
@@ -152,3 +152,28 @@ def test_mnist_training_loses_a_server_and_ends_with_the_same_model(tmp_path):
         assert len(found) == 2 and found[0] == found[1], out[-3000:]
         accs.append(float(found[0]))
     assert accs[1] == accs[0] and accs[0] > 0.9, accs
+
+
+UNEVEN_ASYNC = """
+import numpy as np
+import mxrs as mx
+kv = mx.kv.create('dist_async')
+r = kv.rank
+kv.set_optimizer(mx.optimizer.SGD(learning_rate=1.0))
+kv.init([0, 1], [mx.nd.zeros((3,)), mx.nd.zeros((3000,))])
+outs = [mx.nd.zeros((3,)), mx.nd.zeros((3000,))]
+for _ in range(5 if r == 0 else 200):  # worker 0 finishes long before worker 1
+    kv.pushpull([0, 1], [mx.nd.ones((3,)), mx.nd.ones((3000,))], out=outs)
+mx.nd.waitall()
+kv.barrier()  # both are done pushing: every push is in
+kv.pull([0, 1], out=outs)
+print('ok', r, float(outs[0].asnumpy()[0]), float(outs[1].asnumpy()[-1]), flush=True)
+"""
+
+
+def test_dist_async_workers_that_finish_at_different_times_with_backups(tmp_path):
+    # A finished worker must not fail what the others have waiting for their backups.
+    r = launch(tmp_path, UNEVEN_ASYNC, env=["MXNET_KVSTORE_BIGARRAY_BOUND=1000"])
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for rank in (0, 1):  # 5 + 200 pushes of ones at learning rate 1, each applied once
+        assert f"[worker {rank}] ok {rank} -205.0 -205.0" in r.stdout, r.stdout[-2000:]

@@ -99,7 +99,7 @@ pub(crate) fn dispatch(
                 };
                 match (frame.op, pushed) {
                     // With a backup, once that round is durable.
-                    (Op::Push, Ok(())) if ctx.replicated() => k.ack_when(done, e, slot),
+                    (Op::Push, Ok(())) if ctx.replicated() => k.ack_when(&ctx, done, e, slot),
                     (Op::Push, r) => {
                         let r = r.map(|()| (k.round(), Bytes::new()));
                         slot.complete(answer(e, r));

@@ -208,6 +208,10 @@ impl Server {
             slot.clone()
         };
         tracing::debug!("{name} finished");
+        if *self.shared.mode.lock() == Some(Mode::Async) {
+            // dist_async has no rounds to wait for: what is parked waits for a backup only.
+            return;
+        }
         for (_, k) in self.shared.store.pieces() {
             k.lock().fail_blocked_pulls(&finished);
         }

@@ -87,7 +87,7 @@ impl Store {
                     Ok(()) if k.is_durable() => {
                         slot.complete(e.ok(k.next_round(worker), Default::default()))
                     }
-                    Ok(()) => k.ack_when(0, e, slot),
+                    Ok(()) => k.ack_when(ctx, 0, e, slot),
                     Err(err) => slot.complete(e.error(&err)),
                 }
             }
@@ -113,10 +113,10 @@ impl Store {
                     let mut k = k.lock();
                     // Answered once the creation is durable (at once without a backup).
                     k.publish(ctx);
-                    k.ack_when(0, e, slot);
+                    k.ack_when(ctx, 0, e, slot);
                     for (req, slot) in waiters {
                         match k.check(&req, Access::Init) {
-                            Ok(()) => k.ack_when(0, &req, slot),
+                            Ok(()) => k.ack_when(ctx, 0, &req, slot),
                             Err(err) => slot.complete(req.error(&err)),
                         }
                     }

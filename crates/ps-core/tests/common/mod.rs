@@ -10,7 +10,7 @@ use bytes::Bytes;
 use ps_core::protocol::connection::{FrameReader, FrameWriter};
 use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
 use ps_core::protocol::transport;
-use ps_core::server::{Farewell, Limits, Server};
+use ps_core::server::{Farewell, Limits, ReplicaConfig, Server};
 use ps_core::worker::{DataPlane, Worker};
 use ps_core::{DType, PsError};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -46,8 +46,40 @@ impl Servers {
         Servers::start_with(s, w, secret, limits).await
     }
 
+    /// Starts `s` servers for `w` workers in `mode`, each keeping `replicas` backups of the
+    /// others' keys (placement with `bound`, as the workers' `plane` says).
+    pub async fn start_replicated(
+        s: usize,
+        w: u32,
+        replicas: u32,
+        mode: Mode,
+        bound: u64,
+    ) -> Servers {
+        Servers::start_inner(
+            s,
+            w,
+            None,
+            Limits {
+                max_frame: 1 << 30,
+                max_inflight: 1 << 30,
+            },
+            Some((replicas, mode, bound)),
+        )
+        .await
+    }
+
     /// Starts `s` servers for `w` workers with the given bounds.
     pub async fn start_with(s: usize, w: u32, secret: Option<&[u8]>, limits: Limits) -> Servers {
+        Servers::start_inner(s, w, secret, limits, None).await
+    }
+
+    async fn start_inner(
+        s: usize,
+        w: u32,
+        secret: Option<&[u8]>,
+        limits: Limits,
+        replicas: Option<(u32, Mode, u64)>,
+    ) -> Servers {
         let secret: Option<Arc<[u8]>> = secret.map(Arc::from);
         let mut out = Servers {
             addrs: Vec::new(),
@@ -56,13 +88,30 @@ impl Servers {
             tasks: Vec::new(),
             secret: secret.clone(),
         };
+        let mut listeners = Vec::new();
         for i in 0..s {
             let listener = transport::listen("127.0.0.1".parse().unwrap(), 0)
                 .await
                 .unwrap();
             let addr = listener.local_addr().unwrap();
+            out.addrs.push((addr, format!("server {i} on {addr}")));
+            listeners.push(listener);
+        }
+        for (i, listener) in listeners.into_iter().enumerate() {
             let (tx, rx) = oneshot::channel::<Option<Farewell>>();
             let server = Arc::new(Server::with_limits(w, limits));
+            if let Some((replicas, mode, bound)) = replicas {
+                server.replicate(ReplicaConfig {
+                    me: i as u32,
+                    servers: out.addrs.clone(),
+                    replicas,
+                    bigarray_bound: bound,
+                    secret: secret.clone(),
+                    max_frame: limits.max_frame,
+                    num_workers: w,
+                    mode,
+                });
+            }
             let secret = secret.clone();
             let serving = server.clone();
             out.tasks.push(tokio::spawn(async move {
@@ -71,7 +120,6 @@ impl Servers {
                     .await
                     .unwrap();
             }));
-            out.addrs.push((addr, format!("server {i} on {addr}")));
             out.servers.push(server);
             out.stops.push(tx);
         }

@@ -150,8 +150,8 @@ impl KeyState {
     }
 
     /// Answers `e` without a value once round `round` is durable (stored on the backup too).
-    pub(crate) fn ack_when(&mut self, round: u64, e: &Entry, slot: ReplySlot) {
-        each!(self, k => k.ack_when(round, e, slot))
+    pub(crate) fn ack_when(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        each!(self, k => k.ack_when(ctx, round, e, slot))
     }
 
     /// Whether the key's creation is durable (answers to its inits may go).

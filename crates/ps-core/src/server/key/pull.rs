@@ -56,11 +56,15 @@ impl<T: Float> KeyData<T> {
         self.park(round, e, slot, false);
     }
 
-    /// Answers `e` without a value once `round` is durable (now, if it is).
-    pub(super) fn ack_when(&mut self, round: u64, e: &Entry, slot: ReplySlot) {
-        match self.durable {
-            Some(d) if round <= d => slot.complete(e.ok(self.round, Bytes::new())),
-            _ => self.park(round, e, slot, true),
+    /// Answers `e` without a value once `round` is durable (now, if it is, or if a finished
+    /// worker keeps that dist_sync round from ever completing: the push was taken all the same,
+    /// as without a backup).
+    pub(super) fn ack_when(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        let now = self.durable.is_some_and(|d| round <= d)
+            || (ctx.mode == Mode::Sync && self.blocked(round, ctx.finished).is_some());
+        match now {
+            true => slot.complete(e.ok(self.round, Bytes::new())),
+            false => self.park(round, e, slot, true),
         }
     }
 
