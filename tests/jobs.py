@@ -19,7 +19,21 @@ def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=()):
     for kv in env:
         cmd += ["--env", kv]
     cmd += [sys.executable, str(path), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # SIGTERM: the launcher stops every process it started before it exits.
+        proc.terminate()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def node_env(role, port, workers=2, servers=2, **extra):
