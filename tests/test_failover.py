@@ -54,30 +54,28 @@ WORKER = textwrap.dedent(f"""
 """)
 
 
-def _job(tmp_path, mode, kill=None):
-    """Runs the job; with ``kill`` = (server rank, step), kills that server once worker 0 has
-    done that step. Returns (launcher output, final values of each worker)."""
-    tmp_path.mkdir()
-    (tmp_path / "worker.py").write_text(WORKER)
-    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
+def _run(cwd, args, kill_when=None, server=None):
+    """Runs ``mxrs-launch local -n 2 -s 2 ARGS`` in ``cwd``; once an output line satisfies
+    ``kill_when``, SIGKILLs server ``server`` (any server for None). Returns its output, with a
+    ``<killed>`` line where the kill happened; fails unless the job exits 0."""
     tag = uuid.uuid4().hex
-    cmd += ["--replicas", "1", "--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
-    cmd += ["--env", f"MXRS_TEST_TAG={tag}"]
-    cmd += [sys.executable, "worker.py", mode]
+    cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
+    cmd += ["--env", f"MXRS_TEST_TAG={tag}", *args]
     launcher = subprocess.Popen(
-        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines = []
     with launcher, launcher.stdout:
         try:
             for line in launcher.stdout:
                 lines.append(line)
-                if kill and line.strip() == f"[worker 0] step {kill[1]}":
+                if kill_when is not None and kill_when(line):
+                    kill_when = None
                     procs = tagged_processes(tag, "DMLC_SERVER_ID").items()
                     pid = next(
                         p
                         for p, (role, rank, _) in procs
-                        if (role, rank) == ("server", str(kill[0]))
+                        if role == "server" and server in (None, int(rank))
                     )
                     os.kill(pid, signal.SIGKILL)
                     lines.append("<killed>\n")
@@ -86,6 +84,21 @@ def _job(tmp_path, mode, kill=None):
             launcher.kill()
     out = "".join(lines)
     assert launcher.returncode == 0, out[-4000:]
+    return out
+
+
+def _job(tmp_path, mode, kill=None):
+    """Runs the job; with ``kill`` = (server rank, step), kills that server once worker 0 has
+    done that step. Returns (launcher output, final values of each worker)."""
+    tmp_path.mkdir()
+    (tmp_path / "worker.py").write_text(WORKER)
+    args = ["--replicas", "1", "--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
+    args += [sys.executable, "worker.py", mode]
+    step = None if kill is None else f"[worker 0] step {kill[1]}"
+    if kill is None:
+        out = _run(tmp_path, args)
+    else:
+        out = _run(tmp_path, args, lambda line: line.strip() == step, kill[0])
     if kill:  # the server died while the workers were at it
         assert out.index("<killed>") < out.index(f"[worker 0] step {STEPS - 1}\n"), out
     return out, [np.load(tmp_path / f"final{r}.npy") for r in (0, 1)]
@@ -124,29 +137,15 @@ def test_mnist_training_loses_a_server_and_ends_with_the_same_model(tmp_path):
     """The README's job (LeNet, 2 workers, 2 servers, SGD with momentum on the servers), one
     server killed as worker 0 finishes its first epoch: the same test accuracy to the digit."""
     example = Path(__file__).resolve().parent.parent / "examples" / "train_mnist.py"
+    args = [sys.executable, str(example), "--kv-store", "dist_sync", "--num-epochs", "3"]
+    args.append("--no-progress")
+
+    def after_first_epoch(line):
+        return line.startswith("[worker 0] worker 0/2: epoch 1:")
+
     accs = []
     for kill in (False, True):
-        tag = uuid.uuid4().hex
-        cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
-        cmd += ["--env", f"MXRS_TEST_TAG={tag}", sys.executable, str(example)]
-        cmd += ["--kv-store", "dist_sync", "--num-epochs", "3", "--no-progress"]
-        launcher = subprocess.Popen(
-            cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        lines = []
-        with launcher, launcher.stdout:
-            try:
-                for line in launcher.stdout:
-                    lines.append(line)
-                    if kill and line.startswith("[worker 0] worker 0/2: epoch 1:"):
-                        procs = tagged_processes(tag, "DMLC_SERVER_ID").items()
-                        pid = next(p for p, (role, rank, _) in procs if role == "server")
-                        os.kill(pid, signal.SIGKILL)
-                launcher.wait(timeout=TIMEOUT)
-            finally:
-                launcher.kill()
-        out = "".join(lines)
-        assert launcher.returncode == 0, out[-4000:]
+        out = _run(tmp_path, args, after_first_epoch if kill else None)
         assert ("its keys are served by their backups from now on" in out) == kill, out[-3000:]
         found = re.findall(r"final test accuracy ([0-9.]+)", out)
         assert len(found) == 2 and found[0] == found[1], out[-3000:]

@@ -59,7 +59,13 @@ impl Worker {
     /// keys over. Called after the route changed, and after every request sent, so that one
     /// routed by the old route just before it changed is not left behind.
     pub(super) fn sweep_lost(&self) {
-        let lost = self.lost.lock().clone();
+        let lost = {
+            let lost = self.lost.lock();
+            if lost.is_empty() {
+                return; // every request goes this way: no copy while no server is lost
+            }
+            lost.clone()
+        };
         for s in lost {
             let Some(conn) = self.conns.get(s as usize) else {
                 continue;

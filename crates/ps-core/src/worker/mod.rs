@@ -13,8 +13,11 @@
 //! - `ticket`: [`Ticket`], the pending outcome of a request.
 //! - `batch`: groups the pieces of a request into frames per server.
 //! - `encode`: compressed pushes, piece by piece, with 2bit's residuals.
+//! - `check`: an init or push checked against what the key is, before anything is recorded.
+//! - `failover`: a lost server's keys routed to its backup, its requests sent again there.
 
 mod batch;
+mod check;
 mod conn;
 mod encode;
 mod failover;
@@ -30,7 +33,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::codec::Compression;
-use crate::dtype::{Access, DType, describe_array};
+use crate::dtype::DType;
 use crate::error::{PsError, Result};
 use crate::partition::{Part, Partitioner};
 use crate::protocol::frame::{Entry, Mode, Op};
@@ -38,6 +41,7 @@ use crate::protocol::states;
 use crate::protocol::stats::PushStats;
 use crate::updater::OptimizerSpec;
 use batch::Batch;
+use check::{check_init, check_push};
 use conn::ServerConn;
 use encode::{Encoder, check_compressible};
 pub use ticket::Ticket;
@@ -495,48 +499,6 @@ impl Worker {
     pub fn server_names(&self) -> Vec<String> {
         self.conns.iter().map(|c| c.name().to_string()).collect()
     }
-}
-
-/// Checks an init of `key` against what it already is (`known`: the table, or an earlier item
-/// of the same request).
-fn check_init(
-    key: u64,
-    dtype: DType,
-    shape: &[u64],
-    len: usize,
-    known: Option<(DType, &[u64])>,
-) -> Result<()> {
-    let numel = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
-    let bytes = numel.and_then(|n| n.checked_mul(dtype.size() as u64));
-    if bytes != Some(len as u64) {
-        return Err(PsError::ShapeMismatch(format!(
-            "key {key}: init value of {len} bytes for {}",
-            describe_array(dtype, shape)
-        )));
-    }
-    match known {
-        Some((d, s)) if !d.accepts(dtype, Access::Init) || s != shape => {
-            Err(PsError::ShapeMismatch(format!(
-                "key {key}: init with {} but it was initialised as {}",
-                describe_array(dtype, shape),
-                describe_array(d, s)
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn check_push(key: u64, meta: &KeyMeta, dtype: DType, len: usize) -> Result<()> {
-    let expected = meta.numel() as usize * dtype.size();
-    if !meta.dtype.accepts(dtype, Access::Push) || len != expected {
-        return Err(PsError::ShapeMismatch(format!(
-            "key {key}: pushed {} bytes of {dtype} but the key holds {} ({expected} bytes of \
-             {dtype})",
-            len,
-            describe_array(meta.dtype, &meta.shape)
-        )));
-    }
-    Ok(())
 }
 
 fn gather(key: u64, meta: &KeyMeta, pieces: Vec<(usize, usize)>) -> ticket::Gather {
