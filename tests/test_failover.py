@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -22,11 +23,16 @@ from jobs import TIMEOUT, launch, tagged_processes
 STEPS = 120
 
 WORKER = textwrap.dedent(f"""
+    import os
     import sys
+    import time
     import numpy as np
     import mxrs as mx
 
     mode = sys.argv[1]
+    # Worker 0 waits at this step until the test says go (a file): a replacement server
+    # copies the keys meanwhile.
+    pause = int(sys.argv[2]) if len(sys.argv) > 2 else -1
     kv = mx.kv.create(mode)
     r = kv.rank
     if mode == 'dist_sync':
@@ -39,6 +45,11 @@ WORKER = textwrap.dedent(f"""
     kv.init(keys, [mx.nd.ones(s) for s in shapes])
     outs = [mx.nd.zeros(s) for s in shapes]
     for step in range({STEPS}):
+        if r == 0 and step == pause:
+            deadline = time.monotonic() + 120
+            while not os.path.exists('go'):
+                assert time.monotonic() < deadline, 'the test never said go'
+                time.sleep(0.02)
         rng = np.random.RandomState(1000 * step + r)
         if mode == 'dist_sync':
             grads = [mx.nd.array(rng.normal(size=s).astype(np.float32)) for s in shapes]
@@ -54,37 +65,54 @@ WORKER = textwrap.dedent(f"""
 """)
 
 
-def _run(cwd, args, kill_when=None, server=None):
-    """Runs ``mxrs-launch local -n 2 -s 2 ARGS`` in ``cwd``; once an output line satisfies
-    ``kill_when``, SIGKILLs server ``server`` (any server for None). Returns its output, with a
-    ``<killed>`` line where the kill happened; fails unless the job exits 0."""
+def _run(cwd, args, steps=()):
+    """Runs ``mxrs-launch local -n 2 -s 2 ARGS`` in ``cwd``, taking ``steps`` in order: each is
+    (a test of an output line, an action given the job's tag) and acts once a line after the
+    previous step's passes its test. Returns the output, with a ``<step N>`` line where step N
+    acted; fails unless the job exits 0."""
     tag = uuid.uuid4().hex
     cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2"]
     cmd += ["--env", f"MXRS_TEST_TAG={tag}", *args]
     launcher = subprocess.Popen(
         cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
+    steps = list(steps)
     lines = []
+    # A job that hangs is stopped (SIGTERM: the launcher ends every process it started).
+    watchdog = threading.Timer(TIMEOUT, launcher.terminate)
+    watchdog.start()
     with launcher, launcher.stdout:
         try:
             for line in launcher.stdout:
                 lines.append(line)
-                if kill_when is not None and kill_when(line):
-                    kill_when = None
-                    procs = tagged_processes(tag, "DMLC_SERVER_ID").items()
-                    pid = next(
-                        p
-                        for p, (role, rank, _) in procs
-                        if role == "server" and server in (None, int(rank))
-                    )
-                    os.kill(pid, signal.SIGKILL)
+                if steps and steps[0][0](line):
+                    steps.pop(0)[1](tag)
                     lines.append("<killed>\n")
             launcher.wait(timeout=TIMEOUT)
         finally:
+            watchdog.cancel()
             launcher.kill()
     out = "".join(lines)
     assert launcher.returncode == 0, out[-4000:]
+    assert not steps, f"{len(steps)} steps never happened:\n{out[-4000:]}"
     return out
+
+
+def _kill(server=None):
+    """An action that SIGKILLs server ``server`` of the job (any server for None)."""
+
+    def kill(tag):
+        procs = tagged_processes(tag, "DMLC_SERVER_ID").items()
+        pid = next(
+            p for p, (role, rank, _) in procs if role == "server" and server in (None, int(rank))
+        )
+        os.kill(pid, signal.SIGKILL)
+
+    return kill
+
+
+def _step_line(step):
+    return lambda line: line.strip() == f"[worker 0] step {step}"
 
 
 def _job(tmp_path, mode, kill=None):
@@ -94,11 +122,8 @@ def _job(tmp_path, mode, kill=None):
     (tmp_path / "worker.py").write_text(WORKER)
     args = ["--replicas", "1", "--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
     args += [sys.executable, "worker.py", mode]
-    step = None if kill is None else f"[worker 0] step {kill[1]}"
-    if kill is None:
-        out = _run(tmp_path, args)
-    else:
-        out = _run(tmp_path, args, lambda line: line.strip() == step, kill[0])
+    steps = [] if kill is None else [(_step_line(kill[1]), _kill(kill[0]))]
+    out = _run(tmp_path, args, steps)
     if kill:  # the server died while the workers were at it
         assert out.index("<killed>") < out.index(f"[worker 0] step {STEPS - 1}\n"), out
     return out, [np.load(tmp_path / f"final{r}.npy") for r in (0, 1)]
@@ -145,12 +170,46 @@ def test_mnist_training_loses_a_server_and_ends_with_the_same_model(tmp_path):
 
     accs = []
     for kill in (False, True):
-        out = _run(tmp_path, args, after_first_epoch if kill else None)
+        out = _run(tmp_path, args, [(after_first_epoch, _kill())] if kill else [])
         assert ("its keys are served by their backups from now on" in out) == kill, out[-3000:]
         found = re.findall(r"final test accuracy ([0-9.]+)", out)
         assert len(found) == 2 and found[0] == found[1], out[-3000:]
         accs.append(float(found[0]))
     assert accs[1] == accs[0] and accs[0] > 0.9, accs
+
+
+def test_a_replacement_server_copies_the_keys_and_then_the_other_original_may_go(tmp_path):
+    """``--max-restarts 1``: a killed server is restarted, joins the running job as the backup
+    of the keys it held, and once it has a full copy the other original server is killed too
+    (and restarted in turn): the weights of the job nobody disturbed."""
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    print("seed", seed)
+    _, calm = _job(tmp_path / "calm", "dist_sync")
+    first = rng.randrange(2)
+    kill_at = rng.randrange(5, 40)
+    pause = kill_at + 2
+    second_at = rng.randrange(pause + 1, STEPS - 20)
+    hit = tmp_path / "hit"
+    hit.mkdir()
+    (hit / "worker.py").write_text(WORKER)
+    args = ["--replicas", "1", "--max-restarts", "1"]
+    args += ["--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
+    args += [sys.executable, "worker.py", "dist_sync", str(pause)]
+    synced = "holds a full copy of its keys again"
+    steps = [
+        (_step_line(kill_at), _kill(first)),
+        (lambda line: synced in line, lambda _: (hit / "go").touch()),
+        (_step_line(second_at), _kill(1 - first)),
+    ]
+    out = _run(hit, args, steps)
+    for server in (first, 1 - first):
+        assert f"server {server} failed with exit status 137; restarting it (1 of 1)" in out
+    assert f"replaces the lost server {first}; copying ranges [0, 1] to it" in out, out[-4000:]
+    assert out.index("holds a full copy") < out.index(f"[worker 0] step {pause}\n"), out
+    assert out.count("holds a full copy of its keys again") == 2, out[-4000:]
+    for values in (np.load(hit / f"final{r}.npy") for r in (0, 1)):
+        np.testing.assert_allclose(values, calm[0], rtol=0, atol=1e-6, err_msg=f"seed {seed}")
 
 
 UNEVEN_ASYNC = """

@@ -115,6 +115,7 @@ def test_max_restarts_reaches_every_node_and_only_launchers_that_can_restart(cap
     assert job.max_restarts == 0 and "MXRS_MAX_RESTARTS" not in job.nodes()[0].env
     for bad, said in (
         (["local", "-n", "2", "--max-restarts", "-1", "python"], "must be 0 or more, got -1"),
+        (["local", "-n", "2", "-s", "3", "--replicas", "2", "python"], "must be 0 or 1, got 2"),
         (
             ["slurm", "-n", "2", "--max-restarts", "1", "python"],
             "--max-restarts needs a launcher that starts each worker as its own process "

@@ -211,6 +211,14 @@ impl Config {
                 _ => None,
             },
             replicas: match optional(&get, "MXRS_REPLICAS")? {
+                Some(n) if n > 1 => {
+                    return Err(PsError::Config {
+                        var: "MXRS_REPLICAS".into(),
+                        reason: format!(
+                            "{n}: mxrs keeps one backup of each server's keys (1) or none (0)"
+                        ),
+                    });
+                }
                 Some(n) => n,
                 None if num_servers >= 2 => 1,
                 None => 0,

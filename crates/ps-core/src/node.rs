@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::net::ToSocketAddrs;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use crate::error::{PsError, Result};
 use crate::protocol::frame::Mode;
 use crate::protocol::{auth, transport};
 use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
-use crate::server::{Farewell, Limits, ReplicaConfig, Server};
+use crate::server::{Copying, Farewell, Limits, ReplicaConfig, Server};
 use crate::worker::{DataPlane, Worker};
 
 /// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
@@ -173,7 +172,7 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
     if cfg.replicas > 0 && m.num_servers > 1 {
         server.replicate(ReplicaConfig {
             me: m.me.rank,
-            servers: resolve_servers(&m.servers)?,
+            servers: scheduler::resolve(&m.servers)?,
             replicas: cfg.replicas,
             bigarray_bound: cfg.bigarray_bound,
             secret: secret.clone(),
@@ -182,7 +181,7 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
             mode: Mode::Sync,
         });
     }
-    let ended = follow_job(&server, control.health());
+    let ended = follow_job(&server, control.clone());
     server.serve(listener, secret, ended).await?;
     let end = control.health().borrow().clone();
     Ok(match (end.shutdown, end.lost) {
@@ -192,29 +191,21 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
     })
 }
 
-/// Every server's data-plane address and name, by rank.
-fn resolve_servers(servers: &[scheduler::NodeInfo]) -> Result<Vec<(std::net::SocketAddr, String)>> {
-    servers
-        .iter()
-        .map(|s| {
-            let addr = (s.host.as_str(), s.port)
-                .to_socket_addrs()
-                .ok()
-                .and_then(|mut a| a.next())
-                .ok_or_else(|| PsError::Rpc(format!("cannot resolve the address of {s}")))?;
-            Ok((addr, s.to_string()))
-        })
-        .collect()
-}
-
-/// Passes finished workers and failed-over servers on to `server` until the job ends; then
-/// says why the server leaves.
-async fn follow_job(server: &Server, mut health: watch::Receiver<JobHealth>) -> Option<Farewell> {
+/// Passes finished workers and the job's topology on to `server` until the job ends, and
+/// tells the scheduler when this server has copied ranges to a replacement; then says why the
+/// server leaves.
+async fn follow_job(server: &Server, control: ControlClient) -> Option<Farewell> {
+    let mut health = control.health();
     let mut told = 0;
+    let mut applied = 0;
     loop {
-        let lost = health.borrow().servers_lost.clone();
-        if !lost.is_empty() {
-            server.servers_lost(&lost);
+        let topology = health.borrow().topology.clone();
+        if let Some(t) = topology.filter(|t| t.epoch > applied) {
+            applied = t.epoch;
+            match server.set_topology(&t) {
+                Ok(copies) => copies.into_iter().for_each(|c| report_copy(&control, c)),
+                Err(e) => tracing::error!("topology {}: {e}", t.epoch),
+            }
         }
         let (finished, farewell) = {
             let h = health.borrow_and_update();
@@ -250,6 +241,21 @@ async fn follow_job(server: &Server, mut health: watch::Receiver<JobHealth>) -> 
     }
 }
 
+/// Tells the scheduler once the copy `c` to a new backup is stored.
+fn report_copy(control: &ControlClient, c: Copying) {
+    let control = control.clone();
+    tokio::spawn(async move {
+        if c.stored.await.is_err() {
+            return; // the backup went away; a newer topology says what now
+        }
+        let ranges = c.ranges.clone();
+        match control.synced(c.epoch, c.backup, c.ranges).await {
+            Ok(()) => tracing::info!("copied ranges {ranges:?} to server {}", c.backup),
+            Err(e) => tracing::warn!("could not report the copy to server {}: {e}", c.backup),
+        }
+    });
+}
+
 /// A worker that joined a job through its scheduler.
 pub struct JobWorker {
     worker: Arc<Worker>,
@@ -274,7 +280,7 @@ impl JobWorker {
         let control = ControlClient::join(cfg, Role::Worker, &ip.to_string(), 0).await?;
         let m = control.membership().clone();
         let plane = DataPlane {
-            servers: resolve_servers(&m.servers)?,
+            servers: scheduler::resolve(&m.servers)?,
             rank: m.me.rank,
             num_workers: m.num_workers,
             mode,
@@ -326,12 +332,12 @@ impl Drop for JobWorker {
 }
 
 /// Fails the worker's requests as soon as the job reports a lost node or a failed shutdown;
-/// moves them to the backups of a server failed over.
+/// moves them to the backups of a server failed over, and connects to a replacement server.
 async fn watch_health(mut health: watch::Receiver<JobHealth>, worker: Arc<Worker>) {
     let why = loop {
-        let lost = health.borrow().servers_lost.clone();
-        if !lost.is_empty() {
-            worker.servers_lost(&lost);
+        let topology = health.borrow().topology.clone();
+        if let Some(t) = topology {
+            worker.set_topology(&t).await;
         }
         {
             let h = health.borrow_and_update();

@@ -55,9 +55,10 @@ async fn the_backup_serves_every_answered_round_once_the_primary_is_gone() {
         reason: "stopped by the test".into(),
     };
     servers.stop_one(0, bye).await;
-    servers.servers[0].servers_lost(&[0]);
+    let lost = servers.topology(1, vec![vec![1], vec![1]]);
+    assert!(servers.servers[0].set_topology(&lost).unwrap().is_empty());
     for w in &workers {
-        w.servers_lost(&[0]);
+        w.set_topology(&lost).await;
     }
     let v = within(workers[0].pull(&[1, 2]).wait()).await.unwrap();
     assert_eq!((to_f32(&v[0]), to_f32(&v[1])), (vec![2.0; 2], vec![1.0; 8]));
@@ -112,4 +113,122 @@ async fn a_push_that_can_never_complete_is_still_answered() {
         e.to_string().contains("worker 0 on 127.0.0.1 has finished"),
         "{e}"
     );
+}
+
+/// Both workers pushpull `g` into keys 1 (2 elements, one server) and 2 (8, cut over both);
+/// returns worker 0's values (checked equal to worker 1's).
+async fn round(workers: &[ps_core::worker::Worker], g: f32) -> (Vec<f32>, Vec<f32>) {
+    let tickets: Vec<_> = workers
+        .iter()
+        .map(|w| {
+            w.pushpull(vec![
+                (1, DType::F32, f32s(&[g; 2])),
+                (2, DType::F32, f32s(&[g; 8])),
+            ])
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tickets {
+        let v = within(t.wait()).await.unwrap();
+        out.push((to_f32(&v[0]), to_f32(&v[1])));
+    }
+    assert_eq!(out[0], out[1]);
+    out.swap_remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_server_takes_a_full_copy_and_the_job_survives_losing_the_other() {
+    let mut servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 4).await;
+    let workers = {
+        let mut out = Vec::new();
+        for rank in 0..2 {
+            let mut p = servers.plane(rank, 2, Mode::Sync, 4);
+            p.replicas = 1;
+            out.push(within(ps_core::worker::Worker::connect(p)).await.unwrap());
+        }
+        out
+    };
+    let sgd = ps_core::updater::OptimizerSpec {
+        name: "sgd".into(),
+        params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
+        key_mults: Vec::new(),
+    };
+    for w in &workers {
+        within(w.set_optimizer(&sgd)).await.unwrap();
+        let items = vec![
+            (1, DType::F32, vec![2], f32s(&[0.0; 2])),
+            (2, DType::F32, vec![8], f32s(&[0.0; 8])),
+        ];
+        within(w.init(items).wait()).await.unwrap();
+    }
+    // SGD with momentum on the servers: each round's summed gradient is 2 g.
+    let (mut weight, mut mom) = (0.0f32, 0.0f32);
+    let mut expect = |g: f32| {
+        mom = 0.9 * mom - 0.1 * (2.0 * g);
+        weight += mom;
+        weight
+    };
+    let check = |(a, b): (Vec<f32>, Vec<f32>), want: f32, when: &str| {
+        for v in a.iter().chain(&b) {
+            assert!((v - want).abs() < 1e-5, "{when}: {v} != {want}");
+        }
+    };
+    for step in 0..3 {
+        check(
+            round(&workers, 1.0).await,
+            expect(1.0),
+            &format!("step {step}"),
+        );
+    }
+    // Server 0 is lost: server 1 serves both ranges alone.
+    let bye = Farewell {
+        failed: true,
+        reason: "stopped by the test".into(),
+    };
+    servers.stop_one(0, bye.clone()).await;
+    let one = servers.servers[0].clone();
+    let t1 = servers.topology(1, vec![vec![1], vec![1]]);
+    assert!(one.set_topology(&t1).unwrap().is_empty());
+    for w in &workers {
+        w.set_topology(&t1).await;
+    }
+    check(round(&workers, 0.5).await, expect(0.5), "alone");
+    // A replacement for server 0 joins as the backup of both ranges and gets a full copy.
+    let zero = servers.start_replacement(0, 2, 1, Mode::Sync, 4).await;
+    let t2 = servers.topology(2, vec![vec![1, 0], vec![1, 0]]);
+    assert!(zero.set_topology(&t2).unwrap().is_empty());
+    let copies = one.set_topology(&t2).unwrap();
+    assert_eq!(copies.len(), 1);
+    assert_eq!(
+        (copies[0].backup, copies[0].ranges.clone()),
+        (0, vec![0, 1])
+    );
+    for c in copies {
+        within(c.stored).await.unwrap();
+    }
+    for w in &workers {
+        w.set_topology(&t2).await;
+    }
+    let copied = expect(2.0);
+    check(round(&workers, 2.0).await, copied, "copied");
+    // The other original server is lost: the replacement has every value and momentum.
+    servers.stop_one(0, bye).await;
+    let t3 = servers.topology(3, vec![vec![0], vec![0]]);
+    assert!(zero.set_topology(&t3).unwrap().is_empty());
+    for w in &workers {
+        w.set_topology(&t3).await;
+    }
+    let v = within(workers[0].pull(&[1, 2]).wait()).await.unwrap();
+    check(
+        (to_f32(&v[0]), to_f32(&v[1])),
+        copied,
+        "pulled from the replacement",
+    );
+    for step in 0..3 {
+        check(
+            round(&workers, -1.0).await,
+            expect(-1.0),
+            &format!("after, step {step}"),
+        );
+    }
 }

@@ -59,7 +59,9 @@ def _parser():
         default=0,
         metavar="N",
         help="restart a failed worker with the same rank up to N times; the job waits for it "
-        "(PS_REJOIN_TIMEOUT seconds, default 60) instead of failing (local and ssh launchers)",
+        "(PS_REJOIN_TIMEOUT seconds, default 60) instead of failing; with backups (--replicas) a "
+        "failed server too, whose replacement takes a copy of the keys it backs up (local and "
+        "ssh launchers)",
     )
     p.add_argument(
         "--replicas",
@@ -172,8 +174,8 @@ def parse(argv):
         job.max_restarts = args.max_restarts
         env["MXRS_MAX_RESTARTS"] = str(args.max_restarts)
     if args.replicas is not None:
-        if args.replicas < 0:
-            p.error(f"--replicas must be 0 or more, got {args.replicas}")
+        if args.replicas not in (0, 1):
+            p.error(f"--replicas must be 0 or 1, got {args.replicas}")
         env["MXRS_REPLICAS"] = str(args.replicas)
     default = "1" if servers > 1 else "0"
     job.replicas = int(env.get("MXRS_REPLICAS", default) or 0) if servers > 1 else 0

@@ -1,5 +1,6 @@
 """Runs the processes of a job: prefixed output, and the whole job ends on the first failure
-(unless it is a worker with restarts left, which is started again with the same rank)."""
+(unless it is a worker, or a server whose keys have backups, with restarts left, which is started
+again with the same rank)."""
 
 import collections
 import os
@@ -34,8 +35,8 @@ class Supervisor:
         self._pumps: dict[str, threading.Thread] = {}  # label -> the thread copying its output
         # (label, exit status) of each process that ended; (None, None) for a signal to stop
         self._exits: queue.Queue[tuple[str | None, int | None]] = queue.Queue()
-        # label -> (argv, env, stdin, restarts left, restarts allowed) of restartable workers
-        self._again: dict[str, tuple[list, dict, bytes | None, int, int]] = {}
+        # label -> (role, argv, env, stdin, restarts left, restarts allowed) of restartable ones
+        self._again: dict[str, tuple[str, list, dict, bytes | None, int, int]] = {}
         self._expendable: set[str] = set()
 
     def start(self, label, role, argv, env, stdin=None, pass_fds=(), restarts=0, expendable=False):
@@ -44,8 +45,9 @@ class Supervisor:
         ``stdin`` bytes are written to the process, whose stdin then stays open until the job
         ends (closing it is how remote launchers learn to stop). ``pass_fds`` are descriptors
         the process inherits (the scheduler's announcement pipe). A worker that fails is started
-        again up to ``restarts`` times; an ``expendable`` process (a server whose keys have
-        backups) that fails does not end the job: the scheduler says whether it can go on.
+        again up to ``restarts`` times, and so is an ``expendable`` process (a server whose keys
+        have backups), which otherwise does not end the job when it fails: the scheduler says
+        whether it can go on.
         """
         try:
             proc = subprocess.Popen(
@@ -67,8 +69,9 @@ class Supervisor:
         self._procs.append((label, role, proc, tail))
         if expendable:
             self._expendable.add(label)
-        if restarts and role == "worker" and label not in self._again:
-            self._again[label] = (list(argv), dict(env), stdin, restarts, restarts)
+        restartable = role == "worker" or expendable
+        if restarts and restartable and label not in self._again:
+            self._again[label] = (role, list(argv), dict(env), stdin, restarts, restarts)
         pump = threading.Thread(target=self._pump, args=(label, proc, tail), daemon=True)
         self._pumps[label] = pump
         pump.start()
@@ -129,9 +132,11 @@ class Supervisor:
             workers.discard(label)
             if code != 0:
                 status = code if code > 0 else 128 - code
-                if self._restart(label, status):
+                role = self._restart(label, status)
+                if role is not None:
                     running.add(label)
-                    workers.add(label)
+                    if role == "worker":
+                        workers.add(label)
                     continue
                 if label in self._expendable:
                     self._say(
@@ -145,17 +150,17 @@ class Supervisor:
         return 0
 
     def _restart(self, label, status):
-        """Start worker ``label`` again if it has restarts left; True when it was."""
+        """Start ``label`` again if it has restarts left; its role when it was, else None."""
         again = self._again.get(label)
-        if again is None or again[3] == 0:
-            return False
-        argv, env, stdin, left, allowed = again
-        self._again[label] = (argv, env, stdin, left - 1, allowed)
+        if again is None or again[4] == 0:
+            return None
+        role, argv, env, stdin, left, allowed = again
+        self._again[label] = (role, argv, env, stdin, left - 1, allowed)
         self._pumps[label].join(_GRACE_S)  # its last lines are out before the new ones
         n = allowed - left + 1
         self._say(f"{label} failed with exit status {status}; restarting it ({n} of {allowed})")
-        self.start(label, "worker", argv, env, stdin=stdin)
-        return True
+        self.start(label, role, argv, env, stdin=stdin, expendable=label in self._expendable)
+        return role
 
     def _report(self, label, status):
         lines = self.last_lines(label)

@@ -81,7 +81,8 @@ def run(job: Job, plan, dry_run=False, out=None):
         job.root_port = _start_scheduler(sup, sched, signals)
         for launch in plan(job):
             with signals.held():
-                restarts = job.max_restarts if launch.role == "worker" else 0
+                expendable = launch.role == "server" and job.replicas > 0
+                restarts = job.max_restarts if launch.role == "worker" or expendable else 0
                 sup.start(
                     launch.label,
                     launch.role,
@@ -89,7 +90,7 @@ def run(job: Job, plan, dry_run=False, out=None):
                     launch.env,
                     stdin=launch.stdin,
                     restarts=restarts,
-                    expendable=launch.role == "server" and job.replicas > 0,
+                    expendable=expendable,
                 )
         return sup.wait()
     except _Interrupted as e:

@@ -62,8 +62,13 @@ fn jobs_of_two_servers_or_more_keep_one_backup_unless_told_otherwise() {
     assert_eq!(cfg.replicas, 0, "one server");
     let cfg = Config::from_lookup(lookup(&with(&[("MXRS_REPLICAS", "0")]))).unwrap();
     assert_eq!(cfg.replicas, 0);
-    let cfg = Config::from_lookup(lookup(&with(&[("MXRS_REPLICAS", "2")]))).unwrap();
-    assert_eq!(cfg.replicas, 2);
+    let cfg = Config::from_lookup(lookup(&with(&[("MXRS_REPLICAS", "1")]))).unwrap();
+    assert_eq!(cfg.replicas, 1);
+    let e = error_of(&[("MXRS_REPLICAS", "2")]);
+    assert!(
+        e.contains("one backup of each server's keys (1) or none (0)"),
+        "{e}"
+    );
     let e = error_of(&[("MXRS_REPLICAS", "one")]);
     assert!(e.starts_with("MXRS_REPLICAS:"), "{e}");
 }

@@ -13,7 +13,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tonic::transport::Channel;
 use tonic::{Code, Streaming};
 
-use super::{Group, JobHealth, Membership, NodeInfo, Shutdown};
+use super::{Group, JobHealth, Membership, NodeInfo, Shutdown, Topology};
 use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
 use crate::protocol::pb::scheduler_client::SchedulerClient;
@@ -215,6 +215,19 @@ impl ControlClient {
         }
     }
 
+    /// Tells the scheduler that this server, a primary, has copied every key of `ranges` to
+    /// server `backup` under topology `epoch` (servers only).
+    pub async fn synced(&self, epoch: u64, backup: u32, ranges: Vec<u32>) -> Result<()> {
+        let request = pb::SyncedRequest {
+            node_id: self.inner.membership.me.node_id,
+            epoch,
+            backup,
+            ranges,
+        };
+        self.inner.rpc.clone().synced(request).await?;
+        Ok(())
+    }
+
     /// This worker is done (workers only). Returns once the scheduler recorded it; fails with
     /// [`PsError::NodeLost`] naming the scheduler when it cannot be reached.
     pub async fn finish(&self) -> Result<()> {
@@ -330,18 +343,19 @@ async fn read_events(
                     // The job waits for its restart; nothing here fails because of it.
                     tracing::warn!("{}", event.message);
                 }
-                Some(pb::event::Kind::ServerFailover(node)) => {
-                    tracing::warn!("{}", event.message);
-                    if let Ok(node) = NodeInfo::try_from(node) {
+                Some(pb::event::Kind::ServerFailover(_)) => tracing::warn!("{}", event.message),
+                Some(pb::event::Kind::Topology(t)) => match Topology::try_from(t) {
+                    Ok(t) => {
                         watch.health.send_if_modified(|h| {
-                            let new = !h.servers_lost.contains(&node.rank);
-                            if new {
-                                h.servers_lost.push(node.rank);
+                            let newer = h.topology.as_ref().is_none_or(|o| o.epoch < t.epoch);
+                            if newer {
+                                h.topology = Some(Arc::new(t));
                             }
-                            new
+                            newer
                         });
                     }
-                }
+                    Err(e) => tracing::error!("the scheduler sent a bad topology: {e}"),
+                },
                 Some(pb::event::Kind::WorkerRejoined(node)) => {
                     if let Ok(node) = NodeInfo::try_from(node) {
                         tracing::warn!("{node} (node {}) rejoined the job", node.node_id);

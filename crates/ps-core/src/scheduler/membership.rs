@@ -8,16 +8,18 @@
 //!
 //! `formation`: registrations, ranks and the moment the job forms.
 //! `rejoin`: a lost worker's place kept open for its restart, and the restarted worker let in.
-//! `failover`: a lost server whose keys live on on their backups.
+//! `failover`: a lost server whose keys live on on their backups, and the job's topology.
+//! `replace`: a replacement server taking a lost one's place and becoming a copy again.
 
 mod failover;
 mod formation;
 mod rejoin;
+mod replace;
 
 use tokio::sync::{broadcast, oneshot, watch};
 use tokio::time::{Duration, Instant};
 
-use super::{Group, Membership, NodeInfo, Shutdown};
+use super::{Group, Membership, NodeInfo, Shutdown, Topology};
 use crate::config::Role;
 use crate::error::{PsError, Result};
 
@@ -53,6 +55,8 @@ pub(crate) enum Notice {
     Rejoined(NodeInfo),
     /// A server was lost and its keys are served by their backups from now on.
     ServerFailover { node: NodeInfo, message: String },
+    /// Which servers hold each placement range changed.
+    Topology(Topology),
     /// The job is over.
     Shutdown(Shutdown),
 }
@@ -114,8 +118,12 @@ pub(crate) struct Job {
     rejoin: Option<Duration>,
     /// Backups of each server's keys (`MXRS_REPLICAS`): a lost server is failed over.
     replicas: u32,
-    /// Servers failed over, in the order they were lost.
+    /// Servers failed over, in the order they were lost (and not replaced since).
     gone: Vec<(NodeInfo, String)>,
+    /// Which servers hold each range, in a job with backups once it formed.
+    topology: Option<Topology>,
+    /// Replacement servers not yet a full copy: each with the ranges still being copied to it.
+    syncing: Vec<(u32, Vec<u32>)>,
     notices: broadcast::Sender<Notice>,
     ended: watch::Sender<Option<Shutdown>>,
 }
@@ -136,6 +144,8 @@ impl Job {
             rejoin: None,
             replicas: 0,
             gone: Vec::new(),
+            topology: None,
+            syncing: Vec::new(),
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             ended: watch::channel(None).0,
         }
@@ -256,6 +266,9 @@ impl Job {
                     message: message.clone(),
                 }),
         );
+        if let Some(t) = self.topology.as_ref().filter(|t| t.epoch > 0) {
+            backlog.push(Notice::Topology(t.clone()));
+        }
         if let Some(shutdown) = self.ended.borrow().clone() {
             backlog.push(Notice::Shutdown(shutdown));
         }

@@ -44,7 +44,16 @@ fn formed() -> (Job, Instant) {
 
 /// [`formed`], keeping a lost worker's place for `rejoin`.
 fn formed_with(rejoin: Option<Duration>) -> (Job, Instant) {
-    let mut job = Job::new(2, 2).with_rejoin(rejoin);
+    formed_from(Job::new(2, 2).with_rejoin(rejoin))
+}
+
+/// [`formed`], with one backup of each server's keys.
+fn formed_replicated() -> (Job, Instant) {
+    formed_from(Job::new(2, 2).with_replicas(1))
+}
+
+/// `job` (2 workers, 2 servers) once every node registered.
+fn formed_from(mut job: Job) -> (Job, Instant) {
     let joining: Vec<Joining> = [
         server("s0", 100),
         server("s1", 101),
@@ -452,3 +461,6 @@ fn stopping_answers_everyone_waiting() {
 
 #[path = "membership/rejoin_tests.rs"]
 mod rejoin;
+
+#[path = "membership/replace_tests.rs"]
+mod replace;

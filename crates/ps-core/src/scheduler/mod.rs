@@ -33,6 +33,8 @@ pub use client::ControlClient;
 pub use service::serve;
 
 use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
 
 use crate::config::Role;
 use crate::error::{PsError, Result};
@@ -134,8 +136,42 @@ pub struct JobHealth {
     pub shutdown: Option<Shutdown>,
     /// Workers that have finished, in the order the scheduler reported them.
     pub finished: Vec<NodeInfo>,
-    /// Ranks of the servers failed over (a job with backups), in the order they were lost.
-    pub servers_lost: Vec<u32>,
+    /// Which servers hold each placement range, once that changed (a job with backups: a
+    /// server was failed over, or a replacement joined).
+    pub topology: Option<Arc<Topology>>,
+}
+
+/// Which servers hold each placement range of a job with backups (`MXRS_REPLICAS`), as the
+/// scheduler decides it: the rule [`crate::server::chains`] when the job forms, then a lost
+/// server dropped from its chains, a replacement added at the end of those short of a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// Grows with every change; nodes apply only a newer one.
+    pub epoch: u64,
+    /// Per placement range, the servers holding it, primary first.
+    pub chains: Vec<Vec<u32>>,
+    /// Every server by rank, on its current address (a replacement on its own).
+    pub servers: Vec<NodeInfo>,
+}
+
+impl Topology {
+    /// The server each placement range goes to: the first of its chain (`None` for a range
+    /// left without any).
+    pub fn primaries(&self) -> Vec<Option<u32>> {
+        self.chains.iter().map(|c| c.first().copied()).collect()
+    }
+
+    /// Every server's data-plane address and name, by rank.
+    pub fn addresses(&self) -> Result<Vec<(SocketAddr, String)>> {
+        resolve(&self.servers)
+    }
+
+    /// Servers in no chain: lost, their keys elsewhere.
+    pub fn lost(&self) -> Vec<u32> {
+        (0..self.servers.len() as u32)
+            .filter(|s| !self.chains.iter().any(|c| c.contains(s)))
+            .collect()
+    }
 }
 
 /// The scheduler's order to end the job.
@@ -224,6 +260,64 @@ impl TryFrom<pb::NodeInfo> for NodeInfo {
             rank: n.rank,
             host: n.host,
             port,
+        })
+    }
+}
+
+/// The data-plane address and name ("server 0 on HOST:PORT") of each of `servers`.
+pub fn resolve(servers: &[NodeInfo]) -> Result<Vec<(SocketAddr, String)>> {
+    servers
+        .iter()
+        .map(|s| {
+            let addr = (s.host.as_str(), s.port)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or_else(|| PsError::Rpc(format!("cannot resolve the address of {s}")))?;
+            Ok((addr, s.to_string()))
+        })
+        .collect()
+}
+
+impl From<&Topology> for pb::Topology {
+    fn from(t: &Topology) -> Self {
+        pb::Topology {
+            epoch: t.epoch,
+            chains: t
+                .chains
+                .iter()
+                .map(|c| pb::Chain { servers: c.clone() })
+                .collect(),
+            servers: t.servers.iter().map(pb::NodeInfo::from).collect(),
+        }
+    }
+}
+
+impl TryFrom<pb::Topology> for Topology {
+    type Error = PsError;
+
+    fn try_from(t: pb::Topology) -> Result<Self> {
+        let servers = t
+            .servers
+            .into_iter()
+            .map(NodeInfo::try_from)
+            .collect::<Result<Vec<_>>>()?;
+        let n = servers.len() as u32;
+        let ranked = servers
+            .iter()
+            .enumerate()
+            .all(|(r, s)| s.role == Role::Server && s.rank == r as u32);
+        let chains: Vec<Vec<u32>> = t.chains.into_iter().map(|c| c.servers).collect();
+        if !ranked || chains.len() != servers.len() || chains.iter().flatten().any(|&s| s >= n) {
+            return Err(PsError::Protocol(format!(
+                "topology {} names servers outside its table of {n}",
+                t.epoch
+            )));
+        }
+        Ok(Topology {
+            epoch: t.epoch,
+            chains,
+            servers,
         })
     }
 }

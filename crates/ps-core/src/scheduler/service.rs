@@ -327,6 +327,18 @@ impl Scheduler for Service {
         }))
     }
 
+    async fn synced(
+        &self,
+        request: Request<pb::SyncedRequest>,
+    ) -> Result<Response<pb::SyncedReply>, Status> {
+        let r = request.into_inner();
+        let now = Instant::now();
+        self.shared
+            .job()
+            .synced(r.node_id, r.epoch, r.backup, &r.ranges, now)?;
+        Ok(Response::new(pb::SyncedReply {}))
+    }
+
     type EventsStream = ReceiverStream<Result<pb::Event, Status>>;
 
     async fn events(
@@ -363,6 +375,7 @@ fn to_event(notice: Notice) -> pb::Event {
         Notice::ServerFailover { node, message } => {
             (pb::event::Kind::ServerFailover((&node).into()), message)
         }
+        Notice::Topology(t) => (pb::event::Kind::Topology((&t).into()), String::new()),
         Notice::Rejoined(node) => (
             pb::event::Kind::WorkerRejoined((&node).into()),
             String::new(),

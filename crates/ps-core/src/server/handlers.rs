@@ -171,11 +171,32 @@ pub(crate) fn dispatch(
 
 /// Stores the pieces a primary server sends this one, its backup.
 fn replicas(shared: &Shared, server: u32, frame: Frame, slots: Vec<ReplySlot>) -> Result<()> {
-    if frame.op != Op::Replicate {
-        return Err(PsError::Protocol(format!(
-            "server {server} sent {:?} on its replication connection",
-            frame.op
-        )));
+    match frame.op {
+        Op::Replicate => {}
+        // The optimizer, for a replacement server that joined after the workers set it (one
+        // set already, by a worker, is theirs and stays).
+        Op::SetOptimizer => {
+            for (e, slot) in frame.entries.iter().zip(slots) {
+                let r = match current(shared) {
+                    Some(_) => Ok((0, Bytes::new())),
+                    None => set_optimizer(shared, &e.payload).map(|()| (0, Bytes::new())),
+                };
+                slot.complete(answer(e, r));
+            }
+            return Ok(());
+        }
+        // A marker: answered once everything sent before it is stored, which it is now.
+        Op::Stats => {
+            for (e, slot) in frame.entries.iter().zip(slots) {
+                slot.complete(e.ok(0, Bytes::new()));
+            }
+            return Ok(());
+        }
+        op => {
+            return Err(PsError::Protocol(format!(
+                "server {server} sent {op:?} on its replication connection"
+            )));
+        }
     }
     let epoch = current(shared).map_or(0, |i| i.epoch);
     let Some(replica) = replica_of(shared) else {
@@ -431,7 +452,7 @@ fn mode_name(m: Mode) -> &'static str {
     }
 }
 
-fn current(shared: &Shared) -> Option<Arc<Installed>> {
+pub(crate) fn current(shared: &Shared) -> Option<Arc<Installed>> {
     shared.updater.read().clone()
 }
 

@@ -43,8 +43,10 @@ use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
 use crate::protocol::transport;
+use crate::scheduler::Topology;
 use crate::updater::{OptimizerSpec, Updater};
 pub use replica::{ReplicaConfig, chains};
+
 pub use reply::MAX_OUTSTANDING_ENTRIES;
 use store::Store;
 
@@ -89,6 +91,19 @@ struct Installed {
     spec: OptimizerSpec,
     updater: Arc<Updater>,
     epoch: u64,
+}
+
+/// A primary's copy of some of its ranges to a new backup (see [`Server::set_topology`]).
+#[derive(Debug)]
+pub struct Copying {
+    /// The topology the copy belongs to.
+    pub epoch: u64,
+    /// The server copied to.
+    pub backup: u32,
+    /// The placement ranges copied.
+    pub ranges: Vec<u32>,
+    /// Resolves once the backup has stored every piece of them (never if it goes away first).
+    pub stored: tokio::sync::oneshot::Receiver<()>,
 }
 
 /// Why a server leaves the job, as its connections tell their workers.
@@ -168,26 +183,47 @@ impl Server {
         }
     }
 
-    /// Servers `lost` are gone: their ranges are served by their backups (this server among
-    /// them, perhaps), and what waited on a lost backup is answered.
-    pub fn servers_lost(&self, lost: &[u32]) {
+    /// Takes the job's topology `t` (a server was failed over, or a replacement joined): the
+    /// ranges this server now serves whose backup changed go to that backup whole, the optimizer
+    /// first, and what waited on a lost backup is answered. Returns the copies to new backups
+    /// under way, to report to the scheduler once stored.
+    pub fn set_topology(&self, t: &Topology) -> Result<Vec<Copying>> {
         let Some(r) = self.shared.replication.get() else {
-            return;
+            return Ok(Vec::new());
         };
-        let changed = r.servers_lost(lost);
-        if changed.is_empty() {
-            return;
+        let change = r.set_topology(t.epoch, t.chains.clone(), t.addresses()?);
+        if change.republish.is_empty() {
+            return Ok(Vec::new());
         }
-        tracing::warn!("servers {lost:?} lost; their keys move to their backups");
+        tracing::warn!(
+            "topology {}: ranges {:?} go to their new backups",
+            t.epoch,
+            change.republish
+        );
+        if let Some(installed) = handlers::current(&self.shared) {
+            for (backup, _) in &change.new_backups {
+                r.send_optimizer(*backup, installed.spec.encode());
+            }
+        }
         let finished = self.shared.finished.read().clone();
         let ctx = handlers::bare_ctx(&self.shared, r.as_ref(), &finished);
         for (_, k) in self.shared.store.pieces() {
             let mut k = k.lock();
-            if changed.contains(&k.range()) {
+            if change.republish.contains(&k.range()) {
                 // Its state goes to its new backup, or is durable as it is without one.
                 k.republish(&ctx);
             }
         }
+        Ok(change
+            .new_backups
+            .into_iter()
+            .map(|(backup, ranges)| Copying {
+                epoch: t.epoch,
+                backup,
+                ranges,
+                stored: r.stored(backup),
+            })
+            .collect())
     }
 
     /// Records that worker `rank` (called `name` in messages) has finished: it will push no

@@ -4,16 +4,18 @@
 //! piece's whole state to the next server of the chain over a connection of its own (a
 //! [`Link`]) and answers what waited on the change once that server has stored it.
 //!
-//! When a server is lost, every node drops it from every chain (the same rule everywhere, so
-//! nobody needs to be told the new chains): its ranges are then served by their backups, which
-//! hold every durable change, and a primary whose backup is gone answers at once.
+//! The chains change only by the scheduler's word (a [`crate::scheduler::Topology`]): a lost
+//! server is dropped from every chain, so its ranges are served by their backups, which hold
+//! every durable change, and a primary whose backup is gone answers at once; a replacement
+//! server is added at the end of the chains short of a copy, and their primaries send it the
+//! optimizer and every piece, then tell the scheduler once it has stored them all.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::key::Replicate;
 use crate::dtype::DType;
@@ -49,7 +51,8 @@ pub fn chains(num_servers: u32, replicas: u32, lost: &[u32]) -> Vec<Vec<u32>> {
 pub struct ReplicaConfig {
     /// This server's rank.
     pub me: u32,
-    /// Every server's data-plane address and name, by rank.
+    /// Every server's data-plane address and name, by rank, as the job formed (or as this
+    /// replacement server joined it).
     pub servers: Vec<(SocketAddr, String)>,
     /// Backups per range.
     pub replicas: u32,
@@ -61,12 +64,28 @@ pub struct ReplicaConfig {
     pub mode: Mode,
 }
 
+/// The chains and server addresses a server replicates by, and their epoch.
+struct View {
+    epoch: u64,
+    chains: Vec<Vec<u32>>,
+    servers: Vec<(SocketAddr, String)>,
+}
+
+/// What changed for this server with a new topology.
+#[derive(Debug, Default)]
+pub(crate) struct Change {
+    /// Ranges this server is now the primary of whose next server changed (or that it took
+    /// over): their pieces go to that server again.
+    pub republish: Vec<u32>,
+    /// The servers that became the backup of some of this server's ranges, with those ranges.
+    pub new_backups: Vec<(u32, Vec<u32>)>,
+}
+
 /// A server's part in replication: the chains as it sees them and its links to backups.
 pub(crate) struct Replication {
     cfg: ReplicaConfig,
     partitioner: Partitioner,
-    lost: RwLock<Vec<u32>>,
-    chains: RwLock<Vec<Vec<u32>>>,
+    view: RwLock<View>,
     links: Mutex<FxHashMap<u32, Link>>,
     /// Where the links report what their backups stored: (key, offset, round).
     acks: mpsc::UnboundedSender<(u64, u64, u64)>,
@@ -81,8 +100,11 @@ impl Replication {
         let n = cfg.servers.len() as u32;
         let r = Replication {
             partitioner: Partitioner::new(n as usize, cfg.bigarray_bound),
-            chains: RwLock::new(chains(n, cfg.replicas, &[])),
-            lost: RwLock::new(Vec::new()),
+            view: RwLock::new(View {
+                epoch: 0,
+                chains: chains(n, cfg.replicas, &[]),
+                servers: cfg.servers.clone(),
+            }),
             links: Mutex::new(FxHashMap::default()),
             acks,
             cfg,
@@ -90,64 +112,105 @@ impl Replication {
         (r, rx)
     }
 
-    /// Drops the servers `lost` from every chain; returns the ranges this server is now the
-    /// primary of whose next server changed (or that it took over).
-    pub(crate) fn servers_lost(&self, lost: &[u32]) -> Vec<u32> {
-        let mut known = self.lost.write();
-        let fresh: Vec<u32> = lost
-            .iter()
-            .copied()
-            .filter(|s| !known.contains(s))
-            .collect();
-        if fresh.is_empty() {
-            return Vec::new();
+    /// Takes the job's topology `epoch` (older ones are ignored): its `chains`, and where each
+    /// server is now. Returns what changed for this server.
+    pub(crate) fn set_topology(
+        &self,
+        epoch: u64,
+        chains: Vec<Vec<u32>>,
+        servers: Vec<(SocketAddr, String)>,
+    ) -> Change {
+        let n = self.cfg.servers.len();
+        if chains.len() != n || servers.len() != n {
+            tracing::error!("topology {epoch} is not one of {n} servers; ignored");
+            return Change::default();
         }
-        known.extend(fresh.iter().copied());
-        let n = self.cfg.servers.len() as u32;
-        let ranges = 0..n;
+        let mut view = self.view.write();
+        if epoch <= view.epoch {
+            return Change::default();
+        }
+        let ranges = 0..n as u32;
         let before: Vec<_> = ranges
             .clone()
-            .map(|r| (self.is_primary(r), self.backup_of(r)))
+            .map(|r| (primary(&view, r) == Some(self.cfg.me), self.next(&view, r)))
             .collect();
-        *self.chains.write() = chains(n, self.cfg.replicas, &known);
-        let mut links = self.links.lock();
-        for s in fresh {
-            links.remove(&s);
+        let moved: Vec<u32> = (0..n as u32)
+            .filter(|&s| view.servers[s as usize].0 != servers[s as usize].0)
+            .collect();
+        *view = View {
+            epoch,
+            chains,
+            servers,
+        };
+        let mut change = Change::default();
+        for r in ranges {
+            let now = (primary(&view, r) == Some(self.cfg.me), self.next(&view, r));
+            if !now.0 || (now == before[r as usize] && !now.1.is_some_and(|b| moved.contains(&b))) {
+                continue;
+            }
+            change.republish.push(r);
+            if let Some(b) = now.1 {
+                match change.new_backups.iter_mut().find(|(s, _)| *s == b) {
+                    Some((_, rs)) => rs.push(r),
+                    None => change.new_backups.push((b, vec![r])),
+                }
+            }
         }
-        drop(links);
-        ranges
-            .filter(|&r| {
-                let now = (self.is_primary(r), self.backup_of(r));
-                now.0 && now != before[r as usize]
-            })
-            .collect()
+        let held: Vec<u32> = view.chains.iter().flatten().copied().collect();
+        drop(view); // before the links' lock, which `link` takes first
+        // Links to servers that moved or hold nothing now end (a replacement gets a new one).
+        let mut links = self.links.lock();
+        links.retain(|s, _| !moved.contains(s) && held.contains(s));
+        change
     }
 
     /// Whether this server is the primary of `range` now.
     pub(crate) fn is_primary(&self, range: u32) -> bool {
-        self.chains
-            .read()
-            .get(range as usize)
-            .and_then(|c| c.first())
-            == Some(&self.cfg.me)
+        primary(&self.view.read(), range) == Some(self.cfg.me)
     }
 
     /// The server after this one in `range`'s chain, if any.
-    fn backup_of(&self, range: u32) -> Option<u32> {
-        let chains = self.chains.read();
-        let chain = chains.get(range as usize)?;
+    fn next(&self, view: &View, range: u32) -> Option<u32> {
+        let chain = view.chains.get(range as usize)?;
         let at = chain.iter().position(|&s| s == self.cfg.me)?;
         chain.get(at + 1).copied()
     }
 
-    fn link(&self, backup: u32) -> mpsc::UnboundedSender<Frame> {
+    fn backup_of(&self, range: u32) -> Option<u32> {
+        self.next(&self.view.read(), range)
+    }
+
+    fn link(&self, backup: u32) -> mpsc::UnboundedSender<ToBackup> {
         let mut links = self.links.lock();
         links
             .entry(backup)
-            .or_insert_with(|| Link::open(&self.cfg, backup, self.acks.clone()))
+            .or_insert_with(|| {
+                let to = self.view.read().servers[backup as usize].clone();
+                Link::open(&self.cfg, to, self.acks.clone())
+            })
             .frames
             .clone()
     }
+
+    /// Sends the optimizer (`spec`, encoded) to `backup`, ahead of the pieces sent after it.
+    pub(crate) fn send_optimizer(&self, backup: u32, spec: Vec<u8>) {
+        let _ = self.link(backup).send(ToBackup::Optimizer(spec));
+    }
+
+    /// Resolves once `backup` has stored everything sent to it before this call (or never,
+    /// when the backup goes away first).
+    pub(crate) fn stored(&self, backup: u32) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.link(backup).send(ToBackup::Marker(tx));
+        rx
+    }
+}
+
+fn primary(view: &View, range: u32) -> Option<u32> {
+    view.chains
+        .get(range as usize)
+        .and_then(|c| c.first())
+        .copied()
 }
 
 impl Replicate for Replication {
@@ -155,10 +218,9 @@ impl Replicate for Replication {
         let Some(backup) = self.backup_of(range) else {
             return false;
         };
-        let frame = Frame::request(Op::Replicate, 0, snapshot().into());
-        // A link whose task ended (its backup is gone) drops the frame: the lost backup's
+        // A link whose task ended (its backup is gone) drops the pieces: the lost backup's
         // removal from the chains then makes the change durable.
-        let _ = self.link(backup).send(frame);
+        let _ = self.link(backup).send(ToBackup::Pieces(snapshot()));
         true
     }
 
@@ -176,19 +238,28 @@ impl Replicate for Replication {
     }
 }
 
+/// What a link carries to its backup, in order.
+enum ToBackup {
+    /// A piece's state (its two Replicate entries).
+    Pieces([Entry; 2]),
+    /// The optimizer in use, encoded, for a backup that joined after it was set.
+    Optimizer(Vec<u8>),
+    /// Answered once everything before it is stored.
+    Marker(oneshot::Sender<()>),
+}
+
 /// A connection to a backup that carries Replicate frames, and the task that runs it.
 struct Link {
-    frames: mpsc::UnboundedSender<Frame>,
+    frames: mpsc::UnboundedSender<ToBackup>,
 }
 
 impl Link {
     fn open(
         cfg: &ReplicaConfig,
-        backup: u32,
+        (addr, name): (SocketAddr, String),
         acks: mpsc::UnboundedSender<(u64, u64, u64)>,
     ) -> Link {
         let (frames, rx) = mpsc::unbounded_channel();
-        let (addr, name) = cfg.servers[backup as usize].clone();
         let hello = Entry {
             key: u64::from(cfg.me),
             round: cfg.mode.code(),
@@ -206,12 +277,15 @@ impl Link {
     }
 }
 
+/// Markers waiting for their answer, by request id.
+type Markers = Arc<Mutex<FxHashMap<u64, oneshot::Sender<()>>>>;
+
 async fn run_link(
     addr: SocketAddr,
     secret: Option<Arc<[u8]>>,
     max_frame: u64,
     hello: Entry,
-    mut frames: mpsc::UnboundedReceiver<Frame>,
+    mut frames: mpsc::UnboundedReceiver<ToBackup>,
     acks: mpsc::UnboundedSender<(u64, u64, u64)>,
 ) -> crate::error::Result<()> {
     let stream = transport::connect(addr, secret.as_deref()).await?;
@@ -222,8 +296,16 @@ async fn run_link(
         .write_frame(&Frame::request(Op::Hello, 0, vec![hello]))
         .await?;
     writer.flush().await?;
+    let markers: Markers = Arc::default();
+    let answered = markers.clone();
     let reading = tokio::spawn(async move {
         while let Ok(Some(frame)) = reader.read_frame().await {
+            if frame.op == Op::Stats {
+                if let Some(tx) = answered.lock().remove(&frame.request_id) {
+                    let _ = tx.send(());
+                }
+                continue;
+            }
             // Each piece is answered twice (its two entries); one ack is enough.
             for e in frame.entries.into_iter().step_by(2) {
                 if frame.op == Op::Replicate && e.status == 0 {
@@ -240,16 +322,46 @@ async fn run_link(
         }
     });
     let mut next_id = 1;
-    while let Some(first) = frames.recv().await {
-        // What queued meanwhile goes as one frame: many small pieces cost one header.
-        let mut entries = first.entries;
-        let mut bytes: usize = entries.iter().map(|e| e.payload.len()).sum();
-        while entries.len() + 2 <= MAX_ENTRIES && bytes < COALESCE_BYTES {
-            let Ok(more) = frames.try_recv() else { break };
-            bytes += more.entries.iter().map(|e| e.payload.len()).sum::<usize>();
-            entries.extend(more.entries);
-        }
-        let frame = Frame::request(Op::Replicate, next_id, entries);
+    let mut held = None;
+    loop {
+        let first = match held.take() {
+            Some(m) => m,
+            None => match frames.recv().await {
+                Some(m) => m,
+                None => break,
+            },
+        };
+        let frame = match first {
+            ToBackup::Pieces(pair) => {
+                // What queued meanwhile goes as one frame: many small pieces cost one header.
+                let mut entries = Vec::from(pair);
+                let mut bytes: usize = entries.iter().map(|e| e.payload.len()).sum();
+                while entries.len() + 2 <= MAX_ENTRIES && bytes < COALESCE_BYTES {
+                    match frames.try_recv() {
+                        Ok(ToBackup::Pieces(more)) => {
+                            bytes += more.iter().map(|e| e.payload.len()).sum::<usize>();
+                            entries.extend(more);
+                        }
+                        Ok(other) => {
+                            held = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                Frame::request(Op::Replicate, next_id, entries)
+            }
+            ToBackup::Optimizer(spec) => {
+                let mut e = Entry::new(0, DType::F32, &[], 0, 0);
+                e.payload = spec.into();
+                Frame::request(Op::SetOptimizer, next_id, vec![e])
+            }
+            ToBackup::Marker(tx) => {
+                markers.lock().insert(next_id, tx);
+                let e = Entry::new(0, DType::F32, &[], 0, 0);
+                Frame::request(Op::Stats, next_id, vec![e])
+            }
+        };
         next_id += 1;
         writer.write_frame(&frame).await?;
         writer.flush().await?;

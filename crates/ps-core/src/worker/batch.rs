@@ -3,7 +3,7 @@
 //! or more (its payload, or its reply's for a pull) travels alone, so the server starts on one piece of a large array while the next is still on
 //! the wire.
 
-use super::conn::{ReplyRx, ServerConn};
+use super::conn::{Conns, ReplyRx};
 use super::ticket::{Plan, Ticket};
 use crate::protocol::frame::{Entry, Op};
 
@@ -80,7 +80,7 @@ impl Batch {
     }
 
     /// Sends every frame and returns the ticket for their replies.
-    pub(crate) fn send(mut self, conns: &[ServerConn], plan: Plan) -> Ticket {
+    pub(crate) fn send(mut self, conns: &Conns, plan: Plan) -> Ticket {
         for (server, o) in self.open.iter_mut().enumerate() {
             if let Some(o) = o.take() {
                 self.closed.push((server, o.frame, o.entries));
@@ -90,7 +90,7 @@ impl Batch {
         let replies: Vec<ReplyRx> = self
             .closed
             .into_iter()
-            .map(|(server, _, entries)| conns[server].send(self.op, entries, self.priority))
+            .map(|(server, _, entries)| conns.get(server).send(self.op, entries, self.priority))
             .collect();
         Ticket::new(replies, plan)
     }

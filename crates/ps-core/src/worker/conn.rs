@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -178,6 +178,26 @@ impl ServerConn {
         Ok(conn)
     }
 
+    /// A connection that never opened: every request fails with `why`.
+    pub(crate) fn dead(name: String, why: String) -> ServerConn {
+        let table = Table {
+            dead: Some(why),
+            ..Table::default()
+        };
+        let outbox = Arc::new(Outbox::default());
+        outbox.close();
+        ServerConn {
+            state: Arc::new(State {
+                name,
+                table: Mutex::new(table),
+                next_id: AtomicU64::new(1),
+                keep: false,
+            }),
+            outbox,
+            reader: tokio::spawn(async {}),
+        }
+    }
+
     /// Sends a request, after the queued ones of higher `priority`; the receiver yields its
     /// reply frame or the connection's failure.
     pub(crate) fn send(&self, op: Op, entries: Vec<Entry>, priority: i32) -> ReplyRx {
@@ -259,6 +279,39 @@ fn farewell(name: &str, bye: Frame) -> String {
         .filter(|r| !r.is_empty())
         .unwrap_or_else(|| "no reason given".into());
     format!("{name} left the job: {reason}")
+}
+
+/// The connections to every server, by rank: a replacement server's takes the lost one's slot.
+pub(crate) struct Conns(Vec<RwLock<Arc<ServerConn>>>);
+
+impl Conns {
+    pub(crate) fn new(conns: Vec<ServerConn>) -> Conns {
+        Conns(
+            conns
+                .into_iter()
+                .map(|c| RwLock::new(Arc::new(c)))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The connection to server `rank` now.
+    pub(crate) fn get(&self, rank: usize) -> Arc<ServerConn> {
+        self.0[rank].read().clone()
+    }
+
+    /// Every connection now, by rank.
+    pub(crate) fn all(&self) -> Vec<Arc<ServerConn>> {
+        self.0.iter().map(|c| c.read().clone()).collect()
+    }
+
+    /// Puts `conn` in server `rank`'s slot; returns the connection it replaces.
+    pub(crate) fn replace(&self, rank: usize, conn: ServerConn) -> Arc<ServerConn> {
+        std::mem::replace(&mut *self.0[rank].write(), Arc::new(conn))
+    }
 }
 
 impl Drop for ServerConn {

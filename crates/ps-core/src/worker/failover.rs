@@ -1,16 +1,18 @@
 //! A lost server in a job with backups: its placement ranges move to the next server of their
-//! chains (the rule every node applies, `server::chains`), and the requests it had not answered
+//! chains (the scheduler's [`Topology`]), and the requests it had not answered
 //! go there again, marked as sent again, so that what it had already applied is answered
 //! instead of applied twice. A request whose entries now belong to several servers is split,
 //! and its reply put back together in order.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use super::Worker;
+use super::{ServerConn, Worker};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{Frame, Op};
+use crate::scheduler::Topology;
 
 impl Worker {
     /// The server each placement range goes to now.
@@ -18,41 +20,89 @@ impl Worker {
         self.route.read().clone()
     }
 
-    /// Servers `lost` (ranks) are gone from the job: their keys are served by their backups
-    /// from now on, and their unanswered requests are sent there. Without backups this does
-    /// nothing (the job fails on a lost server).
-    pub fn servers_lost(&self, lost: &[u32]) {
-        if self.replicas == 0 || self.conns.len() < 2 {
+    /// Takes the job's topology `t` (a server was failed over, or a replacement joined): each
+    /// placement range goes to the first server of its chain from now on, the requests a lost
+    /// server had not answered go there, and a replacement server is connected to on its new
+    /// address. Without backups this does nothing (the job fails on a lost server).
+    pub async fn set_topology(&self, t: &Topology) {
+        let n = self.conns.len();
+        if self.replicas == 0 || n < 2 || t.chains.len() != n {
             return;
         }
-        let fresh: Vec<u32> = {
-            let mut known = self.lost.lock();
-            let fresh: Vec<u32> = lost
-                .iter()
-                .copied()
-                .filter(|s| !known.contains(s))
-                .collect();
-            known.extend_from_slice(&fresh);
-            fresh
+        let addrs = match t.addresses() {
+            Ok(addrs) => addrs,
+            Err(e) => return tracing::error!("topology {}: {e}", t.epoch),
         };
-        if fresh.is_empty() {
-            return;
+        let moved: Vec<usize> = {
+            let mut applied = self.topology.lock();
+            if t.epoch <= applied.0 {
+                return;
+            }
+            // A replacement: on a new address, or back in the chains on the same one.
+            let back = |s: usize| {
+                self.lost.lock().contains(&(s as u32)) && !t.lost().contains(&(s as u32))
+            };
+            let moved = (0..n)
+                .filter(|&s| applied.1[s] != addrs[s].0 || back(s))
+                .collect();
+            *applied = (t.epoch, addrs.iter().map(|(a, _)| *a).collect());
+            moved
+        };
+        for s in moved {
+            self.replace_conn(s, &addrs[s]).await;
         }
-        let known = self.lost.lock().clone();
-        let chains = crate::server::chains(self.conns.len() as u32, self.replicas, &known);
         let current = self.route();
-        let route: Arc<[usize]> = chains
+        let route: Arc<[usize]> = t
+            .primaries()
             .iter()
             .zip(current.iter())
-            .map(|(chain, &now)| chain.first().map_or(now, |&s| s as usize))
+            .map(|(first, &now)| first.map_or(now, |s| s as usize))
             .collect();
         *self.route.write() = route;
-        for s in fresh {
-            if let Some(conn) = self.conns.get(s as usize) {
-                tracing::warn!("{} lost; its keys went to their backups", conn.name());
+        let lost = t.lost();
+        for &s in &lost {
+            if !self.lost.lock().contains(&s) {
+                let name = self.conns.get(s as usize).name().to_string();
+                tracing::warn!("{name} lost; its keys went to their backups");
             }
         }
+        *self.lost.lock() = lost;
         self.sweep_lost();
+    }
+
+    /// Connects to the server that replaces the lost server `rank`, at `addr`; the lost one's
+    /// connection goes, its requests to the servers that took its keys. A replacement that
+    /// cannot be reached fails what is sent to it with an error naming it.
+    async fn replace_conn(&self, rank: usize, (addr, name): &(SocketAddr, String)) {
+        let (hello, secret, max_frame) = &self.reconnect;
+        let conn = ServerConn::open(
+            *addr,
+            name.clone(),
+            secret.as_deref(),
+            *max_frame,
+            hello.clone(),
+            true,
+        )
+        .await;
+        match conn {
+            Ok(conn) => {
+                tracing::info!("connected to {name}, which replaces a lost server");
+                let old = self.conns.replace(rank, conn);
+                for (tx, frame) in old.take_orphans() {
+                    self.resend(tx, frame);
+                }
+            }
+            Err(e) => {
+                let why = format!("cannot connect to {name}, which replaces a lost server: {e}");
+                tracing::error!("{why}");
+                let old = self
+                    .conns
+                    .replace(rank, ServerConn::dead(name.clone(), why));
+                for (tx, frame) in old.take_orphans() {
+                    self.resend(tx, frame);
+                }
+            }
+        }
     }
 
     /// Sends the requests waiting on lost servers' connections to the servers that took their
@@ -67,10 +117,10 @@ impl Worker {
             lost.clone()
         };
         for s in lost {
-            let Some(conn) = self.conns.get(s as usize) else {
+            if s as usize >= self.conns.len() {
                 continue;
-            };
-            for (tx, frame) in conn.take_orphans() {
+            }
+            for (tx, frame) in self.conns.get(s as usize).take_orphans() {
                 self.resend(tx, frame);
             }
         }
@@ -109,12 +159,14 @@ impl Worker {
         };
         if groups.len() == 1 {
             let (server, _, entries) = groups.pop().expect("one group");
-            return self.conns[server].send_frame(again(entries), 0, tx);
+            return self.conns.get(server).send_frame(again(entries), 0, tx);
         }
         let mut parts = Vec::with_capacity(groups.len());
         for (server, at, entries) in groups {
             let (part_tx, part_rx) = oneshot::channel();
-            self.conns[server].send_frame(again(entries), 0, part_tx);
+            self.conns
+                .get(server)
+                .send_frame(again(entries), 0, part_tx);
             parts.push((at, part_rx));
         }
         let request_id = frame.request_id;

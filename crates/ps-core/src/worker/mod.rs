@@ -42,7 +42,7 @@ use crate::protocol::stats::PushStats;
 use crate::updater::OptimizerSpec;
 use batch::Batch;
 use check::{check_init, check_push};
-use conn::ServerConn;
+use conn::{Conns, ServerConn};
 use encode::{Encoder, check_compressible};
 pub use ticket::Ticket;
 
@@ -99,13 +99,17 @@ pub struct Worker {
     num_workers: u32,
     mode: Mode,
     partitioner: Partitioner,
-    conns: Arc<Vec<ServerConn>>,
+    conns: Arc<Conns>,
     keys: Arc<Mutex<FxHashMap<u64, Arc<KeyMeta>>>>,
     /// Backups per range, and the server that serves each placement range now.
     replicas: u32,
     route: parking_lot::RwLock<Arc<[usize]>>,
-    /// Servers lost so far (their ranges moved to their backups).
+    /// Servers lost now (their ranges moved to their backups).
     lost: Mutex<Vec<u32>>,
+    /// The topology applied last, and where each server was then.
+    topology: Mutex<(u64, Vec<SocketAddr>)>,
+    /// How to reach a replacement server: the Hello, the secret and the frame bound.
+    reconnect: (Entry, Option<Arc<[u8]>>, u64),
 }
 
 impl std::fmt::Debug for Worker {
@@ -146,16 +150,23 @@ impl Worker {
             return Err(PsError::Rejected("a job needs at least one server".into()));
         }
         let conns_len = conns.len();
+        let addrs = plane.servers.iter().map(|(a, _)| *a).collect();
         Ok(Worker {
             rank: plane.rank,
             num_workers: plane.num_workers,
             mode: plane.mode,
             partitioner: Partitioner::new(conns.len(), plane.bigarray_bound),
-            conns: Arc::new(conns),
+            conns: Arc::new(Conns::new(conns)),
             keys: Arc::new(Mutex::new(FxHashMap::default())),
             replicas: plane.replicas,
             route: parking_lot::RwLock::new((0..conns_len).collect()),
             lost: Mutex::new(Vec::new()),
+            topology: Mutex::new((0, addrs)),
+            reconnect: (
+                Entry { offset: 0, ..hello },
+                plane.secret.clone(),
+                plane.max_frame_bytes,
+            ),
         })
     }
 
@@ -181,7 +192,7 @@ impl Worker {
 
     /// Fails every waiting and later request with `why` (called when a node is lost).
     pub fn fail(&self, why: &str) {
-        self.conns.iter().for_each(|c| c.fail(why));
+        self.conns.all().iter().for_each(|c| c.fail(why));
     }
 
     fn meta(&self, key: u64) -> Result<Arc<KeyMeta>> {
@@ -437,7 +448,7 @@ impl Worker {
         }
         let replies = per_server
             .iter()
-            .zip(self.conns.iter())
+            .zip(self.conns.all())
             .map(|(pieces, conn)| {
                 let mut e = Entry::new(0, DType::F32, &[], 0, 0);
                 e.payload = Bytes::from(states::join(pieces));
@@ -454,6 +465,7 @@ impl Worker {
     fn broadcast(&self, op: Op, payload: Bytes) -> Ticket {
         let replies = self
             .conns
+            .all()
             .iter()
             .map(|conn| {
                 let mut e = Entry::new(0, DType::F32, &[], 0, 0);
@@ -497,7 +509,11 @@ impl Worker {
 
     /// Names of the servers, by rank.
     pub fn server_names(&self) -> Vec<String> {
-        self.conns.iter().map(|c| c.name().to_string()).collect()
+        self.conns
+            .all()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect()
     }
 }
 

@@ -10,9 +10,10 @@ use bytes::Bytes;
 use ps_core::protocol::connection::{FrameReader, FrameWriter};
 use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
 use ps_core::protocol::transport;
+use ps_core::scheduler::{NodeInfo, Topology};
 use ps_core::server::{Farewell, Limits, ReplicaConfig, Server};
 use ps_core::worker::{DataPlane, Worker};
-use ps_core::{DType, PsError};
+use ps_core::{DType, PsError, Role};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -124,6 +125,72 @@ impl Servers {
             out.stops.push(tx);
         }
         out
+    }
+
+    /// Starts a server on a new port that replaces server `rank` (lost), keeping `replicas`
+    /// backups like the others; `addrs` then names it.
+    pub async fn start_replacement(
+        &mut self,
+        rank: usize,
+        w: u32,
+        replicas: u32,
+        mode: Mode,
+        bound: u64,
+    ) -> Arc<Server> {
+        let listener = transport::listen("127.0.0.1".parse().unwrap(), 0)
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        self.addrs[rank] = (addr, format!("server {rank} on {addr}"));
+        let server = Arc::new(Server::with_limits(
+            w,
+            Limits {
+                max_frame: 1 << 30,
+                max_inflight: 1 << 30,
+            },
+        ));
+        server.replicate(ReplicaConfig {
+            me: rank as u32,
+            servers: self.addrs.clone(),
+            replicas,
+            bigarray_bound: bound,
+            secret: self.secret.clone(),
+            max_frame: 1 << 30,
+            num_workers: w,
+            mode,
+        });
+        let (tx, rx) = oneshot::channel::<Option<Farewell>>();
+        let (secret, serving) = (self.secret.clone(), server.clone());
+        self.tasks.push(tokio::spawn(async move {
+            serving
+                .serve(listener, secret, async { rx.await.ok().flatten() })
+                .await
+                .unwrap();
+        }));
+        self.servers.push(server.clone());
+        self.stops.push(tx);
+        server
+    }
+
+    /// The topology `epoch` with `chains`, the servers where `addrs` says.
+    pub fn topology(&self, epoch: u64, chains: Vec<Vec<u32>>) -> Topology {
+        let servers = self
+            .addrs
+            .iter()
+            .enumerate()
+            .map(|(rank, (addr, _))| NodeInfo {
+                node_id: rank as u32 + 1,
+                role: Role::Server,
+                rank: rank as u32,
+                host: addr.ip().to_string(),
+                port: addr.port(),
+            })
+            .collect();
+        Topology {
+            epoch,
+            chains,
+            servers,
+        }
     }
 
     /// Stops server `i`, which tells its workers `farewell`.

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::{Job, MAX_HOST_LEN, Member, Pending, Registration, State};
 use crate::config::Role;
 use crate::error::{PsError, Result};
-use crate::scheduler::{Membership, NodeInfo};
+use crate::scheduler::{Membership, NodeInfo, Topology};
 
 impl Job {
     /// Takes a registration. The receiver gets the node's membership once the last node of the
@@ -142,6 +142,13 @@ impl Job {
             .iter()
             .map(|m| m.info.clone())
             .collect();
+        if self.replicas > 0 && self.num_servers > 1 {
+            self.topology = Some(Topology {
+                epoch: 0,
+                chains: crate::server::chains(self.num_servers, self.replicas, &[]),
+                servers: servers.clone(),
+            });
+        }
         for (i, reply) in replies.into_iter().enumerate() {
             let me = self.members[i].info.clone();
             let membership = Membership {

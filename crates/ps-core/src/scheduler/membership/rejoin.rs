@@ -20,6 +20,9 @@ impl Job {
         now: Instant,
     ) -> Result<(u64, oneshot::Receiver<Result<Membership>>)> {
         let refuse = |msg: String| Err(PsError::Rejected(msg));
+        if reg.role == Role::Server {
+            return self.readmit_server(reg, now);
+        }
         if reg.role != Role::Worker || self.rejoin.is_none() {
             let hint = match reg.role {
                 Role::Worker => {

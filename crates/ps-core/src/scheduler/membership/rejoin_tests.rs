@@ -72,9 +72,9 @@ fn only_a_lost_workers_place_can_be_taken() {
         "DMLC_WORKER_ID is 7 but the job has 2 workers (ids 0..1)"
     );
     let m = refusal(&mut job, server("x", 9));
-    assert_eq!(
-        m,
-        "the job (2 workers, 2 servers) has already formed; a server cannot join it now"
+    assert!(
+        m.starts_with("the job (2 workers, 2 servers) has already formed; a server can join"),
+        "{m}"
     );
     job.finish(W0, now).unwrap();
     let m = refusal(&mut job, restarted("x", Some(0)));
@@ -130,8 +130,7 @@ fn servers_are_lost_at_once_even_with_restarts() {
 #[test]
 fn a_lost_server_with_backups_is_failed_over() {
     for lost in [S0, S1] {
-        let (job, now) = formed();
-        let mut job = job.with_replicas(1);
+        let (mut job, now) = formed_replicated();
         let mut all = job.enter_barrier(W0, Group::All, now).unwrap();
         let sub = job.subscribe(lost, now).unwrap();
         job.disconnected(lost, sub.id, now);
