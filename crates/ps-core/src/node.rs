@@ -150,6 +150,9 @@ fn require_scheduler_port(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// How long a server keeps opening a broken link to a backup again when heartbeats are off.
+const BACKUP_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs a server: binds its data port, joins the job, serves until the scheduler ends the job
 /// (or is lost).
 pub async fn run_server(cfg: &Config) -> Result<Outcome> {
@@ -179,10 +182,19 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
             max_frame: cfg.max_frame_bytes,
             num_workers: cfg.num_workers,
             mode: Mode::Sync,
+            give_up: match cfg.heartbeat_timeout.is_zero() {
+                true => BACKUP_GIVE_UP,
+                false => 2 * cfg.heartbeat_timeout,
+            },
         });
     }
     let ended = follow_job(&server, control.clone());
-    server.serve(listener, secret, ended).await?;
+    match server.serve(listener, secret, ended).await {
+        Ok(()) => {}
+        // A backup it could not reach: it left so that its keys fail over.
+        Err(PsError::NodeLost(why)) => return Ok(Outcome::Failed(why)),
+        Err(e) => return Err(e),
+    }
     let end = control.health().borrow().clone();
     Ok(match (end.shutdown, end.lost) {
         (Some(s), _) if !s.failed => Outcome::Completed,

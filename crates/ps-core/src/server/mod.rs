@@ -79,8 +79,8 @@ pub(crate) struct Shared {
     push_stats: Counters,
     /// Chain replication, in a job with backups.
     replication: OnceLock<Arc<replica::Replication>>,
-    /// What the backups report they stored, until `serve` takes it.
-    acks: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<(u64, u64, u64)>>>,
+    /// What the links to backups report, until `serve` takes it.
+    acks: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<replica::FromBackup>>>,
     #[cfg(test)]
     hooks: offload::Hooks,
 }
@@ -276,14 +276,14 @@ impl Server {
         shutdown: impl Future<Output = Option<Farewell>>,
     ) -> Result<()> {
         let (stop_tx, stop_rx) = watch::channel(None);
+        let (fatal_tx, mut fatal) = tokio::sync::mpsc::channel::<String>(1);
         let acks = self.shared.acks.lock().take();
-        let _acks = acks.map(|mut acks| {
-            let shared = self.shared.clone();
-            AbortOnDrop(tokio::spawn(async move {
-                while let Some((key, offset, round)) = acks.recv().await {
-                    shared.store.acked(key, offset, round);
-                }
-            }))
+        let _acks = acks.map(|events| {
+            AbortOnDrop(tokio::spawn(follow_backups(
+                self.shared.clone(),
+                events,
+                fatal_tx,
+            )))
         });
         let mut incoming = transport::authenticated(listener, secret);
         let mut conns = JoinSet::new();
@@ -300,6 +300,15 @@ impl Server {
                     None => break None,
                 },
                 farewell = &mut shutdown => break farewell,
+                Some(why) = fatal.recv() => {
+                    // Like a crash: no farewell, so that the workers keep what they sent for
+                    // the servers that take this one's keys over.
+                    tracing::error!("{why}");
+                    drop(incoming);
+                    let _ = stop_tx.send(None);
+                    while conns.join_next().await.is_some() {}
+                    return Err(crate::error::PsError::NodeLost(why));
+                }
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
             }
         };
@@ -310,6 +319,41 @@ impl Server {
         })));
         while conns.join_next().await.is_some() {}
         Ok(())
+    }
+}
+
+/// Applies what the links to backups report: stored pieces become durable, a link opened
+/// again gets every piece its backup holds, an unreachable backup ends the server (`fatal`).
+async fn follow_backups(
+    shared: Arc<Shared>,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<replica::FromBackup>,
+    fatal: tokio::sync::mpsc::Sender<String>,
+) {
+    while let Some(event) = events.recv().await {
+        match event {
+            replica::FromBackup::Stored(key, offset, round) => {
+                shared.store.acked(key, offset, round)
+            }
+            replica::FromBackup::Reopened(backup) => {
+                let Some(r) = shared.replication.get() else {
+                    continue;
+                };
+                let finished = shared.finished.read().clone();
+                let ctx = handlers::bare_ctx(&shared, r.as_ref(), &finished);
+                for (_, k) in shared.store.pieces() {
+                    let mut k = k.lock();
+                    let range = k.range();
+                    if r.is_primary(range) && r.backup_of(range) == Some(backup) {
+                        k.republish(&ctx);
+                    }
+                }
+                r.remark(backup);
+            }
+            replica::FromBackup::Unreachable(why) => {
+                let _ = fatal.send(why).await;
+                return;
+            }
+        }
     }
 }
 

@@ -9,13 +9,21 @@
 //! every durable change, and a primary whose backup is gone answers at once; a replacement
 //! server is added at the end of the chains short of a copy, and their primaries send it the
 //! optimizer and every piece, then tell the scheduler once it has stored them all.
+//!
+//! A link that breaks while its backup is still in the chains is opened again, and every
+//! piece the backup holds goes to it again (what was sent on the broken connection may be
+//! lost). A backup that cannot be reached for longer than the scheduler takes to declare a node
+//! lost makes its primary leave the job, like a crash: its keys then move to their backups,
+//! which hold every answered change, and nothing waits forever.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 use super::key::Replicate;
 use crate::dtype::DType;
@@ -62,6 +70,9 @@ pub struct ReplicaConfig {
     pub max_frame: u64,
     pub num_workers: u32,
     pub mode: Mode,
+    /// How long a broken link to a backup is opened again before this server gives up and
+    /// leaves the job (longer than the scheduler takes to declare a silent backup lost).
+    pub give_up: Duration,
 }
 
 /// The chains and server addresses a server replicates by, and their epoch.
@@ -87,16 +98,14 @@ pub(crate) struct Replication {
     partitioner: Partitioner,
     view: RwLock<View>,
     links: Mutex<FxHashMap<u32, Link>>,
-    /// Where the links report what their backups stored: (key, offset, round).
-    acks: mpsc::UnboundedSender<(u64, u64, u64)>,
+    /// Where the links report what their backups stored, and their breaks.
+    events: mpsc::UnboundedSender<FromBackup>,
 }
 
 impl Replication {
     /// Replication as `cfg` says; the backups' answers come out of the returned receiver.
-    pub(crate) fn new(
-        cfg: ReplicaConfig,
-    ) -> (Replication, mpsc::UnboundedReceiver<(u64, u64, u64)>) {
-        let (acks, rx) = mpsc::unbounded_channel();
+    pub(crate) fn new(cfg: ReplicaConfig) -> (Replication, mpsc::UnboundedReceiver<FromBackup>) {
+        let (events, rx) = mpsc::unbounded_channel();
         let n = cfg.servers.len() as u32;
         let r = Replication {
             partitioner: Partitioner::new(n as usize, cfg.bigarray_bound),
@@ -106,7 +115,7 @@ impl Replication {
                 servers: cfg.servers.clone(),
             }),
             links: Mutex::new(FxHashMap::default()),
-            acks,
+            events,
             cfg,
         };
         (r, rx)
@@ -176,7 +185,8 @@ impl Replication {
         chain.get(at + 1).copied()
     }
 
-    fn backup_of(&self, range: u32) -> Option<u32> {
+    /// The server after this one in `range`'s chain now, if any.
+    pub(crate) fn backup_of(&self, range: u32) -> Option<u32> {
         self.next(&self.view.read(), range)
     }
 
@@ -186,7 +196,7 @@ impl Replication {
             .entry(backup)
             .or_insert_with(|| {
                 let to = self.view.read().servers[backup as usize].clone();
-                Link::open(&self.cfg, to, self.acks.clone())
+                Link::open(&self.cfg, backup, to, self.events.clone())
             })
             .frames
             .clone()
@@ -195,6 +205,11 @@ impl Replication {
     /// Sends the optimizer (`spec`, encoded) to `backup`, ahead of the pieces sent after it.
     pub(crate) fn send_optimizer(&self, backup: u32, spec: Vec<u8>) {
         let _ = self.link(backup).send(ToBackup::Optimizer(spec));
+    }
+
+    /// Sends `backup` again the markers its broken connection left unanswered.
+    pub(crate) fn remark(&self, backup: u32) {
+        let _ = self.link(backup).send(ToBackup::Remark);
     }
 
     /// Resolves once `backup` has stored everything sent to it before this call (or never,
@@ -246,6 +261,22 @@ enum ToBackup {
     Optimizer(Vec<u8>),
     /// Answered once everything before it is stored.
     Marker(oneshot::Sender<()>),
+    /// Sends again the markers a broken connection left unanswered (after the pieces sent
+    /// again since).
+    Remark,
+}
+
+/// What the links report to their server.
+#[derive(Debug)]
+pub(crate) enum FromBackup {
+    /// The backup stored a piece as of a round: (key, offset, round).
+    Stored(u64, u64, u64),
+    /// The link to this backup broke and was opened again: what it had not acknowledged may
+    /// be lost, so every piece it backs up goes again.
+    Reopened(u32),
+    /// The backup could not be reached for longer than the give-up time: this server leaves
+    /// the job (its keys then move to their backups, which hold every answered change).
+    Unreachable(String),
 }
 
 /// A connection to a backup that carries Replicate frames, and the task that runs it.
@@ -253,11 +284,23 @@ struct Link {
     frames: mpsc::UnboundedSender<ToBackup>,
 }
 
+/// Where a link goes and how.
+struct Target {
+    backup: u32,
+    addr: SocketAddr,
+    name: String,
+    secret: Option<Arc<[u8]>>,
+    max_frame: u64,
+    hello: Entry,
+    give_up: Duration,
+}
+
 impl Link {
     fn open(
         cfg: &ReplicaConfig,
+        backup: u32,
         (addr, name): (SocketAddr, String),
-        acks: mpsc::UnboundedSender<(u64, u64, u64)>,
+        events: mpsc::UnboundedSender<FromBackup>,
     ) -> Link {
         let (frames, rx) = mpsc::unbounded_channel();
         let hello = Entry {
@@ -267,39 +310,112 @@ impl Link {
             offset: HELLO_SERVER,
             ..Entry::new(0, DType::F32, &[], 0, 0)
         };
-        let (secret, max_frame) = (cfg.secret.clone(), cfg.max_frame);
-        tokio::spawn(async move {
-            if let Err(e) = run_link(addr, secret, max_frame, hello, rx, acks).await {
-                tracing::warn!("replication to {name} stopped: {e}");
-            }
-        });
+        let target = Target {
+            backup,
+            addr,
+            name,
+            secret: cfg.secret.clone(),
+            max_frame: cfg.max_frame,
+            hello,
+            give_up: cfg.give_up,
+        };
+        tokio::spawn(run_link(target, rx, events));
         Link { frames }
     }
 }
 
+/// First wait before opening a broken link again; it doubles up to a second.
+const RETRY_FIRST: Duration = Duration::from_millis(20);
+const RETRY_MAX: Duration = Duration::from_secs(1);
+
 /// Markers waiting for their answer, by request id.
 type Markers = Arc<Mutex<FxHashMap<u64, oneshot::Sender<()>>>>;
 
+/// Runs a link until it is dropped: opens it again whenever it breaks while its backup is in
+/// the chains, and gives up (telling the server) after `give_up` without a connection.
 async fn run_link(
-    addr: SocketAddr,
-    secret: Option<Arc<[u8]>>,
-    max_frame: u64,
-    hello: Entry,
+    to: Target,
     mut frames: mpsc::UnboundedReceiver<ToBackup>,
-    acks: mpsc::UnboundedSender<(u64, u64, u64)>,
+    events: mpsc::UnboundedSender<FromBackup>,
+) {
+    let markers: Markers = Arc::default();
+    let mut next_id = 1;
+    let mut broken: Option<(Instant, String)> = None;
+    let mut delay = RETRY_FIRST;
+    loop {
+        let mut opened = false;
+        let r = pump(
+            &to,
+            &mut frames,
+            &events,
+            &markers,
+            &mut next_id,
+            &mut opened,
+            broken.is_some(),
+        )
+        .await;
+        let why = match r {
+            Ok(()) => return, // the link was dropped
+            Err(e) => e.to_string(),
+        };
+        if frames.is_closed() {
+            return; // dropped meanwhile: its backup left the chains
+        }
+        if opened {
+            broken = None;
+            delay = RETRY_FIRST;
+        }
+        let since = broken.get_or_insert_with(|| {
+            tracing::warn!("replication to {} broke: {why}; opening it again", to.name);
+            (Instant::now(), why.clone())
+        });
+        if since.0.elapsed() > to.give_up {
+            let message = format!(
+                "cannot reach {}, the backup of its keys, for {:?} ({why}); this server leaves \
+                 the job so that its keys move to their backups",
+                to.name, to.give_up
+            );
+            let _ = events.send(FromBackup::Unreachable(message));
+            return;
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// One connection of a link: sends what comes until the link is dropped (`Ok`) or the
+/// connection fails (`Err`); `opened` is set once it said hello.
+async fn pump(
+    to: &Target,
+    frames: &mut mpsc::UnboundedReceiver<ToBackup>,
+    events: &mpsc::UnboundedSender<FromBackup>,
+    markers: &Markers,
+    next_id: &mut u64,
+    opened: &mut bool,
+    reopening: bool,
 ) -> crate::error::Result<()> {
-    let stream = transport::connect(addr, secret.as_deref()).await?;
+    let stream = transport::connect(to.addr, to.secret.as_deref()).await?;
     let (read_half, write_half) = stream.into_split();
     let mut writer = FrameWriter::new(write_half);
-    let mut reader = FrameReader::new(read_half, max_frame);
+    let mut reader = FrameReader::new(read_half, to.max_frame);
     writer
-        .write_frame(&Frame::request(Op::Hello, 0, vec![hello]))
+        .write_frame(&Frame::request(Op::Hello, 0, vec![to.hello.clone()]))
         .await?;
     writer.flush().await?;
-    let markers: Markers = Arc::default();
+    *opened = true;
+    if reopening {
+        tracing::info!("replication to {} open again", to.name);
+        let _ = events.send(FromBackup::Reopened(to.backup));
+    }
     let answered = markers.clone();
-    let reading = tokio::spawn(async move {
-        while let Ok(Some(frame)) = reader.read_frame().await {
+    let stored = events.clone();
+    let mut reading = AbortOnDrop(tokio::spawn(async move {
+        loop {
+            let frame = match reader.read_frame().await {
+                Ok(Some(frame)) => frame,
+                Ok(None) => return "the backup closed the connection".to_string(),
+                Err(e) => return e.to_string(),
+            };
             if frame.op == Op::Stats {
                 if let Some(tx) = answered.lock().remove(&frame.request_id) {
                     let _ = tx.send(());
@@ -309,7 +425,7 @@ async fn run_link(
             // Each piece is answered twice (its two entries); one ack is enough.
             for e in frame.entries.into_iter().step_by(2) {
                 if frame.op == Op::Replicate && e.status == 0 {
-                    let _ = acks.send((e.key, e.offset, e.round));
+                    let _ = stored.send(FromBackup::Stored(e.key, e.offset, e.round));
                 } else if e.status != 0 {
                     let key = e.key;
                     match e.into_result() {
@@ -320,18 +436,23 @@ async fn run_link(
                 }
             }
         }
-    });
-    let mut next_id = 1;
+    }));
     let mut held = None;
     loop {
         let first = match held.take() {
             Some(m) => m,
-            None => match frames.recv().await {
-                Some(m) => m,
-                None => break,
+            None => tokio::select! {
+                m = frames.recv() => match m {
+                    Some(m) => m,
+                    None => return Ok(()),
+                },
+                why = &mut reading.0 => {
+                    let why = why.unwrap_or_else(|e| e.to_string());
+                    return Err(crate::error::PsError::NodeLost(why));
+                }
             },
         };
-        let frame = match first {
+        let frames_out: Vec<Frame> = match first {
             ToBackup::Pieces(pair) => {
                 // What queued meanwhile goes as one frame: many small pieces cost one header.
                 let mut entries = Vec::from(pair);
@@ -349,25 +470,50 @@ async fn run_link(
                         Err(_) => break,
                     }
                 }
-                Frame::request(Op::Replicate, next_id, entries)
+                vec![Frame::request(Op::Replicate, 0, entries)]
             }
             ToBackup::Optimizer(spec) => {
                 let mut e = Entry::new(0, DType::F32, &[], 0, 0);
                 e.payload = spec.into();
-                Frame::request(Op::SetOptimizer, next_id, vec![e])
+                vec![Frame::request(Op::SetOptimizer, 0, vec![e])]
             }
             ToBackup::Marker(tx) => {
-                markers.lock().insert(next_id, tx);
-                let e = Entry::new(0, DType::F32, &[], 0, 0);
-                Frame::request(Op::Stats, next_id, vec![e])
+                markers.lock().insert(*next_id, tx);
+                vec![marker()]
+            }
+            ToBackup::Remark => {
+                let mut m = markers.lock();
+                let old: Vec<u64> = m.keys().copied().collect();
+                let mut out = Vec::new();
+                for id in old {
+                    let tx = m.remove(&id).expect("listed");
+                    m.insert(*next_id + out.len() as u64, tx);
+                    out.push(marker());
+                }
+                out
             }
         };
-        next_id += 1;
-        writer.write_frame(&frame).await?;
+        for mut frame in frames_out {
+            frame.request_id = *next_id;
+            *next_id += 1;
+            writer.write_frame(&frame).await?;
+        }
         writer.flush().await?;
     }
-    reading.abort();
-    Ok(())
+}
+
+/// A marker frame: the backup answers it once it has stored everything sent before.
+fn marker() -> Frame {
+    Frame::request(Op::Stats, 0, vec![Entry::new(0, DType::F32, &[], 0, 0)])
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 #[cfg(test)]

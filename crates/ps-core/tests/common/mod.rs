@@ -28,12 +28,114 @@ pub async fn within<T>(f: impl Future<Output = T>) -> T {
         .expect("test step timed out")
 }
 
+/// Where server `i` reaches the others, given their addresses.
+pub type Peers = dyn Fn(usize, &[(SocketAddr, String)]) -> Vec<(SocketAddr, String)>;
+
+/// A TCP proxy on 127.0.0.1 whose connections the test can stall (what goes one way is read
+/// and dropped), cut, and which can stop accepting.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    target: Arc<std::sync::Mutex<Option<SocketAddr>>>,
+    conns: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>>,
+    swallow: Arc<std::sync::atomic::AtomicBool>,
+    swallowed: Arc<std::sync::atomic::AtomicUsize>,
+    accepting: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Listens; connections go where [`Proxy::forward_to`] says.
+    pub async fn bind() -> Proxy {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let target: Arc<std::sync::Mutex<Option<SocketAddr>>> = Arc::default();
+        let conns: Arc<std::sync::Mutex<Vec<JoinHandle<()>>>> = Arc::default();
+        let swallow: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let swallowed: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let (to, held, drop_it) = (target.clone(), conns.clone(), swallow.clone());
+        let dropped = swallowed.clone();
+        let accepting = tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let Some(dest) = *to.lock().unwrap() else {
+                    continue;
+                };
+                let (drop_it, dropped) = (drop_it.clone(), dropped.clone());
+                held.lock().unwrap().push(tokio::spawn(async move {
+                    let Ok(outbound) = tokio::net::TcpStream::connect(dest).await else {
+                        return;
+                    };
+                    let ((mut ir, mut iw), (mut or, mut ow)) =
+                        (inbound.into_split(), outbound.into_split());
+                    let forth = async {
+                        let mut buf = vec![0u8; 1 << 16];
+                        while let Ok(n @ 1..) = ir.read(&mut buf).await {
+                            if drop_it.load(std::sync::atomic::Ordering::SeqCst) {
+                                dropped.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+                            } else if ow.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    };
+                    let back = tokio::io::copy(&mut or, &mut iw);
+                    tokio::select! {
+                        _ = forth => {}
+                        _ = back => {}
+                    }
+                }));
+            }
+        });
+        Proxy {
+            addr,
+            target,
+            conns,
+            swallow,
+            swallowed,
+            accepting,
+        }
+    }
+
+    /// Waits until a stalled connection has dropped some bytes.
+    pub async fn dropped_some(&self) {
+        within(async {
+            while self.swallowed.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+    }
+
+    pub fn forward_to(&self, dest: SocketAddr) {
+        *self.target.lock().unwrap() = Some(dest);
+    }
+
+    /// From now on, what the connecting side sends is read and dropped.
+    pub fn stall(&self) {
+        self.swallow
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Closes every connection made so far (new ones are taken, and forward again).
+    pub fn cut(&self) {
+        self.swallow
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.abort();
+        }
+    }
+
+    /// Stops taking connections and closes those made.
+    pub fn close(&self) {
+        self.accepting.abort();
+        self.cut();
+    }
+}
+
 /// Servers running in this process.
 pub struct Servers {
     pub addrs: Vec<(SocketAddr, String)>,
     pub servers: Vec<Arc<Server>>,
     stops: Vec<oneshot::Sender<Option<Farewell>>>,
-    tasks: Vec<JoinHandle<()>>,
+    tasks: Vec<JoinHandle<ps_core::Result<()>>>,
     pub secret: Option<Arc<[u8]>>,
 }
 
@@ -64,9 +166,26 @@ impl Servers {
                 max_frame: 1 << 30,
                 max_inflight: 1 << 30,
             },
-            Some((replicas, mode, bound)),
+            Some((replicas, mode, bound, LIMIT, &|_, addrs| addrs.to_vec())),
         )
         .await
+    }
+
+    /// [`Servers::start_replicated`] with one backup, giving a backup up after `give_up`; each
+    /// server `i` reaches the others where `peers(i, addrs)` says (a proxy, perhaps).
+    pub async fn start_replicated_via(
+        s: usize,
+        w: u32,
+        mode: Mode,
+        bound: u64,
+        give_up: Duration,
+        peers: &Peers,
+    ) -> Servers {
+        let limits = Limits {
+            max_frame: 1 << 30,
+            max_inflight: 1 << 30,
+        };
+        Servers::start_inner(s, w, None, limits, Some((1, mode, bound, give_up, peers))).await
     }
 
     /// Starts `s` servers for `w` workers with the given bounds.
@@ -79,7 +198,7 @@ impl Servers {
         w: u32,
         secret: Option<&[u8]>,
         limits: Limits,
-        replicas: Option<(u32, Mode, u64)>,
+        replicas: Option<(u32, Mode, u64, Duration, &Peers)>,
     ) -> Servers {
         let secret: Option<Arc<[u8]>> = secret.map(Arc::from);
         let mut out = Servers {
@@ -101,16 +220,17 @@ impl Servers {
         for (i, listener) in listeners.into_iter().enumerate() {
             let (tx, rx) = oneshot::channel::<Option<Farewell>>();
             let server = Arc::new(Server::with_limits(w, limits));
-            if let Some((replicas, mode, bound)) = replicas {
+            if let Some((replicas, mode, bound, give_up, peers)) = replicas {
                 server.replicate(ReplicaConfig {
                     me: i as u32,
-                    servers: out.addrs.clone(),
+                    servers: peers(i, &out.addrs),
                     replicas,
                     bigarray_bound: bound,
                     secret: secret.clone(),
                     max_frame: limits.max_frame,
                     num_workers: w,
                     mode,
+                    give_up,
                 });
             }
             let secret = secret.clone();
@@ -119,7 +239,6 @@ impl Servers {
                 serving
                     .serve(listener, secret, async { rx.await.ok().flatten() })
                     .await
-                    .unwrap();
             }));
             out.servers.push(server);
             out.stops.push(tx);
@@ -158,6 +277,7 @@ impl Servers {
             max_frame: 1 << 30,
             num_workers: w,
             mode,
+            give_up: LIMIT,
         });
         let (tx, rx) = oneshot::channel::<Option<Farewell>>();
         let (secret, serving) = (self.secret.clone(), server.clone());
@@ -165,7 +285,6 @@ impl Servers {
             serving
                 .serve(listener, secret, async { rx.await.ok().flatten() })
                 .await
-                .unwrap();
         }));
         self.servers.push(server.clone());
         self.stops.push(tx);
@@ -193,10 +312,17 @@ impl Servers {
         }
     }
 
+    /// Waits for server `i` to end by itself; returns how its `serve` ended.
+    pub async fn ended(&mut self, i: usize) -> ps_core::Result<()> {
+        let _stop = self.stops.remove(i); // kept: dropping it stops the server
+        self.servers.remove(i);
+        within(self.tasks.remove(i)).await.unwrap()
+    }
+
     /// Stops server `i`, which tells its workers `farewell`.
     pub async fn stop_one(&mut self, i: usize, farewell: Farewell) {
         let _ = self.stops.remove(i).send(Some(farewell));
-        within(self.tasks.remove(i)).await.unwrap();
+        within(self.tasks.remove(i)).await.unwrap().unwrap();
         self.servers.remove(i);
     }
 
@@ -232,7 +358,7 @@ impl Servers {
             let _ = s.send(None);
         }
         for t in self.tasks {
-            within(t).await.unwrap();
+            within(t).await.unwrap().unwrap();
         }
     }
 }
