@@ -43,6 +43,38 @@ ROUNDS_WORKER = textwrap.dedent("""
 """)
 
 
+#: A worker of a Gluon training job with 16 MB of parameters (an MLP 1024-2048-1024, SGD with
+#: momentum on the servers): prints the median milliseconds of its training steps after 5.
+TRAIN_WORKER = textwrap.dedent("""
+    import json, statistics, sys, time
+    import numpy as np
+    import mxrs as mx
+    from mxrs import autograd, gluon
+    steps = int(sys.argv[1])
+    net = gluon.nn.Sequential()
+    net.add(gluon.nn.Dense(2048, activation='relu', in_units=1024))
+    net.add(gluon.nn.Dense(1024, in_units=2048))
+    net.initialize(mx.init.Xavier())
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': 0.01, 'momentum': 0.9}, kvstore='dist_sync')
+    loss_fn = gluon.loss.L2Loss()
+    rng = np.random.RandomState(0)
+    x = mx.nd.array(rng.rand(64, 1024).astype('f4'))
+    y = mx.nd.array(rng.rand(64, 1024).astype('f4'))
+    times = []
+    for _ in range(steps):
+        t = time.perf_counter()
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(64)
+        loss.mean().asscalar()
+        times.append(time.perf_counter() - t)
+    print(json.dumps({'ms': 1000 * statistics.median(times[5:])}), flush=True)
+""")
+TRAIN_STEPS = 40
+
+
 def _launch(args, env=None, **kw):
     cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", "2", "-s", "2", *args]
     return subprocess.Popen(
@@ -66,6 +98,20 @@ def step_ms(run: str, replicas: int) -> float:
         raise SystemExit(out[-3000:])
     lines = [json.loads(ln.split("] ", 1)[1]) for ln in out.splitlines() if "] {" in ln]
     return statistics.mean(1000 * x["secs"] / RUNS[run] for x in lines)
+
+
+def train_ms(replicas: int, tmp: Path) -> float:
+    """Median milliseconds per training step of the 16 MB MLP job, mean of its two workers."""
+    script = tmp / "train.py"
+    script.write_text(TRAIN_WORKER)
+    env = {v: "1" for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    args = ["--replicas", str(replicas), sys.executable, str(script), str(TRAIN_STEPS)]
+    p = _launch(args, env=env)
+    out, _ = p.communicate(timeout=900)
+    if p.returncode != 0:
+        raise SystemExit(out[-3000:])
+    lines = [json.loads(ln.split("] ", 1)[1]) for ln in out.splitlines() if "] {" in ln]
+    return statistics.mean(x["ms"] for x in lines)
 
 
 def _server_pid(launcher: int, rank: int) -> int:
@@ -115,6 +161,10 @@ def main() -> None:
         print(rows[-1], flush=True)
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"mxrs-replication-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
+    off = statistics.median(train_ms(0, tmp) for _ in range(args.repeats))
+    on = statistics.median(train_ms(1, tmp) for _ in range(args.repeats))
+    train = f"| 16 MB MLP, batch 64 | {off:.1f} | {on:.1f} | {100 * (on / off - 1):+.0f}% |"
+    print(train, flush=True)
     fail = []
     for size, label in ((4096, "4 KB"), (16 << 20, "16 MB")):
         ms = statistics.median(failover_ms(size, tmp) for _ in range(args.repeats))
@@ -135,6 +185,16 @@ def main() -> None:
             "| keys | ms per round, no backups | with `--replicas 1` | cost |",
             "|---|---|---|---|",
             *rows,
+            "",
+            "A training step of a Gluon job of the same shape (2 workers × 2 servers): an MLP "
+            "1024-2048-1024 (4.2 M float32 parameters, 16 MB) on a batch of 64, SGD with "
+            "momentum on the servers, forward, backward and `trainer.step` (whose pushes "
+            f"overlap the backward pass), one thread per process; median of its last "
+            f"{TRAIN_STEPS - 5} steps, mean of the workers, median of {args.repeats} runs.",
+            "",
+            "| job | ms per step, no backups | with `--replicas 1` | cost |",
+            "|---|---|---|---|",
+            train,
             "",
             "Time from `kill -9` of server 1 (at worker 0's round 100) to worker 0's first "
             "round completed after it, with `--replicas 1`: the scheduler sees the server's "

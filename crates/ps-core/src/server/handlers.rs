@@ -21,6 +21,8 @@ use crate::error::{PsError, Result};
 use crate::protocol::frame::{ENTRY_HEADER, Entry, FRAME_HEADER, Frame, LEN_BYTES, Mode, Op};
 use crate::updater::{OptimizerSpec, Updater};
 
+mod backup;
+
 /// Routes one request frame to its handler.
 pub(crate) fn dispatch(
     shared: &Shared,
@@ -39,7 +41,7 @@ pub(crate) fn dispatch(
         return hello(shared, peer, frame, slots);
     }
     if let Some(server) = peer.server {
-        return replicas(shared, server, frame, slots);
+        return backup::replicas(shared, server, frame, slots);
     }
     let Some(rank) = peer.rank else {
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
@@ -169,69 +171,12 @@ pub(crate) fn dispatch(
     Ok(())
 }
 
-/// Stores the pieces a primary server sends this one, its backup.
-fn replicas(shared: &Shared, server: u32, frame: Frame, slots: Vec<ReplySlot>) -> Result<()> {
-    match frame.op {
-        Op::Replicate => {}
-        // The optimizer, for a replacement server that joined after the workers set it (one
-        // set already, by a worker, is theirs and stays).
-        Op::SetOptimizer => {
-            for (e, slot) in frame.entries.iter().zip(slots) {
-                let r = match current(shared) {
-                    Some(_) => Ok((0, Bytes::new())),
-                    None => set_optimizer(shared, &e.payload).map(|()| (0, Bytes::new())),
-                };
-                slot.complete(answer(e, r));
-            }
-            return Ok(());
-        }
-        // A marker: answered once everything sent before it is stored, which it is now.
-        Op::Stats => {
-            for (e, slot) in frame.entries.iter().zip(slots) {
-                slot.complete(e.ok(0, Bytes::new()));
-            }
-            return Ok(());
-        }
-        op => {
-            return Err(PsError::Protocol(format!(
-                "server {server} sent {op:?} on its replication connection"
-            )));
-        }
-    }
-    let epoch = current(shared).map_or(0, |i| i.epoch);
-    let Some(replica) = replica_of(shared) else {
-        return Err(PsError::Protocol(
-            "replicas sent to a server that keeps none".into(),
-        ));
-    };
-    if !frame.entries.len().is_multiple_of(2) {
-        return Err(PsError::Protocol(format!(
-            "server {server} sent a Replicate frame of {} entries (pieces take two)",
-            frame.entries.len()
-        )));
-    }
-    let mut slots = slots.into_iter();
-    for pair in frame.entries.chunks_exact(2) {
-        let pair: &[Entry; 2] = pair.try_into().expect("chunks of two");
-        let range = replica.range_of(&pair[0]);
-        let r = shared.store.restore(pair, range, shared.num_workers, epoch);
-        for e in pair {
-            let slot = slots.next().expect("one slot per entry");
-            slot.complete(match &r {
-                Ok(()) => e.ok(e.round, Bytes::new()),
-                Err(err) => e.error(err),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Whether this server serves placement range `range` now (always, without backups).
 fn serves(shared: &Shared, range: u32) -> bool {
     replica_of(shared).is_none_or(|r| r.serves(range))
 }
 
-fn replica_of(shared: &Shared) -> Option<&dyn Replicate> {
+pub(super) fn replica_of(shared: &Shared) -> Option<&dyn Replicate> {
     let r = shared.replication.get()?;
     Some(r.as_ref())
 }
@@ -357,7 +302,7 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
     };
     let slot = slots.into_iter().next().expect("one slot per entry");
     if e.offset == super::replica::HELLO_SERVER {
-        return server_hello(shared, peer, e, slot);
+        return backup::server_hello(shared, peer, e, slot);
     }
     let r = (|| {
         if peer.rank.is_some() || peer.server.is_some() {
@@ -426,25 +371,6 @@ fn hello(shared: &Shared, peer: &mut Peer, frame: Frame, slots: Vec<ReplySlot>) 
     Ok(())
 }
 
-/// The Hello of a server that will send this one replicas: `key` = its rank.
-fn server_hello(shared: &Shared, peer: &mut Peer, e: &Entry, slot: ReplySlot) -> Result<()> {
-    if peer.rank.is_some() || peer.server.is_some() {
-        return Err(PsError::Protocol("second Hello on one connection".into()));
-    }
-    if shared.replication.get().is_none() {
-        slot.complete(e.error(&PsError::Rejected(
-            "this server keeps no replicas (MXRS_REPLICAS is 0)".into(),
-        )));
-        return Ok(());
-    }
-    let server = u32::try_from(e.key)
-        .map_err(|_| PsError::Protocol(format!("server rank {} out of range", e.key)))?;
-    peer.server = Some(server);
-    tracing::debug!("server {server} sends replicas from {}", peer.addr);
-    slot.complete(e.ok(0, Bytes::new()));
-    Ok(())
-}
-
 fn mode_name(m: Mode) -> &'static str {
     match m {
         Mode::Sync => "dist_sync",
@@ -460,14 +386,14 @@ fn no_optimizer() -> PsError {
     PsError::Rejected("no optimizer is set on the servers".into())
 }
 
-fn answer(e: &Entry, r: Result<(u64, Bytes)>) -> Entry {
+pub(super) fn answer(e: &Entry, r: Result<(u64, Bytes)>) -> Entry {
     match r {
         Ok((round, payload)) => e.ok(round, payload),
         Err(err) => e.error(&err),
     }
 }
 
-fn set_optimizer(shared: &Shared, payload: &[u8]) -> Result<()> {
+pub(super) fn set_optimizer(shared: &Shared, payload: &[u8]) -> Result<()> {
     let spec = OptimizerSpec::decode(payload)?;
     let mut slot = shared.updater.write();
     if slot.as_ref().is_some_and(|i| i.spec == spec) {

@@ -15,6 +15,10 @@
 //! lost). A backup that cannot be reached for longer than the scheduler takes to declare a node
 //! lost makes its primary leave the job, like a crash: its keys then move to their backups,
 //! which hold every answered change, and nothing waits forever.
+//!
+//! `link`: the connection to one backup, opened again when it breaks.
+
+mod link;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,14 +27,12 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 
 use super::key::Replicate;
-use crate::dtype::DType;
 use crate::partition::Partitioner;
-use crate::protocol::connection::{FrameReader, FrameWriter};
-use crate::protocol::frame::{Entry, Frame, Mode, Op};
-use crate::protocol::transport;
+use crate::protocol::frame::{Entry, Mode};
+pub(crate) use link::FromBackup;
+use link::{Link, ToBackup};
 
 /// Entries of one Replicate frame at most (the wire field is 16 bits; pieces take two).
 const MAX_ENTRIES: usize = u16::MAX as usize - 1;
@@ -250,269 +252,6 @@ impl Replicate for Replication {
             .iter()
             .find(|p| p.offset <= e.offset && e.offset < p.offset + p.count.max(1))
             .map_or(0, |p| p.server as u32)
-    }
-}
-
-/// What a link carries to its backup, in order.
-enum ToBackup {
-    /// A piece's state (its two Replicate entries).
-    Pieces([Entry; 2]),
-    /// The optimizer in use, encoded, for a backup that joined after it was set.
-    Optimizer(Vec<u8>),
-    /// Answered once everything before it is stored.
-    Marker(oneshot::Sender<()>),
-    /// Sends again the markers a broken connection left unanswered (after the pieces sent
-    /// again since).
-    Remark,
-}
-
-/// What the links report to their server.
-#[derive(Debug)]
-pub(crate) enum FromBackup {
-    /// The backup stored a piece as of a round: (key, offset, round).
-    Stored(u64, u64, u64),
-    /// The link to this backup broke and was opened again: what it had not acknowledged may
-    /// be lost, so every piece it backs up goes again.
-    Reopened(u32),
-    /// The backup could not be reached for longer than the give-up time: this server leaves
-    /// the job (its keys then move to their backups, which hold every answered change).
-    Unreachable(String),
-}
-
-/// A connection to a backup that carries Replicate frames, and the task that runs it.
-struct Link {
-    frames: mpsc::UnboundedSender<ToBackup>,
-}
-
-/// Where a link goes and how.
-struct Target {
-    backup: u32,
-    addr: SocketAddr,
-    name: String,
-    secret: Option<Arc<[u8]>>,
-    max_frame: u64,
-    hello: Entry,
-    give_up: Duration,
-}
-
-impl Link {
-    fn open(
-        cfg: &ReplicaConfig,
-        backup: u32,
-        (addr, name): (SocketAddr, String),
-        events: mpsc::UnboundedSender<FromBackup>,
-    ) -> Link {
-        let (frames, rx) = mpsc::unbounded_channel();
-        let hello = Entry {
-            key: u64::from(cfg.me),
-            round: cfg.mode.code(),
-            count: u64::from(cfg.num_workers),
-            offset: HELLO_SERVER,
-            ..Entry::new(0, DType::F32, &[], 0, 0)
-        };
-        let target = Target {
-            backup,
-            addr,
-            name,
-            secret: cfg.secret.clone(),
-            max_frame: cfg.max_frame,
-            hello,
-            give_up: cfg.give_up,
-        };
-        tokio::spawn(run_link(target, rx, events));
-        Link { frames }
-    }
-}
-
-/// First wait before opening a broken link again; it doubles up to a second.
-const RETRY_FIRST: Duration = Duration::from_millis(20);
-const RETRY_MAX: Duration = Duration::from_secs(1);
-
-/// Markers waiting for their answer, by request id.
-type Markers = Arc<Mutex<FxHashMap<u64, oneshot::Sender<()>>>>;
-
-/// Runs a link until it is dropped: opens it again whenever it breaks while its backup is in
-/// the chains, and gives up (telling the server) after `give_up` without a connection.
-async fn run_link(
-    to: Target,
-    mut frames: mpsc::UnboundedReceiver<ToBackup>,
-    events: mpsc::UnboundedSender<FromBackup>,
-) {
-    let markers: Markers = Arc::default();
-    let mut next_id = 1;
-    let mut broken: Option<(Instant, String)> = None;
-    let mut delay = RETRY_FIRST;
-    loop {
-        let mut opened = false;
-        let r = pump(
-            &to,
-            &mut frames,
-            &events,
-            &markers,
-            &mut next_id,
-            &mut opened,
-            broken.is_some(),
-        )
-        .await;
-        let why = match r {
-            Ok(()) => return, // the link was dropped
-            Err(e) => e.to_string(),
-        };
-        if frames.is_closed() {
-            return; // dropped meanwhile: its backup left the chains
-        }
-        if opened {
-            broken = None;
-            delay = RETRY_FIRST;
-        }
-        let since = broken.get_or_insert_with(|| {
-            tracing::warn!("replication to {} broke: {why}; opening it again", to.name);
-            (Instant::now(), why.clone())
-        });
-        if since.0.elapsed() > to.give_up {
-            let message = format!(
-                "cannot reach {}, the backup of its keys, for {:?} ({why}); this server leaves \
-                 the job so that its keys move to their backups",
-                to.name, to.give_up
-            );
-            let _ = events.send(FromBackup::Unreachable(message));
-            return;
-        }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(RETRY_MAX);
-    }
-}
-
-/// One connection of a link: sends what comes until the link is dropped (`Ok`) or the
-/// connection fails (`Err`); `opened` is set once it said hello.
-async fn pump(
-    to: &Target,
-    frames: &mut mpsc::UnboundedReceiver<ToBackup>,
-    events: &mpsc::UnboundedSender<FromBackup>,
-    markers: &Markers,
-    next_id: &mut u64,
-    opened: &mut bool,
-    reopening: bool,
-) -> crate::error::Result<()> {
-    let stream = transport::connect(to.addr, to.secret.as_deref()).await?;
-    let (read_half, write_half) = stream.into_split();
-    let mut writer = FrameWriter::new(write_half);
-    let mut reader = FrameReader::new(read_half, to.max_frame);
-    writer
-        .write_frame(&Frame::request(Op::Hello, 0, vec![to.hello.clone()]))
-        .await?;
-    writer.flush().await?;
-    *opened = true;
-    if reopening {
-        tracing::info!("replication to {} open again", to.name);
-        let _ = events.send(FromBackup::Reopened(to.backup));
-    }
-    let answered = markers.clone();
-    let stored = events.clone();
-    let mut reading = AbortOnDrop(tokio::spawn(async move {
-        loop {
-            let frame = match reader.read_frame().await {
-                Ok(Some(frame)) => frame,
-                Ok(None) => return "the backup closed the connection".to_string(),
-                Err(e) => return e.to_string(),
-            };
-            if frame.op == Op::Stats {
-                if let Some(tx) = answered.lock().remove(&frame.request_id) {
-                    let _ = tx.send(());
-                }
-                continue;
-            }
-            // Each piece is answered twice (its two entries); one ack is enough.
-            for e in frame.entries.into_iter().step_by(2) {
-                if frame.op == Op::Replicate && e.status == 0 {
-                    let _ = stored.send(FromBackup::Stored(e.key, e.offset, e.round));
-                } else if e.status != 0 {
-                    let key = e.key;
-                    match e.into_result() {
-                        Err(crate::error::PsError::Shutdown) => {}
-                        Err(why) => tracing::error!("a backup refused key {key}: {why}"),
-                        Ok(_) => {}
-                    }
-                }
-            }
-        }
-    }));
-    let mut held = None;
-    loop {
-        let first = match held.take() {
-            Some(m) => m,
-            None => tokio::select! {
-                m = frames.recv() => match m {
-                    Some(m) => m,
-                    None => return Ok(()),
-                },
-                why = &mut reading.0 => {
-                    let why = why.unwrap_or_else(|e| e.to_string());
-                    return Err(crate::error::PsError::NodeLost(why));
-                }
-            },
-        };
-        let frames_out: Vec<Frame> = match first {
-            ToBackup::Pieces(pair) => {
-                // What queued meanwhile goes as one frame: many small pieces cost one header.
-                let mut entries = Vec::from(pair);
-                let mut bytes: usize = entries.iter().map(|e| e.payload.len()).sum();
-                while entries.len() + 2 <= MAX_ENTRIES && bytes < COALESCE_BYTES {
-                    match frames.try_recv() {
-                        Ok(ToBackup::Pieces(more)) => {
-                            bytes += more.iter().map(|e| e.payload.len()).sum::<usize>();
-                            entries.extend(more);
-                        }
-                        Ok(other) => {
-                            held = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                vec![Frame::request(Op::Replicate, 0, entries)]
-            }
-            ToBackup::Optimizer(spec) => {
-                let mut e = Entry::new(0, DType::F32, &[], 0, 0);
-                e.payload = spec.into();
-                vec![Frame::request(Op::SetOptimizer, 0, vec![e])]
-            }
-            ToBackup::Marker(tx) => {
-                markers.lock().insert(*next_id, tx);
-                vec![marker()]
-            }
-            ToBackup::Remark => {
-                let mut m = markers.lock();
-                let old: Vec<u64> = m.keys().copied().collect();
-                let mut out = Vec::new();
-                for id in old {
-                    let tx = m.remove(&id).expect("listed");
-                    m.insert(*next_id + out.len() as u64, tx);
-                    out.push(marker());
-                }
-                out
-            }
-        };
-        for mut frame in frames_out {
-            frame.request_id = *next_id;
-            *next_id += 1;
-            writer.write_frame(&frame).await?;
-        }
-        writer.flush().await?;
-    }
-}
-
-/// A marker frame: the backup answers it once it has stored everything sent before.
-fn marker() -> Frame {
-    Frame::request(Op::Stats, 0, vec![Entry::new(0, DType::F32, &[], 0, 0)])
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
