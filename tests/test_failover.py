@@ -188,7 +188,7 @@ def test_a_replacement_server_copies_the_keys_and_then_the_other_original_may_go
     _, calm = _job(tmp_path / "calm", "dist_sync")
     first = rng.randrange(2)
     kill_at = rng.randrange(5, 40)
-    pause = kill_at + 2
+    pause = kill_at + 1  # worker 0 waits there: the first kill cannot come after it
     second_at = rng.randrange(pause + 1, STEPS - 20)
     hit = tmp_path / "hit"
     hit.mkdir()

@@ -33,24 +33,22 @@ impl Worker {
             Ok(addrs) => addrs,
             Err(e) => return tracing::error!("topology {}: {e}", t.epoch),
         };
+        let lost = t.lost();
         let moved: Vec<usize> = {
             let mut applied = self.topology.lock();
             if t.epoch <= applied.0 {
                 return;
             }
-            // A replacement: on a new address, or back in the chains on the same one.
-            let back = |s: usize| {
-                self.lost.lock().contains(&(s as u32)) && !t.lost().contains(&(s as u32))
-            };
+            // A replacement in the job: on a new address, or back in the chains on the same one.
+            let known = self.lost.lock().clone();
             let moved = (0..n)
-                .filter(|&s| applied.1[s] != addrs[s].0 || back(s))
+                .filter(|&s| !lost.contains(&(s as u32)))
+                .filter(|&s| applied.1[s] != addrs[s].0 || known.contains(&(s as u32)))
                 .collect();
             *applied = (t.epoch, addrs.iter().map(|(a, _)| *a).collect());
             moved
         };
-        for s in moved {
-            self.replace_conn(s, &addrs[s]).await;
-        }
+        // Route first: what the replaced connections held goes by the new route.
         let current = self.route();
         let route: Arc<[usize]> = t
             .primaries()
@@ -59,7 +57,6 @@ impl Worker {
             .map(|(first, &now)| first.map_or(now, |s| s as usize))
             .collect();
         *self.route.write() = route;
-        let lost = t.lost();
         for &s in &lost {
             if !self.lost.lock().contains(&s) {
                 let name = self.conns.get(s as usize).name().to_string();
@@ -67,6 +64,9 @@ impl Worker {
             }
         }
         *self.lost.lock() = lost;
+        for s in moved {
+            self.replace_conn(s, &addrs[s]).await;
+        }
         self.sweep_lost();
     }
 
@@ -109,18 +109,23 @@ impl Worker {
     /// keys over. Called after the route changed, and after every request sent, so that one
     /// routed by the old route just before it changed is not left behind.
     pub(super) fn sweep_lost(&self) {
-        let lost = {
-            let lost = self.lost.lock();
-            if lost.is_empty() {
+        let (lost, retired) = {
+            let (lost, retired) = (self.lost.lock(), self.retired.lock());
+            if lost.is_empty() && retired.is_empty() {
                 return; // every request goes this way: no copy while no server is lost
             }
-            lost.clone()
+            (lost.clone(), retired.clone())
         };
         for s in lost {
             if s as usize >= self.conns.len() {
                 continue;
             }
             for (tx, frame) in self.conns.get(s as usize).take_orphans() {
+                self.resend(tx, frame);
+            }
+        }
+        for old in retired {
+            for (tx, frame) in old.take_orphans() {
                 self.resend(tx, frame);
             }
         }

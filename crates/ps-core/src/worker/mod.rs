@@ -105,6 +105,8 @@ pub struct Worker {
     route: parking_lot::RwLock<Arc<[usize]>>,
     /// Servers lost now (their ranges moved to their backups).
     lost: Mutex<Vec<u32>>,
+    /// Connections replaced by a replacement server's: what reaches them goes by the route.
+    retired: Mutex<Vec<Arc<ServerConn>>>,
     /// The topology applied last, and where each server was then.
     topology: Mutex<(u64, Vec<SocketAddr>)>,
     /// How to reach a replacement server: the Hello, the secret and the frame bound.
@@ -160,6 +162,7 @@ impl Worker {
             replicas: plane.replicas,
             route: parking_lot::RwLock::new((0..conns_len).collect()),
             lost: Mutex::new(Vec::new()),
+            retired: Mutex::new(Vec::new()),
             topology: Mutex::new((0, addrs)),
             reconnect: (
                 Entry { offset: 0, ..hello },
