@@ -36,6 +36,10 @@ gluon
     Blocks, parameters, layers, losses, data loading, ``Trainer``.
 model
     ``FeedForward``: the older fit/predict/score API over a Gluon Block.
+runtime
+    ``Features()``: what this build can do (CUDA through CuPy, the dist KVStore, ...).
+test_utils
+    Array comparisons with dtype tolerances, random arrays, ``environment``, optimizer checks.
 launcher
     ``mxrs-launch``: starts scheduler, servers and workers of a job.
 """
@@ -59,6 +63,8 @@ from . import (  # noqa: E402
     ndarray,
     optimizer,
     random,
+    runtime,
+    test_utils,
 )
 from .base import MXNetError  # noqa: E402
 from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
@@ -92,4 +98,6 @@ __all__ = [
     "ndarray",
     "optimizer",
     "random",
+    "runtime",
+    "test_utils",
 ]

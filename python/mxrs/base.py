@@ -7,6 +7,7 @@ their error kinds to one of them.
 """
 
 __all__ = [
+    "py_str",
     "MXNetError",
     "ContextError",
     "KVStoreError",
@@ -41,3 +42,8 @@ class NodeLostError(KVStoreError):
 
 class AuthenticationError(KVStoreError):
     """A connection could not prove it belongs to the job (wrong or missing secret)."""
+
+
+def py_str(x: bytes | str) -> str:
+    """``x`` as text: bytes are decoded as UTF-8 (as MXNet's helper of the same name does)."""
+    return x.decode("utf-8") if isinstance(x, bytes | bytearray) else str(x)

@@ -1,0 +1,312 @@
+"""Helpers for testing code written against mxrs (or Apache MXNet 1.x): comparing arrays with
+tolerances that follow their dtypes, random arrays and shapes, the default test context,
+temporary environment variables, and checking an optimizer against a reference one.
+
+``from mxrs.test_utils import *`` also brings ``np``, ``mx`` and ``array``, as MXNet's does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+import mxrs as mx
+
+from .context import Context, current_context
+from .ndarray import NDArray, array
+
+_default_ctx: Context | None = None
+
+#: Relative and absolute tolerances by dtype when a comparison names none (the larger of the
+#: two arrays' wins): float16 is compared loosely, integers and booleans exactly.
+_RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
+_ATOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
+
+
+def default_context() -> Context:
+    """The context tests create arrays on: the one :func:`set_default_context` set, else the
+    current context (``cpu(0)`` outside any ``with ctx:`` block)."""
+    return _default_ctx if _default_ctx is not None else current_context()
+
+
+def set_default_context(ctx: Context | None) -> None:
+    """Make ``ctx`` what :func:`default_context` returns (None: the current context again)."""
+    global _default_ctx
+    _default_ctx = ctx
+
+
+def _numpy(a: Any) -> np.ndarray:
+    if isinstance(a, NDArray):
+        return a.asnumpy()
+    return np.asarray(a)
+
+
+def _tolerances(a: np.ndarray, b: np.ndarray, rtol: float | None, atol: float | None):
+    def pick(table: dict, given: float | None) -> float:
+        if given is not None:
+            return given
+        return max(table.get(a.dtype, 0.0), table.get(b.dtype, 0.0))
+
+    return pick(_RTOL, rtol), pick(_ATOL, atol)
+
+
+def almost_equal(
+    a: Any,
+    b: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = False,
+    use_broadcast: bool = True,
+) -> bool:
+    """Whether every element of ``a`` and ``b`` (NDArrays, NumPy arrays or numbers) satisfies
+    ``|a - b| <= atol + rtol * |b|``; ``rtol`` defaults to 1e-5 and ``atol`` to 1e-20."""
+    x, y = _numpy(a), _numpy(b)
+    if not use_broadcast and x.shape != y.shape:
+        return False
+    rtol = 1e-5 if rtol is None else rtol
+    atol = 1e-20 if atol is None else atol
+    return bool(np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def assert_almost_equal(
+    a: Any,
+    b: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    names: tuple[str, str] = ("a", "b"),
+    equal_nan: bool = False,
+    use_broadcast: bool = True,
+    mismatches: tuple[int, int] = (10, 10),
+) -> None:
+    """Raise ``AssertionError`` unless ``a`` and ``b`` are equal within the tolerances (by
+    default those of their dtypes); the message gives the worst element and a few others."""
+    x, y = _numpy(a), _numpy(b)
+    if not use_broadcast and x.shape != y.shape:
+        raise AssertionError(f"shapes differ: {names[0]} {x.shape}, {names[1]} {y.shape}")
+    rtol, atol = _tolerances(x, y, rtol, atol)
+    if np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan):
+        return
+    x64, y64 = np.broadcast_arrays(x.astype(np.float64), y.astype(np.float64))
+    close = np.isclose(x64, y64, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = np.abs(x64 - y64) / (atol + rtol * np.abs(y64))
+    excess[np.isnan(excess)] = np.inf
+    excess[close] = 0
+    worst = np.unravel_index(int(np.argmax(excess)), excess.shape)
+    bad = np.argwhere(~close)[: mismatches[0]]
+    shown = "; ".join(
+        f"{tuple(int(i) for i in at)}: {x64[tuple(at)]!r} vs {y64[tuple(at)]!r}" for at in bad
+    )
+    raise AssertionError(
+        f"{names[0]} and {names[1]} differ at {int((~close).sum())} of {close.size} elements "
+        f"(rtol={rtol}, atol={atol}); worst at {tuple(int(i) for i in worst)}: "
+        f"{names[0]}={x64[worst]!r}, {names[1]}={y64[worst]!r}; first ones: {shown}"
+    )
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` have the same shape and exactly the same elements."""
+    return bool(np.array_equal(_numpy(a), _numpy(b)))
+
+
+def assert_exception(f, exception_type: type[BaseException], *args, **kwargs) -> None:
+    """Raise ``AssertionError`` unless ``f(*args, **kwargs)`` raises ``exception_type``."""
+    try:
+        f(*args, **kwargs)
+    except exception_type:
+        return
+    raise AssertionError(f"{getattr(f, '__name__', f)} did not raise {exception_type.__name__}")
+
+
+def random_arrays(*shapes) -> np.ndarray | list[np.ndarray]:
+    """Standard-normal float32 NumPy arrays of ``shapes`` (one array for one shape)."""
+    arrays = [np.array(np.random.randn(*s), dtype=np.float32) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def rand_shape_2d(dim0: int = 10, dim1: int = 10) -> tuple[int, int]:
+    """A random 2-d shape with sides in 1..dim0 and 1..dim1."""
+    return int(np.random.randint(1, dim0 + 1)), int(np.random.randint(1, dim1 + 1))
+
+
+def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10) -> tuple[int, int, int]:
+    """A random 3-d shape with sides in 1..dim0, 1..dim1 and 1..dim2."""
+    return rand_shape_2d(dim0, dim1) + (int(np.random.randint(1, dim2 + 1)),)
+
+
+def rand_shape_nd(num_dim: int, dim: int = 10) -> tuple[int, ...]:
+    """A random ``num_dim``-d shape with every side in 1..dim."""
+    return tuple(int(s) for s in np.random.randint(1, dim + 1, size=num_dim))
+
+
+def rand_ndarray(
+    shape,
+    stype: str = "default",
+    density: float | None = None,
+    dtype=None,
+    modifier_func=None,
+    shuffle_csr_indices: bool = False,
+    distribution=None,
+    ctx: Context | None = None,
+) -> NDArray:
+    """A random dense NDArray of ``shape`` (standard normal, then ``modifier_func`` applied to
+    each element if given) on ``ctx`` (default: :func:`default_context`)."""
+    if stype != "default":
+        raise NotImplementedError(
+            f"rand_ndarray(stype={stype!r}): mxrs has no sparse storage yet, only 'default'"
+        )
+    values = np.random.randn(*shape) if len(shape) else np.array(np.random.randn())
+    if modifier_func is not None:
+        values = np.vectorize(modifier_func)(values)
+    ctx = ctx or default_context()
+    return array(values, ctx=ctx, dtype=dtype if dtype is not None else np.float32)
+
+
+@contextlib.contextmanager
+def environment(*args) -> Iterator[None]:
+    """Set environment variables for the ``with`` block and restore them after: either one
+    ``(name, value)`` pair or a dict of them; a value of None unsets the variable."""
+    if len(args) == 2:
+        changes: Mapping[str, str | None] = {args[0]: args[1]}
+    elif len(args) == 1 and isinstance(args[0], Mapping):
+        changes = args[0]
+    else:
+        raise ValueError("environment() takes a name and a value, or one dict of them")
+    saved = {k: os.environ.get(k) for k in changes}
+    try:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = str(v)
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def discard_stderr() -> Iterator[None]:
+    """Discard what this process writes to its standard error (file descriptor 2, so native
+    code's output too) during the ``with`` block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def compare_ndarray_tuple(t1, t2, rtol: float | None = None, atol: float | None = None) -> None:
+    """Assert that two (nested) tuples or lists of arrays, or two arrays, are almost equal
+    element by element; None matches only None."""
+    if t1 is None or t2 is None:
+        assert t1 is None and t2 is None, f"{t1!r} vs {t2!r}"
+        return
+    if isinstance(t1, tuple | list):
+        assert isinstance(t2, tuple | list) and len(t1) == len(t2), f"{t1!r} vs {t2!r}"
+        for a, b in zip(t1, t2, strict=True):
+            compare_ndarray_tuple(a, b, rtol, atol)
+        return
+    assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def compare_optimizer(
+    opt1,
+    opt2,
+    shapes,
+    dtype,
+    w_stype: str = "default",
+    g_stype: str = "default",
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    compare_states: bool = True,
+    ntensors: int = 1,
+) -> None:
+    """Check that optimizers ``opt1`` and ``opt2`` agree: both create states for the same
+    random weights (of ``shapes``: one shape, or ``ntensors`` of them) and update them with the
+    same random gradients; their states (if ``compare_states``) and weights must match."""
+    if w_stype != "default" or g_stype != "default":
+        raise NotImplementedError("compare_optimizer: mxrs has no sparse storage yet")
+    shapes = [shapes] if ntensors == 1 else list(shapes)
+    ctx = default_context()
+    ws2 = [mx.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]
+    gs2 = [mx.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]
+    ws1 = [w.copyto(ctx) for w in ws2]
+    gs1 = [g.copyto(ctx) for g in gs2]
+    indices = list(range(len(shapes)))
+    states1 = [opt1.create_state_multi_precision(i, w) for i, w in zip(indices, ws1, strict=True)]
+    states2 = [opt2.create_state_multi_precision(i, w) for i, w in zip(indices, ws2, strict=True)]
+    if compare_states:
+        compare_ndarray_tuple(tuple(states1), tuple(states2))
+    if ntensors == 1:
+        opt1.update_multi_precision(0, ws1[0], gs1[0], states1[0])
+        opt2.update_multi_precision(0, ws2[0], gs2[0], states2[0])
+    else:
+        opt1.update_multi_precision(indices, ws1, gs1, states1)
+        opt2.update_multi_precision(indices, ws2, gs2, states2)
+    if compare_states:
+        compare_ndarray_tuple(tuple(states1), tuple(states2), rtol=rtol, atol=atol)
+    for w1, w2 in zip(ws1, ws2, strict=True):
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+
+
+def check_numeric_gradient(
+    f,
+    location,
+    numeric_eps: float = 1e-3,
+    rtol: float = 1e-2,
+    atol: float | None = None,
+    dtype=np.float64,
+) -> None:
+    """Check the gradients autograd computes for ``f`` against central finite differences.
+
+    ``f`` takes the NDArrays of ``location`` (a list or dict of arrays) and returns one NDArray;
+    the gradient of ``sum(f(...) * head)`` for a random ``head`` is compared at each input.
+    """
+    names = list(location) if isinstance(location, Mapping) else None
+    values = list(location.values()) if names is not None else list(location)
+    points = [_numpy(v).astype(dtype) for v in values]
+    head = np.random.normal(size=_numpy(f(*[array(p, dtype=dtype) for p in points])).shape)
+
+    def objective(arrays) -> float:
+        out = _numpy(f(*[array(a, dtype=dtype) for a in arrays]))
+        return float(np.sum(out * head))
+
+    inputs = [array(p, dtype=dtype) for p in points]
+    for x in inputs:
+        x.attach_grad()
+    with mx.autograd.record():
+        out = f(*inputs)
+    out.backward(array(head, dtype=dtype))
+    for i, p in enumerate(points):
+        numeric = np.zeros_like(p)
+        flat, grad = p.reshape(-1), numeric.reshape(-1)
+        for j in range(flat.size):
+            keep = flat[j]
+            flat[j] = keep + numeric_eps / 2
+            up = objective(points)
+            flat[j] = keep - numeric_eps / 2
+            down = objective(points)
+            flat[j] = keep
+            grad[j] = (up - down) / numeric_eps
+        name = names[i] if names is not None else f"input {i}"
+        assert_almost_equal(
+            inputs[i].grad,
+            numeric,
+            rtol=rtol,
+            atol=atol if atol is not None else 1e-4,
+            names=(f"autograd gradient of {name}", f"numeric gradient of {name}"),
+        )
