@@ -3,6 +3,32 @@
 The same functions are reachable as ``mx.nd.random``; see :mod:`mxrs.ndarray.random`.
 """
 
-from .ndarray.random import normal, randint, randn, seed, shuffle, uniform
+from .ndarray.random import (
+    exponential,
+    gamma,
+    generalized_negative_binomial,
+    multinomial,
+    negative_binomial,
+    normal,
+    poisson,
+    randint,
+    randn,
+    seed,
+    shuffle,
+    uniform,
+)
 
-__all__ = ["seed", "uniform", "normal", "randn", "randint", "shuffle"]
+__all__ = [
+    "seed",
+    "uniform",
+    "normal",
+    "randn",
+    "randint",
+    "shuffle",
+    "poisson",
+    "exponential",
+    "gamma",
+    "negative_binomial",
+    "generalized_negative_binomial",
+    "multinomial",
+]

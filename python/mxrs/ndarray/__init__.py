@@ -68,7 +68,13 @@ dropout = Dropout  # noqa: F405
 embedding = Embedding
 leaky_relu = LeakyReLU  # noqa: F405
 activation = Activation  # noqa: F405
-random_uniform = random.uniform
-random_normal = random.normal
+random_uniform = uniform = random.uniform
+random_normal = normal = random.normal
 random_randint = random.randint
+random_poisson = random.poisson
+random_exponential = random.exponential
+random_gamma = random.gamma
+random_negative_binomial = random.negative_binomial
+random_generalized_negative_binomial = random.generalized_negative_binomial
+sample_multinomial = random.multinomial
 shuffle = random.shuffle
