@@ -172,13 +172,18 @@ async fn pump(
     }
     let answered = markers.clone();
     let stored = events.clone();
+    // Ends with why the connection broke, or None when the backup said goodbye (it leaves
+    // the job, which is ending: nothing to open again).
     let mut reading = AbortOnDrop(tokio::spawn(async move {
         loop {
             let frame = match reader.read_frame().await {
                 Ok(Some(frame)) => frame,
-                Ok(None) => return "the backup closed the connection".to_string(),
-                Err(e) => return e.to_string(),
+                Ok(None) => return Some("the backup closed the connection".to_string()),
+                Err(e) => return Some(e.to_string()),
             };
+            if frame.op == Op::Bye {
+                return None;
+            }
             if frame.op == Op::Stats {
                 if let Some(tx) = answered.lock().remove(&frame.request_id) {
                     let _ = tx.send(());
@@ -209,10 +214,14 @@ async fn pump(
                     Some(m) => m,
                     None => return Ok(()),
                 },
-                why = &mut reading.0 => {
-                    let why = why.unwrap_or_else(|e| e.to_string());
-                    return Err(crate::error::PsError::NodeLost(why));
-                }
+                why = &mut reading.0 => match why {
+                    Ok(None) => {
+                        tracing::debug!("{} left the job; replication to it ends", to.name);
+                        return Ok(());
+                    }
+                    Ok(Some(why)) => return Err(crate::error::PsError::NodeLost(why)),
+                    Err(e) => return Err(crate::error::PsError::NodeLost(e.to_string())),
+                },
             },
         };
         let frames_out: Vec<Frame> = match first {
