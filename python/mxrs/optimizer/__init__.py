@@ -19,22 +19,52 @@ signum
     ``Signum`` and, at momentum 0, signSGD.
 ftrl
     ``FTRL`` (workers only: the servers do not run it).
+adamax, adadelta, ftml, lamb, sgld
+    ``Adamax``, ``Nadam``, ``AdaDelta``, ``FTML``, ``LAMB``, ``SGLD``, ``DCASGD`` (workers
+    only).
 """
 
-from . import adagrad, adam, ftrl, nag, optimizer, rmsprop, sgd, signum, updater
+from . import (
+    adadelta,
+    adagrad,
+    adam,
+    adamax,
+    ftml,
+    ftrl,
+    lamb,
+    nag,
+    optimizer,
+    rmsprop,
+    sgd,
+    sgld,
+    signum,
+    updater,
+)
+from .adadelta import AdaDelta
 from .adagrad import AdaGrad
 from .adam import Adam
+from .adamax import Adamax, Nadam
+from .ftml import FTML
 from .ftrl import FTRL, Ftrl
+from .lamb import LAMB
 from .nag import NAG
 from .optimizer import Optimizer, create, register
 from .rmsprop import RMSProp
 from .sgd import SGD
+from .sgld import DCASGD, SGLD
 from .signum import Signum
 from .updater import Updater, get_updater
 
 __all__ = [
+    "AdaDelta",
     "AdaGrad",
     "Adam",
+    "Adamax",
+    "DCASGD",
+    "FTML",
+    "LAMB",
+    "Nadam",
+    "SGLD",
     "FTRL",
     "Ftrl",
     "NAG",
@@ -43,8 +73,13 @@ __all__ = [
     "SGD",
     "Signum",
     "Updater",
+    "adadelta",
     "adagrad",
     "adam",
+    "adamax",
+    "ftml",
+    "lamb",
+    "sgld",
     "create",
     "ftrl",
     "get_updater",

@@ -1,9 +1,9 @@
 """Nesterov accelerated gradient: MXNet's ``nag_mom_update`` kernel (``sgd_update`` at momentum 0).
 
-With ``g' = clip(rescale_grad * g) + wd * w``::
+With ``c = clip(rescale_grad * g)``::
 
-    mom = momentum * mom - lr * g'
-    w   = w + momentum * mom - lr * g'
+    w   = w + momentum**2 * mom - (1 + momentum) * lr * (c + wd * w)
+    mom = momentum * mom - lr * (c + wd * w)      (w: the weight just updated, as MXNet)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .optimizer import Optimizer, _zeros_state, register
-from .sgd import _sgd_plain
+from .sgd import _momentum_and_master, _sgd_plain
 
 if TYPE_CHECKING:
     from ..ndarray import NDArray
@@ -41,6 +41,20 @@ class NAG(Optimizer):
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
+    def create_state_multi_precision(self, index: int | str, weight: NDArray) -> Any:
+        """As :meth:`SGD.create_state_multi_precision`: ``(momentum, master)`` for float16."""
+        return _momentum_and_master(self, index, weight)
+
+    def update_multi_precision(
+        self, index: int | str, weight: NDArray, grad: NDArray, state: Any
+    ) -> None:
+        """Update through the float32 master copy when it keeps one, else as :meth:`update`."""
+        if self._keeps_master(weight):
+            mom, master = state
+            self._update_master(index, weight, grad, master, mom)
+        else:
+            self.update(index, weight, grad, state)
+
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
     ) -> None:
@@ -49,15 +63,20 @@ class NAG(Optimizer):
             return
         mom = state._data
         mu = float(self.momentum) if self.momentum > 0 else 0.0
-        step = self._rescaled(xp, g, w)
-        if wd:
-            step += xp.multiply(w, wd)
+        grad = self._rescaled(xp, g, w)  # clip(r*g)
+        step = xp.multiply(w, wd) if wd else xp.zeros_like(w)
+        step += grad
         step *= lr  # lr * (clip(r*g) + wd*w)
-        mom *= mu
-        mom -= step
-        t = xp.multiply(mom, mu)
-        w += t
+        # w += mu^2 mom - (1 + mu) step, then the momentum takes its decay term from the new
+        # weight, as MXNet's kernel does.
+        w += xp.multiply(mom, mu * mu)
+        step *= 1.0 + mu
         w -= step
+        mom *= mu
+        if wd:
+            grad += xp.multiply(w, wd)
+        grad *= lr
+        mom -= grad
 
     def _spec_params(self) -> list[tuple[str, float]]:
         return [("momentum", float(self.momentum))]

@@ -28,6 +28,8 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import numpy
+
 from ..base import ContextError, MXNetError
 from ..ndarray import NDArray, zeros_like
 
@@ -186,11 +188,12 @@ class Optimizer:
 
         Raises
         ------
-        MXNetError
-            When an ``lr_scheduler`` is set: the scheduler owns the learning rate.
+        UserWarning
+            When an ``lr_scheduler`` is set: the scheduler owns the learning rate (MXNet 1.x
+            raises this warning class as an exception, and so does mxrs).
         """
         if self.lr_scheduler is not None:
-            raise MXNetError(
+            raise UserWarning(
                 "LRScheduler of the optimizer has already been defined. Note that "
                 "set_learning_rate can mutate the value of the learning rate of "
                 "the optimizer only when the LRScheduler of the optimizer is "
@@ -294,8 +297,23 @@ class Optimizer:
         return None
 
     def create_state_multi_precision(self, index: int | str, weight: NDArray) -> Any:
-        """Same as :meth:`create_state` (updates run in the weight's own dtype)."""
+        """The state for ``weight``: with ``multi_precision`` and a float16 weight, a float32
+        master copy of the weight and the state created for that copy, ``(master, state)``
+        (updates then run in float32); otherwise :meth:`create_state`'s."""
+        if self._keeps_master(weight):
+            master = weight.astype(numpy.float32)
+            return (master, self.create_state(index, master))
         return self.create_state(index, weight)
+
+    def _keeps_master(self, weight: NDArray) -> bool:
+        return bool(self.multi_precision) and weight.dtype == numpy.float16
+
+    def _update_master(
+        self, index: int | str, weight: NDArray, grad: NDArray, master: NDArray, state: Any
+    ) -> None:
+        """Updates the float32 ``master`` copy from ``grad`` in float32, then ``weight`` from it."""
+        self.update(index, master, grad.astype(numpy.float32), state)
+        weight[:] = master.astype(weight.dtype)
 
     def update(self, index: int | str, weight: NDArray, grad: NDArray, state: Any) -> None:
         """Update ``weight`` in place from ``grad`` and ``state``.
@@ -341,8 +359,13 @@ class Optimizer:
     def update_multi_precision(
         self, index: int | str, weight: NDArray, grad: NDArray, state: Any
     ) -> None:
-        """Same as :meth:`update` (updates run in the weight's own dtype)."""
-        self.update(index, weight, grad, state)
+        """Update ``weight`` with a state from :meth:`create_state_multi_precision`: through
+        its float32 master copy when it keeps one, else as :meth:`update`."""
+        if self._keeps_master(weight):
+            master, inner = state
+            self._update_master(index, weight, grad, master, inner)
+        else:
+            self.update(index, weight, grad, state)
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy
+
 from .optimizer import Optimizer, _zeros_state, register
 
 if TYPE_CHECKING:
@@ -58,6 +60,22 @@ class SGD(Optimizer):
         """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
         return _zeros_state(weight) if self.momentum != 0.0 else None
 
+    def create_state_multi_precision(self, index: int | str, weight: NDArray) -> Any:
+        """With ``multi_precision`` and a float16 weight, ``(momentum, master)``: a float32
+        momentum (or None) and a float32 master copy of the weight, as MXNet's SGD keeps them;
+        otherwise :meth:`create_state`'s."""
+        return _momentum_and_master(self, index, weight)
+
+    def update_multi_precision(
+        self, index: int | str, weight: NDArray, grad: NDArray, state: Any
+    ) -> None:
+        """Update through the float32 master copy when it keeps one, else as :meth:`update`."""
+        if self._keeps_master(weight):
+            mom, master = state
+            self._update_master(index, weight, grad, master, mom)
+        else:
+            self.update(index, weight, grad, state)
+
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
     ) -> None:
@@ -87,3 +105,11 @@ class SGD(Optimizer):
             ("momentum", float(self.momentum)),
             ("lazy_update", 1.0 if self.lazy_update else 0.0),
         ]
+
+
+def _momentum_and_master(opt: Optimizer, index: int | str, weight: NDArray) -> Any:
+    """SGD's and NAG's multi-precision state: ``(momentum or None, float32 master copy)``."""
+    if not opt._keeps_master(weight):
+        return opt.create_state(index, weight)
+    master = weight.astype(numpy.float32)
+    return (opt.create_state(index, master), master)

@@ -1,6 +1,7 @@
 //! NAG: MXNet's `nag_mom_update` kernel, which the Python `NAG` calls when `momentum > 0`
 //! (momentum 0 runs `sgd_update`, here [`super::sgd::plain`]). Gradients are rescaled and clipped,
-//! then weight decay is added. Buffers: `[momentum]` when `momentum != 0`, else none.
+//! then weight decay is added; the momentum's decay term is taken from the weight just updated.
+//! Buffers: `[momentum]` when `momentum != 0`, else none.
 
 use super::{Hyper, Step, clip};
 use crate::dtype::Float;
@@ -15,12 +16,14 @@ pub(super) fn momentum<T: Float>(h: &Hyper, s: Step, w: &mut [T], g: &[T], mom: 
     let wd = T::of(s.wd);
     let rescale = T::of(h.rescale_grad);
     let bound = T::of(h.kernel_clip());
-    // ĝ = clip(r·g, c) + wd·w;   m ← μ·m − lr·ĝ;   w ← w + μ·m − lr·ĝ
+    let ahead = T::one() + mu;
+    // c = clip(r·g);  w' = w + μ²·m − (1 + μ)·lr·(c + wd·w);  m ← μ·m − lr·(c + wd·w'):
+    // the momentum takes its decay term from the weight just updated, as MXNet's kernel.
     for i in 0..n {
-        let step = lr * (clip(rescale * g[i], bound) + wd * w[i]);
-        let m = mu * mom[i] - step;
-        mom[i] = m;
-        w[i] = w[i] + mu * m - step;
+        let c = clip(rescale * g[i], bound);
+        let updated = w[i] + mu * mu * mom[i] - ahead * lr * (c + wd * w[i]);
+        w[i] = updated;
+        mom[i] = mu * mom[i] - lr * (c + wd * updated);
     }
 }
 
@@ -29,20 +32,20 @@ mod tests {
     use super::super::tests::{GRADS, W0, assert_close, run, updater};
     use crate::dtype::Float;
 
-    /// Nesterov in the look-ahead form of Sutskever et al., in f64:
-    /// v = μ·v + ĝ;  w = w − lr·(ĝ + μ·v)  with ĝ = clip(r·g) + wd·w (constant lr).
+    /// MXNet 1.9.1's NAG written out in f64 (`m` its negative-direction momentum):
+    /// w' = w + μ²·m − (1 + μ)·lr·(c + wd·w);  m = μ·m − lr·(c + wd·w'),  c = clip(r·g).
     fn reference(lr: f64, wd: f64, mu: f64, r: f64, clip: Option<f64>) -> Vec<f64> {
         let mut w = W0.to_vec();
-        let mut v = vec![0.0; w.len()];
+        let mut m = vec![0.0; w.len()];
         for g in &GRADS {
             for i in 0..w.len() {
-                let mut gi = r * g[i];
-                if let Some(c) = clip {
-                    gi = gi.clamp(-c, c);
+                let mut c = r * g[i];
+                if let Some(bound) = clip {
+                    c = c.clamp(-bound, bound);
                 }
-                gi += wd * w[i];
-                v[i] = mu * v[i] + gi;
-                w[i] -= lr * (gi + mu * v[i]);
+                let old = w[i];
+                w[i] = old + mu * mu * m[i] - (1.0 + mu) * lr * (c + wd * old);
+                m[i] = mu * m[i] - lr * (c + wd * w[i]);
             }
         }
         w
@@ -84,5 +87,13 @@ mod tests {
         let (w, st) = run::<f64>(&u, &[1.0], &[[0.5], [0.5]]);
         assert_close(&w, &[0.7695]);
         assert_close(&st.buffers[0], &[-0.095]);
+        // With weight decay the momentum decays from the weight just updated: lr 0.1, μ 0.9,
+        // wd 0.07, w 1, g 0.5. w1 = 1 − 1.9·0.1·0.57 = 0.8917, m1 = −0.1·(0.5 + 0.07·0.8917)
+        // = −0.0562419; w2 = 0.8917 + 0.81·m1 − 1.9·0.1·(0.5 + 0.07·0.8917) = 0.739284451,
+        // m2 = 0.9·m1 − 0.1·(0.5 + 0.07·w2) = −0.105792701157.
+        let params = [("momentum", 0.9), ("learning_rate", 0.1), ("wd", 0.07)];
+        let (w, st) = run::<f64>(&updater("nag", &params), &[1.0], &[[0.5], [0.5]]);
+        assert_close(&w, &[0.739284451]);
+        assert_close(&st.buffers[0], &[-0.105792701157]);
     }
 }
