@@ -101,8 +101,9 @@ def test_aliases():
     assert nd.broadcast_add(a, b).asnumpy().tolist() == [4, 6]
     assert nd.elemwise_mul(a, b).asnumpy().tolist() == [3, 8]
     assert nd.broadcast_minimum(a, b).asnumpy().tolist() == [1, 2]
+    assert nd.add(1, 2) == 3  # two numbers give a number, as in MXNet
     with pytest.raises(TypeError):
-        nd.add(1, 2)
+        nd.add("1", 2)
 
 
 def test_incompatible_shapes_raise_mxnet_error():

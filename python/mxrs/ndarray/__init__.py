@@ -78,3 +78,22 @@ random_negative_binomial = random.negative_binomial
 random_generalized_negative_binomial = random.generalized_negative_binomial
 sample_multinomial = random.multinomial
 shuffle = random.shuffle
+
+
+def _take_out() -> None:
+    """Let every operator of the namespace take MXNet's ``out=`` and ``name=`` keywords."""
+    import inspect
+
+    from . import conv, elementwise, matmul, nn, reduce, shape, unary
+    from ._op import with_out
+
+    names = {n for m in (conv, elementwise, matmul, nn, reduce, shape, unary) for n in m.__all__}
+    names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
+    space = globals()
+    for name in names:
+        fn = space.get(name)
+        if inspect.isfunction(fn):
+            space[name] = with_out(fn)
+
+
+_take_out()

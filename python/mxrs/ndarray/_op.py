@@ -13,6 +13,8 @@ by the first input (``ArrayCore._new``), so no op module needs the NDArray class
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ..context import Context
     from ._core import ArrayCore
 
-__all__ = ["Op", "apply", "as_method", "unbroadcast", "axis_index"]
+__all__ = ["Op", "apply", "as_method", "with_out", "unbroadcast", "axis_index"]
 
 
 class Op:
@@ -117,8 +119,41 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
     return res
 
 
+def with_out(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Return op function ``fn`` taking MXNet's ``out=`` (the result is written into that
+    NDArray, which is returned) and ``name=`` (ignored) keywords; ``fn`` itself if it takes
+    ``out`` already."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn
+    if "out" in params or getattr(fn, "_takes_out", False):
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args: Any, out: Any = None, name: Any = None, **kwargs: Any) -> Any:
+        res = fn(*args, **kwargs)
+        if out is None:
+            return res
+        if isinstance(res, list | tuple):
+            outs = out if isinstance(out, list | tuple) else [out]
+            if len(outs) != len(res):
+                raise MXNetError(
+                    f"{fn.__name__}: out= holds {len(outs)} arrays but the op returns {len(res)}"
+                )
+            for o, r in zip(outs, res, strict=True):
+                o[:] = r
+            return out
+        out[:] = res
+        return out
+
+    call._takes_out = True  # type: ignore[attr-defined]
+    return call
+
+
 def as_method(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Return ``fn`` as an NDArray method: ``x.name(*args)`` is ``nd.name(x, *args)``."""
+    fn = with_out(fn)
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)

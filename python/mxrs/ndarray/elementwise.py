@@ -8,7 +8,10 @@ gradient.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import builtins
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -268,6 +271,10 @@ def _other(x, like):
     return like._new(to_raw(x, like._ctx, like._data.dtype), like._ctx)
 
 
+def _is_number(x):
+    return isinstance(x, int | float | np.number) and not isinstance(x, bool)
+
+
 def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
     if isinstance(lhs, np.ndarray):
         lhs = _other(lhs, rhs)
@@ -282,6 +289,10 @@ def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
         return apply(op_s, (lhs,), s=s)
     if isinstance(rhs, ArrayCore):
         return apply(op_rs, (rhs,), s=_scalar(lhs))
+    scalar_op = _SCALAR_OPS.get(op)
+    if scalar_op is not None and _is_number(lhs) and _is_number(rhs):
+        # Two numbers: a number, as MXNet's operators give.
+        return scalar_op(_scalar(lhs), _scalar(rhs))
     raise TypeError(
         f"expected an NDArray operand, got {type(lhs).__name__} and {type(rhs).__name__}"
     )
@@ -419,3 +430,15 @@ elemwise_div = broadcast_div = divide
 broadcast_maximum = maximum
 broadcast_minimum = minimum
 broadcast_power = power
+
+
+_SCALAR_OPS: dict[type[Op], Callable[[Any, Any], Any]] = {
+    _Add: operator.add,
+    _Sub: operator.sub,
+    _Mul: operator.mul,
+    _Div: operator.truediv,
+    _Mod: operator.mod,
+    _Pow: operator.pow,
+    _Maximum: builtins.max,
+    _Minimum: builtins.min,
+}
