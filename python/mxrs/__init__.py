@@ -34,6 +34,9 @@ name
     ``NameManager`` and ``Prefix``: the counters behind automatic block names.
 gluon
     Blocks, parameters, layers, losses, data loading, ``Trainer``.
+io
+    Data iterators: ``NDArrayIter``, ``MNISTIter``, ``CSVIter``, ``ResizeIter``,
+    ``PrefetchingIter``; ``DataBatch``, ``DataDesc``, ``DataIter``.
 model
     ``FeedForward``: the older fit/predict/score API over a Gluon Block.
 runtime
@@ -55,6 +58,7 @@ from . import (  # noqa: E402
     context,
     gluon,
     initializer,
+    io,
     kvstore,
     lr_scheduler,
     metric,
@@ -88,6 +92,7 @@ __all__ = [
     "gpu",
     "init",
     "initializer",
+    "io",
     "kv",
     "kvstore",
     "lr_scheduler",

@@ -24,6 +24,7 @@ from .context import Context, cpu
 from .gluon import Block, Trainer
 from .gluon.loss import SoftmaxCrossEntropyLoss
 from .gluon.utils import split_and_load
+from .io import DataBatch, DataIter
 from .ndarray import NDArray
 
 #: A callback, or a list of them, called with the arguments MXNet passes.
@@ -99,9 +100,11 @@ class FeedForward:
             self._initialized = True
 
     def _batches(
-        self, X: Any, y: Any, batch_size: int, shuffle: bool = False
+        self, X: Any, y: Any, batch_size: int, shuffle: bool = False, trim_pad: bool = False
     ) -> Iterator[tuple[Any, Any]]:
-        """Yield (data, label) numpy/NDArray batches from arrays or from an iterable of batches."""
+        """Yield (data, label) numpy/NDArray batches from arrays, from a ``mx.io`` data iterator
+        (reset first; with ``trim_pad`` a batch's padding samples are left out), or from an
+        iterable of batches."""
         if isinstance(X, (np.ndarray, NDArray)):
             X = X.asnumpy() if isinstance(X, NDArray) else X
             if y is not None:
@@ -115,8 +118,17 @@ class FeedForward:
             return
         if y is not None:
             raise MXNetError("FeedForward: y must be None when X is an iterable of batches")
+        if isinstance(X, DataIter):
+            X.reset()
         for batch in X:
-            if isinstance(batch, (list, tuple)):
+            if isinstance(batch, DataBatch):
+                if not batch.data:
+                    raise MXNetError("FeedForward: a DataBatch without data")
+                data = batch.data[0]
+                label = batch.label[0] if batch.label else None
+                keep = data.shape[0] - (batch.pad or 0) if trim_pad else data.shape[0]
+                yield data[:keep], None if label is None else label[:keep]
+            elif isinstance(batch, (list, tuple)):
                 yield batch[0], (batch[1] if len(batch) > 1 else None)
             else:
                 yield batch, None
@@ -215,7 +227,8 @@ class FeedForward:
         self._init()
         outs: list[np.ndarray] = []
         datas: list[np.ndarray] = []
-        for n, (data, _) in enumerate(self._batches(X, None, self.numpy_batch_size)):
+        batches = self._batches(X, None, self.numpy_batch_size, trim_pad=True)
+        for n, (data, _) in enumerate(batches):
             if num_batch is not None and n >= num_batch:
                 break
             parts = self._split(data, None)
@@ -245,7 +258,8 @@ class FeedForward:
     ) -> _metric.EvalMetric:
         self._init()
         m = _metric.create(eval_metric)
-        for n, (data, label) in enumerate(self._batches(X, y, self.numpy_batch_size)):
+        batches = self._batches(X, y, self.numpy_batch_size, trim_pad=True)
+        for n, (data, label) in enumerate(batches):
             if num_batch is not None and n >= num_batch:
                 break
             if label is None:
