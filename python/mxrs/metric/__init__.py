@@ -24,6 +24,13 @@ base
 metrics
     ``Accuracy``, ``TopKAccuracy``, ``CrossEntropy``, ``NegativeLogLikelihood``, ``MAE``,
     ``MSE``, ``RMSE``, ``Loss`` and ``np``.
+classification
+    ``F1``, ``MCC`` (binary, macro or micro averaged), ``PCC`` (multi-class MCC) and
+    ``Perplexity``.
+regression
+    ``PearsonCorrelation``.
+
+``create`` also rebuilds a metric from its ``get_config()`` dict or that dict's JSON text.
 """
 
 from .base import (
@@ -35,6 +42,7 @@ from .base import (
     create,
     register,
 )
+from .classification import F1, MCC, PCC, Perplexity
 from .metrics import (
     MAE,
     MSE,
@@ -46,6 +54,7 @@ from .metrics import (
     TopKAccuracy,
     np,
 )
+from .regression import PearsonCorrelation
 
 __all__ = [
     "EvalMetric",
@@ -58,6 +67,11 @@ __all__ = [
     "MSE",
     "RMSE",
     "Loss",
+    "F1",
+    "MCC",
+    "PCC",
+    "Perplexity",
+    "PearsonCorrelation",
     "CustomMetric",
     "check_label_shapes",
     "create",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeAlias, TypeVar
 
@@ -54,29 +55,49 @@ def alias(*aliases: str) -> Callable[[_M], _M]:
 
 
 def create(
-    metric: str | Callable[..., Any] | EvalMetric | list[Any], *args: Any, **kwargs: Any
+    metric: str | Callable[..., Any] | EvalMetric | list[Any] | dict[str, Any],
+    *args: Any,
+    **kwargs: Any,
 ) -> EvalMetric:
-    """Create a metric from a name, a function, a metric instance or a list of those.
+    """Create a metric from a name, a config, a function, a metric instance or a list of those.
 
     Parameters
     ----------
-    metric : str, callable, EvalMetric or list
-        A registered name (case-insensitive); a function ``feval(label, pred)`` of NumPy
-        arrays, wrapped as :class:`CustomMetric`; a metric, returned as is; or a list,
-        combined into a :class:`CompositeEvalMetric`.
+    metric : str, dict, callable, EvalMetric or list
+        A registered name (case-insensitive); a config dict as :meth:`EvalMetric.get_config`
+        returns (``'metric'`` names the class, the other keys are constructor arguments) or
+        its JSON text; a function ``feval(label, pred)`` of NumPy arrays, wrapped as
+        :class:`CustomMetric`; a metric, returned as is; or a list, combined into a
+        :class:`CompositeEvalMetric`.
     *args, **kwargs
-        Passed to the metric's constructor.
+        Passed to the metric's constructor (for a config, they override its entries).
 
     Raises
     ------
     MXNetError
-        For a name no metric is registered under.
+        For a name no metric is registered under, or a config that is not valid JSON or
+        lacks ``'metric'``.
 
     Examples
     --------
     >>> mx.metric.create(['acc', 'ce']).get()
     (['accuracy', 'cross-entropy'], [nan, nan])
+    >>> m = mx.metric.create('f1', average='micro')
+    >>> mx.metric.create(json.dumps(m.get_config())).get_config() == m.get_config()
+    True
     """
+    if isinstance(metric, str) and metric.lstrip()[:1] in ("{", "["):
+        metric = _parse_config(metric)
+    if isinstance(metric, dict):
+        config = dict(metric)
+        if "metric" not in config:
+            raise MXNetError(
+                f"a metric config needs a 'metric' entry naming the metric class, got keys "
+                f"{sorted(config)}"
+            )
+        name = config.pop("metric")
+        config.update(kwargs)
+        return create(name, *args, **config)
     if isinstance(metric, EvalMetric):
         if args or kwargs:
             raise MXNetError(f"create got arguments for an existing metric {metric.name!r}")
@@ -100,6 +121,17 @@ def create(
             f"{', '.join(sorted(_REGISTRY))}"
         )
     return klass(*args, **kwargs)
+
+
+def _parse_config(text: str) -> dict[str, Any] | list[Any]:
+    """The JSON config (or list of configs) in ``text``, for :func:`create`."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise MXNetError(f"metric config {text!r} is not valid JSON: {err}") from None
+    if not isinstance(config, (dict, list)):
+        raise MXNetError(f"metric config {text!r} is not a JSON object or list")
+    return config
 
 
 # ----------------------------------------------------------------- inputs

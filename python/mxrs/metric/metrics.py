@@ -117,7 +117,14 @@ class TopKAccuracy(EvalMetric):
         if int(top_k) < 1:
             raise MXNetError(f"top_k must be at least 1, got {top_k}")
         self.top_k = int(top_k)
+        self._base_name = self.name
         self.name += f"_{self.top_k}"
+
+    def get_config(self) -> dict[str, Any]:
+        """As :meth:`EvalMetric.get_config`, with the name given (before ``_<top_k>``)."""
+        config = super().get_config()
+        config["name"] = self._base_name
+        return config
 
     def update(self, labels: Any, preds: Any) -> None:
         """Count the labels found among each prediction's ``top_k`` classes."""
