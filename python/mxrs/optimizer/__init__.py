@@ -1,8 +1,8 @@
 """Optimizers (``mx.optimizer``): MXNet 1.x's update rules on NumPy and CuPy arrays.
 
 Every optimizer is registered by lower-case name for :func:`create`, updates weights in place
-(never recorded by autograd), and, except FTRL and custom ones, describes itself to the
-parameter servers with ``to_spec()`` as a name and numbers.
+(never recorded by autograd), and, except FTRL, those listed as workers only below and custom
+ones, describes itself to the parameter servers with ``to_spec()`` as a name and numbers.
 
 Layout
 ------
