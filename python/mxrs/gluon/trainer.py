@@ -144,6 +144,13 @@ class Trainer:
                     "Trainer: dist_async stores update on the servers; set "
                     "update_on_kvstore=True (or leave it None)"
                 )
+            if not kv.is_capable("optimizer"):
+                if update_on_kv:
+                    raise ValueError(
+                        f"Trainer: the {kv.type!r} KVStore cannot run the optimizer; use "
+                        "update_on_kvstore=False (or leave it None)"
+                    )
+                update_on_kv = False
             if update_on_kv is None:
                 update_on_kv = True
                 if kv.type == "local":

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import _native
-from ..base import KVStoreError
+from ..base import KVStoreError, MXNetError
 from ..context import Context, cpu
 from ..ndarray._transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
@@ -45,13 +45,18 @@ def copy_into(dst: NDArray, src_raw: Any, src_ctx: Context) -> None:
     dst._ctx.backend.xp.copyto(dst._data, moved)
 
 
-@register("local", "device")
+#: The names of a store that keeps every key on CPU (MXNet's aliases of 'local').
+_ON_CPU = ("local", "local_update_cpu", "local_allreduce_cpu")
+
+
+@register(*_ON_CPU, "device", "local_allreduce_device")
 class LocalKVStore(KVStoreBase):
     """A KVStore inside one process.
 
-    ``local`` keeps every key on CPU and sums the pushed values there; ``device`` keeps each key
-    on the device of the value it was initialised with and sums there, so gradients of several
-    GPUs are reduced without a trip through host memory.
+    ``local`` (also ``local_update_cpu``, ``local_allreduce_cpu``) keeps every key on CPU and
+    sums the pushed values there; ``device`` (also ``local_allreduce_device``) keeps each key on
+    the device of the value it was initialised with and sums there, so gradients of several GPUs
+    are reduced without a trip through host memory.
     """
 
     def __init__(self, name: str = "local") -> None:
@@ -62,7 +67,7 @@ class LocalKVStore(KVStoreBase):
         self._residuals: dict[tuple[Key, Context], np.ndarray] = {}
 
     def _home(self, value: NDArray) -> Context:
-        return cpu(0) if self._type == "local" else value._ctx
+        return cpu(0) if self._type in _ON_CPU else value._ctx
 
     def init(self, key: Keys, value: Values) -> None:
         """Initialise keys; a list of values per key uses its first value (MXNet's rule).
@@ -113,7 +118,7 @@ class LocalKVStore(KVStoreBase):
         Parameters and errors as :meth:`KVStoreBase.set_gradient_compression`. It may be set
         after ``init``, and set again, as MXNet allows; 2bit residuals carry over.
         """
-        if self._type == "local":
+        if self._type in _ON_CPU:
             super().set_gradient_compression(compression_params)
         self._compression = compression_spec(compression_params)
 
@@ -151,3 +156,25 @@ class LocalKVStore(KVStoreBase):
             check_shapes("pull", k, stored.shape, outs, "output array")
             for o in outs:
                 copy_into(o, stored._data, stored._ctx)
+
+
+@register("teststore")
+class TestStore(LocalKVStore):
+    """A store without an optimizer, for testing code against the KVStore interface (MXNet's
+    'teststore'): it sums like 'device', and a Trainer given it updates on the workers."""
+
+    __test__ = False  # not a pytest test class
+
+    @staticmethod
+    def is_capable(capability: str) -> bool:
+        """bool: False: this store runs no optimizer."""
+        return False
+
+    def set_optimizer(self, optimizer: Any) -> None:
+        """Refused: this store runs no optimizer.
+
+        Raises
+        ------
+        MXNetError
+        """
+        raise MXNetError("the teststore KVStore runs no optimizer; update on the workers")

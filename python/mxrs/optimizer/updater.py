@@ -5,9 +5,9 @@ creates that parameter's state on first use and keeps it in ``states``. ``get_st
 ``set_states`` save and restore the states (and optionally the optimizer with its update
 counts) as bytes, so training can stop and resume with the same numbers.
 
-The bytes are a pickle of plain NumPy copies: they load without a GPU. Restored states move to
-each weight's context the next time that weight is updated. Like MXNet's, they are for files
-you wrote yourself: unpickling runs code, so never load states from an untrusted source.
+The bytes are a pickle of plain NumPy copies: they load without a GPU, as NDArrays on the CPU,
+and move to each weight's context the next time that weight is updated. Like MXNet's, they are
+for files you wrote yourself: unpickling runs code, so never load states from an untrusted source.
 """
 
 from __future__ import annotations
@@ -126,9 +126,9 @@ class Updater:
         """
         loaded = pickle.loads(states)
         if isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[1], Optimizer):
-            self.states, self.optimizer = loaded
-        else:
-            self.states = loaded
+            loaded, self.optimizer = loaded
+        # NDArrays on the CPU until each weight's next update moves them to its context.
+        self.states = {k: _to_context(v, Context("cpu", 0)) for k, v in loaded.items()}
         self.states_synced = dict.fromkeys(self.states, False)
 
 
