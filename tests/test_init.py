@@ -154,3 +154,12 @@ def test_mixed_and_load():
     np.testing.assert_array_equal(arr.asnumpy(), [0, 0])
     with pytest.raises(MXNetError, match="Shape mismatch"):
         loader("fc_weight", mx.nd.zeros((3,)))
+
+
+def test_bilinear_initializer():
+    w = mx.nd.zeros((1, 1, 4, 4))
+    mx.init.Bilinear()(mx.init.InitDesc("up_weight"), w)
+    tent = np.array([0.25, 0.75, 0.75, 0.25])
+    np.testing.assert_allclose(w.asnumpy()[0, 0], np.outer(tent, tent))
+    with pytest.raises(mx.MXNetError, match="at least 2 dimensions"):
+        mx.init.Bilinear()(mx.init.InitDesc("b_weight"), mx.nd.zeros((4,)))

@@ -41,3 +41,18 @@ def test_restored_updater_states_are_ndarrays():
     again.set_states(blob)
     assert isinstance(again.states[0], mx.nd.NDArray)
     np.testing.assert_allclose(again.states[0].asnumpy(), updater.states[0].asnumpy())
+
+
+def test_trainer_update_with_the_optimizer_on_the_store_is_refused_as_mxnet_does():
+    x = mx.gluon.Parameter("x", shape=(2,))
+    x.initialize(ctx=[mx.cpu(0), mx.cpu(1)], init="zeros")
+    trainer = mx.gluon.Trainer([x], "sgd", {"learning_rate": 1.0}, update_on_kvstore=True)
+    with mx.autograd.record():
+        ys = [w + 1 for w in x.list_data()]
+    mx.autograd.backward(ys)
+    trainer.step(1)
+    for call in (lambda: trainer.update(1), trainer.allreduce_grads):
+        with pytest.raises(mx.base.InvalidUsageError, match="needs update_on_kvstore=False"):
+            call()
+        with pytest.raises(AssertionError):  # what MXNet 1.x raises
+            call()

@@ -14,6 +14,7 @@ __all__ = [
     "ShapeMismatchError",
     "NodeLostError",
     "AuthenticationError",
+    "InvalidUsageError",
 ]
 
 
@@ -42,6 +43,12 @@ class NodeLostError(KVStoreError):
 
 class AuthenticationError(KVStoreError):
     """A connection could not prove it belongs to the job (wrong or missing secret)."""
+
+
+class InvalidUsageError(MXNetError, AssertionError):
+    """A call that the object's configuration rules out (for example ``Trainer.update`` when the
+    store applies the optimizer). MXNet 1.x raises ``AssertionError`` for these, so this is one
+    too."""
 
 
 def py_str(x: bytes | str) -> str:

@@ -48,6 +48,7 @@ __all__ = [
     "Orthogonal",
     "Xavier",
     "MSRAPrelu",
+    "Bilinear",
     "Mixed",
     "Load",
 ]
@@ -425,6 +426,24 @@ class MSRAPrelu(Xavier):
     def __init__(self, factor_type: str = "avg", slope: float = 0.25) -> None:
         super().__init__("gaussian", factor_type, 2.0 / (1 + slope**2))
         self._kwargs = {"factor_type": factor_type, "slope": slope}
+
+
+@register
+class Bilinear(Initializer):
+    """Fill an upsampling (deconvolution) kernel with bilinear interpolation weights: each
+    ``(H, W)`` filter is the outer product of the 1-d tent ``1 - |i / f - c|`` over its rows and
+    columns, with ``f = ceil(W / 2)`` and ``c = (2f - 1 - f % 2) / (2f)``."""
+
+    def _init_weight(self, _: str, arr: NDArray) -> None:
+        shape = arr.shape
+        if len(shape) < 2:
+            raise MXNetError(f"Bilinear: needs a kernel of at least 2 dimensions, got {shape}")
+        h, w = shape[-2], shape[-1]
+        f = math.ceil(w / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        cols = 1 - np.abs(np.arange(w) / f - c)
+        rows = 1 - np.abs(np.arange(h) / f - c)
+        arr[:] = np.broadcast_to(np.outer(rows, cols), shape).astype(arr.dtype)
 
 
 class Mixed:

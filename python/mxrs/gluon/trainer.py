@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import kvstore as kvs
 from .. import optimizer as opt
-from ..base import MXNetError
+from ..base import InvalidUsageError, MXNetError
 from ..context import Context
 from ..ndarray import _pending
 from ._overlap import GradientStream, bucket_bytes_from_env, overlap_from_env
@@ -281,7 +281,7 @@ class Trainer:
         """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
         self._ensure_store()
         if self._update_on_kvstore:
-            raise MXNetError(
+            raise InvalidUsageError(
                 "Trainer.allreduce_grads() needs update_on_kvstore=False: the store "
                 "applies the optimizer while reducing"
             )
@@ -291,7 +291,7 @@ class Trainer:
         """Apply the optimizer to reduced gradients (after :meth:`allreduce_grads`)."""
         self._ensure_store()
         if self._update_on_kvstore:
-            raise MXNetError(
+            raise InvalidUsageError(
                 "Trainer.update() needs update_on_kvstore=False: the store applies the optimizer"
             )
         self._prepare(batch_size)
