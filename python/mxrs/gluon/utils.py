@@ -7,6 +7,9 @@ more (100 in 3: 34, 33, 33); with fewer samples than slices the trailing slices 
 ``round(batch_size * w / sum(w))`` samples, the last slice also takes what rounding left over,
 and an empty slice is an error.
 
+``download``, ``check_sha1`` and ``replace_file`` (fetching files, e.g. pretrained weights)
+live in :mod:`mxrs.gluon.download` and are re-exported here.
+
 Examples
 --------
 >>> data = mx.nd.arange(8).reshape((8, 1))
@@ -26,8 +29,12 @@ from .. import ndarray
 from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
+from .download import check_sha1, download, replace_file
 
 __all__ = [
+    "download",
+    "check_sha1",
+    "replace_file",
     "split_data",
     "split_and_load",
     "split_data_by_work_load",

@@ -5,6 +5,7 @@ With ``num_workers=0`` batches are loaded in the training process when asked for
 load batches ahead of the training loop; batches still arrive in sampler order, and the workers
 are stopped when the epoch ends, when the iterator is dropped, or when loading fails. With
 ``thread_pool=True`` the workers are threads of this process instead. See :mod:`._workers`.
+With ``pin_memory=True`` every batch is moved to ``cpu_pinned(pin_device_id)`` as it is returned.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ... import ndarray as nd
+from ...context import Context, cpu_pinned
 from . import sampler as _sampler
 from ._workers import _ProcessPool, _ThreadPool
 
@@ -82,10 +84,11 @@ class DataLoader:
     num_workers : int, default 0
         Worker processes (or threads) loading batches ahead; 0 loads them when asked for.
     pin_memory : bool, default False
-        Accepted for compatibility. mxrs keeps host batches in ordinary memory on ``cpu(0)``,
-        which works with every context; move batches with ``as_in_context`` as usual.
+        Return batches on ``cpu_pinned(pin_device_id)`` instead of ``cpu(0)``: every NDArray of
+        a batch (also inside lists and tuples) is moved there as the batch is returned, in the
+        training process. Without it batches are on ``cpu(0)``.
     pin_device_id : int, default 0
-        Accepted for compatibility with ``pin_memory``.
+        The device id of the ``cpu_pinned`` context used with ``pin_memory=True``.
     prefetch : int, optional
         Batches requested ahead of the training loop with ``num_workers > 0``; by default
         ``2 * num_workers``, at least 1.
@@ -93,6 +96,12 @@ class DataLoader:
         Use threads of this process instead of worker processes.
     timeout : float, default 120
         Seconds to wait for a worker's batch before raising :class:`~mxrs.base.MXNetError`.
+    auto_reload : bool, default True
+        Accepted for compatibility; it changes nothing in mxrs. MXNet uses it to start loading
+        the next epoch as soon as one ends. mxrs does not keep workers between epochs: each
+        ``iter(loader)`` starts its own workers and they stop when that epoch ends (or its
+        iterator is dropped), whatever ``auto_reload`` is, so no worker is left running between
+        epochs and the next epoch's shuffle order is drawn when that epoch begins.
 
     Raises
     ------
@@ -130,6 +139,7 @@ class DataLoader:
         prefetch: int | None = None,
         thread_pool: bool = False,
         timeout: float = 120,
+        auto_reload: bool = True,
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, given {timeout}")
@@ -159,13 +169,18 @@ class DataLoader:
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._thread_pool = bool(thread_pool)
         self._timeout = timeout
+        self._auto_reload = bool(auto_reload)
 
     def __iter__(self) -> Iterator[Any]:
         if self._num_workers == 0:
-            return self._same_process_iter()
-        pool_cls = _ThreadPool if self._thread_pool else _ProcessPool
-        pool = pool_cls(self._num_workers, self._dataset, self._batchify_fn)
-        return _WorkerIter(pool, self._batch_sampler, self._prefetch, self._timeout)
+            batches: Iterator[Any] = self._same_process_iter()
+        else:
+            pool_cls = _ThreadPool if self._thread_pool else _ProcessPool
+            pool = pool_cls(self._num_workers, self._dataset, self._batchify_fn)
+            batches = _WorkerIter(pool, self._batch_sampler, self._prefetch, self._timeout)
+        if self._pin_memory:
+            return _PinnedIter(batches, cpu_pinned(self._pin_device_id), len(self))
+        return batches
 
     def _same_process_iter(self) -> Iterator[Any]:
         for indices in self._batch_sampler:
@@ -173,6 +188,33 @@ class DataLoader:
 
     def __len__(self) -> int:
         return len(self._batch_sampler)
+
+
+def _move_to(batch: Any, ctx: Context) -> Any:
+    """``batch`` with each NDArray (also inside lists and tuples) moved to ``ctx``."""
+    if isinstance(batch, nd.NDArray):
+        return batch.as_in_context(ctx)
+    if isinstance(batch, list | tuple):
+        return type(batch)(_move_to(item, ctx) for item in batch)
+    return batch
+
+
+class _PinnedIter:
+    """One epoch's batches, each moved to a ``cpu_pinned`` context as it is returned."""
+
+    def __init__(self, batches: Iterator[Any], ctx: Context, length: int) -> None:
+        self._batches = batches
+        self._ctx = ctx
+        self._length = length
+
+    def __iter__(self) -> _PinnedIter:
+        return self
+
+    def __next__(self) -> Any:
+        return _move_to(next(self._batches), self._ctx)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class _WorkerIter:
