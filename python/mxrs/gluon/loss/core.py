@@ -1,24 +1,14 @@
-"""Loss functions (``gluon.loss``), with MXNet 1.x's formulas.
-
-Every loss is a HybridBlock called as ``loss(pred, label[, sample_weight])``. The per-element
-loss is multiplied by ``sample_weight`` (broadcast) and by the scalar ``weight``, then averaged
-over every axis but ``batch_axis``: the result has one value per sample.
-
-Examples
---------
->>> loss = gluon.loss.SoftmaxCrossEntropyLoss()
->>> loss(mx.nd.array([[1, 2, 3], [11, 7, 5]]), mx.nd.array([2, 0])).shape
-(2,)
-"""
+"""The ``Loss`` base class, its weighting, and the classic losses (L1, L2, cross-entropies,
+KL divergence, Huber, hinge, logistic)."""
 
 from __future__ import annotations
 
 import numbers
 from typing import Any, cast
 
-from ..base import MXNetError
-from ..ndarray import NDArray
-from .block import HybridBlock
+from ...base import MXNetError
+from ...ndarray import NDArray
+from ..block import HybridBlock
 
 __all__ = [
     "Loss",
