@@ -15,6 +15,7 @@ __all__ = [
     "NodeLostError",
     "AuthenticationError",
     "InvalidUsageError",
+    "InvalidShapeError",
 ]
 
 
@@ -49,6 +50,11 @@ class InvalidUsageError(MXNetError, AssertionError):
     """A call that the object's configuration rules out (for example ``Trainer.update`` when the
     store applies the optimizer). MXNet 1.x raises ``AssertionError`` for these, so this is one
     too."""
+
+
+class InvalidShapeError(MXNetError, ValueError):
+    """A shape an operation cannot take (for example a reshape to another size). MXNet 1.x
+    raises ``ValueError`` for these, so this is one too."""
 
 
 def py_str(x: bytes | str) -> str:

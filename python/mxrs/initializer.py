@@ -122,6 +122,16 @@ class Initializer:
         """Return the initializer as a JSON string ``'["name", {kwargs}]'``."""
         return json.dumps([type(self).__name__.lower(), self._kwargs])
 
+    def __eq__(self, other: object) -> bool:
+        """Initializers of one class with the same arguments are equal (two ``Constant(-10.0)``
+        describe one initialization, for a shared Parameter too)."""
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self.dumps() == other.dumps()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.dumps()))
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({args})"

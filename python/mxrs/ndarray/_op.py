@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 from ..autograd import _state
-from ..base import ContextError, MXNetError
+from ..base import ContextError, InvalidShapeError, MXNetError
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -101,7 +101,8 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
             out = op.forward(*[a._data for a in arrays], **attrs)
     except ValueError as err:  # the array library's shape errors, e.g. broadcasting
         shapes = ", ".join(str(a.shape) for a in arrays)
-        raise MXNetError(f"{op_cls.__name__.lstrip('_')} on shapes {shapes}: {err}") from None
+        name = op_cls.__name__.lstrip("_")
+        raise InvalidShapeError(f"{name} on shapes {shapes}: {err}") from None
     new = arrays[0]._new
     if type(out) is tuple:
         outs = [new(o, ctx) for o in out]

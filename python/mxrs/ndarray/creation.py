@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _backend
-from ..base import MXNetError
 from ..context import Context, current_context
 from . import _pending
+from . import serialize as _serialize
 from .ndarray import NDArray, _wrap, to_raw
 
 if TYPE_CHECKING:
@@ -81,7 +81,10 @@ def array(source_array: Any, ctx: CtxLike | None = None, dtype: DTypeLike | None
     <NDArray 3 @cpu(1)>
     """
     ctx = _ctx(ctx)
-    return _wrap(to_raw(source_array, ctx, dtype), ctx)
+    raw = to_raw(source_array, ctx, dtype)
+    if isinstance(source_array, np.ndarray) and source_array.ndim == 0:
+        raw = raw.reshape(())  # a 0-d NumPy array keeps its shape (), as in MXNet
+    return _wrap(raw, ctx)
 
 
 def _filled(
@@ -219,29 +222,23 @@ def save(
 ) -> None:
     """Save an NDArray, a list of NDArrays or a dict of str to NDArray to file ``fname``.
 
-    The file is a NumPy ``.npz`` archive; :func:`load` restores the same structure.
+    The file is in Apache MXNet 1.x's binary NDArray format (what ``mx.nd.save`` and
+    ``save_parameters`` write), so MXNet can load it; see :mod:`.serialize`.
     """
-    if isinstance(data, NDArray):
-        data = [data]
-    arrays: dict[str, Any]  # np.savez keywords (its stub would take them for allow_pickle)
-    if isinstance(data, dict):
-        arrays = {f"d:{k}": v.asnumpy() for k, v in data.items()}
-    elif isinstance(data, (list, tuple)):
-        arrays = {f"l:{i:08d}": v.asnumpy() for i, v in enumerate(data)}
-    else:
-        raise TypeError("save expects an NDArray, a list of NDArrays or a dict of NDArrays")
-    with open(fname, "wb") as f:
-        np.savez(f, **arrays)
+    _serialize.save(fname, data)
 
 
 def load(
     fname: str | os.PathLike[str], ctx: CtxLike | None = None
 ) -> list[NDArray] | dict[str, NDArray]:
-    """Load what :func:`save` wrote: a list or a dict of NDArrays (on ``ctx``, default cpu)."""
-    with np.load(fname, allow_pickle=False) as z:
-        keys = list(z.keys())
-        if any(k.startswith("d:") for k in keys):
-            return {k[2:]: array(z[k], ctx=ctx, dtype=z[k].dtype) for k in keys}
-        if all(k.startswith("l:") for k in keys):
-            return [array(z[k], ctx=ctx, dtype=z[k].dtype) for k in sorted(keys)]
-    raise MXNetError(f"{fname} is not a file written by mxrs.nd.save")
+    """Load a list or a dict of NDArrays (on ``ctx``, default cpu) from file ``fname``.
+
+    Reads files of :func:`save` and of MXNet's ``mx.nd.save``, and the ``.npz`` archives of
+    earlier mxrs versions.
+
+    Raises
+    ------
+    MXNetError
+        When the file is truncated or not an NDArray file, or holds sparse arrays.
+    """
+    return _serialize.load(fname, ctx)

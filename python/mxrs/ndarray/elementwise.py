@@ -423,13 +423,28 @@ def _le(a, b):
     return a <= b
 
 
-elemwise_add = broadcast_add = plus = add
-elemwise_sub = broadcast_sub = minus = subtract
-elemwise_mul = broadcast_mul = multiply
-elemwise_div = broadcast_div = divide
-broadcast_maximum = maximum
-broadcast_minimum = minimum
-broadcast_power = power
+def _broadcast_alias(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """``fn`` as MXNet's ``broadcast_*`` operator, which takes (and ignores) an ``axis``."""
+
+    def op(lhs: Any, rhs: Any, axis: Any = None) -> Any:
+        return fn(lhs, rhs)
+
+    op.__name__ = op.__qualname__ = f"broadcast_{fn.__name__}"
+    op.__doc__ = f"Same as :func:`{fn.__name__}` (``axis`` is accepted and ignored, as MXNet)."
+    return op
+
+
+elemwise_add = plus = add
+elemwise_sub = minus = subtract
+elemwise_mul = multiply
+elemwise_div = divide
+broadcast_add = _broadcast_alias(add)
+broadcast_sub = _broadcast_alias(subtract)
+broadcast_mul = _broadcast_alias(multiply)
+broadcast_div = _broadcast_alias(divide)
+broadcast_maximum = _broadcast_alias(maximum)
+broadcast_minimum = _broadcast_alias(minimum)
+broadcast_power = _broadcast_alias(power)
 
 
 _SCALAR_OPS: dict[type[Op], Callable[[Any, Any], Any]] = {

@@ -113,12 +113,8 @@ def reshape(
         shape = (int(shape),)
     if any(s < -1 or s == 0 for s in shape):
         shape = _infer_shape(data.shape, shape, reverse)
-    try:
-        return apply(_Reshape, (data,), shape=tuple(shape))
-    except ValueError as err:
-        raise MXNetError(
-            f"cannot reshape array of shape {data.shape} into {tuple(shape)}: {err}"
-        ) from None
+    # A shape of another size raises InvalidShapeError (a ValueError, as in MXNet) naming both.
+    return apply(_Reshape, (data,), shape=tuple(shape))
 
 
 Reshape = reshape

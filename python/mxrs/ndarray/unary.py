@@ -177,7 +177,8 @@ class _Relu(Op):
         return y
 
     def backward(self, g):
-        return g * (self.y > 0)
+        # NaN in, NaN gradient out, as MXNet's kernel gives.
+        return self.xp.where(self.xp.isnan(self.y), self.y, g * (self.y > 0))
 
 
 class _Sigmoid(Op):

@@ -1,0 +1,48 @@
+"""Behaviour MXNet 1.x's own tests showed mxrs got differently, now as MXNet does it."""
+
+import mxrs as mx
+import numpy as np
+import pytest
+
+
+def test_a_0d_numpy_array_keeps_its_shape():
+    assert mx.nd.array(np.ones([])).shape == ()
+    assert mx.nd.array(np.ones([])).asnumpy() == 1.0
+    assert mx.nd.array(3).shape == (1,)  # a Python scalar is a 1-element array
+
+
+@pytest.mark.parametrize("relu", [mx.nd.relu, lambda x: mx.nd.Activation(x, act_type="relu")])
+def test_relu_passes_nan_to_its_gradient(relu):
+    x = mx.nd.array([np.nan, -1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = relu(x)
+    y.backward()
+    g = x.grad.asnumpy()
+    assert np.isnan(g[0]) and g[1:].tolist() == [0.0, 1.0]
+
+
+def test_an_impossible_reshape_is_a_value_error_and_an_mxnet_error():
+    with pytest.raises(ValueError, match=r"Reshape on shapes \(2, 3\)") as e:
+        mx.nd.ones((2, 3)).reshape((4, 2))
+    assert isinstance(e.value, mx.MXNetError)
+    with pytest.raises(mx.base.InvalidShapeError):
+        mx.nd.ones((2, 3)) + mx.nd.ones((4,))
+
+
+def test_equal_initializers_are_equal_for_a_shared_parameter():
+    assert mx.init.Constant(-10.0) == mx.init.Constant(-10.0)
+    assert mx.init.Constant(-10.0) != mx.init.Constant(1.0)
+    assert mx.init.Xavier() != mx.init.Uniform()
+    params = mx.gluon.ParameterDict()
+    a = params.get("w", shape=(2,), init=mx.init.Constant(-10.0))
+    assert params.get("w", shape=(2,), init=mx.init.Constant(-10.0)) is a
+    with pytest.raises(mx.MXNetError, match="attribute 'init'"):
+        params.get("w", shape=(2,), init=mx.init.Constant(1.0))
+
+
+def test_broadcast_operators_take_and_ignore_an_axis():
+    a = mx.nd.array([[1.0, 5.0], [3.0, 2.0]])
+    got = mx.nd.broadcast_maximum(a, mx.nd.array([[2.0], [2.0]]), axis=1)
+    assert got.asnumpy().tolist() == [[2.0, 5.0], [3.0, 2.0]]
+    assert mx.nd.broadcast_add(a, 1.0, axis=0).asnumpy().tolist() == [[2.0, 6.0], [4.0, 3.0]]
