@@ -241,4 +241,7 @@ def load(
     MXNetError
         When the file is truncated or not an NDArray file, or holds sparse arrays.
     """
-    return _serialize.load(fname, ctx)
+    hosts = _serialize.load(fname)
+    if isinstance(hosts, dict):
+        return {k: array(v, ctx=ctx, dtype=v.dtype) for k, v in hosts.items()}
+    return [array(v, ctx=ctx, dtype=v.dtype) for v in hosts]

@@ -31,15 +31,11 @@ import struct
 import sys
 import zipfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..base import MXNetError
 from .ndarray import NDArray
-
-if TYPE_CHECKING:
-    from .._typing import CtxLike
 
 __all__ = ["save", "load"]
 
@@ -146,12 +142,9 @@ def _dump_array(host: np.ndarray, dev_type: int, dev_id: int, magic: int) -> byt
 # Reading
 
 
-def load(
-    fname: str | os.PathLike[str], ctx: CtxLike | None = None
-) -> list[NDArray] | dict[str, NDArray]:
-    """Read a file of :func:`save` or of MXNet's ``nd.save``: a list or a dict of NDArrays.
-
-    The arrays are created on ``ctx`` (default cpu), whatever context the file records.
+def load(fname: str | os.PathLike[str]) -> list[np.ndarray] | dict[str, np.ndarray]:
+    """Read a file of :func:`save` or of MXNet's ``nd.save``: a list or a dict of host arrays
+    (``nd.load`` makes them NDArrays on the context asked for).
 
     Raises
     ------
@@ -162,14 +155,8 @@ def load(
     with open(fname, "rb") as f:
         buf = f.read()
     if buf.startswith(_ZIP_SIGNATURE):
-        hosts = _load_npz(buf, fname)
-    else:
-        hosts = _Reader(buf, os.fspath(fname)).read_file()
-    from .creation import array  # creation imports this module
-
-    if isinstance(hosts, dict):
-        return {k: array(v, ctx=ctx, dtype=v.dtype) for k, v in hosts.items()}
-    return [array(v, ctx=ctx, dtype=v.dtype) for v in hosts]
+        return _load_npz(buf, fname)
+    return _Reader(buf, os.fspath(fname)).read_file()
 
 
 def _load_npz(
