@@ -3,32 +3,7 @@
 The same functions are reachable as ``mx.nd.random``; see :mod:`mxrs.ndarray.random`.
 """
 
-from .ndarray.random import (
-    exponential,
-    gamma,
-    generalized_negative_binomial,
-    multinomial,
-    negative_binomial,
-    normal,
-    poisson,
-    randint,
-    randn,
-    seed,
-    shuffle,
-    uniform,
-)
+from .ndarray import random as _random
+from .ndarray.random import *  # noqa: F403
 
-__all__ = [
-    "seed",
-    "uniform",
-    "normal",
-    "randn",
-    "randint",
-    "shuffle",
-    "poisson",
-    "exponential",
-    "gamma",
-    "negative_binomial",
-    "generalized_negative_binomial",
-    "multinomial",
-]
+__all__ = list(_random.__all__)

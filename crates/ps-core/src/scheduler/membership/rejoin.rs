@@ -79,6 +79,14 @@ impl Job {
         let me = m.info.clone();
         tracing::warn!("{me} (node {node_id}) rejoined the job");
         let _ = self.notices.send(Notice::Rejoined(me.clone()));
+        Ok(self.readmitted(me))
+    }
+
+    /// The answer to a registration that took back a place in the running job, as `me`.
+    pub(super) fn readmitted(
+        &mut self,
+        me: NodeInfo,
+    ) -> (u64, oneshot::Receiver<Result<Membership>>) {
         let membership = Membership {
             me,
             num_workers: self.num_workers,
@@ -93,7 +101,7 @@ impl Job {
         self.next_ticket += 1;
         let (reply, rx) = oneshot::channel();
         let _ = reply.send(Ok(membership));
-        Ok((ticket, rx))
+        (ticket, rx)
     }
 
     /// Tells everyone that `node` is away and how long its place is kept.

@@ -102,21 +102,7 @@ impl Job {
         }
         let _ = self.notices.send(Notice::Rejoined(me.clone()));
         self.publish_topology(chains);
-        let membership = Membership {
-            me,
-            num_workers: self.num_workers,
-            num_servers: self.num_servers,
-            servers: self.members[..self.num_servers as usize]
-                .iter()
-                .map(|m| m.info.clone())
-                .collect(),
-            rejoined: true,
-        };
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
-        let (reply, rx) = oneshot::channel();
-        let _ = reply.send(Ok(membership));
-        Ok((ticket, rx))
+        Ok(self.readmitted(me))
     }
 
     /// Server `node_id`, the primary of `ranges` under topology `epoch`, has copied their keys
