@@ -15,10 +15,13 @@ Examples
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import uuid
 import warnings
 from typing import Any
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["download", "check_sha1", "replace_file"]
 
@@ -195,7 +198,7 @@ def download(
     attempts = max(1, int(retries))
     for attempt in range(1, attempts + 1):
         try:
-            print(f"Downloading {fname} from {url}...")
+            _log.info("downloading %s from %s", fname, url)
             _fetch_once(url, fname, sha1_hash, overwrite, verify_ssl)
             break
         except Exception as err:
@@ -203,5 +206,7 @@ def download(
             if left == 0:
                 raise
             plural = "s" if left > 1 else ""
-            print(f"download failed due to {err!r}, retrying, {left} attempt{plural} left")
+            _log.warning(
+                "download of %s failed (%r); retrying, %d attempt%s left", url, err, left, plural
+            )
     return fname
