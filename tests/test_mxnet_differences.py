@@ -46,3 +46,40 @@ def test_broadcast_operators_take_and_ignore_an_axis():
     got = mx.nd.broadcast_maximum(a, mx.nd.array([[2.0], [2.0]]), axis=1)
     assert got.asnumpy().tolist() == [[2.0, 5.0], [3.0, 2.0]]
     assert mx.nd.broadcast_add(a, 1.0, axis=0).asnumpy().tolist() == [[2.0, 6.0], [4.0, 3.0]]
+
+
+def test_squeeze_inplace_reshapes_the_array_itself():
+    x = mx.nd.array([[[1.0], [2.0], [3.0]]])
+    assert x.squeeze(inplace=True) is x and x.shape == (3,)
+    assert x.asnumpy().tolist() == [1.0, 2.0, 3.0]
+    y = mx.nd.ones((1, 2))
+    assert y.squeeze().shape == (2,) and y.shape == (1, 2)
+    y.attach_grad()
+    with mx.autograd.record():
+        with pytest.raises(mx.MXNetError, match="cannot be recorded"):
+            y.squeeze(inplace=True)
+
+
+def test_a_hybrid_block_takes_a_list_or_none_first_as_mxnet_does():
+    class Sum(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x, y=None):
+            parts = [] if x is None else list(x) if isinstance(x, (list, tuple)) else [x]
+            if y is not None:
+                parts.append(y)
+            return F.add_n(*parts)
+
+    block = Sum()
+    a, b = mx.nd.ones((2,)), mx.nd.full((2,), 2.0)
+    assert block([a, b]).asnumpy().tolist() == [3.0, 3.0]
+    assert block(None, b).asnumpy().tolist() == [2.0, 2.0]
+    with pytest.raises(mx.MXNetError, match="at least one NDArray among the inputs"):
+        block(None, None)
+
+
+def test_add_n_sums_its_arrays():
+    a = mx.nd.array([1.0, 2.0])
+    assert mx.nd.add_n(a, a, a).asnumpy().tolist() == [3.0, 6.0]
+    single = mx.nd.ElementWiseSum(a)
+    assert single.asnumpy().tolist() == [1.0, 2.0] and single is not a
+    with pytest.raises(mx.MXNetError, match="at least one NDArray"):
+        mx.nd.add_n()

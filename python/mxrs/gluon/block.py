@@ -458,6 +458,18 @@ class Block:
         print("-" * 80)
 
 
+def _first_array(values: Any) -> NDArray | None:
+    """The first NDArray in ``values``, looking inside lists and tuples."""
+    for v in values:
+        if isinstance(v, NDArray):
+            return v
+        if isinstance(v, (list, tuple)):
+            found = _first_array(v)
+            if found is not None:
+                return found
+    return None
+
+
 class HybridBlock(Block):
     """A block written as ``hybrid_forward(F, x, *args, **params)``, with ``F = mx.nd``.
 
@@ -532,14 +544,16 @@ class HybridBlock(Block):
     def forward(  # type: ignore[override]  # MXNet's signature: the input first
         self, x: NDArray, *args: Any, **kwargs: Any
     ) -> Any:
-        """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on ``x``'s context,
+        """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on the context of the
+        first NDArray among the arguments (``x`` may be a list of them, or None, as in MXNet),
         finishing deferred initialization on the first call."""
-        if not isinstance(x, NDArray):
+        first = _first_array((x, *args))
+        if first is None:
             raise MXNetError(
-                "HybridBlock requires the first argument to forward be an NDArray, "
-                f"but got {type(x).__name__}"
+                "HybridBlock: there must be at least one NDArray among the inputs (in a list "
+                f"or not); got {', '.join(type(a).__name__ for a in (x, *args))}"
             )
-        ctx = x._ctx
+        ctx = first._ctx
         with ctx:
             try:
                 params = {k: p.data(ctx) for k, p in self._reg_params.items()}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..base import MXNetError
 from ._core import ArrayCore
 from ._op import Op, apply, unbroadcast
 from ._transfer import to_raw
@@ -45,6 +46,8 @@ __all__ = [
     "broadcast_sub",
     "broadcast_mul",
     "broadcast_div",
+    "add_n",
+    "ElementWiseSum",
     "broadcast_maximum",
     "broadcast_minimum",
     "broadcast_power",
@@ -421,6 +424,19 @@ def _lt(a, b):
 
 def _le(a, b):
     return a <= b
+
+
+def add_n(*args: NDArray) -> NDArray:
+    """Return the elementwise sum of the NDArrays ``args`` (all of one shape)."""
+    if not args:
+        raise MXNetError("add_n needs at least one NDArray")
+    total = args[0]
+    for a in args[1:]:
+        total = add(total, a)
+    return total if len(args) > 1 else total.copy()
+
+
+ElementWiseSum = add_n
 
 
 def _broadcast_alias(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:

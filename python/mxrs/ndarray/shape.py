@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..autograd import _state as _autograd_state
 from ..base import MXNetError
 from ._op import Op, apply, as_method, axis_index, unbroadcast
 
@@ -410,7 +411,20 @@ class ShapeMethods:
     transpose = as_method(transpose)
     flatten = as_method(flatten)
     expand_dims = as_method(expand_dims)
-    squeeze = as_method(squeeze)
+
+    def squeeze(self: Any, axis: int | Sequence[int] | None = None, inplace: bool = False) -> Any:
+        """See :func:`mxrs.nd.squeeze`; with ``inplace`` this array itself takes the squeezed
+        shape (same data) and is returned, as MXNet's ``squeeze(inplace=True)`` view."""
+        out = squeeze(self, axis)
+        if not inplace:
+            return out
+        if _autograd_state.recording:
+            raise MXNetError(
+                "squeeze(inplace=True) cannot be recorded by autograd; use inplace=False"
+            )
+        self._data = self._data.reshape(out.shape)
+        return self
+
     broadcast_to = as_method(broadcast_to)
     broadcast_like = as_method(broadcast_like)
     split = as_method(split)
