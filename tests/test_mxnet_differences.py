@@ -83,3 +83,13 @@ def test_add_n_sums_its_arrays():
     assert single.asnumpy().tolist() == [1.0, 2.0] and single is not a
     with pytest.raises(mx.MXNetError, match="at least one NDArray"):
         mx.nd.add_n()
+
+
+def test_sequential_of_hybrid_blocks_warns_on_hybridize_as_mxnet():
+    net = mx.gluon.nn.Sequential()
+    net.add(mx.gluon.nn.Dense(2), mx.gluon.nn.Dense(1))
+    with pytest.warns(UserWarning, match="Consider using HybridSequential"):
+        net.hybridize()
+    mixed = mx.gluon.nn.Sequential()
+    mixed.add(mx.gluon.nn.Dense(2), mx.gluon.nn.Lambda(lambda x: x))
+    mixed.hybridize()  # a plain Block among the children: no warning (warnings are errors here)

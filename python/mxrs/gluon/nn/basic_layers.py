@@ -6,6 +6,7 @@ LayerNorm without ``in_channels``) infer them from the first batch they see.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +101,18 @@ class Sequential(_SequentialMixin, Block):
     def forward(self, x: Any, *args: Any) -> Any:
         """Run the children in order."""
         return _run_chain(self._children.values(), x, args)
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Hybridize the children; warns, as MXNet does, when every child is a HybridBlock
+        (a HybridSequential is then the container to use)."""
+        children = list(self._children.values())
+        if children and all(isinstance(c, HybridBlock) for c in children):
+            warnings.warn(
+                f"All children of this Sequential layer '{self.prefix}' are HybridBlocks. "
+                "Consider using HybridSequential for the best performance.",
+                stacklevel=2,
+            )
+        super().hybridize(active, **kwargs)
 
 
 class HybridSequential(_SequentialMixin, HybridBlock):
