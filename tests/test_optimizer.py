@@ -473,3 +473,13 @@ def test_updater_takes_lists():
     ws = [nd.ones((2,)), nd.ones((3,))]
     updater([0, 1], [nd.ones((2,)), nd.ones((3,)) * 2], ws)
     assert ws[0].asnumpy().tolist() == [0, 0] and ws[1].asnumpy().tolist() == [-1, -1, -1]
+
+
+def test_ftml_with_a_zero_learning_rate_changes_nothing():
+    opt = mx.optimizer.FTML(learning_rate=0.1)
+    opt.set_lr_mult({0: 0.0})
+    w = nd.array([1.0, -2.0])
+    state = opt.create_state(0, w)
+    opt.update(0, w, nd.array([0.5, 0.5]), state)
+    assert w.asnumpy().tolist() == [1.0, -2.0]
+    assert all((s.asnumpy() == 0).all() for s in state)

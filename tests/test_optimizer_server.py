@@ -67,6 +67,21 @@ def test_to_spec_names_and_values():
             "signum",
             [("momentum", 0.5), ("wd_lh", 0.02)],
         ),
+        (
+            mx.optimizer.Adamax(beta1=0.8, beta2=0.5, **FULL),
+            "adamax",
+            [("beta1", 0.8), ("beta2", 0.5)],
+        ),
+        (
+            mx.optimizer.AdaDelta(rho=0.8, epsilon=1e-3, **FULL),
+            "adadelta",
+            [("rho", 0.8), ("epsilon", 1e-3)],
+        ),
+        (
+            mx.optimizer.FTML(beta1=0.7, beta2=0.99, epsilon=1e-3, **FULL),
+            "ftml",
+            [("beta1", 0.7), ("beta2", 0.99), ("epsilon", 1e-3)],
+        ),
     ]
     for opt, name, own in cases:
         got_name, params = opt.to_spec()
@@ -76,6 +91,10 @@ def test_to_spec_names_and_values():
     assert "clip_weights" not in dict(params) and dict(params)["centered"] == 0.0
     _, params = mx.optimizer.Adam(multi_precision=True, begin_num_update=7).to_spec()
     assert dict(params)["multi_precision"] == 1.0 and dict(params)["begin_num_update"] == 7.0
+    # Defaults travel too, so the servers never fall back on their own.
+    assert dict(mx.optimizer.Adamax().to_spec()[1])["learning_rate"] == 0.002
+    assert dict(mx.optimizer.AdaDelta().to_spec()[1])["epsilon"] == 1e-5
+    assert dict(mx.optimizer.FTML().to_spec()[1])["beta1"] == 0.6
 
 
 def test_to_spec_reports_the_current_learning_rate():
@@ -93,6 +112,12 @@ def test_to_spec_reports_the_current_learning_rate():
 def test_ftrl_runs_only_on_workers():
     with pytest.raises(MXNetError, match=r"FTRL runs only on workers.*update_on_kvstore=False"):
         mx.optimizer.FTRL().to_spec()
+
+
+def test_nadam_runs_only_on_workers():
+    # Its momentum schedule is one running product shared by all keys.
+    with pytest.raises(MXNetError, match="Nadam cannot run on the parameter servers"):
+        mx.optimizer.Nadam().to_spec()
 
 
 def test_subclasses_of_server_optimizers_are_not_sent_to_servers():
@@ -132,6 +157,12 @@ SERVER_CHECK = textwrap.dedent(
         mx.optimizer.Signum(momentum=0.0, wd=0.05, learning_rate=0.1),
         mx.optimizer.SGD(momentum=0.9, begin_num_update=4, **FULL),
         mx.optimizer.SGD(momentum=0.9, learning_rate=0.1, rescale_grad=0.5),
+        mx.optimizer.Adamax(), mx.optimizer.Adamax(beta1=0.8, beta2=0.5, **FULL),
+        mx.optimizer.Adamax(beta1=0.0, learning_rate=0.05, wd=0.1, begin_num_update=3),
+        mx.optimizer.AdaDelta(), mx.optimizer.AdaDelta(rho=0.8, epsilon=1e-3, **FULL),
+        mx.optimizer.AdaDelta(rho=0.5, epsilon=0.25, wd=0.01, clip_gradient=0.0),
+        mx.optimizer.FTML(), mx.optimizer.FTML(beta1=0.7, beta2=0.99, epsilon=1e-3, **FULL),
+        mx.optimizer.FTML(beta2=0.5, learning_rate=0.02, wd=0.01, begin_num_update=5),
     ]
     w = _native.Worker("sync")
     for key, opt in enumerate(CASES):
@@ -148,6 +179,15 @@ SERVER_CHECK = textwrap.dedent(
             opt.update(key, local, nd.array(g), state)
         np.testing.assert_allclose(out, local.asnumpy(), rtol=2e-6, atol=1e-7,
                                    err_msg=repr(opt.to_spec()))
+    # FTML divides by the learning rate; the servers leave a key with lr_mult 0 unchanged.
+    key = len(CASES)
+    opt = mx.optimizer.FTML(**FULL)
+    w.set_optimizer(*opt.to_spec(), [(key, 0.0, 1.0)])
+    w.init([key], [W0.copy()]).wait()
+    out = np.empty_like(W0)
+    for g in GRADS:
+        w.pushpull([key], [g], [out]).wait()
+    np.testing.assert_array_equal(out, W0)
     w.finish()
     print("agreed", len(CASES), flush=True)
     """
@@ -165,4 +205,4 @@ def test_python_and_the_servers_compute_the_same_updates():
             timeout=TIMEOUT,
         )
         assert done.returncode == 0, done.stderr
-        assert done.stdout.split() == ["agreed", "14"]
+        assert done.stdout.split() == ["agreed", "23"]

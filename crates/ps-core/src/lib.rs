@@ -14,7 +14,8 @@
 //! - [`protocol`]: data-plane frames and connections, the control-plane gRPC types, the
 //!   shared-secret handshake both planes open with.
 //! - [`partition`]: which server holds which key or slice of a big key.
-//! - [`updater`]: optimizers applied on the servers (SGD, NAG, Adam, AdaGrad, RMSProp, Signum).
+//! - [`updater`]: optimizers applied on the servers (SGD, NAG, Adam, AdaGrad, RMSProp, Signum,
+//!   Adamax, AdaDelta, FTML).
 //! - [`scheduler`]: registration, ranks, barriers, heartbeats, node loss, orderly shutdown; and
 //!   the control client every node uses to talk to it.
 //! - [`server`]: sharded key store, sync merging, async apply, the data-plane request handlers.

@@ -20,8 +20,8 @@ signum
 ftrl
     ``FTRL`` (workers only: the servers do not run it).
 adamax, adadelta, ftml, lamb, sgld
-    ``Adamax``, ``Nadam``, ``AdaDelta``, ``FTML``, ``LAMB``, ``SGLD``, ``DCASGD`` (workers
-    only).
+    ``Adamax``, ``AdaDelta``, ``FTML`` (the servers run them too); ``Nadam``, ``LAMB``,
+    ``SGLD``, ``DCASGD`` (workers only).
 """
 
 from . import (

@@ -1,5 +1,5 @@
-"""AdaDelta (Zeiler, 2012) with MXNet 1.x's Python update rule (workers only); the learning
-rate is not used, and weight decay is subtracted after the step::
+"""AdaDelta (Zeiler, 2012) with MXNet 1.x's Python update rule, on workers or on the parameter
+servers; the learning rate is not used, and weight decay is subtracted after the step::
 
     g'      = clip(rescale_grad * g)
     acc_g   = rho * acc_g + (1 - rho) * g'**2
@@ -33,6 +33,8 @@ class AdaDelta(Optimizer):
         The :class:`~mxrs.optimizer.Optimizer` parameters.
     """
 
+    _server_name = "adadelta"
+
     def __init__(self, rho: float = 0.90, epsilon: float = 1e-5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rho = rho
@@ -55,3 +57,6 @@ class AdaDelta(Optimizer):
         acc_delta += xp.multiply(xp.multiply(delta, delta), 1.0 - rho)
         delta += xp.multiply(w, wd)
         w -= delta
+
+    def _spec_params(self) -> list[tuple[str, float]]:
+        return [("rho", float(self.rho)), ("epsilon", float(self.epsilon))]

@@ -1,4 +1,5 @@
-"""Adamax and Nadam, Adam's variants (MXNet 1.x's Python update rules; workers only).
+"""Adamax and Nadam, Adam's variants (MXNet 1.x's Python update rules). Adamax also runs on the
+parameter servers; Nadam runs on workers only, as its momentum schedule is shared by all keys.
 
 Adamax (Kingma & Ba, 2014, §7) replaces the second moment by an infinity norm::
 
@@ -43,6 +44,8 @@ class Adamax(Optimizer):
         The :class:`~mxrs.optimizer.Optimizer` parameters.
     """
 
+    _server_name = "adamax"
+
     def __init__(
         self, learning_rate: float = 0.002, beta1: float = 0.9, beta2: float = 0.999, **kwargs: Any
     ) -> None:
@@ -67,6 +70,9 @@ class Adamax(Optimizer):
         u *= b2
         xp.maximum(u, xp.abs(gr), out=u)
         w -= xp.multiply(mean, lr) / u
+
+    def _spec_params(self) -> list[tuple[str, float]]:
+        return [("beta1", float(self.beta1)), ("beta2", float(self.beta2))]
 
 
 @register

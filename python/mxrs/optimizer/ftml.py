@@ -1,5 +1,5 @@
-"""FTML, Follow the Moving Leader (Zheng & Kwok, ICML 2017), as MXNet 1.x's ``ftml_update``
-(workers only)::
+"""FTML, Follow the Moving Leader (Zheng & Kwok, ICML 2017), as MXNet 1.x's ``ftml_update``, on
+workers or on the parameter servers::
 
     t   = this parameter's update count
     g'  = clip(rescale_grad * g + wd * w)
@@ -7,6 +7,9 @@
     d_t = (1 - beta1**t) / lr * (sqrt(v / (1 - beta2**t)) + epsilon)
     z   = beta1 * z + (1 - beta1) * g' - (d_t - beta1 * d) * w
     w   = -z / d_t;  d = d_t
+
+The rule divides by the learning rate: a zero one (``lr_mult`` 0) leaves the parameter and its
+state unchanged, on the workers and on the servers alike.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class FTML(Optimizer):
         The :class:`~mxrs.optimizer.Optimizer` parameters (``learning_rate`` 0.01 by default).
     """
 
+    _server_name = "ftml"
+
     def __init__(
         self, beta1: float = 0.6, beta2: float = 0.999, epsilon: float = 1e-8, **kwargs: Any
     ) -> None:
@@ -49,6 +54,8 @@ class FTML(Optimizer):
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
     ) -> None:
+        if lr == 0.0:
+            return  # the limit of the rule as lr goes to 0: nothing moves
         t = self._index_update_count[index]
         b1, b2 = float(self.beta1), float(self.beta2)
         d, v, z = (s._data for s in state)
@@ -64,3 +71,10 @@ class FTML(Optimizer):
         z -= sigma * w
         w[...] = -z / d_t
         d[...] = d_t
+
+    def _spec_params(self) -> list[tuple[str, float]]:
+        return [
+            ("beta1", float(self.beta1)),
+            ("beta2", float(self.beta2)),
+            ("epsilon", float(self.epsilon)),
+        ]

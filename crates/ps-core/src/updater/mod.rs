@@ -12,7 +12,8 @@
 //! # Layout
 //! - `spec`: [`OptimizerSpec`] and its binary encoding.
 //! - `state`: [`State`] and its binary encoding (for `save_optimizer_states`).
-//! - `sgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `signum`: one update rule each.
+//! - `sgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `signum`, `adamax`, `adadelta`, `ftml`: one
+//!   update rule each.
 //!
 //! # Clipping
 //! MXNet writes "no clipping" as `clip_gradient=None` or `-1`; so do we: an absent or negative
@@ -27,8 +28,11 @@
 //! meant (NaN, infinities, a negative learning rate or weight decay, decay rates outside
 //! [0, 1), a non-positive epsilon or `rescale_grad`) are refused with a message naming them.
 
+mod adadelta;
 mod adagrad;
 mod adam;
+mod adamax;
+mod ftml;
 mod nag;
 mod rmsprop;
 mod sgd;
@@ -56,6 +60,9 @@ enum Kind {
     AdaGrad,
     RmsProp,
     Signum,
+    Adamax,
+    AdaDelta,
+    Ftml,
 }
 
 /// Hyper-parameters every optimizer takes (MXNet's `Optimizer.__init__`).
@@ -69,13 +76,16 @@ const COMMON: &[&str] = &[
 ];
 
 impl Kind {
-    const ALL: [Kind; 6] = [
+    const ALL: [Kind; 9] = [
         Kind::Sgd,
         Kind::Nag,
         Kind::Adam,
         Kind::AdaGrad,
         Kind::RmsProp,
         Kind::Signum,
+        Kind::Adamax,
+        Kind::AdaDelta,
+        Kind::Ftml,
     ];
 
     fn name(self) -> &'static str {
@@ -86,6 +96,9 @@ impl Kind {
             Kind::AdaGrad => "adagrad",
             Kind::RmsProp => "rmsprop",
             Kind::Signum => "signum",
+            Kind::Adamax => "adamax",
+            Kind::AdaDelta => "adadelta",
+            Kind::Ftml => "ftml",
         }
     }
 
@@ -98,6 +111,9 @@ impl Kind {
             Kind::AdaGrad => &["eps"],
             Kind::RmsProp => &["gamma1", "gamma2", "epsilon", "centered", "clip_weights"],
             Kind::Signum => &["momentum", "wd_lh"],
+            Kind::Adamax => &["beta1", "beta2"],
+            Kind::AdaDelta => &["rho", "epsilon"],
+            Kind::Ftml => &["beta1", "beta2", "epsilon"],
         }
     }
 
@@ -118,12 +134,14 @@ struct Hyper {
     momentum: f64,
     beta1: f64,
     beta2: f64,
-    /// Adam's and RMSProp's `epsilon`.
+    /// `epsilon` of Adam, RMSProp, AdaDelta and FTML.
     epsilon: f64,
     /// AdaGrad's `eps`.
     eps: f64,
     gamma1: f64,
     gamma2: f64,
+    /// AdaDelta's decay rate.
+    rho: f64,
     centered: bool,
     /// `None` when absent, zero or negative (MXNet passes it to the kernel only when truthy).
     clip_weights: Option<f64>,
@@ -137,10 +155,13 @@ struct Hyper {
 impl Hyper {
     fn defaults(kind: Kind) -> Hyper {
         let (learning_rate, momentum) = match kind {
-            Kind::Sgd | Kind::Nag | Kind::AdaGrad => (0.01, 0.0),
+            Kind::Sgd | Kind::Nag | Kind::AdaGrad | Kind::AdaDelta | Kind::Ftml => (0.01, 0.0),
             Kind::Adam | Kind::RmsProp => (0.001, 0.0),
             Kind::Signum => (0.01, 0.9),
+            Kind::Adamax => (0.002, 0.0),
         };
+        let beta1 = if kind == Kind::Ftml { 0.6 } else { 0.9 };
+        let epsilon = if kind == Kind::AdaDelta { 1e-5 } else { 1e-8 };
         Hyper {
             learning_rate,
             wd: 0.0,
@@ -148,12 +169,13 @@ impl Hyper {
             clip_gradient: None,
             begin_num_update: 0,
             momentum,
-            beta1: 0.9,
+            beta1,
             beta2: 0.999,
-            epsilon: 1e-8,
+            epsilon,
             eps: 1e-7,
             gamma1: 0.9,
             gamma2: 0.9,
+            rho: 0.9,
             centered: false,
             clip_weights: None,
             wd_lh: 0.0,
@@ -218,6 +240,7 @@ impl Hyper {
             "beta2" => self.beta2 = decay()?,
             "gamma1" => self.gamma1 = decay()?,
             "gamma2" => self.gamma2 = decay()?,
+            "rho" => self.rho = decay()?,
             "epsilon" => self.epsilon = positive()?,
             "eps" => self.eps = positive()?,
             "clip_weights" => self.clip_weights = (v > 0.0).then_some(v),
@@ -240,7 +263,8 @@ impl Hyper {
     fn buffer_count(&self, kind: Kind) -> usize {
         match kind {
             Kind::Sgd | Kind::Nag | Kind::Signum => usize::from(self.momentum != 0.0),
-            Kind::Adam => 2,
+            Kind::Adam | Kind::Adamax | Kind::AdaDelta => 2,
+            Kind::Ftml => 3,
             Kind::AdaGrad => 1,
             Kind::RmsProp if self.centered => 3,
             Kind::RmsProp => 1,
@@ -386,6 +410,11 @@ impl Updater {
             (Kind::RmsProp, [n, g, delta]) => rmsprop::centered(h, step, weight, grad, n, g, delta),
             (Kind::Signum, []) => signum::sign_sgd(h, step, weight, grad),
             (Kind::Signum, [mom]) => signum::momentum(h, step, weight, grad, mom),
+            (Kind::Adamax, [mean, u]) => adamax::update(h, step, weight, grad, mean, u),
+            (Kind::AdaDelta, [acc_g, acc_d]) => {
+                adadelta::update(h, step, weight, grad, acc_g, acc_d)
+            }
+            (Kind::Ftml, [d, v, z]) => ftml::update(h, step, weight, grad, d, v, z),
             _ => debug_assert!(false, "fit_state gives every optimizer its buffers"),
         }
     }

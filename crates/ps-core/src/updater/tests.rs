@@ -85,7 +85,8 @@ fn unknown_optimizer_is_refused_with_advice() {
     assert_eq!(
         e,
         "optimizer 'ftrl' cannot run on the parameter servers (they run sgd, nag, adam, \
-         adagrad, rmsprop, signum); use update_on_kvstore=False to update on the workers"
+         adagrad, rmsprop, signum, adamax, adadelta, ftml); use update_on_kvstore=False to \
+         update on the workers"
     );
 }
 
@@ -93,6 +94,8 @@ fn unknown_optimizer_is_refused_with_advice() {
 fn names_are_case_insensitive_like_mxnet_registry() {
     assert_eq!(updater("SGD", &[]).name(), "sgd");
     assert_eq!(updater("RMSProp", &[]).name(), "rmsprop");
+    assert_eq!(updater("AdaDelta", &[]).name(), "adadelta");
+    assert_eq!(updater("FTML", &[]).name(), "ftml");
 }
 
 #[test]
@@ -167,6 +170,10 @@ fn invalid_values_are_named() {
             "clip_weights must be a finite number",
         ),
         ("signum", "wd_lh", -1.0, "wd_lh must be >= 0, got -1.0"),
+        ("adamax", "beta2", 1.0, "beta2 must be in [0, 1), got 1.0"),
+        ("adadelta", "rho", 1.0, "rho must be in [0, 1), got 1.0"),
+        ("adadelta", "epsilon", 0.0, "epsilon must be > 0, got 0.0"),
+        ("ftml", "beta1", -0.1, "beta1 must be in [0, 1), got -0.1"),
         (
             "sgd",
             "rescale_grad",
@@ -214,6 +221,9 @@ fn defaults_follow_mxnet() {
         ("adagrad", 0.01),
         ("rmsprop", 0.001),
         ("signum", 0.01),
+        ("adamax", 0.002),
+        ("adadelta", 0.01),
+        ("ftml", 0.01),
     ];
     for (name, lr) in lrs {
         assert_eq!(updater(name, &[]).learning_rate(), lr, "{name}");
@@ -225,6 +235,9 @@ fn defaults_follow_mxnet() {
         ("adagrad", 1),
         ("rmsprop", 1),
         ("signum", 1),
+        ("adamax", 2),
+        ("adadelta", 2),
+        ("ftml", 3),
     ];
     for (name, n) in counts {
         let st = updater(name, &[]).new_state::<f32>(5);
@@ -241,6 +254,22 @@ fn defaults_follow_mxnet() {
             .len(),
         3
     );
+    let ftml = updater("ftml", &[]).hyper;
+    assert_eq!((ftml.beta1, ftml.beta2, ftml.epsilon), (0.6, 0.999, 1e-8));
+    let adadelta = updater("adadelta", &[]).hyper;
+    assert_eq!((adadelta.rho, adadelta.epsilon), (0.9, 1e-5));
+    let adamax = updater("adamax", &[]).hyper;
+    assert_eq!((adamax.beta1, adamax.beta2), (0.9, 0.999));
+}
+
+#[test]
+fn new_optimizers_take_only_their_own_parameters() {
+    let e = err(Updater::new(&spec("adamax", &[("epsilon", 1e-3)])));
+    assert!(e.ends_with("multi_precision, beta1, beta2"), "{e}");
+    let e = err(Updater::new(&spec("adadelta", &[("beta1", 0.5)])));
+    assert!(e.ends_with("multi_precision, rho, epsilon"), "{e}");
+    let e = err(Updater::new(&spec("ftml", &[("rho", 0.5)])));
+    assert!(e.ends_with("multi_precision, beta1, beta2, epsilon"), "{e}");
 }
 
 #[test]
@@ -261,7 +290,10 @@ fn flags_for_dense_arrays_change_nothing() {
 
 #[test]
 fn negative_clip_gradient_means_no_clipping() {
-    for name in ["sgd", "nag", "adam", "adagrad", "rmsprop", "signum"] {
+    let names = [
+        "sgd", "nag", "adam", "adagrad", "rmsprop", "signum", "adamax", "adadelta", "ftml",
+    ];
+    for name in names {
         let a = run::<f64>(&updater(name, &[("learning_rate", 0.1)]), &W0, &GRADS);
         let params = [("learning_rate", 0.1), ("clip_gradient", -1.0)];
         let b = run::<f64>(&updater(name, &params), &W0, &GRADS);
@@ -304,6 +336,12 @@ fn key_multipliers_scale_lr_and_wd() {
         &W0,
         &GRADS,
     );
+    assert_close(&got, &want);
+    // AdaDelta takes no learning rate: lr_mult changes nothing, wd_mult scales the decay.
+    let mut s = spec("adadelta", &[("wd", 0.01)]);
+    s.key_mults = vec![(5, 0.0, 3.0)];
+    let (got, _) = run_key::<f64>(&Updater::new(&s).unwrap(), 5, &W0, &GRADS);
+    let (want, _) = run::<f64>(&updater("adadelta", &[("wd", 0.03)]), &W0, &GRADS);
     assert_close(&got, &want);
 }
 
