@@ -435,6 +435,50 @@ def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
 _SELU_ALPHA = 1.6732632423543772
 _SELU_LAMBDA = 1.0507009873554805
 
+# Coefficients of the erfc approximation ``t * exp(-z*z + P(t))`` with ``t = 1 / (1 + z/2)``,
+# whose relative error is below 1.2e-7 for every ``z >= 0`` (neither NumPy nor CuPy has erf).
+_ERFC_COEFFS = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
+
+
+def _erf(xp: Any, x: Any) -> Any:
+    """Return erf(x) elementwise, accurate to about 1e-7, for a floating array ``x``."""
+    z = xp.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = xp.zeros_like(t)
+    for c in reversed(_ERFC_COEFFS[1:]):
+        poly = (poly + c) * t
+    erfc = t * xp.exp(poly + _ERFC_COEFFS[0] - z * z)
+    return xp.sign(x) * (1.0 - erfc)
+
+
+class _Gelu(Op):
+    """``x * Phi(x)`` with the normal CDF ``Phi`` written with erf (float16 is computed in
+    float32)."""
+
+    def forward(self, x):
+        xp = self.xp
+        self.dtype = x.dtype
+        xf = x.astype(np.float32) if x.dtype == np.float16 else x
+        self.x = xf
+        self.cdf = 0.5 * (1.0 + _erf(xp, xf * (1.0 / np.sqrt(2.0))))
+        return (xf * self.cdf).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        xp, x = self.xp, self.x
+        pdf = xp.exp(-0.5 * x * x) * (1.0 / np.sqrt(2.0 * np.pi))
+        return (g * (self.cdf + x * pdf)).astype(self.dtype, copy=False)
+
 
 def LeakyReLU(
     data: NDArray,
@@ -452,10 +496,11 @@ def LeakyReLU(
     data : NDArray
     gamma : NDArray, optional
         Learned slopes for ``act_type='prelu'`` (one per channel of axis 1, or one in all).
-    act_type : {'leaky', 'elu', 'selu', 'prelu', 'rrelu'}, default 'leaky'
+    act_type : {'leaky', 'elu', 'selu', 'gelu', 'prelu', 'rrelu'}, default 'leaky'
         'leaky': ``x`` if ``x > 0`` else ``slope * x``; 'elu': ``slope * (exp(x) - 1)`` for
-        negatives; 'selu': scaled ELU with the fixed SELU constants; 'rrelu' uses the mean of
-        ``lower_bound`` and ``upper_bound`` as its slope.
+        negatives; 'selu': scaled ELU with the fixed SELU constants; 'gelu':
+        ``0.5 * x * (1 + erf(x / sqrt(2)))``; 'rrelu' uses the mean of ``lower_bound`` and
+        ``upper_bound`` as its slope.
     slope : float, default 0.25
     """
     if act_type == "leaky":
@@ -464,6 +509,8 @@ def LeakyReLU(
         return apply(_Elu, (data,), slope=float(slope), scale=1.0)
     if act_type == "selu":
         return apply(_Elu, (data,), slope=_SELU_ALPHA, scale=_SELU_LAMBDA)
+    if act_type == "gelu":
+        return apply(_Gelu, (data,))
     if act_type == "prelu":
         if gamma is None:
             raise MXNetError("LeakyReLU(act_type='prelu') needs gamma")

@@ -1,4 +1,4 @@
-"""Activation layers: Activation, LeakyReLU, PReLU, ELU, SELU, Swish."""
+"""Activation layers: Activation, LeakyReLU, PReLU, ELU, SELU, GELU, Swish."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ...ndarray import NDArray
     from ..parameter import InitLike
 
-__all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "Swish"]
+__all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish"]
 
 _ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
 
@@ -109,6 +109,14 @@ class SELU(HybridBlock):
     def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Apply the SELU."""
         return F.LeakyReLU(x, act_type="selu")
+
+
+class GELU(HybridBlock):
+    """Gaussian error linear unit: ``x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2)))``."""
+
+    def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
+        """Apply the GELU."""
+        return F.LeakyReLU(x, act_type="gelu")
 
 
 class Swish(HybridBlock):
