@@ -31,6 +31,10 @@ conv
     ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
 nn
     Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
+norms, padding
+    ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
+deconv
+    ``Deconvolution`` (transposed convolution).
 _transfer
     Moving data between contexts (and the recorded copy behind ``copyto``), raw data from
     array-likes.
@@ -48,11 +52,14 @@ apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays onl
 from . import random  # noqa: F401
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import Embedding, one_hot, pick, take  # noqa: F401
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
+from .norms import *  # noqa: F403
+from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .unary import *  # noqa: F403
@@ -84,10 +91,11 @@ def _take_out() -> None:
     """Let every operator of the namespace take MXNet's ``out=`` and ``name=`` keywords."""
     import inspect
 
-    from . import conv, elementwise, matmul, nn, reduce, shape, unary
+    from . import conv, elementwise, matmul, nn, norms, padding, reduce, shape, unary
     from ._op import with_out
 
-    names = {n for m in (conv, elementwise, matmul, nn, reduce, shape, unary) for n in m.__all__}
+    mods = (conv, elementwise, matmul, nn, norms, padding, reduce, shape, unary)
+    names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
     space = globals()
     for name in names:

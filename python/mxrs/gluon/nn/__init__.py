@@ -6,12 +6,21 @@ basic_layers
     ``Sequential``, ``HybridSequential``, ``Dense``, ``Dropout``, ``BatchNorm``, ``LayerNorm``,
     ``Embedding``, ``Flatten``, ``Lambda``, ``HybridLambda``.
 conv_layers
-    ``Conv1D``, ``Conv2D`` and the max, average and global pooling layers.
+    ``Conv1D``, ``Conv2D``, ``Conv3D`` and the 1-D/2-D max, average and global pooling layers.
+conv_transpose
+    ``Conv1DTranspose``, ``Conv2DTranspose``, ``Conv3DTranspose``.
+pool3d
+    ``MaxPool3D``, ``AvgPool3D``, ``GlobalMaxPool3D``, ``GlobalAvgPool3D``.
 activations
-    ``Activation``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``SELU``, ``Swish``.
+    ``Activation``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``SELU``, ``GELU``, ``Swish``.
+norm_layers
+    ``InstanceNorm``, ``GroupNorm``, ``ReflectionPad2D``.
 """
 
 from ..block import Block, HybridBlock  # noqa: F401
 from .activations import *  # noqa: F403
 from .basic_layers import *  # noqa: F403
 from .conv_layers import *  # noqa: F403
+from .conv_transpose import *  # noqa: F403
+from .norm_layers import *  # noqa: F403
+from .pool3d import *  # noqa: F403

@@ -1,8 +1,10 @@
-"""Convolution and pooling layers (1-D and 2-D, channels-first layouts).
+"""Convolution and pooling layers (1-, 2- and 3-D).
 
 A convolution's weight is ``(channels, in_channels // groups, *kernel_size)``; with
 ``in_channels=0`` the input channels are inferred from the first batch. Pooling strides default
-to the window size, as in MXNet's Gluon layers.
+to the window size, as in MXNet's Gluon layers. Pooling layers take channel-last layouts
+(``NWC``, ``NHWC``, ``NDHWC``) too; convolution layers refuse them, as MXNet's CPU convolution
+cannot run them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Conv1D",
     "Conv2D",
+    "Conv3D",
     "MaxPool1D",
     "MaxPool2D",
     "AvgPool1D",
@@ -42,8 +45,26 @@ def _tuple(value: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
     return value
 
 
+#: Layouts the layers accept, by number of spatial dimensions (channels-first one first).
+_CONV_LAYOUTS = {1: ("NCW",), 2: ("NCHW",), 3: ("NCDHW",)}
+_POOL_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+
+
+def _check_layout(block: str, layout: str, allowed: tuple[str, ...]) -> None:
+    if layout not in allowed:
+        why = ""
+        if layout in ("NHWC", "NDHWC") and "NHWC" not in allowed and "NDHWC" not in allowed:
+            why = " (channel-last convolution runs only on GPU in MXNet 1.9.1)"
+        names = " and ".join(allowed)
+        raise MXNetError(f"{block} supports layout {names}, not {layout!r}{why}")
+
+
 class _Conv(HybridBlock):
-    """N-D convolution over channels-first data (the base of Conv1D and Conv2D)."""
+    """N-D convolution (the base of Conv1D/2D/3D and, with ``op_name='Deconvolution'``, of
+    the transposed convolutions). ``weight_in`` puts the input channels first in the weight."""
+
+    _op_name = "Convolution"
+    _weight_in = False
 
     def __init__(
         self,
@@ -62,11 +83,7 @@ class _Conv(HybridBlock):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        n = len(kernel_size)
-        if layout != ("NCW", "NCHW")[n - 1]:
-            raise MXNetError(
-                f"{type(self).__name__} supports layout {('NCW', 'NCHW')[n - 1]}, not {layout!r}"
-            )
+        _check_layout(type(self).__name__, layout, _CONV_LAYOUTS[len(kernel_size)])
         with self.name_scope():
             self._channels = channels
             self._in_channels = in_channels
@@ -82,7 +99,7 @@ class _Conv(HybridBlock):
             }
             self.weight = self.params.get(
                 "weight",
-                shape=(channels, in_channels // groups) + kernel_size,
+                shape=self._wshape(in_channels),
                 init=weight_initializer,
                 allow_deferred_init=True,
             )
@@ -102,26 +119,35 @@ class _Conv(HybridBlock):
     def _alias(self) -> str:
         return "conv"
 
+    def _wshape(self, in_channels: int) -> tuple[int, ...]:
+        """The weight's shape for ``in_channels`` inputs (0: not known yet), as MXNet's."""
+        groups, kernel = self._kwargs["num_group"], self._kwargs["kernel"]
+        if self._weight_in:
+            dims = (in_channels, self._channels // groups)
+        else:
+            dims = (self._channels, in_channels // groups)
+        return dims + kernel
+
     def infer_shape(self, x: NDArray, *args: Any) -> None:
-        """Set the weight's input channels from ``x.shape[1]``."""
+        """Set the weight's input channels from the input's channel axis."""
         groups = self._kwargs["num_group"]
         if x.ndim != len(self._kwargs["kernel"]) + 2:
             raise MXNetError(
                 f"{type(self).__name__} expects {len(self._kwargs['kernel']) + 2}-D "
                 f"input, got shape {x.shape}"
             )
-        if x.shape[1] % groups:
+        c = x.shape[1]
+        if c % groups:
             raise MXNetError(
-                f"{type(self).__name__}: {x.shape[1]} input channels are not "
-                f"divisible by groups={groups}"
+                f"{type(self).__name__}: {c} input channels are not divisible by groups={groups}"
             )
-        self.weight.shape = (self._channels, x.shape[1] // groups) + self._kwargs["kernel"]
+        self.weight.shape = self._wshape(c)
 
     def hybrid_forward(
         self, F: Any, x: NDArray, weight: NDArray, bias: NDArray | None = None
     ) -> NDArray:
         """Convolve ``x`` with ``weight``, add ``bias``, apply the activation."""
-        out = F.Convolution(x, weight, bias, **self._kwargs)
+        out = getattr(F, self._op_name)(x, weight, bias, **self._kwargs)
         if self.act is not None:
             out = self.act(out)
         return out
@@ -139,6 +165,8 @@ class _Conv(HybridBlock):
             s += f", padding={k['pad']}"
         if k["dilate"] != (1,) * n:
             s += f", dilation={k['dilate']}"
+        if k.get("adj", (0,) * n) != (0,) * n:
+            s += f", output_padding={k['adj']}"
         if k["num_group"] != 1:
             s += f", groups={k['num_group']}"
         if self.bias is None:
@@ -242,6 +270,43 @@ class Conv2D(_Conv):
         )
 
 
+class Conv3D(_Conv):
+    """3-D convolution over ``(N, C, D, H, W)`` data; parameters as :class:`Conv2D`, with
+    three-element sizes and layout ``'NCDHW'``."""
+
+    def __init__(
+        self,
+        channels: int,
+        kernel_size: int | Sequence[int],
+        strides: int | Sequence[int] = (1, 1, 1),
+        padding: int | Sequence[int] = (0, 0, 0),
+        dilation: int | Sequence[int] = (1, 1, 1),
+        groups: int = 1,
+        layout: str = "NCDHW",
+        activation: str | None = None,
+        use_bias: bool = True,
+        weight_initializer: InitLike | None = None,
+        bias_initializer: InitLike = "zeros",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            channels,
+            _tuple(kernel_size, 3, "kernel_size"),
+            _tuple(strides, 3, "strides"),
+            _tuple(padding, 3, "padding"),
+            _tuple(dilation, 3, "dilation"),
+            groups,
+            layout,
+            in_channels,
+            activation,
+            use_bias,
+            weight_initializer,
+            bias_initializer,
+            **kwargs,
+        )
+
+
 class _Pooling(HybridBlock):
     """Pooling over channels-first data (the base of the pooling layers)."""
 
@@ -259,10 +324,7 @@ class _Pooling(HybridBlock):
     ) -> None:
         super().__init__(**kwargs)
         n = len(pool_size)
-        if layout != ("NCW", "NCHW")[n - 1]:
-            raise MXNetError(
-                f"{type(self).__name__} supports layout {('NCW', 'NCHW')[n - 1]}, not {layout!r}"
-            )
+        _check_layout(type(self).__name__, layout, _POOL_LAYOUTS[n])
         if strides is None:
             strides = pool_size
         self._kwargs: dict[str, Any] = {
