@@ -35,6 +35,8 @@ norms, padding
     ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
 deconv
     ``Deconvolution`` (transposed convolution).
+leaky
+    ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
 _transfer
     Moving data between contexts (and the recorded copy behind ``copyto``), raw data from
     array-likes.
@@ -55,6 +57,7 @@ from .creation import *  # noqa: F403
 from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import Embedding, one_hot, pick, take  # noqa: F401
+from .leaky import LeakyReLU
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
@@ -91,10 +94,10 @@ def _take_out() -> None:
     """Let every operator of the namespace take MXNet's ``out=`` and ``name=`` keywords."""
     import inspect
 
-    from . import conv, elementwise, matmul, nn, norms, padding, reduce, shape, unary
+    from . import conv, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary
     from ._op import with_out
 
-    mods = (conv, elementwise, matmul, nn, norms, padding, reduce, shape, unary)
+    mods = (conv, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary)
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
     space = globals()
