@@ -3,8 +3,8 @@
 Layout
 ------
 basic_layers
-    ``Sequential``, ``HybridSequential``, ``Dense``, ``Dropout``, ``BatchNorm``, ``LayerNorm``,
-    ``Embedding``, ``Flatten``, ``Lambda``, ``HybridLambda``.
+    ``Sequential``, ``HybridSequential``, ``Dense``, ``Dropout``, ``Embedding``, ``Flatten``,
+    ``Lambda``, ``HybridLambda``.
 conv_layers
     ``Conv1D``, ``Conv2D``, ``Conv3D`` and the 1-D/2-D max, average and global pooling layers.
 conv_transpose
@@ -14,7 +14,7 @@ pool3d
 activations
     ``Activation``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``SELU``, ``GELU``, ``Swish``.
 norm_layers
-    ``InstanceNorm``, ``GroupNorm``, ``ReflectionPad2D``.
+    ``BatchNorm``, ``LayerNorm``, ``InstanceNorm``, ``GroupNorm``, ``ReflectionPad2D``.
 """
 
 from ..block import Block, HybridBlock  # noqa: F401

@@ -1,4 +1,5 @@
-"""Per-sample normalisation and padding layers: InstanceNorm, GroupNorm, ReflectionPad2D.
+"""Normalisation and padding layers: BatchNorm, LayerNorm, InstanceNorm, GroupNorm,
+ReflectionPad2D.
 
 InstanceNorm's parameters have one value per channel and, without ``in_channels``, get their
 shape from the first batch; GroupNorm's have one value per group, so their shape is known when
@@ -11,19 +12,199 @@ import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ...base import MXNetError
 from ..block import HybridBlock
 
 if TYPE_CHECKING:
+    from ..._typing import DTypeLike
     from ...ndarray import NDArray
-    from ..parameter import InitLike
+    from ..parameter import InitLike, Parameter
     from ..parameter_dict import ParameterDict
 
-__all__ = ["InstanceNorm", "GroupNorm", "ReflectionPad2D"]
+__all__ = ["BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "ReflectionPad2D"]
 
 
 def _kwargs_repr(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+
+
+def _scale_and_shift(
+    params: ParameterDict,
+    size: int,
+    center: bool,
+    scale: bool,
+    beta_initializer: InitLike,
+    gamma_initializer: InitLike,
+    fixed: bool = False,
+) -> tuple[Parameter, Parameter]:
+    """A normalization layer's learned scale ``gamma`` and shift ``beta`` of ``size`` entries
+    (0: known at the first batch), trained only when ``scale`` / ``center``; with ``fixed`` (as
+    MXNet's BatchNorm) an untrained one can never be made trainable."""
+
+    def one(name: str, trained: bool, init: InitLike) -> Parameter:
+        extra = {"differentiable": trained} if fixed else {}
+        return params.get(
+            name,
+            grad_req="write" if trained else "null",
+            shape=(size,),
+            init=init,
+            allow_deferred_init=True,
+            **extra,
+        )
+
+    return one("gamma", scale, gamma_initializer), one("beta", center, beta_initializer)
+
+
+class BatchNorm(HybridBlock):
+    """Batch normalization (Ioffe and Szegedy, 2015) over every axis but ``axis``.
+
+    In training mode (inside ``autograd.record()``) it normalizes with the batch statistics, and
+    the backward pass updates ``running_mean``/``running_var`` as
+    ``momentum * running + (1 - momentum) * batch``, as MXNet 1.9.1 does (a forward that is not
+    differentiated leaves them as they are); in inference mode, or with ``use_global_stats``, it
+    uses the running statistics. They have ``grad_req='null'``: a Trainer never updates them.
+
+    Parameters
+    ----------
+    axis : int, default 1
+        The channel axis.
+    momentum : float, default 0.9
+    epsilon : float, default 1e-5
+    center : bool, default True
+        Learn the offset ``beta`` (otherwise it stays 0).
+    scale : bool, default True
+        Learn the scale ``gamma`` (otherwise it is fixed to 1).
+    use_global_stats : bool, default False
+    beta_initializer, gamma_initializer : default 'zeros', 'ones'
+    running_mean_initializer, running_variance_initializer : default 'zeros', 'ones'
+    in_channels : int, default 0
+        Number of channels; 0 infers it from the first input.
+    """
+
+    def __init__(
+        self,
+        axis: int = 1,
+        momentum: float = 0.9,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        use_global_stats: bool = False,
+        beta_initializer: InitLike = "zeros",
+        gamma_initializer: InitLike = "ones",
+        running_mean_initializer: InitLike = "zeros",
+        running_variance_initializer: InitLike = "ones",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._kwargs: dict[str, Any] = {
+            "axis": axis,
+            "eps": epsilon,
+            "momentum": momentum,
+            "fix_gamma": not scale,
+            "use_global_stats": use_global_stats,
+        }
+        if in_channels != 0:
+            self.in_channels = in_channels
+        self.gamma, self.beta = _scale_and_shift(
+            self.params, in_channels, center, scale, beta_initializer, gamma_initializer, fixed=True
+        )
+        self.running_mean = self.params.get(
+            "running_mean",
+            grad_req="null",
+            shape=(in_channels,),
+            init=running_mean_initializer,
+            allow_deferred_init=True,
+            differentiable=False,
+        )
+        self.running_var = self.params.get(
+            "running_var",
+            grad_req="null",
+            shape=(in_channels,),
+            init=running_variance_initializer,
+            allow_deferred_init=True,
+            differentiable=False,
+        )
+
+    def infer_shape(self, x: NDArray, *args: Any) -> None:
+        """Set the number of channels from ``x.shape[axis]``."""
+        channels = x.shape[self._kwargs["axis"]]
+        for p in (self.gamma, self.beta, self.running_mean, self.running_var):
+            p.shape = (channels,)
+
+    def cast(self, dtype: DTypeLike) -> None:
+        """Cast the parameters (float16 is kept as float32, as MXNet does)."""
+        if np.dtype(dtype).name == "float16":
+            dtype = "float32"
+        super().cast(dtype)
+
+    def hybrid_forward(
+        self,
+        F: Any,
+        x: NDArray,
+        gamma: NDArray,
+        beta: NDArray,
+        running_mean: NDArray,
+        running_var: NDArray,
+    ) -> NDArray:
+        """Normalize ``x`` (and update the running statistics in training mode)."""
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+
+    def __repr__(self) -> str:
+        assert self.gamma.shape is not None  # given by the layer
+        in_channels = self.gamma.shape[0]
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__}({content}, in_channels={in_channels or None})"
+
+
+class LayerNorm(HybridBlock):
+    """Layer normalization along ``axis``: ``(x - mean) / sqrt(var + eps) * gamma + beta``.
+
+    Parameters
+    ----------
+    axis : int, default -1
+    epsilon : float, default 1e-5
+    center, scale : bool, default True
+        Learn ``beta`` / ``gamma``.
+    beta_initializer, gamma_initializer : default 'zeros', 'ones'
+    in_channels : int, default 0
+        Size of ``axis``; 0 infers it from the first input.
+    """
+
+    def __init__(
+        self,
+        axis: int = -1,
+        epsilon: float = 1e-5,
+        center: bool = True,
+        scale: bool = True,
+        beta_initializer: InitLike = "zeros",
+        gamma_initializer: InitLike = "ones",
+        in_channels: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
+        self._axis = axis
+        self._epsilon = epsilon
+        self.gamma, self.beta = _scale_and_shift(
+            self.params, in_channels, center, scale, beta_initializer, gamma_initializer
+        )
+
+    def infer_shape(self, x: NDArray, *args: Any) -> None:
+        """Set the normalized size from ``x.shape[axis]``."""
+        for p in (self.gamma, self.beta):
+            p.shape = (x.shape[self._axis],)
+
+    def hybrid_forward(self, F: Any, x: NDArray, gamma: NDArray, beta: NDArray) -> NDArray:
+        """Normalize ``x`` along the axis."""
+        return F.LayerNorm(x, gamma, beta, axis=self._axis, eps=self._epsilon)
+
+    def __repr__(self) -> str:
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        assert self.gamma.shape is not None  # given by the layer
+        return f"{type(self).__name__}({content}, in_channels={self.gamma.shape[0]})"
 
 
 class InstanceNorm(HybridBlock):
@@ -68,19 +249,8 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get(
-            "gamma",
-            grad_req="write" if scale else "null",
-            shape=(in_channels,),
-            init=gamma_initializer,
-            allow_deferred_init=True,
-        )
-        self.beta = self.params.get(
-            "beta",
-            grad_req="write" if center else "null",
-            shape=(in_channels,),
-            init=beta_initializer,
-            allow_deferred_init=True,
+        self.gamma, self.beta = _scale_and_shift(
+            self.params, in_channels, center, scale, beta_initializer, gamma_initializer
         )
 
     def infer_shape(self, x: NDArray, *args: Any) -> None:
@@ -144,19 +314,8 @@ class GroupNorm(HybridBlock):
         }
         self._num_groups = num_groups
         self._epsilon = epsilon
-        self.gamma = self.params.get(
-            "gamma",
-            grad_req="write" if scale else "null",
-            shape=(num_groups,),
-            init=gamma_initializer,
-            allow_deferred_init=True,
-        )
-        self.beta = self.params.get(
-            "beta",
-            grad_req="write" if center else "null",
-            shape=(num_groups,),
-            init=beta_initializer,
-            allow_deferred_init=True,
+        self.gamma, self.beta = _scale_and_shift(
+            self.params, num_groups, center, scale, beta_initializer, gamma_initializer
         )
 
     def hybrid_forward(self, F: Any, x: NDArray, gamma: NDArray, beta: NDArray) -> NDArray:
