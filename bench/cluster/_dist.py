@@ -30,6 +30,7 @@ MXNET_PORT = 9091
 MARK_VAR = "BENCH_CLUSTER"
 _EXIT_WAIT_S = 30.0  # for servers and the scheduler to end once the workers have
 _POLL_S = 0.05
+_FAIL_GRACE_S = 5.0  # for the rest of a failing job to exit, so that every failure is named
 
 
 class JobFailed(RuntimeError):
@@ -155,6 +156,19 @@ def run_job(
             f.close()
 
 
+def _fail(procs: list, lib: str, layout: Layout) -> None:
+    """Raise :class:`JobFailed` naming every process that exited non-zero. One failure makes
+    the others fail soon after (a lost peer is an error), and the first to fail may still be
+    tearing down when its peers have exited: all get up to :data:`_FAIL_GRACE_S` to exit."""
+    grace_end = time.monotonic() + _FAIL_GRACE_S
+    while time.monotonic() < grace_end and any(p.poll() is None for _, p, _ in procs):
+        time.sleep(_POLL_S)
+    failed = [(name, p.returncode, path) for name, p, path in procs if p.poll() not in (None, 0)]
+    names = "; ".join(f"{name} exited with {rc}" for name, rc, _ in failed)
+    tails = "\n".join(f"--- {name}:\n{_tail(path, 1500)}" for name, _, path in failed)
+    raise JobFailed(f"{lib} {layout.name}: {names}:\n{tails}")
+
+
 def _wait(procs: list, workers: int, deadline: float, lib: str, layout: Layout) -> None:
     """Until every worker has exited 0 and then every other process too; a non-zero exit or
     the deadline raises :class:`JobFailed` with the culprit's last output."""
@@ -162,10 +176,8 @@ def _wait(procs: list, workers: int, deadline: float, lib: str, layout: Layout) 
     others = procs[:-workers]
     done_at = None
     while True:
-        for name, p, path in procs:
-            rc = p.poll()
-            if rc is not None and rc != 0:
-                raise JobFailed(f"{lib} {layout.name}: {name} exited with {rc}:\n{_tail(path)}")
+        if any(p.poll() not in (None, 0) for _, p, _ in procs):
+            _fail(procs, lib, layout)
         if done_at is None and all(p.poll() == 0 for _, p, _ in worker_procs):
             done_at = time.monotonic()
         if done_at is not None and all(p.poll() == 0 for _, p, _ in others):
