@@ -45,15 +45,9 @@ class NAG(Optimizer):
         """As :meth:`SGD.create_state_multi_precision`: ``(momentum, master)`` for float16."""
         return _momentum_and_master(self, index, weight)
 
-    def update_multi_precision(
-        self, index: int | str, weight: NDArray, grad: NDArray, state: Any
-    ) -> None:
-        """Update through the float32 master copy when it keeps one, else as :meth:`update`."""
-        if self._keeps_master(weight):
-            mom, master = state
-            self._update_master(index, weight, grad, master, mom)
-        else:
-            self.update(index, weight, grad, state)
+    def _master_and_state(self, state: Any) -> tuple[NDArray, Any]:
+        mom, master = state
+        return master, mom
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

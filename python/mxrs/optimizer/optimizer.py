@@ -315,13 +315,15 @@ class Optimizer:
         self.update(index, master, grad.astype(numpy.float32), state)
         weight[:] = master.astype(weight.dtype)
 
-    def update(self, index: int | str, weight: NDArray, grad: NDArray, state: Any) -> None:
+    def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """Update ``weight`` in place from ``grad`` and ``state``.
 
         Parameters
         ----------
-        index : int or str
-            The parameter's unique index (selects multipliers and the update count).
+        index : int or str, or a list of them
+            The parameter's unique index (selects multipliers and the update count). With a
+            list, ``weight``, ``grad`` and ``state`` are lists of the same length too and each
+            parameter is updated as on its own (MXNet's multi-tensor form).
         weight : NDArray
             The parameter, changed in place.
         grad : NDArray
@@ -336,6 +338,10 @@ class Optimizer:
         MXNetError
             When the shapes differ.
         """
+        if isinstance(index, (list, tuple)):
+            for i, w1, g1, s1 in _zip_multi(index, weight, grad, state):
+                self.update(i, w1, g1, s1)
+            return
         ctx = weight._ctx
         w, g = weight._data, grad._data
         if grad._ctx is not ctx and grad._ctx != ctx:
@@ -356,16 +362,23 @@ class Optimizer:
         with be.guard(ctx.device_id):
             self._step(be.xp, index, w, g, state, lr, wd)
 
-    def update_multi_precision(
-        self, index: int | str, weight: NDArray, grad: NDArray, state: Any
-    ) -> None:
+    def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """Update ``weight`` with a state from :meth:`create_state_multi_precision`: through
-        its float32 master copy when it keeps one, else as :meth:`update`."""
-        if self._keeps_master(weight):
-            master, inner = state
+        its float32 master copy when it keeps one, else as :meth:`update`. Takes lists as
+        :meth:`update` does."""
+        if isinstance(index, (list, tuple)):
+            for i, w1, g1, s1 in _zip_multi(index, weight, grad, state):
+                self.update_multi_precision(i, w1, g1, s1)
+        elif self._keeps_master(weight):
+            master, inner = self._master_and_state(state)
             self._update_master(index, weight, grad, master, inner)
         else:
             self.update(index, weight, grad, state)
+
+    def _master_and_state(self, state: Any) -> tuple[NDArray, Any]:
+        """Split a multi-precision state into the master copy and the optimizer's own state."""
+        master, inner = state
+        return master, inner
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
@@ -455,3 +468,13 @@ def _zeros_state(weight: NDArray) -> NDArray:
 
 register = Optimizer.register
 create = Optimizer.create_optimizer
+
+
+def _zip_multi(index: Any, weight: Any, grad: Any, state: Any) -> Any:
+    """The parameters of a multi-tensor update, one by one; the lists must be equally long."""
+    n = len(index)
+    for name, seq in (("weight", weight), ("grad", grad), ("state", state)):
+        if not isinstance(seq, (list, tuple)) or len(seq) != n:
+            got = f"{len(seq)} items" if isinstance(seq, (list, tuple)) else type(seq).__name__
+            raise MXNetError(f"optimizer update: {n} indices need a list of {n} {name}s, got {got}")
+    return zip(index, weight, grad, state, strict=True)

@@ -51,7 +51,8 @@ class SGLD(Optimizer):
     def update(self, index: int | str, weight: NDArray, grad: NDArray, state: Any) -> None:
         """See :meth:`Optimizer.update`; the noise is drawn from the weight's context's
         generator (so ``mx.random.seed`` makes it repeat)."""
-        self._noise_ctx = weight._ctx
+        if not isinstance(index, (list, tuple)):
+            self._noise_ctx = weight._ctx
         super().update(index, weight, grad, state)
 
 
