@@ -200,10 +200,28 @@ def _run(
     head_grads: NDArray | Sequence[NDArray | None] | None,
     retain_graph: bool,
     on_final: Callable[[NDArray, Any], None],
+    create_graph: bool = False,
 ) -> None:
     """Propagate gradients from ``heads``; call ``on_final(variable, gradient)`` once for every
     variable reached, as soon as the last op that uses it has given its share (so a caller may
-    act on early layers' gradients while the pass goes on through the rest)."""
+    act on early layers' gradients while the pass goes on through the rest).
+
+    Gradients are raw arrays; with ``create_graph`` they are NDArrays computed with recorded
+    operations (``ndarray.grad_graph``), so they can be differentiated again."""
+    if create_graph:
+        with _Scope(True, None):
+            _run_pass(heads, head_grads, retain_graph, on_final, True)
+    else:
+        _run_pass(heads, head_grads, retain_graph, on_final, False)
+
+
+def _run_pass(
+    heads: NDArray | Sequence[NDArray],
+    head_grads: NDArray | Sequence[NDArray | None] | None,
+    retain_graph: bool,
+    on_final: Callable[[NDArray, Any], None],
+    graph: bool,
+) -> None:
     heads = _as_list(heads)
     if head_grads is None:
         head_grads = [None] * len(heads)
@@ -218,10 +236,12 @@ def _run(
         if hg is None:
             with be.guard(h._ctx.device_id):
                 g = be.xp.ones_like(h._data)
+            if graph:
+                g = h._new(g, h._ctx)
         else:
             if hg._ctx != h._ctx:
                 raise MXNetError(f"head gradient on {hg._ctx} for a head on {h._ctx}")
-            g = hg._data
+            g = hg if graph else hg._data
         node = h._node
         if node is None:
             if h._grad is None:
@@ -243,7 +263,7 @@ def _run(
         for node in reversed(order):
             gouts = pending.pop(id(node), None)
             if gouts is not None:
-                _propagate(node, gouts, pending, leaves)
+                _propagate(node, gouts, pending, leaves, graph)
             for a in node.inputs:
                 if a._node is not None or a._grad is None:
                     continue
@@ -263,11 +283,13 @@ def _run(
 
 
 def _propagate(
-    node: Any, gouts: list[Any], pending: dict[int, Any], leaves: dict[int, Any]
+    node: Any, gouts: list[Any], pending: dict[int, Any], leaves: dict[int, Any], graph: bool
 ) -> None:
     """Run ``node``'s backward and hand each input's gradient to its producer or variable."""
     ctx = node.ctx
-    if ctx.device_typeid == 2:
+    if graph:
+        gins = _graph_backward(node, gouts)
+    elif ctx.device_typeid == 2:
         with ctx.backend.guard(ctx.device_id):
             gins = node.backward(*gouts)
     else:
@@ -286,6 +308,29 @@ def _propagate(
             slot[k] = gi if slot[k] is None else slot[k] + gi
         elif a._grad is not None:
             _accumulate(leaves, a, gi)
+
+
+def _graph_backward(node: Any, gouts: list[Any]) -> Any:
+    """``node``'s backward with recorded NDArray operations (for ``create_graph``)."""
+    backward_graph = getattr(node, "backward_graph", None)
+    if backward_graph is not None:  # a Function's node
+        return backward_graph(*gouts)
+    if _graph_rules is None:
+        raise MXNetError("autograd.grad(create_graph=True) needs mxrs.ndarray imported")
+    ctx = node.ctx
+    with ctx.backend.guard(ctx.device_id):
+        return _graph_rules(node)(node, list(node.inputs), gouts)
+
+
+#: Looks up an op's differentiable backward (installed by ``ndarray.grad_graph``: the tape sits
+#: below the op modules and does not import them).
+_graph_rules: Callable[[Any], Callable[..., Any]] | None = None
+
+
+def _install_graph_rules(lookup: Callable[[Any], Callable[..., Any]]) -> None:
+    """Set the lookup of ops' differentiable backward rules used by ``create_graph``."""
+    global _graph_rules
+    _graph_rules = lookup
 
 
 def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
@@ -346,9 +391,10 @@ def grad(
     create_graph: bool = False,
     train_mode: bool = True,
 ) -> NDArray | list[NDArray]:
-    """Return the gradients of ``heads`` with respect to ``variables`` (first order only).
+    """Return the gradients of ``heads`` with respect to ``variables``.
 
-    The variables' ``.grad`` buffers are left untouched.
+    The variables' ``.grad`` buffers are left untouched. With ``create_graph`` the gradients
+    are recorded, so they can be differentiated again (higher-order gradients).
 
     Parameters
     ----------
@@ -359,17 +405,14 @@ def grad(
     retain_graph : bool or None
         Defaults to ``create_graph``.
     create_graph : bool, default False
-        Higher-order gradients are not supported; True raises.
+        Record the gradient computation. The ops that support it are listed in
+        ``mxrs.ndarray.grad_graph``; any other on the path raises :class:`MXNetError`.
 
     Returns
     -------
     NDArray or list of NDArray
         One gradient per variable (a single array when ``variables`` is one array).
     """
-    if create_graph:
-        raise MXNetError(
-            "autograd.grad: create_graph=True (higher-order gradients) is not supported"
-        )
     if retain_graph is None:
         retain_graph = create_graph
     single = not isinstance(variables, (list, tuple))
@@ -378,10 +421,19 @@ def grad(
         if v._grad is None:
             raise MXNetError("autograd.grad: every variable needs attach_grad() before record()")
     found: dict[int, Any] = {}
-    _run(heads, head_grads, retain_graph, lambda var, g: found.__setitem__(id(var), g))
+    _run(
+        heads,
+        head_grads,
+        retain_graph,
+        lambda var, g: found.__setitem__(id(var), g),
+        create_graph=create_graph,
+    )
     out = []
     for v in variables:
         g = found.get(id(v))
+        if create_graph and g is not None:
+            out.append(g)
+            continue
         be = v._ctx.backend
         with be.guard(v._ctx.device_id):
             g = be.xp.zeros_like(v._data) if g is None else be.xp.array(g, copy=True)
@@ -465,3 +517,20 @@ class _FunctionNode:
                 f"gradients for {len(self.inputs)} inputs"
             )
         return tuple(None if g is None else g._data for g in gins)
+
+    def backward_graph(self, *gouts: Any) -> tuple[Any, ...]:
+        """As :meth:`backward` on NDArray gradients, with the Function's backward recorded."""
+        like = self.inputs[0]
+        grads = [
+            like._new(ctx.backend.xp.zeros(shape, dtype), ctx) if g is None else g
+            for g, (ctx, shape, dtype) in zip(gouts, self.outs, strict=True)
+        ]
+        gins = self.fn.backward(*grads)
+        if not isinstance(gins, (list, tuple)):
+            gins = (gins,)
+        if len(gins) != len(self.inputs):
+            raise MXNetError(
+                f"{type(self.fn).__name__}.backward returned {len(gins)} "
+                f"gradients for {len(self.inputs)} inputs"
+            )
+        return tuple(gins)

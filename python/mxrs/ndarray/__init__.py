@@ -35,6 +35,8 @@ norms, padding
     ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
 deconv
     ``Deconvolution`` (transposed convolution).
+grad_graph
+    The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``.
 leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
 _transfer
@@ -51,7 +53,10 @@ Below the package: ``mxrs._backend`` (NumPy or CuPy: the only code that tells th
 apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays only by their slots).
 """
 
-from . import random  # noqa: F401
+from . import (
+    grad_graph,  # noqa: F401  (gives autograd the ops' create_graph rules)
+    random,  # noqa: F401
+)
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .deconv import *  # noqa: F403

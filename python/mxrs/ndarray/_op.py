@@ -33,7 +33,8 @@ class Op:
 
     Attributes set by :func:`apply`: ``xp`` (array module), ``be`` (backend), ``ctx``, ``needs``
     (per-input bool, only when recorded), ``inputs`` (input NDArrays, only when recorded),
-    ``nout`` (number of outputs).
+    ``attrs`` (the keyword attributes, only when recorded), ``nout`` (number of outputs) and,
+    for several outputs, ``out_meta`` (each one's shape and dtype, only when recorded).
     """
 
     xp: Any
@@ -41,7 +42,9 @@ class Op:
     ctx: Context
     needs: tuple[bool, ...]
     inputs: Sequence[ArrayCore] | None  # None once backward has freed the graph
+    attrs: dict[str, Any]
     nout: int = 1
+    out_meta: list[tuple[tuple[int, ...], Any]]
 
     def forward(self, *arrays: Any, **attrs: Any) -> Any:
         """Compute the output(s) from raw input arrays; save what backward needs on ``self``."""
@@ -109,6 +112,8 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         if rec:
             op.nout = len(out)
             op.inputs = arrays
+            op.attrs = attrs
+            op.out_meta = [(o.shape, o.dtype) for o in out]
             for i, r in enumerate(outs):
                 r._node = op
                 r._oidx = i
@@ -116,6 +121,7 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
     res = new(out, ctx)
     if rec:
         op.inputs = arrays
+        op.attrs = attrs
         res._node = op
     return res
 
