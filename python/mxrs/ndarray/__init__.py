@@ -17,6 +17,21 @@ ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
+mathfns, _special
+    ``arcsin ... arctanh, sinh, cosh, tan, degrees, log2, cbrt, fix, erf, erfinv, gamma,
+    gammaln, hard_sigmoid, softmin, logical_not``; the special functions they compute with.
+logical
+    ``logical_and/or/xor``, the ``broadcast_*`` comparisons, ``broadcast_hypot``.
+layout
+    ``diag, moveaxis, broadcast_axis, slice_like, shape_array, split_v2, depth_to_space``...
+gather
+    ``gather_nd, scatter_nd, ravel_multi_index, unravel_index, batch_take, onehot_encode``.
+reductions
+    ``nanprod, moments, argmax_channel, cumsum, khatri_rao``.
+lossfns
+    ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
+sequence, localnorm, upsampling
+    ``SequenceMask, SequenceLast, SequenceReverse``; ``L2Normalization, LRN``; ``UpSampling``.
 elementwise, unary
     Arithmetic with broadcasting, comparisons, math functions, activations, clip, where.
 reduce
@@ -31,6 +46,8 @@ conv
     ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
 nn
     Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
+output
+    The symbolic API's output layers: ``LinearRegressionOutput``, ``MakeLoss``...
 norms, padding
     ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
 deconv
@@ -39,6 +56,8 @@ grad_graph
     The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``.
 leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
+contrib, contrib_ops, contrib_box, contrib_resize
+    ``mx.nd.contrib``: ``foreach, while_loop, cond, boolean_mask, BilinearResize2D, box_nms``...
 _transfer
     Moving data between contexts (and the recorded copy behind ``copyto``), raw data from
     array-likes.
@@ -54,6 +73,7 @@ apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays onl
 """
 
 from . import (
+    contrib,  # noqa: F401
     grad_graph,  # noqa: F401  (gives autograd the ops' create_graph rules)
     random,  # noqa: F401
 )
@@ -61,17 +81,27 @@ from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
+from .gather import *  # noqa: F403
 from .indexing import Embedding, one_hot, pick, take  # noqa: F401
+from .layout import *  # noqa: F403
 from .leaky import LeakyReLU
+from .localnorm import *  # noqa: F403
+from .logical import *  # noqa: F403
+from .lossfns import *  # noqa: F403
+from .mathfns import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
 from .norms import *  # noqa: F403
+from .output import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403
+from .reductions import *  # noqa: F403
+from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
+from .upsampling import *  # noqa: F403
 
 # Lower-case names of the layer operators (as ``mx.npx`` spells them) and legacy random names.
 convolution = Convolution  # noqa: F405
@@ -93,18 +123,56 @@ random_negative_binomial = random.negative_binomial
 random_generalized_negative_binomial = random.generalized_negative_binomial
 sample_multinomial = random.multinomial
 shuffle = random.shuffle
+# MXNet's other spellings of existing operators.
+SwapAxis = swapaxes  # noqa: F405
+Cast = cast  # noqa: F405
+sum_axis = sum  # noqa: F405
+max_axis = max  # noqa: F405
+min_axis = min  # noqa: F405
+choose_element_0index = pick
 
 
 def _take_out() -> None:
     """Let every operator of the namespace take MXNet's ``out=`` and ``name=`` keywords."""
     import inspect
 
-    from . import conv, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary
+    from . import (
+        conv,
+        elementwise,
+        gather,
+        layout,
+        leaky,
+        localnorm,
+        logical,
+        lossfns,
+        mathfns,
+        matmul,
+        nn,
+        norms,
+        padding,
+        reduce,
+        reductions,
+        sequence,
+        shape,
+        unary,
+        upsampling,
+    )
     from ._op import with_out
 
-    mods = (conv, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary)
+    mods = (conv, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
+        gather,
+        layout,
+        localnorm,
+        logical,
+        lossfns,
+        mathfns,
+        reductions,
+        sequence,
+        upsampling,
+    )
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
+    names |= {"SwapAxis", "Cast", "sum_axis", "max_axis", "min_axis", "choose_element_0index"}
     space = globals()
     for name in names:
         fn = space.get(name)

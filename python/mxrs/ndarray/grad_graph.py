@@ -33,7 +33,24 @@ import numpy as np
 from ..autograd import _install_graph_rules
 from ..base import MXNetError
 from . import elementwise as ew
-from . import indexing, leaky, matmul, nn, padding, reduce, shape, unary
+from . import (
+    gather,
+    indexing,
+    layout,
+    leaky,
+    localnorm,
+    logical,
+    lossfns,
+    mathfns,
+    matmul,
+    nn,
+    padding,
+    reduce,
+    reductions,
+    sequence,
+    shape,
+    unary,
+)
 from ._op import Op, apply
 from ._transfer import _ToContext, to_context
 
@@ -110,9 +127,18 @@ _LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
         shape._Flip,
         indexing._BasicIndex,
         indexing._AdvancedIndex,
+        mathfns._Scale,
+        layout._DiagMake,
+        layout._DiagTake,
+        layout._SplitAt,
+        gather._ScatterNd,
+        reductions._Cumsum,
+        sequence._SeqLast,
+        sequence._SeqReverse,
     )
 }
 _LINEAR[padding._Pad] = lambda attrs: {**attrs, "value": 0.0}
+_LINEAR[sequence._SeqMask] = lambda attrs: {**attrs, "value": 0.0}
 
 
 def _zeros_for(node: Any, grads: tuple[Any, ...], metas: list[tuple[Any, Any]]) -> list[Any]:
@@ -380,6 +406,78 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     return shape.reshape(gs[0], node.kshape) * y / x
 
 
+def _more_rules() -> dict[type, Rule]:
+    """Rules of the ops of mathfns, logical, lossfns, layout, gather, reductions, localnorm."""
+    m = mathfns
+
+    def sq(x: Any) -> Any:
+        return x * x
+
+    return {
+        m._Arcsin: lambda n, xs, gs: gs[0] / unary.sqrt(1 - sq(xs[0])),
+        m._Arccos: lambda n, xs, gs: -gs[0] / unary.sqrt(1 - sq(xs[0])),
+        m._Arctan: lambda n, xs, gs: gs[0] / (1 + sq(xs[0])),
+        m._Arcsinh: lambda n, xs, gs: gs[0] / unary.sqrt(sq(xs[0]) + 1),
+        m._Arccosh: lambda n, xs, gs: gs[0] / unary.sqrt(sq(xs[0]) - 1),
+        m._Arctanh: lambda n, xs, gs: gs[0] / (1 - sq(xs[0])),
+        m._Sinh: lambda n, xs, gs: gs[0] * m.cosh(xs[0]),
+        m._Cosh: lambda n, xs, gs: gs[0] * m.sinh(xs[0]),
+        m._Tan: lambda n, xs, gs: gs[0] * (1 + sq(m.tan(xs[0]))),
+        m._Log2: lambda n, xs, gs: gs[0] / (xs[0] * math.log(2.0)),
+        m._Log10: lambda n, xs, gs: gs[0] / (xs[0] * math.log(10.0)),
+        m._Cbrt: lambda n, xs, gs: gs[0] / (3 * sq(m.cbrt(xs[0]))),
+        m._Rcbrt: lambda n, xs, gs: -gs[0] * m.rcbrt(xs[0]) / (3 * xs[0]),
+        m._Erf: lambda n, xs, gs: gs[0] * (2 / math.sqrt(math.pi)) * unary.exp(-sq(xs[0])),
+        m._Erfinv: lambda n, xs, gs: (
+            gs[0] * (math.sqrt(math.pi) / 2) * unary.exp(sq(m.erfinv(xs[0])))
+        ),
+        m._Gamma: lambda n, xs, gs: gs[0] * m.gamma(xs[0]) * apply(m._Digamma, (xs[0],)),
+        m._Gammaln: lambda n, xs, gs: gs[0] * apply(m._Digamma, (xs[0],)),
+        m._ZeroGrad: lambda n, xs, gs: None,
+        m._HardSigmoid: _masked,
+        logical._Hypot: _hypot,
+        lossfns._SmoothL1: _smooth_l1,
+        lossfns._BlockGrad: lambda n, xs, gs: None,
+        layout._SizeOf: lambda n, xs, gs: None,
+        gather._IndexMath: lambda n, xs, gs: None,
+        reductions._NanProd: _nanprod,
+        localnorm._L2Norm: _l2_normalization,
+    }
+
+
+def _hypot(node: Any, xs: list[Any], gs: list[Any]) -> Any:
+    a, b = xs
+    gh = gs[0] / logical.broadcast_hypot(a, b)
+    return _unbroadcast(gh * a, a.shape), _unbroadcast(gh * b, b.shape)
+
+
+def _smooth_l1(node: Any, xs: list[Any], gs: list[Any]) -> Any:
+    g, x, xp = gs[0], xs[0], node.xp
+    dt = g._data.dtype
+    slope = _const(g, (node.inner * node.s2).astype(dt))
+    step = _const(g, xp.where(node.inner, 0, xp.sign(node.x)).astype(dt))
+    return g * (x * slope + step)
+
+
+def _nanprod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
+    x = xs[0]
+    ok = _const(x, node.ok.astype(node.xf.dtype))
+    xf = unary.where(ok, x, _const(x, node.xp.ones_like(node.xf)))
+    y = reduce.prod(xf, axis=node.attrs["axes"], keepdims=True)
+    return shape.reshape(gs[0], node.kshape) * y / xf * ok
+
+
+def _l2_normalization(node: Any, xs: list[Any], gs: list[Any]) -> Any:
+    x, g, axes = xs[0], gs[0], node.attrs["axes"]
+
+    def total(v: Any) -> Any:
+        return reduce.sum(v, axis=axes, keepdims=True) if axes else v
+
+    norm = unary.sqrt(total(x * x) + node.attrs["eps"])
+    y = x / norm
+    return (g - y * total(g * y)) / norm
+
+
 def _to_context(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     return to_context(gs[0], node.src)
 
@@ -396,6 +494,7 @@ _RULES: dict[type, Rule] = {
     ew._DivIntS: lambda n, xs, gs: None,
     **_scalar_rules(),
     **_unary_rules(),
+    **_more_rules(),
     reduce._Extreme: _extreme,
     reduce._Norm: _norm,
     reduce._Prod: _prod,

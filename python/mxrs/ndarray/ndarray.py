@@ -20,9 +20,12 @@ from ..context import Context, current_context
 from ._core import ArrayCore
 from ._transfer import move_data, to_context, to_raw
 from .indexing import IndexingMethods
+from .layout import LayoutMethods
+from .mathfns import MathMethods
 from .nn import SoftmaxMethods
 from .operators import Operators
 from .reduce import ReduceMethods
+from .reductions import ReductionMethods
 from .shape import ShapeMethods
 from .unary import UnaryMethods
 
@@ -47,7 +50,16 @@ def _wrap(data: Any, ctx: Context) -> NDArray:
 
 
 class NDArray(
-    ArrayCore, Operators, UnaryMethods, ReduceMethods, ShapeMethods, IndexingMethods, SoftmaxMethods
+    ArrayCore,
+    Operators,
+    UnaryMethods,
+    ReduceMethods,
+    ShapeMethods,
+    IndexingMethods,
+    SoftmaxMethods,
+    MathMethods,
+    LayoutMethods,
+    ReductionMethods,
 ):
     """A multi-dimensional array on a device context.
 
@@ -80,6 +92,11 @@ class NDArray(
 
     def _new(self, data: Any, ctx: Context) -> NDArray:
         return _wrap(data, ctx)
+
+    @property
+    def writable(self) -> bool:
+        """bool: whether the array can be written to; always True in mxrs."""
+        return True
 
     # ----------------------------------------------------------------- conversions
     def __repr__(self) -> str:
