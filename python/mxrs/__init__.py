@@ -10,6 +10,8 @@ base
     ``MXNetError`` and its subclasses.
 context
     ``Context``, ``cpu``, ``gpu``, ``current_context``, ``num_gpus``.
+contrib
+    ``mx.contrib.nd``: the same module as ``mx.nd.contrib`` (MXNet's contributed operators).
 ndarray (``nd``)
     ``NDArray`` and the array operations, on NumPy (CPU) or CuPy (GPU).
 autograd
@@ -32,6 +34,11 @@ initializer (``init``)
     ``MSRAPrelu``, ...; created by name with ``create``.
 name
     ``NameManager`` and ``Prefix``: the counters behind automatic block names.
+symbol (``sym``)
+    The symbolic API: ``Variable``, operators as graph nodes, JSON files, shape inference,
+    executors (``bind``, ``simple_bind``).
+attribute
+    ``AttrScope``: attributes given to every symbol made inside a ``with`` block.
 gluon
     Blocks, parameters, layers, losses, data loading, ``Trainer``.
 io
@@ -53,9 +60,11 @@ _role.run_if_scheduler_or_server()
 
 from . import (  # noqa: E402
     _native,
+    attribute,
     autograd,
     base,
     context,
+    contrib,
     gluon,
     initializer,
     io,
@@ -68,6 +77,7 @@ from . import (  # noqa: E402
     optimizer,
     random,
     runtime,
+    symbol,
     test_utils,
 )
 from .base import MXNetError  # noqa: E402
@@ -76,15 +86,19 @@ from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E40
 nd = ndarray
 kv = kvstore
 init = initializer
+sym = symbol
+AttrScope = attribute.AttrScope
 
 __version__ = _native.__version__
 
 __all__ = [
+    "AttrScope",
     "Context",
     "MXNetError",
     "autograd",
     "base",
     "context",
+    "contrib",
     "cpu",
     "cpu_pinned",
     "current_context",
@@ -104,5 +118,7 @@ __all__ = [
     "optimizer",
     "random",
     "runtime",
+    "sym",
+    "symbol",
     "test_utils",
 ]

@@ -1,0 +1,249 @@
+"""Executors: a symbol bound to arrays, run with mxrs's NDArray operators.
+
+``forward`` evaluates the graph node by node with the ``mx.nd`` operators (recorded by autograd
+when training), ``backward`` runs autograd from the outputs and leaves each argument's gradient
+in its gradient array per its ``grad_req`` ('write', 'add' or 'null'). Auxiliary states
+(BatchNorm's moving statistics) are inputs the operators update in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import autograd
+from ..base import MXNetError
+from ..context import Context
+from .opinfo import run
+
+if TYPE_CHECKING:
+    from .symbol import Symbol
+
+__all__ = ["Executor", "simple_bind"]
+
+
+def _by_name(values: Any, names: list[str], what: str, required: bool) -> list[Any]:
+    """``values`` (a list in ``names`` order or a dict by name) as a list in ``names`` order."""
+    if values is None:
+        if required and names:
+            raise MXNetError(f"bind: {what} are missing: {names}")
+        return [None] * len(names)
+    if isinstance(values, dict):
+        unknown = sorted(set(values) - set(names))
+        if unknown and what == "arguments":
+            raise MXNetError(f"bind: {unknown} are not arguments of the symbol ({names})")
+        out = [values.get(n) for n in names]
+    else:
+        out = list(values)
+        if len(out) != len(names):
+            raise MXNetError(f"bind: {len(out)} {what} for {len(names)} ({names})")
+    if required:
+        missing = [n for n, v in zip(names, out, strict=True) if v is None]
+        if missing:
+            raise MXNetError(f"bind: {what} {missing} are missing")
+    return out
+
+
+class Executor:
+    """A symbol bound to argument, gradient and auxiliary arrays on one context.
+
+    Attributes
+    ----------
+    arg_arrays, grad_arrays, aux_arrays : list of NDArray
+        In ``list_arguments()`` / ``list_auxiliary_states()`` order (a gradient is None where
+        its ``grad_req`` is 'null').
+    arg_dict, grad_dict, aux_dict, output_dict : dict of str to NDArray
+    outputs : list of NDArray
+        What the last :meth:`forward` computed.
+    """
+
+    def __init__(
+        self,
+        symbol: Symbol,
+        ctx: Context,
+        args: Any,
+        args_grad: Any = None,
+        grad_req: Any = "write",
+        aux_states: Any = None,
+    ) -> None:
+        self._symbol = symbol
+        self._ctx = ctx
+        arg_names = symbol.list_arguments()
+        aux_names = symbol.list_auxiliary_states()
+        self.arg_arrays = _by_name(args, arg_names, "arguments", True)
+        self.grad_arrays = _by_name(args_grad, arg_names, "gradients", False)
+        self.aux_arrays = _by_name(aux_states, aux_names, "auxiliary states", True)
+        if isinstance(grad_req, str):
+            reqs = [grad_req] * len(arg_names)
+        elif isinstance(grad_req, dict):
+            reqs = [grad_req.get(n, "null") for n in arg_names]
+        else:
+            reqs = list(grad_req)
+            if len(reqs) != len(arg_names):
+                raise MXNetError(f"bind: {len(reqs)} grad_req for {len(arg_names)} arguments")
+        for r in reqs:
+            if r not in ("write", "add", "null"):
+                raise MXNetError(f"bind: grad_req must be 'write', 'add' or 'null', not {r!r}")
+        self._grad_req = [
+            "null" if g is None else r for r, g in zip(reqs, self.grad_arrays, strict=True)
+        ]
+        self.grad_arrays = [
+            None if r == "null" else g
+            for r, g in zip(self._grad_req, self.grad_arrays, strict=True)
+        ]
+        self.arg_dict = dict(zip(arg_names, self.arg_arrays, strict=True))
+        self.grad_dict = {
+            n: g for n, g in zip(arg_names, self.grad_arrays, strict=True) if g is not None
+        }
+        self.aux_dict = dict(zip(aux_names, self.aux_arrays, strict=True))
+        self.outputs: list[Any] = []
+        self._monitor: Callable[[str, Any], None] | None = None
+        self._monitor_all = False
+        self._recorded = False
+
+    @property
+    def output_dict(self) -> dict[str, Any]:
+        """The last outputs by name."""
+        return dict(zip(self._symbol.list_outputs(), self.outputs, strict=False))
+
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list[Any]:
+        """Compute the outputs; ``kwargs`` first copy new values into arguments by name.
+
+        With ``is_train`` the computation is recorded for :meth:`backward` and runs in training
+        mode (Dropout active, BatchNorm on batch statistics)."""
+        for k, v in kwargs.items():
+            if k not in self.arg_dict:
+                raise MXNetError(f"forward: {k!r} is not an argument of the symbol")
+            self.arg_dict[k][:] = v
+        record = (
+            is_train
+            and any(r != "null" for r in self._grad_req)
+            or is_train
+            and bool(self.aux_arrays)
+        )
+        if record:
+            variables = [a for a, r in zip(self.arg_arrays, self._grad_req, strict=True)
+                         if r != "null"]  # fmt: skip
+            grads = [g for g in self.grad_arrays if g is not None]
+            reqs = [r for r in self._grad_req if r != "null"]
+            if variables:
+                autograd.mark_variables(variables, grads, reqs)
+            scope = autograd.record(train_mode=True)
+        else:
+            scope = autograd.pause(train_mode=is_train)
+        with scope:
+            self.outputs = self._evaluate()
+        self._recorded = record
+        return self.outputs
+
+    def _evaluate(self) -> list[Any]:
+        values: dict[tuple[int, int], Any] = {}
+        names = dict(self.arg_dict)
+        names.update(self.aux_dict)
+        for node in self._symbol._nodes():
+            if node.op is None:
+                values[(id(node), 0)] = names[node.name]
+                continue
+            outs = run(node, [values[(id(c), i)] for c, i in node.inputs])
+            for i, o in enumerate(outs):
+                values[(id(node), i)] = o
+            if self._monitor is not None:
+                for oname, o in zip(node.output_names(), outs, strict=False):
+                    self._monitor(oname, o)
+        return [values[(id(n), i)] for n, i in self._symbol._outputs]
+
+    def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
+        """Back-propagate from the outputs of the last training :meth:`forward` into the
+        gradient arrays; ``out_grads`` are the outputs' gradients (ones where None; output
+        layers such as SoftmaxOutput ignore them)."""
+        if not self._recorded:
+            raise MXNetError("backward needs a forward(is_train=True) first")
+        if out_grads is not None and not isinstance(out_grads, list | tuple):
+            out_grads = [out_grads]
+        heads = [o for o in self.outputs if o._node is not None or o._grad is not None]
+        if out_grads is not None:
+            out_grads = [g for o, g in zip(self.outputs, out_grads, strict=False)
+                         if o._node is not None or o._grad is not None]  # fmt: skip
+        if heads:
+            autograd.backward(heads, head_grads=out_grads)
+        self._recorded = False
+
+    def set_monitor_callback(self, callback: Callable[[str, Any], None],
+                             monitor_all: bool = False) -> None:  # fmt: skip
+        """Call ``callback(name, array)`` on every node output of each forward."""
+        self._monitor = callback
+        self._monitor_all = monitor_all
+
+    def copy_params_from(
+        self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None = None,
+        allow_extra_params: bool = False,
+    ) -> None:  # fmt: skip
+        """Copy parameter values by name into the bound arrays."""
+        for src, dst, what in ((arg_params, self.arg_dict, "argument"),
+                               (aux_params or {}, self.aux_dict, "auxiliary state")):  # fmt: skip
+            for name, value in src.items():
+                if name in dst:
+                    dst[name][:] = value
+                elif not allow_extra_params:
+                    raise MXNetError(f"copy_params_from: {name!r} is not an {what} of the symbol")
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs: Any) -> Executor:  # fmt: skip
+        """A new executor for new argument shapes, sharing the parameters whose shapes stay."""
+        from .. import ndarray as nd
+
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise MXNetError(f"reshape: cannot infer every shape from {kwargs}")
+        args, grads = [], []
+        for name, shape, a, g in zip(self._symbol.list_arguments(), arg_shapes,
+                                     self.arg_arrays, self.grad_arrays, strict=True):  # fmt: skip
+            if tuple(shape) == a.shape:
+                args.append(a)
+                grads.append(g)
+            else:
+                if name not in kwargs and not partial_shaping:
+                    raise MXNetError(f"reshape: {name!r} would change shape; pass partial_shaping")
+                args.append(nd.zeros(shape, ctx=self._ctx, dtype=a.dtype))
+                grads.append(None if g is None else nd.zeros(shape, ctx=self._ctx, dtype=g.dtype))
+        return Executor(self._symbol, self._ctx, args, grads, self._grad_req, self.aux_arrays)
+
+    def debug_str(self) -> str:
+        """A listing of the graph's nodes."""
+        lines = []
+        for node in self._symbol._nodes():
+            ins = ", ".join(c.name for c, _ in node.inputs)
+            lines.append(f"{node.op or 'Variable'}:{node.name}({ins})")
+        return "\n".join(lines)
+
+
+def simple_bind(
+    symbol: Symbol, ctx: Context, grad_req: Any, type_dict: dict[str, Any],
+    shapes: dict[str, Sequence[int]],
+) -> Executor:  # fmt: skip
+    """See :meth:`Symbol.simple_bind`."""
+    from .. import ndarray as nd
+
+    arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
+    if arg_shapes is None:
+        partial, _, paux = symbol.infer_shape_partial(**shapes)
+        names = symbol.list_arguments() + symbol.list_auxiliary_states()
+        unknown = [n for n, s in zip(names, list(partial) + list(paux), strict=True) if s == ()]
+        raise MXNetError(f"simple_bind: cannot infer the shapes of {unknown} from {shapes}")
+    arg_types, _, aux_types = symbol.infer_type(**type_dict)
+    names = symbol.list_arguments()
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    elif isinstance(grad_req, dict):
+        reqs = {n: grad_req.get(n, "null") for n in names}
+    else:
+        reqs = dict(zip(names, grad_req, strict=True))
+    args = [nd.zeros(s, ctx=ctx, dtype=np.dtype(t)) for s, t in zip(arg_shapes, arg_types,
+                                                                    strict=True)]  # fmt: skip
+    grads = [None if reqs[n] == "null" else nd.zeros(a.shape, ctx=ctx, dtype=a.dtype)
+             for n, a in zip(names, args, strict=True)]  # fmt: skip
+    aux = [nd.zeros(s, ctx=ctx, dtype=np.dtype(t)) for s, t in zip(aux_shapes, aux_types,
+                                                                   strict=True)]  # fmt: skip
+    return Executor(symbol, ctx, args, grads, [reqs[n] for n in names], aux)

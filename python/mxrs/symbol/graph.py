@@ -1,0 +1,85 @@
+"""The nodes of symbol graphs and their order.
+
+A node is a variable (``op`` None) or an operator with its string attributes (MXNet keeps every
+attribute as a string, ``kernel='(5, 5)'``) and its inputs, each an output of another node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .opinfo import visible_outputs
+
+__all__ = ["Node", "topo", "hidden_attrs", "HIDDEN_KEYS", "DTYPE_CODES"]
+
+#: attributes MXNet stores as ``__key__`` when given as ``key``
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
+                "profiler_scope")  # fmt: skip
+
+
+def hidden_attrs(attrs: dict[str, str]) -> dict[str, str]:
+    """``attrs`` with the hidden keys (``lr_mult``...) written ``__lr_mult__``."""
+    return {f"__{k}__" if k in HIDDEN_KEYS else k: v for k, v in attrs.items()}
+
+
+class Node:
+    """One node of a symbol graph.
+
+    Attributes
+    ----------
+    op : str or None
+        The operator's MXNet name (``'FullyConnected'``), None for a variable.
+    name : str
+    attrs : dict of str to str
+        Operator parameters and user attributes (``__lr_mult__``...), all strings.
+    inputs : list of (Node, int)
+        The outputs of other nodes this operator reads.
+    """
+
+    __slots__ = ("op", "name", "attrs", "inputs")
+
+    def __init__(
+        self, op: str | None, name: str, attrs: dict[str, str], inputs: list[tuple[Node, int]]
+    ) -> None:
+        self.op, self.name, self.attrs, self.inputs = op, name, attrs, inputs
+
+    @property
+    def is_variable(self) -> bool:
+        return self.op is None
+
+    def output_names(self) -> list[str]:
+        """The names of this node's visible outputs (``fc1_output``, ``split0_output1``)."""
+        if self.op is None:
+            return [self.name]
+        outs = visible_outputs(self.op, self.attrs)
+        if len(outs) == 1:
+            return [f"{self.name}_{outs[0]}"]
+        return [f"{self.name}_{o}" for o in outs]
+
+
+def topo(outputs: Sequence[tuple[Node, int]]) -> list[Node]:
+    """The nodes reachable from ``outputs``, inputs before their users, in MXNet's order
+    (depth first, inputs left to right)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for head, _ in outputs:
+        if id(head) in seen:
+            continue
+        stack: list[tuple[Node, int]] = [(head, 0)]
+        seen.add(id(head))
+        while stack:
+            node, i = stack.pop()
+            if i < len(node.inputs):
+                stack.append((node, i + 1))
+                child = node.inputs[i][0]
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, 0))
+            else:
+                order.append(node)
+    return order
+
+
+#: MXNet's numeric dtype codes, as the ``__dtype__`` attribute stores them
+DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+                "int64": 6, "bool": 7, "bfloat16": 12}  # fmt: skip

@@ -1,0 +1,351 @@
+"""Shape and dtype inference over symbol graphs.
+
+Shapes flow forward through the graph from the arguments given (or their ``__shape__``
+attribute); operators with parameters fill in their parameters' shapes from their data's
+(``FullyConnected``'s weight is ``(num_hidden, in_units)``) and output layers their label's.
+The operators whose output shape has a formula here (convolution, pooling, fully connected,
+elementwise) are never run; any other is run once on zero arrays of its input shapes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..base import MXNetError
+from .graph import DTYPE_CODES, Node
+from .opinfo import parse_attr, parse_attrs, run
+
+if TYPE_CHECKING:
+    from .symbol import Symbol
+
+__all__ = ["infer_shape", "infer_type", "node_shapes"]
+
+Shape = tuple[int, ...]
+Shapes = list[Shape | None]
+
+
+def _known(sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any], what: str) -> dict[str, Any]:
+    arg_names = sym.list_arguments()
+    inputs = set(sym.list_inputs())
+    if len(args) > len(arg_names):
+        raise MXNetError(f"{what}: {len(args)} values for {len(arg_names)} arguments")
+    known = {n: v for n, v in zip(arg_names, args, strict=False) if v is not None}
+    for k, v in kwargs.items():
+        if k not in inputs:
+            raise MXNetError(f"{what}: the symbol has no argument {k!r}; it has {sorted(inputs)}")
+        if v is not None:
+            known[k] = v
+    return known
+
+
+def node_shapes(sym: Symbol, known: dict[str, Shape]) -> dict[tuple[int, int], Shape | None]:
+    """The shape of every node output (keyed by ``(id(node), index)``) and of every variable
+    (index 0), None where it cannot be inferred."""
+    shapes: dict[tuple[int, int], Shape | None] = {}
+    nodes = sym._nodes()
+    for node in nodes:
+        if node.op is None:
+            s = known.get(node.name)
+            if s is None and "__shape__" in node.attrs:
+                s = tuple(parse_attr(node.attrs["__shape__"]))
+                s = None if 0 in s else s  # MXNet 1.x: 0 is an unknown dimension
+            shapes[(id(node), 0)] = tuple(int(d) for d in s) if s is not None else None
+            continue
+        ins: Shapes = [shapes.get((id(c), i)) for c, i in node.inputs]
+        try:
+            filled, outs = _infer_node(node, ins)
+        except MXNetError:
+            raise
+        except Exception as e:  # an operator refused the shapes
+            raise MXNetError(
+                f"infer_shape: {node.op} node {node.name!r} cannot take inputs of shapes {ins}: {e}"
+            ) from None
+        for (child, i), before, after in zip(node.inputs, ins, filled, strict=True):
+            if after is None:
+                continue
+            if before is not None and tuple(before) != tuple(after):
+                raise MXNetError(
+                    f"infer_shape: {node.op} node {node.name!r} needs input "
+                    f"{child.name!r} of shape {tuple(after)}, but it has shape {tuple(before)}"
+                )
+            shapes[(id(child), i)] = tuple(after)
+        for i, s in enumerate(outs):
+            shapes[(id(node), i)] = s
+    return shapes
+
+
+def infer_shape(
+    sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any], partial: bool
+) -> tuple[Any, Any, Any]:
+    """See :meth:`Symbol.infer_shape`."""
+    known = {k: tuple(v) for k, v in _known(sym, args, kwargs, "infer_shape").items()}
+    shapes = node_shapes(sym, known)
+    var = {n.name: shapes.get((id(n), 0)) for n in sym._nodes() if n.op is None}
+    arg = [var[n] for n in sym.list_arguments()]
+    aux = [var[n] for n in sym.list_auxiliary_states()]
+    out = [shapes.get((id(n), i)) for n, i in sym._outputs]
+    if any(s is None for s in arg + aux + out):
+        if not partial:
+            return None, None, None
+        return tuple([() if s is None else s for s in group] for group in (arg, out, aux))  # type: ignore[return-value]
+    return arg, out, aux
+
+
+def infer_type(sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """See :meth:`Symbol.infer_type`: every operator's outputs and parameters take its first
+    input's dtype (``Cast`` its ``dtype``); unknown arguments default to float32."""
+    names = {v: k for k, v in DTYPE_CODES.items()}
+    known = {k: np.dtype(v).type for k, v in _known(sym, args, kwargs, "infer_type").items()}
+    types: dict[tuple[int, int], Any] = {}
+    for node in sym._nodes():
+        if node.op is None:
+            t = known.get(node.name)
+            if t is None and "__dtype__" in node.attrs:
+                t = np.dtype(names[int(node.attrs["__dtype__"])]).type
+            types[(id(node), 0)] = t
+            continue
+        first = next((types[(id(c), i)] for c, i in node.inputs if types.get((id(c), i))), None)
+        first = first or np.float32
+        for c, i in node.inputs:
+            if types.get((id(c), i)) is None:
+                types[(id(c), i)] = first
+        out_t = first
+        if node.op in ("Cast", "cast", "amp_cast"):
+            out_t = np.dtype(parse_attrs(node.attrs)["dtype"]).type
+        for i in range(len(node.output_names())):
+            types[(id(node), i)] = out_t
+    var = {n.name: types.get((id(n), 0)) or np.float32 for n in sym._nodes() if n.op is None}
+    return (
+        [var[n] for n in sym.list_arguments()],
+        [types[(id(n), i)] for n, i in sym._outputs],
+        [var[n] for n in sym.list_auxiliary_states()],
+    )
+
+
+# ----------------------------------------------------------------- per-operator rules
+def _infer_node(node: Node, ins: Shapes) -> tuple[Shapes, Shapes]:
+    assert node.op is not None
+    attrs = parse_attrs(node.attrs)
+    rule = _RULES.get(node.op)
+    if rule is None and node.op in _SAME_SHAPE:
+        rule = _same
+    if rule is None and node.op in _BROADCAST:
+        rule = _broadcast
+    if rule is not None:
+        return rule(attrs, list(ins))
+    if any(s is None for s in ins):
+        return ins, [None] * len(node.output_names())
+    return ins, _evaluate(node, ins)
+
+
+def _evaluate(node: Node, ins: Shapes) -> Shapes:
+    """Output shapes by running the operator on zeros (autograd paused, predict mode)."""
+    from .. import autograd
+    from .. import ndarray as nd
+
+    arrays = [nd.zeros(s) for s in ins]  # type: ignore[arg-type]
+    with autograd.pause():
+        outs = run(node, arrays)
+    return [tuple(o.shape) for o in outs]
+
+
+def _broadcast_strict(attrs: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    if ins[0] is None or ins[1] is None:
+        return ins, [None]
+    return ins, [tuple(np.broadcast_shapes(ins[0], ins[1]))]
+
+
+def _same(attrs: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    return ins, [ins[0]]
+
+
+def _broadcast(attrs: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    if ins[0] is None or ins[1] is None:
+        s = ins[0] or ins[1]
+        return [s, s], [s]  # elementwise: an unknown side has the other's shape
+    return ins, [tuple(np.broadcast_shapes(ins[0], ins[1]))]
+
+
+def _fully_connected(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data, nh = ins[0], int(a["num_hidden"])
+    if data is None:
+        return ins, [None]
+    flatten = a.get("flatten", True)
+    k = math.prod(data[1:]) if flatten else data[-1]
+    filled: Shapes = [data, (nh, k)]
+    if len(ins) > 2:
+        filled.append((nh,))
+    out = (data[0], nh) if flatten else tuple(data[:-1]) + (nh,)
+    return filled, [out]
+
+
+def _spatial(a: dict[str, Any], key: str, n: int, default: int) -> tuple[int, ...]:
+    v = a.get(key)
+    if v is None or v == ():
+        return (default,) * n
+    v = (v,) if isinstance(v, int) else tuple(v)
+    return v * n if len(v) == 1 else v
+
+
+def _conv(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    nd = len(data) - 2
+    kernel = _spatial(a, "kernel", nd, 1)
+    stride, dilate = _spatial(a, "stride", nd, 1), _spatial(a, "dilate", nd, 1)
+    pad = _spatial(a, "pad", nd, 0)
+    nf, g = int(a["num_filter"]), int(a.get("num_group", 1))
+    filled: Shapes = [data, (nf, data[1] // g) + kernel]
+    if len(ins) > 2:
+        filled.append((nf,))
+    space = tuple(
+        (x + 2 * p - dl * (k - 1) - 1) // s + 1
+        for x, k, s, dl, p in zip(data[2:], kernel, stride, dilate, pad, strict=True)
+    )
+    return filled, [(data[0], nf) + space]
+
+
+def _deconv(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    nd = len(data) - 2
+    kernel = _spatial(a, "kernel", nd, 1)
+    stride, dilate = _spatial(a, "stride", nd, 1), _spatial(a, "dilate", nd, 1)
+    pad, adj = _spatial(a, "pad", nd, 0), _spatial(a, "adj", nd, 0)
+    nf, g = int(a["num_filter"]), int(a.get("num_group", 1))
+    filled: Shapes = [data, (data[1], nf // g) + kernel]
+    if len(ins) > 2:
+        filled.append((nf,))
+    target = a.get("target_shape")
+    if target:
+        space = tuple(target)
+    else:
+        space = tuple(
+            (x - 1) * s - 2 * p + dl * (k - 1) + 1 + j
+            for x, k, s, dl, p, j in zip(data[2:], kernel, stride, dilate, pad, adj, strict=True)
+        )
+    return filled, [(data[0], nf) + space]
+
+
+def _pool(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    nd = len(data) - 2
+    if a.get("global_pool", False):
+        return ins, [tuple(data[:2]) + (1,) * nd]
+    kernel = _spatial(a, "kernel", nd, 1)
+    stride, pad = _spatial(a, "stride", nd, 1), _spatial(a, "pad", nd, 0)
+    full = a.get("pooling_convention", "valid") == "full"
+    rnd: Callable[[float], int] = math.ceil if full else math.floor
+    space = tuple(
+        int(rnd((x + 2 * p - k) / s)) + 1
+        for x, k, s, p in zip(data[2:], kernel, stride, pad, strict=True)
+    )
+    return ins, [tuple(data[:2]) + space]
+
+
+def _channel_params(axis_key: str, default_axis: int) -> Callable[..., tuple[Shapes, Shapes]]:
+    def rule(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+        data = ins[0]
+        if data is None:
+            return ins, [None]
+        c = data[int(a.get(axis_key, default_axis))]
+        filled: Shapes = [data]
+        filled += [(c,)] * (len(ins) - 1)
+        return filled, [data]
+
+    return rule
+
+
+def _group_norm(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    return [data, (data[1],), (data[1],)], [data]
+
+
+def _embedding(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    w = (int(a["input_dim"]), int(a["output_dim"]))
+    return [data, w], [None if data is None else tuple(data) + (w[1],)]
+
+
+def _leaky(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None or len(ins) == 1:
+        return ins, [data]
+    return [data, (data[1] if len(data) > 1 else 1,)], [data]
+
+
+def _softmax_output(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    if a.get("multi_output", False):
+        label: Shape = (data[0],) + tuple(data[2:])
+    else:
+        label = tuple(data[:-1])
+    if ins[1] is not None and math.prod(ins[1]) == math.prod(data):
+        label = ins[1]  # a dense (probability) label
+    return [data, label], [data]
+
+
+def _regression(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    if data is None:
+        return ins, [None]
+    label = ins[1] if ins[1] is not None and math.prod(ins[1]) == math.prod(data) else data
+    return [data, label], [data]
+
+
+def _flatten(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    data = ins[0]
+    return ins, [None if data is None else (data[0], math.prod(data[1:]))]
+
+
+_RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
+    "FullyConnected": _fully_connected,
+    "Convolution": _conv,
+    "Deconvolution": _deconv,
+    "Pooling": _pool,
+    "BatchNorm": _channel_params("axis", 1),
+    "LayerNorm": _channel_params("axis", -1),
+    "InstanceNorm": _channel_params("axis", 1),
+    "GroupNorm": _group_norm,
+    "Embedding": _embedding,
+    "LeakyReLU": _leaky,
+    "SoftmaxOutput": _softmax_output,
+    "Softmax": _softmax_output,
+    "LinearRegressionOutput": _regression,
+    "LogisticRegressionOutput": _regression,
+    "MAERegressionOutput": _regression,
+    "Flatten": _flatten,
+    "flatten": _flatten,
+}
+_SAME_SHAPE = {
+    "Activation", "Dropout", "BlockGrad", "stop_gradient", "MakeLoss", "make_loss", "identity",
+    "_copy", "relu", "sigmoid", "tanh", "softsign", "exp", "log", "sqrt", "square", "abs",
+    "negative", "clip", "Cast", "cast", "softmax", "log_softmax", "SoftmaxActivation",
+    "_plus_scalar", "_minus_scalar", "_rminus_scalar", "_mul_scalar", "_div_scalar",
+    "_rdiv_scalar", "_power_scalar", "_rpower_scalar", "_mod_scalar", "_rmod_scalar",
+    "_maximum_scalar", "_minimum_scalar", "_greater_scalar", "_greater_equal_scalar",
+    "_lesser_scalar", "_lesser_equal_scalar", "_equal_scalar", "_not_equal_scalar",
+}  # fmt: skip
+_BROADCAST = {
+    "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div", "_plus", "_Plus", "_minus",
+    "_Minus", "_mul", "_Mul", "_div", "_Div", "_power", "_Power", "_maximum", "_Maximum",
+    "_minimum", "_Minimum", "_mod", "_greater", "_greater_equal", "_lesser", "_lesser_equal",
+    "_equal", "_not_equal",
+}  # fmt: skip
+for _op in (
+    "broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div", "broadcast_plus",
+    "broadcast_minus", "broadcast_maximum", "broadcast_minimum", "broadcast_power",
+):  # fmt: skip
+    _RULES[_op] = _broadcast_strict

@@ -1,0 +1,286 @@
+"""What the symbol graph needs to know of each operator: its input names, hidden outputs and
+auxiliary states, how a node's string attributes become an ``mx.nd`` call.
+
+Every ``mx.nd`` operator is also a symbol operator: its array inputs are the parameters without
+a default (``broadcast_add(lhs, rhs)``), the rest are attributes. The operators with learnable
+parameters, labels, auxiliary states or several outputs are described in :data:`_DEFS`, as are
+the internal names MXNet gives arithmetic (``_plus_scalar``, ``elemwise_mul``...).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..base import MXNetError
+
+if TYPE_CHECKING:
+    from .graph import Node
+
+__all__ = [
+    "has_op",
+    "input_names",
+    "aux_positions",
+    "visible_outputs",
+    "num_outputs",
+    "parse_attr",
+    "parse_attrs",
+    "run",
+]
+
+
+@dataclass(frozen=True)
+class _Def:
+    """What a symbol operator needs beyond its ``mx.nd`` function."""
+
+    nd: str  # the mx.nd function that computes it
+    inputs: tuple[str, ...] | None = None  # None: the nd function's parameters without default
+    aux: tuple[str, ...] = ()  # trailing inputs that are auxiliary states
+    variadic: bool = False  # any number of inputs (``num_args``)
+    drop: Callable[[dict[str, Any]], set[str]] = field(default=lambda a: set())
+    hidden: int = 0  # outputs beyond the visible ones (BatchNorm's mean and variance)
+    scalar: str | None = None  # an arithmetic op with a number: how to compute it
+
+
+def _no_bias(default: bool) -> Callable[[dict[str, Any]], set[str]]:
+    return lambda a: {"bias"} if a.get("no_bias", default) else set()
+
+
+def _prelu(a: dict[str, Any]) -> set[str]:
+    return set() if a.get("act_type", "leaky") == "prelu" else {"gamma"}
+
+
+_LABEL = ("data", "label")
+_DEFS: dict[str, _Def] = {
+    "FullyConnected": _Def("FullyConnected", ("data", "weight", "bias"), drop=_no_bias(False)),
+    "Convolution": _Def("Convolution", ("data", "weight", "bias"), drop=_no_bias(False)),
+    "Deconvolution": _Def("Deconvolution", ("data", "weight", "bias"), drop=_no_bias(True)),
+    "BatchNorm": _Def(
+        "BatchNorm",
+        ("data", "gamma", "beta", "moving_mean", "moving_var"),
+        aux=("moving_mean", "moving_var"),
+        hidden=2,
+    ),  # fmt: skip
+    "LayerNorm": _Def("LayerNorm", ("data", "gamma", "beta"), hidden=2),
+    "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta")),
+    "GroupNorm": _Def("GroupNorm", ("data", "gamma", "beta"), hidden=2),
+    "Embedding": _Def("Embedding", ("data", "weight")),
+    "LeakyReLU": _Def("LeakyReLU", ("data", "gamma"), drop=_prelu),
+    "Dropout": _Def("Dropout", ("data",), hidden=1),
+    "SoftmaxOutput": _Def("SoftmaxOutput", _LABEL),
+    "Softmax": _Def("SoftmaxOutput", _LABEL),
+    "LinearRegressionOutput": _Def("LinearRegressionOutput", _LABEL),
+    "LogisticRegressionOutput": _Def("LogisticRegressionOutput", _LABEL),
+    "MAERegressionOutput": _Def("MAERegressionOutput", _LABEL),
+    "Concat": _Def("concat", variadic=True),
+    "concat": _Def("concat", variadic=True),
+    "add_n": _Def("add_n", variadic=True),
+    "ElementWiseSum": _Def("add_n", variadic=True),
+    "stack": _Def("stack", variadic=True),
+    "SliceChannel": _Def("SliceChannel", ("data",)),
+    "split": _Def("split", ("data",)),
+    "Flatten": _Def("Flatten", ("data",)),
+    "Reshape": _Def("reshape", ("data",)),
+    "Cast": _Def("cast", ("data",)),
+    "BlockGrad": _Def("BlockGrad", ("data",)),
+    "stop_gradient": _Def("BlockGrad", ("data",)),
+    "MakeLoss": _Def("MakeLoss", ("data",)),
+    "make_loss": _Def("MakeLoss", ("data",)),
+    "_copy": _Def("identity", ("data",)),
+    "identity": _Def("identity", ("data",)),
+    "Pooling": _Def("Pooling", ("data",)),
+    "LRN": _Def("LRN", ("data",), hidden=1),
+    "reverse": _Def("flip", ("data",)),
+    "Pad": _Def("pad", ("data",)),
+    "SwapAxis": _Def("swapaxes", ("data",)),
+    "_zeros": _Def("zeros", ()),
+    "_ones": _Def("ones", ()),
+    "_arange": _Def("arange", ()),
+}
+#: the operator MXNet records for a function name (``mx.sym.flatten`` makes a ``Flatten`` node)
+_CANONICAL = {
+    "flatten": "Flatten", "concat": "Concat", "split": "SliceChannel", "reshape": "Reshape",
+    "cast": "Cast", "stop_gradient": "BlockGrad", "identity": "_copy", "ElementWiseSum": "add_n",
+    "pad": "Pad", "swapaxes": "SwapAxis", "Softmax": "SoftmaxOutput",
+    "broadcast_plus": "broadcast_add", "broadcast_minus": "broadcast_sub", "sum_axis": "sum",
+    "max_axis": "max", "min_axis": "min", "flip": "reverse", "arange": "_arange",
+    "zeros": "_zeros", "ones": "_ones",
+}  # fmt: skip
+# arithmetic as MXNet names it in graphs
+for _op, _fn in {
+    "elemwise_add": "elemwise_add", "_plus": "elemwise_add", "_Plus": "elemwise_add",
+    "elemwise_sub": "elemwise_sub", "_minus": "elemwise_sub", "_Minus": "elemwise_sub",
+    "elemwise_mul": "elemwise_mul", "_mul": "elemwise_mul", "_Mul": "elemwise_mul",
+    "elemwise_div": "elemwise_div", "_div": "elemwise_div", "_Div": "elemwise_div",
+    "_power": "power", "_Power": "power", "_maximum": "maximum", "_Maximum": "maximum",
+    "_minimum": "minimum", "_Minimum": "minimum", "_mod": "modulo", "_Mod": "modulo",
+    "_greater": "greater", "_greater_equal": "greater_equal", "_lesser": "lesser",
+    "_lesser_equal": "lesser_equal", "_equal": "equal", "_not_equal": "not_equal",
+}.items():  # fmt: skip
+    _DEFS[_op] = _Def(_fn, ("lhs", "rhs"))
+_SCALAR = {
+    "_plus_scalar": "x + s", "_minus_scalar": "x - s", "_rminus_scalar": "s - x",
+    "_mul_scalar": "x * s", "_div_scalar": "x / s", "_rdiv_scalar": "s / x",
+    "_power_scalar": "x ** s", "_rpower_scalar": "s ** x", "_mod_scalar": "x % s",
+    "_rmod_scalar": "s % x", "_maximum_scalar": "maximum", "_minimum_scalar": "minimum",
+    "_greater_scalar": "greater", "_greater_equal_scalar": "greater_equal",
+    "_lesser_scalar": "lesser", "_lesser_equal_scalar": "lesser_equal",
+    "_equal_scalar": "equal", "_not_equal_scalar": "not_equal",
+}  # fmt: skip
+for _op, _how in _SCALAR.items():
+    _DEFS[_op] = _Def("", ("data",), scalar=_how)
+#: the ``__init__`` attribute MXNet gives auxiliary-state variables
+_AUX_INIT = {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
+
+
+def _nd() -> Any:
+    from .. import ndarray
+
+    return ndarray
+
+
+def _nd_fn(op: str) -> Callable[..., Any]:
+    d = _DEFS.get(op)
+    fn = getattr(_nd(), d.nd if d is not None else op, None)
+    if fn is None or not callable(fn) or op.startswith("__"):
+        raise MXNetError(f"symbol operator {op!r} is not an operator mxrs has")
+    return fn
+
+
+def has_op(op: str) -> bool:
+    """Whether ``op`` names a symbol operator."""
+    if op in _DEFS:
+        return True
+    fn = getattr(_nd(), op, None)
+    return callable(fn) and not isinstance(fn, type) and not op.startswith("_")
+
+
+@functools.cache
+def _signature_inputs(op: str) -> tuple[tuple[str, ...], bool]:
+    """The array inputs of a plain ``mx.nd`` operator and whether it takes any number."""
+    params = inspect.signature(_nd_fn(op)).parameters.values()
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return (), True
+    names = tuple(
+        p.name
+        for p in params
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )
+    return names, False
+
+
+def input_names(op: str, attrs: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """``(names, variadic)``: the inputs of an ``op`` node with (parsed) ``attrs``."""
+    d = _DEFS.get(op)
+    if d is None:
+        return _signature_inputs(op)
+    if d.variadic:
+        return (), True
+    if d.inputs is None:
+        return _signature_inputs(d.nd)
+    dropped = d.drop(attrs)
+    return tuple(n for n in d.inputs if n not in dropped), False
+
+
+def aux_positions(op: str, attrs: dict[str, str], n_inputs: int) -> list[int]:
+    """Which inputs of an ``op`` node are auxiliary states."""
+    d = _DEFS.get(op)
+    if d is None or not d.aux:
+        return []
+    names, _ = input_names(op, parse_attrs(attrs))
+    return [i for i, n in enumerate(names) if n in d.aux and i < n_inputs]
+
+
+def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
+    """The names (suffixes) of an ``op`` node's visible outputs."""
+    if op in ("SliceChannel", "split"):
+        n = int(parse_attrs(attrs).get("num_outputs", 1))
+        return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
+    if op in ("BatchNorm", "LayerNorm", "GroupNorm") and parse_attrs(attrs).get("output_mean_var"):
+        return ["output", "mean", "var"] if op == "BatchNorm" else ["output", "mean", "std"]
+    return ["output"]
+
+
+def num_outputs(op: str, attrs: dict[str, str]) -> int:
+    """Every output of an ``op`` node, hidden ones included (MXNet's ``node_row_ptr``)."""
+    d = _DEFS.get(op)
+    visible = len(visible_outputs(op, attrs))
+    hidden = d.hidden if d is not None else 0
+    if op == "Pooling" and parse_attrs(attrs).get("pool_type", "max") == "max":
+        hidden = 1  # MXNet's (MKL-DNN) max pooling keeps a workspace output
+    return max(visible, 1 + hidden)
+
+
+def parse_attr(value: str) -> Any:
+    """An attribute string as a Python value: ``'(5, 5)'`` -> (5, 5), ``'True'`` -> True;
+    anything that is not a literal stays a string (``'relu'``)."""
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return value
+
+
+def parse_attrs(attrs: dict[str, str]) -> dict[str, Any]:
+    """The operator parameters among ``attrs`` (not the ``__x__`` ones), parsed."""
+    return {
+        k: parse_attr(v) for k, v in attrs.items() if not (k.startswith("__") and k.endswith("__"))
+    }
+
+
+def _attr_string(key: str, value: Any) -> str:
+    if key == "dtype" and not isinstance(value, str):
+        return np.dtype(value).name
+    if isinstance(value, list):
+        return str(tuple(value))
+    return str(value)
+
+
+def run(node: Node, inputs: list[Any]) -> list[Any]:
+    """Compute ``node``'s visible outputs from its input NDArrays (training or not is the
+    autograd scope's)."""
+    op = node.op
+    assert op is not None
+    params = parse_attrs(node.attrs)
+    d = _DEFS.get(op)
+    if d is not None and d.scalar is not None:
+        return [_scalar(d.scalar, inputs[0], params.get("scalar", 0.0))]
+    fn = _nd_fn(op)
+    if d is not None and d.variadic:
+        params.pop("num_args", None)
+    try:
+        out = fn(*inputs, **params)
+    except TypeError as e:
+        raise MXNetError(f"{op} node {node.name!r}: {e}") from None
+    return list(out) if isinstance(out, list | tuple) else [out]
+
+
+def _scalar(how: str, x: Any, s: float) -> Any:
+    nd = _nd()
+    if how in ("maximum", "minimum", "greater", "greater_equal", "lesser", "lesser_equal",
+               "equal", "not_equal"):  # fmt: skip
+        return getattr(nd, how)(x, s)
+    return {
+        "x + s": lambda: x + s, "x - s": lambda: x - s, "s - x": lambda: s - x,
+        "x * s": lambda: x * s, "x / s": lambda: x / s, "s / x": lambda: s / x,
+        "x ** s": lambda: x**s, "s ** x": lambda: s**x, "x % s": lambda: x % s,
+        "s % x": lambda: s % x,
+    }[how]()  # fmt: skip
+
+
+@functools.cache
+def _positional_attrs(op: str) -> tuple[str, ...]:
+    d = _DEFS.get(op)
+    if d is not None and d.scalar is not None:
+        return ("scalar",)
+    fn = _nd_fn(op)
+    return tuple(
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    )
