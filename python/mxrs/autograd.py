@@ -508,14 +508,7 @@ class _FunctionNode:
                 g = ctx.backend.xp.zeros(shape, dtype)
             grads.append(new(g, ctx))
         with _Scope(False, None):
-            gins = self.fn.backward(*grads)
-        if not isinstance(gins, (list, tuple)):
-            gins = (gins,)
-        if len(gins) != len(self.inputs):
-            raise MXNetError(
-                f"{type(self.fn).__name__}.backward returned {len(gins)} "
-                f"gradients for {len(self.inputs)} inputs"
-            )
+            gins = self._checked(self.fn.backward(*grads))
         return tuple(None if g is None else g._data for g in gins)
 
     def backward_graph(self, *gouts: Any) -> tuple[Any, ...]:
@@ -525,7 +518,10 @@ class _FunctionNode:
             like._new(ctx.backend.xp.zeros(shape, dtype), ctx) if g is None else g
             for g, (ctx, shape, dtype) in zip(gouts, self.outs, strict=True)
         ]
-        gins = self.fn.backward(*grads)
+        return self._checked(self.fn.backward(*grads))
+
+    def _checked(self, gins: Any) -> tuple[Any, ...]:
+        """The Function's backward result as a tuple of one gradient per input."""
         if not isinstance(gins, (list, tuple)):
             gins = (gins,)
         if len(gins) != len(self.inputs):

@@ -51,7 +51,7 @@ from . import (
     shape,
     unary,
 )
-from ._op import Op, apply
+from ._op import Op, apply, unbroadcast
 from ._transfer import _ToContext, to_context
 
 __all__ = ["rule"]
@@ -88,16 +88,9 @@ def _const(like: Any, raw: Any) -> Any:
 
 
 def _unbroadcast(g: Any, to: tuple[int, ...]) -> Any:
-    """Sum recorded gradient ``g`` over the axes that broadcasting expanded to reach ``to``."""
-    if g.shape == to:
-        return g
-    lead = g.ndim - len(to)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, s in enumerate(to) if s == 1 and g.shape[i + lead] != 1
-    )
-    if axes:
-        g = reduce.sum(g, axis=axes)
-    return shape.reshape(g, to)
+    """Sum recorded gradient ``g`` over the axes that broadcasting expanded to reach ``to``
+    (``_op.unbroadcast`` on an NDArray records its sum and reshape)."""
+    return unbroadcast(g, tuple(to))
 
 
 # ----------------------------------------------------------------- linear ops
