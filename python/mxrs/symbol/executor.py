@@ -16,7 +16,7 @@ import numpy as np
 from .. import autograd
 from ..base import MXNetError
 from ..context import Context
-from .opinfo import run
+from .opinfo import compile_node
 
 if TYPE_CHECKING:
     from .symbol import Symbol
@@ -100,8 +100,11 @@ class Executor:
         self.aux_dict = dict(zip(aux_names, self.aux_arrays, strict=True))
         self.outputs: list[Any] = []
         self._monitor: Callable[[str, Any], None] | None = None
-        self._monitor_all = False
         self._recorded = False
+        # the graph is fixed once bound: order it and prepare each operator call once
+        self._plan = [
+            (node, None if node.op is None else compile_node(node)) for node in symbol._nodes()
+        ]
 
     @property
     def output_dict(self) -> dict[str, Any]:
@@ -117,12 +120,7 @@ class Executor:
             if k not in self.arg_dict:
                 raise MXNetError(f"forward: {k!r} is not an argument of the symbol")
             self.arg_dict[k][:] = v
-        record = (
-            is_train
-            and any(r != "null" for r in self._grad_req)
-            or is_train
-            and bool(self.aux_arrays)
-        )
+        record = is_train and (any(r != "null" for r in self._grad_req) or bool(self.aux_arrays))
         if record:
             variables = [a for a, r in zip(self.arg_arrays, self._grad_req, strict=True)
                          if r != "null"]  # fmt: skip
@@ -142,11 +140,11 @@ class Executor:
         values: dict[tuple[int, int], Any] = {}
         names = dict(self.arg_dict)
         names.update(self.aux_dict)
-        for node in self._symbol._nodes():
-            if node.op is None:
+        for node, call in self._plan:
+            if call is None:
                 values[(id(node), 0)] = names[node.name]
                 continue
-            outs = run(node, [values[(id(c), i)] for c, i in node.inputs])
+            outs = call([values[(id(c), i)] for c, i in node.inputs])
             for i, o in enumerate(outs):
                 values[(id(node), i)] = o
             if self._monitor is not None:
@@ -172,9 +170,9 @@ class Executor:
 
     def set_monitor_callback(self, callback: Callable[[str, Any], None],
                              monitor_all: bool = False) -> None:  # fmt: skip
-        """Call ``callback(name, array)`` on every node output of each forward."""
+        """Call ``callback(name, array)`` on every operator output of each forward
+        (``monitor_all`` is accepted; inputs are the arguments, already at hand)."""
         self._monitor = callback
-        self._monitor_all = monitor_all
 
     def copy_params_from(
         self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None = None,

@@ -43,10 +43,6 @@ class Node:
     ) -> None:
         self.op, self.name, self.attrs, self.inputs = op, name, attrs, inputs
 
-    @property
-    def is_variable(self) -> bool:
-        return self.op is None
-
     def output_names(self) -> list[str]:
         """The names of this node's visible outputs (``fc1_output``, ``split0_output1``)."""
         if self.op is None:

@@ -191,15 +191,19 @@ def _spatial(a: dict[str, Any], key: str, n: int, default: int) -> tuple[int, ..
     return v * n if len(v) == 1 else v
 
 
+def _window(a: dict[str, Any], nd: int) -> tuple[Any, Any, Any, Any, int, int]:
+    """A (de)convolution's kernel, stride, dilate, pad, num_filter and num_group."""
+    kernel = _spatial(a, "kernel", nd, 1)
+    stride, dilate = _spatial(a, "stride", nd, 1), _spatial(a, "dilate", nd, 1)
+    pad = _spatial(a, "pad", nd, 0)
+    return kernel, stride, dilate, pad, int(a["num_filter"]), int(a.get("num_group", 1))
+
+
 def _conv(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     data = ins[0]
     if data is None:
         return ins, [None]
-    nd = len(data) - 2
-    kernel = _spatial(a, "kernel", nd, 1)
-    stride, dilate = _spatial(a, "stride", nd, 1), _spatial(a, "dilate", nd, 1)
-    pad = _spatial(a, "pad", nd, 0)
-    nf, g = int(a["num_filter"]), int(a.get("num_group", 1))
+    kernel, stride, dilate, pad, nf, g = _window(a, len(data) - 2)
     filled: Shapes = [data, (nf, data[1] // g) + kernel]
     if len(ins) > 2:
         filled.append((nf,))
@@ -214,11 +218,8 @@ def _deconv(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     data = ins[0]
     if data is None:
         return ins, [None]
-    nd = len(data) - 2
-    kernel = _spatial(a, "kernel", nd, 1)
-    stride, dilate = _spatial(a, "stride", nd, 1), _spatial(a, "dilate", nd, 1)
-    pad, adj = _spatial(a, "pad", nd, 0), _spatial(a, "adj", nd, 0)
-    nf, g = int(a["num_filter"]), int(a.get("num_group", 1))
+    kernel, stride, dilate, pad, nf, g = _window(a, len(data) - 2)
+    adj = _spatial(a, "adj", len(data) - 2, 0)
     filled: Shapes = [data, (data[1], nf // g) + kernel]
     if len(ins) > 2:
         filled.append((nf,))

@@ -32,6 +32,7 @@ __all__ = [
     "parse_attr",
     "parse_attrs",
     "run",
+    "compile_node",
 ]
 
 
@@ -241,23 +242,35 @@ def _attr_string(key: str, value: Any) -> str:
     return str(value)
 
 
-def run(node: Node, inputs: list[Any]) -> list[Any]:
-    """Compute ``node``'s visible outputs from its input NDArrays (training or not is the
-    autograd scope's)."""
+def compile_node(node: Node) -> Callable[[list[Any]], list[Any]]:
+    """A function computing ``node``'s visible outputs from its input NDArrays, with the
+    node's attributes parsed and its operator looked up once (training or not is the autograd
+    scope's)."""
     op = node.op
     assert op is not None
     params = parse_attrs(node.attrs)
     d = _DEFS.get(op)
     if d is not None and d.scalar is not None:
-        return [_scalar(d.scalar, inputs[0], params.get("scalar", 0.0))]
+        how, s = d.scalar, params.get("scalar", 0.0)
+        return lambda inputs: [_scalar(how, inputs[0], s)]
     fn = _nd_fn(op)
     if d is not None and d.variadic:
         params.pop("num_args", None)
-    try:
-        out = fn(*inputs, **params)
-    except TypeError as e:
-        raise MXNetError(f"{op} node {node.name!r}: {e}") from None
-    return list(out) if isinstance(out, list | tuple) else [out]
+
+    def call(inputs: list[Any]) -> list[Any]:
+        try:
+            out = fn(*inputs, **params)
+        except TypeError as e:
+            raise MXNetError(f"{op} node {node.name!r}: {e}") from None
+        return list(out) if isinstance(out, list | tuple) else [out]
+
+    return call
+
+
+def run(node: Node, inputs: list[Any]) -> list[Any]:
+    """Compute ``node``'s visible outputs from its input NDArrays once (see
+    :func:`compile_node` for running it repeatedly)."""
+    return compile_node(node)(inputs)
 
 
 def _scalar(how: str, x: Any, s: float) -> Any:

@@ -91,13 +91,9 @@ def make_function(op: str) -> Callable[..., Symbol]:
 
     def fn(*args: Any, name: str | None = None, attr: dict[str, str] | None = None,
            **kwargs: Any) -> Symbol:  # fmt: skip
-        syms = [a for a in args if isinstance(a, Symbol)]
-        extra = args[len(syms) :]
-        if (
-            any(isinstance(a, Symbol) for a in extra)
-            or len(syms) < len(args)
-            and syms != list(args[: len(syms)])
-        ):
+        n = next((i for i, a in enumerate(args) if not isinstance(a, Symbol)), len(args))
+        syms, extra = list(args[:n]), args[n:]
+        if any(isinstance(a, Symbol) for a in extra):
             raise MXNetError(f"{op}: give the symbols first, then attributes by keyword")
         if extra:
             names, variadic = input_names(op, kwargs)
