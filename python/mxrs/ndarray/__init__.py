@@ -52,8 +52,9 @@ norms, padding
     ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
 deconv
     ``Deconvolution`` (transposed convolution).
-grad_graph
-    The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``.
+grad_graph, grad_linear
+    The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
+    (``grad_linear``: that of the linear ops, to any order).
 leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
 contrib, contrib_ops, contrib_box, contrib_resize

@@ -4,10 +4,10 @@ A primitive op's own ``backward`` works on raw arrays, so the gradients it retur
 to autograd. For higher-order gradients every op on the path needs a backward written with
 recorded NDArray operations; :func:`rule` returns it. Three kinds of op have one:
 
-linear ops
+linear ops (``grad_linear``)
     (reshape, transpose, broadcast_to, sum, mean, slice, indexing, concat, stack, split, tile,
     repeat, flip, pad, add, subtract, negation, scaling, cast, identity, context copies.) Their
-    backward ``g -> J^T g`` is itself linear; it runs as the op :class:`_LinearBackward`, whose
+    backward ``g -> J^T g`` is itself linear; it runs as the op :class:`LinearBackward`, whose
     own backward applies the original op again (``J gg``), and so on to any order.
 piecewise-linear elementwise ops
     (relu, leaky, abs, clip, maximum/minimum with a number, dropout, the extreme reductions.)
@@ -35,7 +35,6 @@ from ..base import MXNetError
 from . import elementwise as ew
 from . import (
     gather,
-    indexing,
     layout,
     leaky,
     localnorm,
@@ -44,15 +43,14 @@ from . import (
     mathfns,
     matmul,
     nn,
-    padding,
     reduce,
     reductions,
-    sequence,
     shape,
     unary,
 )
 from ._op import Op, apply, unbroadcast
 from ._transfer import _ToContext, to_context
+from .grad_linear import LINEAR, LinearBackward, const, linear, linear_again
 
 __all__ = ["rule"]
 
@@ -69,8 +67,8 @@ def rule(node: Any) -> Rule:
         When the op has no differentiable backward.
     """
     cls = type(node)
-    if cls in _LINEAR:
-        return _linear
+    if cls in LINEAR:
+        return linear
     found = _RULES.get(cls)
     if found is None:
         name = cls.__name__.lstrip("_")
@@ -82,119 +80,10 @@ def rule(node: Any) -> Rule:
     return found
 
 
-def _const(like: Any, raw: Any) -> Any:
-    """Raw array ``raw`` as an NDArray that autograd treats as a constant."""
-    return like._new(raw, like._ctx)
-
-
 def _unbroadcast(g: Any, to: tuple[int, ...]) -> Any:
     """Sum recorded gradient ``g`` over the axes that broadcasting expanded to reach ``to``
     (``_op.unbroadcast`` on an NDArray records its sum and reshape)."""
     return unbroadcast(g, tuple(to))
-
-
-# ----------------------------------------------------------------- linear ops
-#: Linear ops, each with how to turn its recorded attributes into those that apply ``J`` alone
-#: (a constant pad value is an offset, not part of ``J``).
-_LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    cls: (lambda attrs: attrs)
-    for cls in (
-        ew._Add,
-        ew._Sub,
-        ew._MulS,
-        ew._DivS,
-        unary._Neg,
-        unary._Cast,
-        nn._Identity,
-        reduce._Sum,
-        reduce._Mean,
-        shape._Reshape,
-        shape._Transpose,
-        shape._BroadcastTo,
-        shape._Concat,
-        shape._Stack,
-        shape._Split,
-        shape._Slice,
-        shape._Tile,
-        shape._Repeat,
-        shape._Flip,
-        indexing._BasicIndex,
-        indexing._AdvancedIndex,
-        mathfns._Scale,
-        layout._DiagMake,
-        layout._DiagTake,
-        layout._SplitAt,
-        gather._ScatterNd,
-        reductions._Cumsum,
-        sequence._SeqLast,
-        sequence._SeqReverse,
-    )
-}
-_LINEAR[padding._Pad] = lambda attrs: {**attrs, "value": 0.0}
-_LINEAR[sequence._SeqMask] = lambda attrs: {**attrs, "value": 0.0}
-
-
-def _zeros_for(node: Any, grads: tuple[Any, ...], metas: list[tuple[Any, Any]]) -> list[Any]:
-    """``grads`` with None replaced by zeros of the given shapes and dtypes."""
-    xp = node.xp
-    return [xp.zeros(s, d) if g is None else g for g, (s, d) in zip(grads, metas, strict=True)]
-
-
-class _LinearBackward(Op):
-    """``J^T g`` of a recorded linear op ``node`` as an op of its own: forward is ``node``'s
-    backward, backward applies ``node`` again (``J gg``)."""
-
-    def forward(self, *gouts: Any, node: Any) -> Any:
-        self.node = node
-        metas = getattr(node, "out_meta", None) or [(g.shape, g.dtype) for g in gouts]
-        self.gmeta = [(g.shape, g.dtype) for g in gouts]
-        gins = node.backward(*_zeros_for(node, gouts, metas))
-        gins = gins if type(gins) is tuple else (gins,)
-        ins = [(a._data.shape, a._data.dtype) for a in node.inputs]
-        out = tuple(_zeros_for(node, gins, ins))
-        # an op's backward may return views of its gradient (reshape): own the results
-        out = tuple(o.copy() if any(o is g for g in gouts) else o for o in out)
-        return out if len(out) > 1 else out[0]
-
-    def backward(self, *ggs: Any) -> Any:
-        node = self.node
-        ins = [(a._data.shape, a._data.dtype) for a in node.inputs]
-        again = type(node)()
-        again.xp, again.be, again.ctx = node.xp, node.be, node.ctx
-        again.needs = (False,) * len(ins)
-        out = again.forward(*_zeros_for(node, ggs, ins), **_LINEAR[type(node)](node.attrs))
-        outs = out if type(out) is tuple else (out,)
-        outs = tuple(o.astype(d, copy=False) for o, (_, d) in zip(outs, self.gmeta, strict=True))
-        return outs if len(outs) > 1 else outs[0]
-
-
-def _linear(node: Any, xs: list[Any], gs: list[Any]) -> Any:
-    metas = getattr(node, "out_meta", None)
-    if metas is not None:  # several outputs: the ones that got no gradient get zeros
-        like = next(g for g in gs if g is not None)
-        gs = [
-            _const(like, node.xp.zeros(s, d)) if g is None else g
-            for g, (s, d) in zip(gs, metas, strict=True)
-        ]
-    out = apply(_LinearBackward, gs, node=node)
-    return tuple(out) if isinstance(out, list) else out
-
-
-def _linear_again(node: Any, xs: list[Any], gs: list[Any]) -> Any:
-    """The rule of :class:`_LinearBackward` itself: the original op applied again."""
-    orig = node.node
-    ins = [(a._data.shape, a._data.dtype) for a in orig.inputs]
-    like = next(g for g in gs if g is not None)
-    gs = [
-        _const(like, orig.xp.zeros(s, d)) if g is None else g
-        for g, (s, d) in zip(gs, ins, strict=True)
-    ]
-    out = apply(type(orig), gs, **_LINEAR[type(orig)](orig.attrs))
-    outs = out if isinstance(out, list) else [out]
-    outs = [
-        o if o.dtype == x.dtype else unary.cast(o, x.dtype) for o, x in zip(outs, xs, strict=True)
-    ]
-    return tuple(outs) if len(outs) > 1 else outs[0]
 
 
 # ----------------------------------------------------------------- piecewise-linear ops
@@ -203,12 +92,12 @@ def _masked(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     backward of ones gives it."""
     g = gs[0]
     mask = node.backward(node.xp.ones(g.shape, g._data.dtype))
-    return g * _const(g, mask)
+    return g * const(g, mask)
 
 
 def _extreme(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     mask = (node.x == node.y).astype(node.x.dtype)
-    return _const(xs[0], mask) * shape.reshape(gs[0], node.kshape)
+    return const(xs[0], mask) * shape.reshape(gs[0], node.kshape)
 
 
 def _binary_extreme(pick_a: Callable[[Any, Any], Any]) -> Rule:
@@ -216,8 +105,8 @@ def _binary_extreme(pick_a: Callable[[Any, Any], Any]) -> Rule:
         a, b = xs
         mask = pick_a(node.a, node.b)
         g = gs[0]
-        ma = _const(g, mask.astype(g._data.dtype))
-        mb = _const(g, (~mask).astype(g._data.dtype))
+        ma = const(g, mask.astype(g._data.dtype))
+        mb = const(g, (~mask).astype(g._data.dtype))
         return _unbroadcast(g * ma, a.shape), _unbroadcast(g * mb, b.shape)
 
     return grad
@@ -247,7 +136,7 @@ def _pow(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 def _mod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     a, b = xs
     g = gs[0]
-    q = _const(g, node.xp.floor(node.a / node.b))
+    q = const(g, node.xp.floor(node.a / node.b))
     return _unbroadcast(g, a.shape), _unbroadcast(-g * q, b.shape)
 
 
@@ -262,7 +151,7 @@ def _scalar_rules() -> dict[type, Rule]:
         ew._RDivS: lambda n, xs, gs: -gs[0] * s(n) / (xs[0] * xs[0]),
         ew._PowS: lambda n, xs, gs: gs[0] * s(n) * ew.power(xs[0], s(n) - 1),
         ew._RPowS: lambda n, xs, gs: gs[0] * ew.power(s(n), xs[0]) * float(np.log(s(n))),
-        ew._RModS: lambda n, xs, gs: -gs[0] * _const(gs[0], n.xp.floor(s(n) / n.a)),
+        ew._RModS: lambda n, xs, gs: -gs[0] * const(gs[0], n.xp.floor(s(n) / n.a)),
         ew._MaxS: _masked,
         ew._MinS: _masked,
     }
@@ -324,8 +213,8 @@ def _where(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     _, x, y = xs
     g = gs[0]
     cond = node.cond.astype(g._data.dtype)
-    gx = _unbroadcast(g * _const(g, cond), x.shape)
-    gy = _unbroadcast(g * _const(g, 1 - cond), y.shape)
+    gx = _unbroadcast(g * const(g, cond), x.shape)
+    gy = _unbroadcast(g * const(g, 1 - cond), y.shape)
     return None, gx, gy
 
 
@@ -387,7 +276,7 @@ def _log_softmax(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 def _norm(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     g = shape.reshape(gs[0], node.kshape)
     if node.ord == 1:
-        return g * _const(g, node.xp.sign(node.x))
+        return g * const(g, node.xp.sign(node.x))
     x = xs[0]
     axes = node.attrs["axes"]
     return g * x / unary.sqrt(reduce.sum(x * x, axis=axes, keepdims=True))
@@ -447,15 +336,15 @@ def _hypot(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 def _smooth_l1(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     g, x, xp = gs[0], xs[0], node.xp
     dt = g._data.dtype
-    slope = _const(g, (node.inner * node.s2).astype(dt))
-    step = _const(g, xp.where(node.inner, 0, xp.sign(node.x)).astype(dt))
+    slope = const(g, (node.inner * node.s2).astype(dt))
+    step = const(g, xp.where(node.inner, 0, xp.sign(node.x)).astype(dt))
     return g * (x * slope + step)
 
 
 def _nanprod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     x = xs[0]
-    ok = _const(x, node.ok.astype(node.xf.dtype))
-    xf = unary.where(ok, x, _const(x, node.xp.ones_like(node.xf)))
+    ok = const(x, node.ok.astype(node.xf.dtype))
+    xf = unary.where(ok, x, const(x, node.xp.ones_like(node.xf)))
     y = reduce.prod(xf, axis=node.attrs["axes"], keepdims=True)
     return shape.reshape(gs[0], node.kshape) * y / xf * ok
 
@@ -497,7 +386,7 @@ _RULES: dict[type, Rule] = {
     nn._Softmax: _softmax,
     nn._LogSoftmax: _log_softmax,
     _ToContext: _to_context,
-    _LinearBackward: _linear_again,
+    LinearBackward: linear_again,
     _Erf: lambda n, xs, gs: gs[0] * (2.0 / math.sqrt(math.pi)) * unary.exp(-xs[0] * xs[0]),
 }
 
