@@ -14,6 +14,8 @@ python -m pip install -q --upgrade pip
 python -m pip install -q '.[test]'
 # Apache MXNet 1.9.1 in its own virtualenv: the reference of the differential tests
 bash bench/setup_mxnet.sh
+# NumPy 1.x beside the mxrs of .venv: MXNet's own example scripts need np.fromstring
+scripts/np1-venv.sh
 
 cargo fmt --all -- --check
 # rust-version is a true minimum; clippy's incompatible_msrv then checks std APIs against it

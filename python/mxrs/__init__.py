@@ -63,6 +63,8 @@ from . import (  # noqa: E402
     attribute,
     autograd,
     base,
+    callback,
+    checkpoint,
     context,
     contrib,
     gluon,
@@ -72,9 +74,12 @@ from . import (  # noqa: E402
     lr_scheduler,
     metric,
     model,
+    module,
+    monitor,
     name,
     ndarray,
     optimizer,
+    profiler,
     random,
     runtime,
     symbol,
@@ -87,6 +92,8 @@ nd = ndarray
 kv = kvstore
 init = initializer
 sym = symbol
+mod = module
+mon = monitor
 AttrScope = attribute.AttrScope
 
 __version__ = _native.__version__
@@ -97,6 +104,8 @@ __all__ = [
     "MXNetError",
     "autograd",
     "base",
+    "callback",
+    "checkpoint",
     "context",
     "contrib",
     "cpu",
@@ -111,11 +120,16 @@ __all__ = [
     "kvstore",
     "lr_scheduler",
     "metric",
+    "mod",
     "model",
+    "module",
+    "mon",
+    "monitor",
     "name",
     "nd",
     "ndarray",
     "optimizer",
+    "profiler",
     "random",
     "runtime",
     "sym",

@@ -1,16 +1,16 @@
-"""``mx.model.FeedForward``: the older fit/predict/score API, over a Gluon Block.
+"""``mx.model``: checkpoints in MXNet's file format and ``FeedForward``, the older
+fit/predict/score API.
 
-MXNet's FeedForward trains a symbol; here ``symbol`` is a Gluon Block that maps a batch to
-outputs (class scores by default). The batch is cut across ``ctx`` evenly or in proportion to
-``work_load_list``, gradients are reduced through a KVStore and the optimizer is applied as in
-``gluon.Trainer``.
+``FeedForward`` trains a Symbol as MXNet's does (through :class:`mxrs.module.Module`, see
+:mod:`mxrs.feedforward_symbol`), or a Gluon Block that maps a batch to outputs (class scores by
+default): then the batch is cut across ``ctx`` evenly or in proportion to ``work_load_list``,
+gradients are reduced through a KVStore and the optimizer is applied as in ``gluon.Trainer``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
@@ -20,17 +20,21 @@ from . import autograd
 from . import initializer as _init
 from . import metric as _metric
 from .base import MXNetError
+from .checkpoint import load_checkpoint, load_params, save_checkpoint
 from .context import Context, cpu
+from .feedforward_symbol import SymbolModel
 from .gluon import Block, Trainer
 from .gluon.loss import SoftmaxCrossEntropyLoss
 from .gluon.utils import split_and_load
-from .io import DataBatch, DataIter
+from .io import DataBatch, DataIter, NDArrayIter
+from .module import BatchEndParam
 from .ndarray import NDArray
+from .symbol import Symbol
+
+__all__ = ["BatchEndParam", "FeedForward", "load_checkpoint", "load_params", "save_checkpoint"]
 
 #: A callback, or a list of them, called with the arguments MXNet passes.
 _Callbacks = Callable[..., Any] | list[Callable[..., Any]] | tuple[Callable[..., Any], ...] | None
-
-BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
 class FeedForward:
@@ -38,26 +42,31 @@ class FeedForward:
 
     Parameters
     ----------
-    symbol : gluon.Block
-        The network; its output is compared with the labels by ``loss``.
+    symbol : Symbol or gluon.Block
+        The network: a Symbol ending in an output layer (``SoftmaxOutput``...), or a Block whose
+        output is compared with the labels by ``loss``.
     ctx : Context or list of Context, default cpu()
         Devices the batch is cut across.
     num_epoch : int or None
         Epochs ``fit`` runs.
     optimizer : str or Optimizer, default 'sgd'
+    epoch_size : int or None
+        Batches per epoch (the data is not restarted between epochs); all of it by default.
     initializer : Initializer, default Uniform(0.01)
     numpy_batch_size : int, default 128
         Batch size when ``fit`` gets whole arrays.
+    arg_params, aux_params : dict of str to NDArray, optional
+        Initial values of a Symbol's parameters; after ``fit``, the trained ones.
     begin_epoch : int, default 0
     loss : gluon.loss.Loss or None
-        Defaults to softmax cross-entropy on integer labels.
+        For a Block: defaults to softmax cross-entropy on integer labels.
     **kwargs
         Optimizer hyper-parameters (``learning_rate``, ``momentum``, ``wd``...).
     """
 
     def __init__(
         self,
-        symbol: Block,
+        symbol: Symbol | Block,
         ctx: Context | Sequence[Context] | None = None,
         num_epoch: int | None = None,
         epoch_size: int | None = None,
@@ -71,11 +80,11 @@ class FeedForward:
         loss: Block | None = None,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(symbol, Block):
-            raise MXNetError(
-                f"FeedForward: symbol must be a gluon Block, got {type(symbol).__name__}"
-            )
+        if not isinstance(symbol, Symbol | Block):
+            kind = type(symbol).__name__
+            raise MXNetError(f"FeedForward: symbol must be a Symbol or a gluon Block, got {kind}")
         self.symbol = symbol
+        self._net = cast(Block, symbol)  # what the Block path runs
         ctx = cpu() if ctx is None else ctx
         self.ctx = [ctx] if isinstance(ctx, Context) else list(ctx)
         self.num_epoch = num_epoch
@@ -85,18 +94,71 @@ class FeedForward:
         self.numpy_batch_size = numpy_batch_size
         self.begin_epoch = begin_epoch
         self.kwargs = kwargs
+        self._sym: SymbolModel | None = None
+        if isinstance(symbol, Symbol):
+            self._sym = SymbolModel(symbol, self.ctx, num_epoch, epoch_size, optimizer,
+                                    self.initializer, numpy_batch_size, arg_params, aux_params,
+                                    allow_extra_params, begin_epoch, kwargs)  # fmt: skip
+            return
         self._loss = loss
         self._initialized = False
         if arg_params or aux_params:
             raise MXNetError(
-                "FeedForward: arg_params/aux_params are not supported; load weights "
-                "into the Block with load_parameters"
+                "FeedForward: arg_params/aux_params are for a Symbol; load a Block's weights "
+                "with load_parameters"
             )
+
+    @property
+    def arg_params(self) -> dict[str, Any] | None:
+        """A Symbol model's parameters (None for a Block, which holds its own)."""
+        return None if self._sym is None else self._sym.arg_params
+
+    @property
+    def aux_params(self) -> dict[str, Any] | None:
+        """A Symbol model's auxiliary states (None for a Block)."""
+        return None if self._sym is None else self._sym.aux_params
+
+    def save(self, prefix: str, epoch: int | None = None) -> None:
+        """Write a Symbol model's checkpoint (epoch ``num_epoch`` by default)."""
+        if self._sym is None:
+            raise MXNetError("FeedForward.save: a Block saves itself with save_parameters")
+        if epoch is None:
+            if self.num_epoch is None:
+                raise MXNetError("FeedForward.save: give the epoch (num_epoch is not set)")
+            epoch = self.num_epoch
+        self._sym.save(prefix, epoch)
+
+    @staticmethod
+    def load(prefix: str, epoch: int, ctx: Any = None, **kwargs: Any) -> FeedForward:
+        """A Symbol model from the checkpoint ``prefix-symbol.json`` / ``prefix-%04d.params``;
+        ``kwargs`` as for the constructor."""
+        symbol, arg_params, aux_params = load_checkpoint(prefix, epoch)
+        return FeedForward(symbol, ctx=ctx, arg_params=arg_params, aux_params=aux_params,
+                           begin_epoch=epoch, **kwargs)  # fmt: skip
+
+    @staticmethod
+    def create(symbol: Symbol | Block, X: Any, y: Any = None, ctx: Any = None,
+               num_epoch: int | None = None, epoch_size: int | None = None,
+               optimizer: Any = "sgd", initializer: Any = None, eval_data: Any = None,
+               eval_metric: Any = "acc", epoch_end_callback: _Callbacks = None,
+               batch_end_callback: _Callbacks = None, kvstore: Any = "local",
+               logger: logging.Logger | None = None, work_load_list: Any = None,
+               eval_end_callback: _Callbacks = None, eval_batch_end_callback: _Callbacks = None,
+               **kwargs: Any) -> FeedForward:  # fmt: skip
+        """Make a model and ``fit`` it in one call."""
+        model = FeedForward(symbol, ctx=ctx, num_epoch=num_epoch, epoch_size=epoch_size,
+                            optimizer=optimizer, initializer=initializer, **kwargs)  # fmt: skip
+        model.fit(X, y, eval_data=eval_data, eval_metric=eval_metric,
+                  epoch_end_callback=epoch_end_callback, batch_end_callback=batch_end_callback,
+                  kvstore=kvstore, logger=logger, work_load_list=work_load_list,
+                  eval_end_callback=eval_end_callback,
+                  eval_batch_end_callback=eval_batch_end_callback)  # fmt: skip
+        return model
 
     # ------------------------------------------------------------------ helpers
     def _init(self) -> None:
         if not self._initialized:
-            self.symbol.initialize(self.initializer, ctx=self.ctx)
+            self._net.initialize(self.initializer, ctx=self.ctx)
             self._initialized = True
 
     def _batches(
@@ -175,6 +237,11 @@ class FeedForward:
         FeedForward
             ``self``.
         """
+        if self._sym is not None:
+            self._sym.fit(X, y, eval_data, eval_metric, epoch_end_callback, batch_end_callback,
+                          kvstore, logger, work_load_list, monitor, eval_end_callback,
+                          eval_batch_end_callback)  # fmt: skip
+            return self
         if self.num_epoch is None:
             raise MXNetError("FeedForward.fit: num_epoch is not set")
         if work_load_list is not None and len(work_load_list) != len(self.ctx):
@@ -186,7 +253,7 @@ class FeedForward:
         self._init()
         loss_fn = self._loss or SoftmaxCrossEntropyLoss()
         trainer = Trainer(
-            self.symbol.collect_params(), self.optimizer, dict(self.kwargs), kvstore=kvstore
+            self._net.collect_params(), self.optimizer, dict(self.kwargs), kvstore=kvstore
         )
         metric = _metric.create(eval_metric)
         for epoch in range(self.begin_epoch, self.num_epoch):
@@ -200,7 +267,7 @@ class FeedForward:
                 datas = self._split(data, work_load_list)
                 labels = self._split(label, work_load_list)
                 with autograd.record():
-                    outs = [self.symbol(d) for d in datas]
+                    outs = [self._net(d) for d in datas]
                     losses = [loss_fn(o, lab) for o, lab in zip(outs, labels, strict=True)]
                 autograd.backward(losses)
                 trainer.step(sum(d.shape[0] for d in datas))
@@ -223,7 +290,10 @@ class FeedForward:
         return_data: bool = False,
         reuse_executor: bool = False,
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
-        """The network's outputs for ``X``, as one numpy array (rows in input order)."""
+        """The network's outputs for ``X``, as one numpy array (rows in input order; a list
+        of them for a Symbol with several outputs); with ``return_data`` also the inputs."""
+        if self._sym is not None:
+            return self._sym.predict(X, num_batch, return_data)
         self._init()
         outs: list[np.ndarray] = []
         datas: list[np.ndarray] = []
@@ -232,7 +302,7 @@ class FeedForward:
             if num_batch is not None and n >= num_batch:
                 break
             parts = self._split(data, None)
-            outs.extend(self.symbol(p).asnumpy() for p in parts)
+            outs.extend(self._net(p).asnumpy() for p in parts)
             if return_data:
                 datas.append(data.asnumpy() if isinstance(data, NDArray) else np.asarray(data))
         if not outs:
@@ -249,7 +319,15 @@ class FeedForward:
         batch_end_callback: _Callbacks = None,
         reset: bool = True,
     ) -> Any:
-        """Evaluate ``eval_metric`` over ``X`` (with labels ``y`` or in the batches)."""
+        """Evaluate ``eval_metric`` over ``X`` (with labels ``y`` or in the batches).
+
+        For a Symbol model the second positional argument may be the metric, as MXNet's
+        ``score(X, eval_metric)``."""
+        if self._sym is not None:
+            if isinstance(y, str | _metric.EvalMetric):
+                y, eval_metric = None, y
+            data = X if y is None else NDArrayIter(X, y, min(len(X), self.numpy_batch_size))
+            return self._sym.score(data, eval_metric, num_batch, batch_end_callback, reset)
         m = self._score(X, y, eval_metric, num_batch)
         return m.get()[1]
 
@@ -266,7 +344,7 @@ class FeedForward:
                 raise MXNetError("FeedForward.score: the data has no labels")
             parts = self._split(data, None)
             labels = self._split(label, None)
-            m.update(labels, [self.symbol(p) for p in parts])
+            m.update(labels, [self._net(p) for p in parts])
         return m
 
 

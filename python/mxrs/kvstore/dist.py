@@ -398,8 +398,6 @@ class DistKVStore(KVStoreBase):
         assert opt is not None  # called only once set_optimizer has set it
         mults = []
         for k in keys:
-            if not isinstance(k, int):
-                continue
             lr, wd = opt._get_lr_mult(k), opt._get_wd_mult(k)
             if lr != 1.0 or wd != 1.0:
                 mults.append((self._keys[k][0], float(lr), float(wd)))

@@ -68,10 +68,16 @@ def create(
                 vattrs = dict(attrs)
                 if n in aux:
                     vattrs["__init__"] = _AUX_INIT.get(n, '["zero", {}]')
+                elif (op, n) in _INPUT_INIT:
+                    vattrs["__init__"] = _INPUT_INIT[(op, n)]
                 inputs.append(Variable(f"{node_name}_{n}", attr=vattrs)._outputs[0])
     node = Node(op, node_name, attrs, inputs)
     n_out = len(node.output_names())
     return Symbol([(node, i) for i in range(n_out)])
+
+
+#: the ``__init__`` attribute MXNet gives the variables some operators create for themselves
+_INPUT_INIT = {("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
 
 
 def _output(sym: Any, op: str) -> tuple[Node, int]:

@@ -1,0 +1,8 @@
+"""``mx.mod``: training a Symbol with MXNet 1.x's Module API (bind, init_params,
+init_optimizer, forward/backward/update, fit, score, predict, checkpoints)."""
+
+from .base_module import BaseModule, BatchEndParam
+from .executor_group import DataParallelExecutorGroup
+from .module import Module
+
+__all__ = ["BaseModule", "BatchEndParam", "DataParallelExecutorGroup", "Module"]

@@ -1,0 +1,594 @@
+"""``mx.profiler``: spans, counters and markers of the user's code, as a Chrome trace.
+
+MXNet 1.9.1's API: :func:`set_config`, :func:`set_state`, :func:`pause`/:func:`resume`,
+:func:`dump` (a ``chrome://tracing`` / Perfetto JSON file), :func:`dumps` (aggregate statistics)
+and the profiling objects :class:`Domain`, :class:`Task`, :class:`Frame`, :class:`Event`,
+:class:`Counter`, :class:`Marker`; plus :func:`state` and :func:`scope` (MXNet 2's scope).
+
+What is recorded, while the state is 'run' and not paused: the user's Task/Frame/Event spans
+(``start``/``stop`` or ``with``), Counter values and Markers, each with a timestamp in
+microseconds (from ``time.perf_counter_ns``), the process id and the thread id. mxrs does not
+hook its array operators, so the ``profile_symbolic`` / ``profile_imperative`` /
+``profile_memory`` / ``profile_api`` options are accepted and record nothing, and profiling
+costs nothing while it is off.
+
+``profile_process='server'`` is accepted everywhere and records nothing here: mxrs's parameter
+servers are Rust processes, outside this Python profiler.
+
+Examples
+--------
+>>> mx.profiler.set_config(filename="trace.json", aggregate_stats=True)
+>>> mx.profiler.set_state("run")
+>>> with mx.profiler.Domain("train").new_task("epoch"):
+...     train_one_epoch()
+>>> mx.profiler.set_state("stop")
+>>> print(mx.profiler.dumps())
+>>> mx.profiler.dump()                      # writes trace.json
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from .base import InvalidUsageError, MXNetError
+
+__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "scope",
+           "Domain", "Task", "Frame", "Event", "Counter", "Marker",
+           "profiler_set_config", "profiler_set_state", "dump_profile"]  # fmt: skip
+
+_DEFAULTS: dict[str, Any] = {
+    "profile_all": False,
+    "profile_symbolic": True,
+    "profile_imperative": True,
+    "profile_memory": True,
+    "profile_api": True,
+    "filename": "profile.json",
+    "continuous_dump": True,
+    "dump_period": 1.0,
+    "aggregate_stats": False,
+    "profile_process": "worker",
+}
+_BOOL_KEYS = {k for k, v in _DEFAULTS.items() if isinstance(v, bool)}
+_PROCESSES = ("worker", "server")
+_MARKER_SCOPES = {"global": "g", "process": "p", "thread": "t", "task": "t", "marker": "t"}
+_SORT_KEYS = {
+    "total": lambda s: s[1],
+    "avg": lambda s: s[1] / s[0],
+    "min": lambda s: s[2],
+    "max": lambda s: s[3],
+    "count": lambda s: s[0],
+}
+_RULE = "================="
+_TIME_HEAD = ("Name", "Total Count", "Time (ms)", "Min Time (ms)", "Max Time (ms)", "Avg Time (ms)")
+_COUNTER_HEAD = ("Name", "Total Count", "Last Value", "Min Value", "Max Value")
+
+# The innermost :func:`scope`'s name in this thread / task (None outside any scope).
+_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "mxrs_profiler_scope", default=None
+)
+
+
+class _Profiler:
+    """The worker's profiler: configuration, state, trace events and aggregate statistics."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.config = dict(_DEFAULTS)
+        self.running = False
+        self.paused = False
+        self.recording = False  # running and not paused: the one flag the hot paths read
+        self.has_run = False  # set_state('run') since the last finishing dump
+        self.events: list[dict[str, Any]] = []
+        # (category, name) -> [count, total ms, min ms, max ms] / [count, last, min, max]
+        self.spans: dict[tuple[str, str], list[float]] = {}
+        self.counters: dict[tuple[str, str], list[int]] = {}
+
+    def set_flags(self, running: bool | None = None, paused: bool | None = None) -> None:
+        with self.lock:
+            if running is not None:
+                self.running = running
+                self.has_run = self.has_run or running
+            if paused is not None:
+                self.paused = paused
+            self.recording = self.running and not self.paused
+
+    def add(self, name: str, cat: str, ph: str, ts_ns: int, tid: int = 0, **fields: Any) -> bool:
+        """Append a trace event (``tid`` 0: this thread's) while recording; whether it did."""
+        tid = tid or threading.get_native_id()
+        event = dict(name=name, cat=cat, ph=ph, ts=ts_ns / 1000, pid=os.getpid(), tid=tid, **fields)
+        with self.lock:
+            if self.recording:
+                self.events.append(event)
+            return self.recording
+
+    def add_span(self, name: str, cat: str, t0: int, t1: int, tid: int, where: str | None) -> None:
+        extra = {} if where is None else {"args": {"scope": where}}
+        if not self.add(name, cat, "X", t0, tid, dur=(t1 - t0) / 1000, **extra):
+            return
+        if self.config["aggregate_stats"]:
+            ms = (t1 - t0) / 1e6
+            with self.lock:
+                s = self.spans.setdefault((cat, name), [0, 0.0, ms, ms])
+                s[0], s[1], s[2], s[3] = s[0] + 1, s[1] + ms, min(s[2], ms), max(s[3], ms)
+
+    def add_counter(self, name: str, cat: str, value: int) -> None:
+        if not self.add(name, cat, "C", time.perf_counter_ns(), args={name: value}):
+            return
+        if self.config["aggregate_stats"]:
+            with self.lock:
+                c = self.counters.setdefault((cat, name), [0, value, value, value])
+                c[0], c[1], c[2], c[3] = c[0] + 1, value, min(c[2], value), max(c[3], value)
+
+
+_prof = _Profiler()
+
+
+def _check_process(profile_process: str, what: str) -> bool:
+    """Whether ``profile_process`` is the worker (this process); an error if neither."""
+    if profile_process not in _PROCESSES:
+        raise MXNetError(
+            f"{what}: profile_process must be 'worker' or 'server', got {profile_process!r}"
+        )
+    return profile_process == "worker"
+
+
+def _parse(key: str, value: Any) -> Any:
+    if key in _BOOL_KEYS:
+        text = str(value).strip().lower()
+        if isinstance(value, bool) or text in ("0", "1", "true", "false"):
+            return text in ("1", "true")
+        raise MXNetError(f"Invalid Parameter format for {key} expect boolean but value={value!r}")
+    if key == "dump_period":
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise MXNetError(
+                f"Invalid Parameter format for dump_period expect float but value={value!r}"
+            ) from None
+    if key == "profile_process":
+        if value not in _PROCESSES:
+            raise MXNetError(f"Invalid Input: {value!r}, valid values are: {{'server', 'worker'}}")
+        return value
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)  # filename
+
+
+def set_config(**kwargs: Any) -> None:
+    """Configure the profiler (keyword arguments only; each is checked before any is applied).
+
+    Parameters
+    ----------
+    filename : str, default 'profile.json'
+        The file :func:`dump` writes.
+    aggregate_stats : bool, default False
+        Keep per-name statistics for :func:`dumps`.
+    profile_all, profile_symbolic, profile_imperative, profile_memory, profile_api : bool
+        Accepted for MXNet's scripts; mxrs records no operator, memory or API events.
+    continuous_dump : bool, dump_period : float
+        Accepted; the trace is written by :func:`dump` only.
+    profile_process : {'worker', 'server'}, default 'worker'
+        'server' configures nothing here (the servers are Rust processes).
+
+    Raises
+    ------
+    MXNetError
+        For an unknown argument (the message lists the known ones) or a value of the wrong
+        kind, as MXNet does.
+    """
+    for key in kwargs:
+        if key not in _DEFAULTS:
+            raise MXNetError(
+                f"Cannot find argument {key!r}, Possible Arguments: {', '.join(_DEFAULTS)}"
+            )
+    parsed = {k: _parse(k, v) for k, v in kwargs.items()}
+    if parsed.get("profile_process", "worker") == "server":
+        return
+    with _prof.lock:
+        _prof.config.update(parsed)
+
+
+def set_state(state: str = "stop", profile_process: str = "worker") -> None:
+    """Start ('run') or stop ('stop') recording.
+
+    Raises
+    ------
+    MXNetError
+        For a state other than 'run' and 'stop', or a process other than 'worker' / 'server'.
+    """
+    if state not in ("run", "stop"):
+        raise MXNetError(f"set_state: state must be 'run' or 'stop', got {state!r}")
+    if _check_process(profile_process, "set_state"):
+        _prof.set_flags(running=state == "run")
+
+
+def state() -> str:
+    """The worker's profiler state: 'run' or 'stop' (an mxrs addition; pausing keeps 'run')."""
+    return "run" if _prof.running else "stop"
+
+
+def pause(profile_process: str = "worker") -> None:
+    """Stop recording until :func:`resume`, without leaving the 'run' state."""
+    if _check_process(profile_process, "pause"):
+        _prof.set_flags(paused=True)
+
+
+def resume(profile_process: str = "worker") -> None:
+    """Record again after :func:`pause`."""
+    if _check_process(profile_process, "resume"):
+        _prof.set_flags(paused=False)
+
+
+def dump(finished: bool = True, profile_process: str = "worker") -> None:
+    """Write the trace recorded so far to the configured ``filename``.
+
+    The file is Chrome's trace format, ``{"traceEvents": [...], "displayTimeUnit": "ms"}``,
+    for ``chrome://tracing`` or Perfetto: spans are complete events (``"ph": "X"``), counter
+    values ``"C"`` events, markers instant (``"i"``) events; categories are the domain's name,
+    ``"DOMAIN,frame"``, ``"event"`` and ``"DOMAIN,instant_marker"`` as in MXNet.
+
+    Parameters
+    ----------
+    finished : bool, default True
+        End this profiling session: the profiler stops and the written events are dropped, so
+        a later dump needs ``set_state('run')`` again. With False the events are kept and a
+        later dump writes them again with the newer ones.
+    profile_process : {'worker', 'server'}
+        'server' writes nothing here.
+
+    Raises
+    ------
+    MXNetError
+        When the profiler has not run since the last finishing dump, or the file cannot be
+        written.
+    """
+    if not _check_process(profile_process, "dump"):
+        return
+    with _prof.lock:
+        if not _prof.has_run:
+            raise MXNetError(
+                "dump: the profiler hasn't been run: configure it with set_config "
+                "and start it with set_state('run') first"
+            )
+        events = list(_prof.events)
+        filename = _prof.config["filename"]
+    meta = {"name": "process_name", "ph": "M", "pid": os.getpid(), "args": {"name": "mxrs"}}
+    try:
+        with open(filename, "w") as f:
+            json.dump({"traceEvents": [meta, *events], "displayTimeUnit": "ms"}, f, indent=1)
+    except OSError as e:
+        raise MXNetError(f"dump: cannot write the profile to {filename!r}: {e}") from e
+    if finished is True:
+        with _prof.lock:
+            del _prof.events[: len(events)]
+            _prof.has_run = False
+        _prof.set_flags(running=False)
+
+
+def dumps(
+    reset: bool = False, format: str = "table", sort_by: str = "total", ascending: bool = False
+) -> str:
+    """The aggregate statistics, when ``aggregate_stats`` was set ('' otherwise).
+
+    Spans are listed per category with count and total / min / max / average time in
+    milliseconds, counters with count and last / min / max value.
+
+    Parameters
+    ----------
+    reset : bool, default False
+        Clear the statistics after reading them.
+    format : {'table', 'json'}
+    sort_by : {'total', 'avg', 'min', 'max', 'count'}
+        Order of the spans within a category.
+    ascending : bool, default False
+
+    Raises
+    ------
+    InvalidUsageError
+        (an ``AssertionError``, as MXNet raises) for a value outside those listed.
+    """
+    for what, value, allowed in (
+        ("format", format, ("table", "json")),
+        ("sort_by", sort_by, tuple(_SORT_KEYS)),
+        ("ascending", ascending, (False, True)),
+        ("reset", reset, (False, True)),
+    ):
+        if value not in allowed:
+            support = ", ".join(map(repr, allowed))
+            raise InvalidUsageError(
+                f"Invalid value provided for {what}: {value}. Support: {support}"
+            )
+    with _prof.lock:
+        if not _prof.config["aggregate_stats"]:
+            return ""
+        spans = {k: list(v) for k, v in _prof.spans.items()}
+        counters = {k: list(v) for k, v in _prof.counters.items()}
+        if reset:
+            _prof.spans.clear()
+            _prof.counters.clear()
+    key = _SORT_KEYS[sort_by]
+    times: dict[str, dict[str, dict[str, float]]] = {}
+    for (cat, name), s in sorted(spans.items(), key=lambda kv: key(kv[1]), reverse=not ascending):
+        stat = {"Count": s[0], "Total": s[1], "Min": s[2], "Max": s[3], "Avg": s[1] / s[0]}
+        times.setdefault(cat, {})[name] = stat
+    values: dict[str, dict[str, dict[str, float]]] = {}
+    for (cat, name), c in sorted(counters.items()):
+        values.setdefault(cat, {})[name] = {"Count": c[0], "Last": c[1], "Min": c[2], "Max": c[3]}
+    if format == "json":
+        out = {
+            "Time": times,
+            "Counter": values,
+            "Memory": {},
+            "Unit": {"Time": "ms", "Memory": "kB"},
+        }
+        return json.dumps(out, indent=4)
+    lines = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
+    for title, table, head in (
+        ("{}", times, _TIME_HEAD),
+        ("{} (counters)", values, _COUNTER_HEAD),
+    ):
+        for cat, rows in table.items():
+            lines += [title.format(cat), _RULE, _row(head), _row(tuple("-" * len(h) for h in head))]
+            for n, stat in rows.items():
+                cells = [f"{v:.4f}" if isinstance(v, float) else v for v in stat.values()]
+                lines.append(_row((n, *cells)))
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _row(cells: tuple[Any, ...]) -> str:
+    """One line of the :func:`dumps` table: the name in 30 columns, then right-aligned cells."""
+    widths = (11,) + (17,) * (len(cells) - 2)
+    return f"{cells[0]!s:<30}" + "".join(
+        f"{c!s:>{w}}" for c, w in zip(cells[1:], widths, strict=True)
+    )
+
+
+@contextlib.contextmanager
+def scope(name: str = "<unk>:", append_mode: bool = False) -> Iterator[None]:
+    """Name the spans that start inside the ``with`` block (MXNet 2's profiler scope).
+
+    Each span recorded in the block carries ``{"scope": NAME}`` in its trace ``args``. Names
+    end with ':'; with ``append_mode`` the name is appended to the enclosing scope's.
+    """
+    name = name if name.endswith(":") else name + ":"
+    outer = _scope.get()
+    token = _scope.set(outer + name if append_mode and outer is not None else name)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+
+
+class Domain:
+    """A group of profiling objects: the category of their trace events.
+
+    Parameters
+    ----------
+    name : str
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def new_task(self, name: str) -> Task:
+        """A :class:`Task` of this domain."""
+        return Task(self, name)
+
+    def new_frame(self, name: str) -> Frame:
+        """A :class:`Frame` of this domain."""
+        return Frame(self, name)
+
+    def new_counter(self, name: str, value: int | None = None) -> Counter:
+        """A :class:`Counter` of this domain, set to ``value`` when one is given."""
+        return Counter(self, name, value)
+
+    def new_marker(self, name: str) -> Marker:
+        """A :class:`Marker` of this domain."""
+        return Marker(self, name)
+
+
+class _Span:
+    """A timed region between :meth:`start` and :meth:`stop` (or a ``with`` block).
+
+    A region is recorded when the profiler records both at its start and at its stop.
+    """
+
+    def __init__(self, name: str, category: str) -> None:
+        self.name = name
+        self._category = category
+        self._t0: int | None = None
+        self._live = False
+        self._tid = 0
+        self._where: str | None = None
+
+    def start(self) -> None:
+        """Start timing (a second start restarts the region)."""
+        self._live = _prof.recording
+        self._tid = threading.get_native_id()
+        self._where = _scope.get()
+        self._t0 = time.perf_counter_ns()
+
+    def stop(self) -> None:
+        """Stop timing and record the region.
+
+        Raises
+        ------
+        MXNetError
+            When the region was not started.
+        """
+        t1 = time.perf_counter_ns()
+        if self._t0 is None:
+            raise MXNetError(f"{type(self).__name__} {self.name!r} stopped without being started")
+        t0, self._t0 = self._t0, None
+        if self._live and _prof.recording:
+            _prof.add_span(self.name, self._category, t0, t1, self._tid, self._where)
+
+    def __enter__(self) -> _Span:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(_Span):
+    """A unit of work of a domain; every pass is recorded and aggregated under its name.
+
+    Parameters
+    ----------
+    domain : Domain
+    name : str
+    """
+
+    def __init__(self, domain: Domain, name: str) -> None:
+        super().__init__(name, domain.name)
+
+
+class Frame(_Span):
+    """A frame of a domain (category ``DOMAIN,frame``): a recurring period, such as one batch.
+
+    Parameters
+    ----------
+    domain : Domain
+    name : str
+    """
+
+    def __init__(self, domain: Domain, name: str) -> None:
+        super().__init__(name, f"{domain.name},frame")
+
+
+class Event(_Span):
+    """A timed region outside any domain (category ``event``).
+
+    Parameters
+    ----------
+    name : str
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, "event")
+
+
+class Counter:
+    """A value that changes over time; each change while recording is a trace event.
+
+    Parameters
+    ----------
+    domain : Domain
+    name : str
+    value : int, optional
+        The first value (the counter starts at 0 otherwise).
+    """
+
+    def __init__(self, domain: Domain, name: str, value: int | None = None) -> None:
+        self.name = name
+        self._category = domain.name
+        self._value = 0
+        if value is not None:
+            self.set_value(value)
+
+    @property
+    def value(self) -> int:
+        """The current value."""
+        return self._value
+
+    def _changed(self) -> None:
+        if _prof.recording:
+            _prof.add_counter(self.name, self._category, self._value)
+
+    def set_value(self, value: int) -> None:
+        """Set the counter to ``value``."""
+        self._value = int(value)
+        self._changed()
+
+    def increment(self, delta: int = 1) -> None:
+        """Add ``delta``."""
+        self._value += int(delta)
+        self._changed()
+
+    def decrement(self, delta: int = 1) -> None:
+        """Subtract ``delta``."""
+        self._value -= int(delta)
+        self._changed()
+
+    def __iadd__(self, delta: int) -> Counter:
+        self.increment(delta)
+        return self
+
+    def __isub__(self, delta: int) -> Counter:
+        self.decrement(delta)
+        return self
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Marker:
+    """An instant in time (category ``DOMAIN,instant_marker``).
+
+    Parameters
+    ----------
+    domain : Domain
+    name : str
+    """
+
+    def __init__(self, domain: Domain, name: str) -> None:
+        self.name = name
+        self.domain = domain
+
+    def mark(self, scope: str = "process") -> None:
+        """Record the instant; ``scope`` is 'global', 'process', 'thread', 'task' or 'marker'
+        (the trace's instant scope: global, process or thread).
+
+        Raises
+        ------
+        MXNetError
+            For another scope.
+        """
+        s = _MARKER_SCOPES.get(scope)
+        if s is None:
+            raise MXNetError(
+                f"Marker.mark: scope must be one of {list(_MARKER_SCOPES)}, got {scope!r}"
+            )
+        if _prof.recording:
+            cat = f"{self.domain.name},instant_marker"
+            _prof.add(self.name, cat, "i", time.perf_counter_ns(), s=s)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"profiler.{old}() is deprecated. Please use profiler.{new}() instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
+def profiler_set_config(mode: str = "symbolic", filename: str = "profile.json") -> None:
+    """Deprecated: ``set_config(profile_<mode>=True, filename=filename)``."""
+    _deprecated("profiler_set_config", "set_config")
+    set_config(**{"profile_" + mode: True, "filename": filename})
+
+
+def profiler_set_state(state: str = "stop") -> None:
+    """Deprecated: :func:`set_state`."""
+    _deprecated("profiler_set_state", "set_state")
+    set_state(state)
+
+
+def dump_profile() -> None:
+    """Deprecated: ``dump(True)``."""
+    _deprecated("dump_profile", "dump")
+    dump(True)
