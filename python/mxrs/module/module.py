@@ -11,16 +11,12 @@ run the optimizer unless ``MXNET_UPDATE_ON_KVSTORE=0``.
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from .. import checkpoint as _ckpt
 from .. import initializer as _init
-from .. import kvstore as _kvs
 from .. import ndarray as nd
 from .. import optimizer as _opt
 from ..base import MXNetError
@@ -30,67 +26,10 @@ from ..ndarray import NDArray
 from ..symbol import Symbol
 from .base_module import BaseModule
 from .executor_group import DataParallelExecutorGroup
+from .inputs import check_names, names_of, parse_descs
+from .kvstore_update import create_kvstore, init_kvstore, update_locally, update_on_kvstore
 
 __all__ = ["Module"]
-
-
-def _names(value: Sequence[str] | None) -> list[str]:
-    return list(value) if value is not None else []
-
-
-def _check_names(symbol: Symbol, names: list[str], what: str, throw: bool) -> None:
-    args = symbol.list_arguments()
-    for name in names:
-        if name not in args:
-            msg = (
-                f"You created Module with Module(..., {what}_names={names}) but input with "
-                f"name '{name}' is not found in symbol.list_arguments(). Did you mean one of:\n\t"
-                + "\n\t".join(
-                    a for a in args if not a.endswith(("_weight", "_bias", "_gamma", "_beta"))
-                )  # fmt: skip
-            )
-            if throw:
-                raise MXNetError(msg)
-            warnings.warn(msg, stacklevel=3)
-
-
-def _parse_descs(names: list[str], shapes: Sequence[Any] | None, what: str) -> list[DataDesc]:
-    descs = [s if isinstance(s, DataDesc) else DataDesc(*s) for s in (shapes or [])]
-    given = [d.name for d in descs]
-    if shapes is not None and sorted(given) != sorted(names):
-        raise MXNetError(
-            f"the {what} shapes name {given}, which does not match the module's "
-            f"{what}_names {names}"
-        )
-    return descs
-
-
-def create_kvstore(
-    kvstore: Any, num_device: int, arg_params: dict[str, NDArray]
-) -> tuple[Any, bool]:
-    """The store a module uses and whether the optimizer runs on it, by MXNet's rules.
-
-    No store for one context unless it is a dist store; 'local' keeps the optimizer off the
-    store when a parameter passes 16M elements; ``MXNET_UPDATE_ON_KVSTORE=0`` turns it off.
-    """
-    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
-    if kvstore is None:
-        kv = None
-    elif isinstance(kvstore, _kvs.KVStoreBase):
-        kv = kvstore
-    elif isinstance(kvstore, str):
-        if num_device == 1 and "dist" not in kvstore:
-            kv = None
-        else:
-            kv = _kvs.create(kvstore)
-            sizes = [int(np.prod(p.shape)) for p in arg_params.values()]
-            if kvstore == "local" and sizes and max(sizes) > 1024 * 1024 * 16:
-                update_on_kvstore = False
-    else:
-        raise MXNetError(f"kvstore must be a KVStore, a str or None, not {type(kvstore).__name__}")
-    if kv is None:
-        return None, False
-    return kv, update_on_kvstore and kv.is_capable("optimizer")
 
 
 class Module(BaseModule):
@@ -140,14 +79,14 @@ class Module(BaseModule):
             )
         self._work_load_list = list(work_load_list)
         self._symbol = symbol
-        self._data_names = _names(data_names)
-        self._label_names = _names(label_names)
-        self._state_names = _names(state_names)
-        self._fixed_param_names = _names(fixed_param_names)
-        _check_names(symbol, self._data_names, "data", True)
-        _check_names(symbol, self._label_names, "label", False)
-        _check_names(symbol, self._state_names, "state", True)
-        _check_names(symbol, self._fixed_param_names, "fixed_param", True)
+        self._data_names = names_of(data_names)
+        self._label_names = names_of(label_names)
+        self._state_names = names_of(state_names)
+        self._fixed_param_names = names_of(fixed_param_names)
+        check_names(symbol, self._data_names, "data", True)
+        check_names(symbol, self._label_names, "label", False)
+        check_names(symbol, self._state_names, "state", True)
+        check_names(symbol, self._fixed_param_names, "fixed_param", True)
         inputs = set(self._data_names + self._label_names + self._state_names)
         self._param_names = [a for a in symbol.list_arguments() if a not in inputs]
         self._aux_names = symbol.list_auxiliary_states()
@@ -361,9 +300,9 @@ class Module(BaseModule):
             raise MXNetError("bind: shared_module is not supported; bind each module on its own")
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
-        self._data_shapes = _parse_descs(self._data_names, data_shapes, "data")
+        self._data_shapes = parse_descs(self._data_names, data_shapes, "data")
         label_names = self._label_names if label_shapes else []
-        self._label_shapes = _parse_descs(label_names, label_shapes or None, "label")
+        self._label_shapes = parse_descs(label_names, label_shapes or None, "label")
         self._exec_group = DataParallelExecutorGroup(
             self._symbol, self._context, self._work_load_list, self._data_shapes,
             self._label_shapes, self._param_names, for_training, inputs_need_grad,
@@ -397,9 +336,9 @@ class Module(BaseModule):
         """Bind again for new input shapes, keeping the parameters."""
         self._check_bound("reshape")
         assert self._exec_group is not None
-        self._data_shapes = _parse_descs(self._data_names, data_shapes, "data")
+        self._data_shapes = parse_descs(self._data_names, data_shapes, "data")
         label_names = self._label_names if label_shapes else []
-        self._label_shapes = _parse_descs(label_names, label_shapes or None, "label")
+        self._label_shapes = parse_descs(label_names, label_shapes or None, "label")
         self._exec_group.bind_exec(self._data_shapes, self._label_shapes)
 
     # ------------------------------------------------------------------ optimizer
@@ -462,10 +401,8 @@ class Module(BaseModule):
                 kv.set_gradient_compression(self._compression_params)
             if update_on_kvstore:
                 kv.set_optimizer(optimizer)
-            for idx, name in enumerate(names):
-                kv.init(name, self._arg_params[name])
-                if update_on_kvstore:
-                    kv.pull(name, self._exec_group.param_arrays[idx], priority=-idx)
+            init_kvstore(kv, names, self._arg_params, self._exec_group.param_arrays,
+                         update_on_kvstore)  # fmt: skip
         if not update_on_kvstore:
             self._updater = _opt.get_updater(optimizer)
         self.optimizer_initialized = True
@@ -537,27 +474,13 @@ class Module(BaseModule):
             raise MXNetError("update: no optimizer; call init_optimizer() first")
         assert self._exec_group is not None
         self._params_dirty = True
-        group, kv = self._exec_group, self._kvstore
+        group = self._exec_group
         if self._update_on_kvstore:
-            for idx, (args, grads) in enumerate(zip(group.param_arrays, group.grad_arrays,
-                                                    strict=True)):  # fmt: skip
-                if grads[0] is not None:
-                    kv.pushpull(group.param_names[idx], grads, out=args, priority=-idx)
-            return
-        n_dev = len(self._context)
-        per_dev: list[list[tuple[int, Any, NDArray]]] = [[] for _ in range(n_dev)]
-        for idx, (args, grads) in enumerate(zip(group.param_arrays, group.grad_arrays,
-                                                strict=True)):  # fmt: skip
-            if grads[0] is None:
-                continue
-            if kv is not None:
-                kv.pushpull(group.param_names[idx], grads, priority=-idx)
-            for k, (w, g) in enumerate(zip(args, grads, strict=True)):
-                per_dev[k].append((idx * n_dev + k, g, w))
-        for updates in per_dev:
-            if updates:
-                index, grad, weight = zip(*updates, strict=True)
-                self._updater(list(index), list(grad), list(weight))
+            update_on_kvstore(group.param_arrays, group.grad_arrays, group.param_names,
+                              self._kvstore)  # fmt: skip
+        else:
+            update_locally(group.param_arrays, group.grad_arrays, group.param_names,
+                           self._kvstore, self._updater, len(self._context))  # fmt: skip
 
     def get_outputs(self, merge_multi_context: bool = True) -> list[Any]:
         """The outputs of the last forward (merged over the contexts by default)."""
