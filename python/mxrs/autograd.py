@@ -43,6 +43,7 @@ __all__ = [
     "mark_variables",
     "backward",
     "grad",
+    "get_symbol",
     "Function",
 ]
 
@@ -331,6 +332,41 @@ def _install_graph_rules(lookup: Callable[[Any], Callable[..., Any]]) -> None:
     """Set the lookup of ops' differentiable backward rules used by ``create_graph``."""
     global _graph_rules
     _graph_rules = lookup
+
+
+#: Builds the Symbol of a recorded computation (installed by ``mxrs.symbol``, which sits above
+#: the tape: the tape does not import it).
+_symbol_builder: Callable[[Any], Any] | None = None
+
+
+def _install_symbol_builder(build: Callable[[Any], Any]) -> None:
+    """Set the function :func:`get_symbol` runs (``mxrs.symbol.from_autograd.get_symbol``)."""
+    global _symbol_builder
+    _symbol_builder = build
+
+
+def get_symbol(x: NDArray) -> Any:
+    """Return the Symbol of the recorded computation that produced ``x``.
+
+    Arrays marked with ``attach_grad`` are its variables (``var0``, ``var1``...), other arrays
+    it read are variables ``null0``..., operations are nodes ``node_0``..., as in MXNet.
+
+    Examples
+    --------
+    >>> x = mx.nd.ones((1,)); x.attach_grad()
+    >>> with autograd.record():
+    ...     y = x * x + 2 * x - 1
+    >>> autograd.get_symbol(y).list_arguments()
+    ['var0']
+
+    Raises
+    ------
+    MXNetError
+        When ``x`` was not computed inside :func:`record` (nor is a marked variable).
+    """
+    if _symbol_builder is None:
+        raise MXNetError("autograd.get_symbol needs mxrs.symbol imported")
+    return _symbol_builder(x)
 
 
 def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:

@@ -8,6 +8,10 @@ parameter_dict
     ``ParameterDict``: named parameters with bulk initialize, save and load.
 block
     ``Block`` and ``HybridBlock``: naming scopes, child and parameter registration.
+_symbolic
+    HybridBlocks called on Symbols, the graph of a hybridized block, ``export``.
+symbol_block
+    ``SymbolBlock``: a block running a Symbol graph (``SymbolBlock.imports``).
 nn
     Layers: dense, convolution, pooling, normalization, activations, containers.
 loss
@@ -29,6 +33,7 @@ from . import data, loss, model_zoo, nn, utils
 from .block import Block, HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
+from .symbol_block import SymbolBlock
 from .trainer import Trainer
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "HybridBlock",
     "Parameter",
     "ParameterDict",
+    "SymbolBlock",
     "Trainer",
     "data",
     "loss",

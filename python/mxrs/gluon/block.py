@@ -9,83 +9,37 @@ A :class:`HybridBlock` runs ``hybrid_forward(F, x, *args, **params)`` with ``F =
 parameters' copies on ``x``'s context. Parameters whose shape was left unknown get it from the
 first input: the layer's :meth:`HybridBlock.infer_shape` fills it in and the deferred
 initialization then runs with the initializer and contexts ``initialize`` was given.
-``hybridize()`` is accepted and changes nothing: blocks always run imperatively.
+Called with Symbols it runs with ``F = mx.sym`` and returns a Symbol (``_symbolic``).
+``hybridize()`` keeps blocks running imperatively; it only makes the block remember its inputs
+on the next call, so that :meth:`HybridBlock.export` can write its graph.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import threading
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from .. import autograd
-from .. import name as _naming
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
+from . import _summary, _symbolic
+from ._scope import _BlockScope
 from .parameter import DeferredInitializationError, Parameter, _shape_known
 from .parameter_dict import ParameterDict
 from .utils import HookHandle, _brief_print_list, _indent
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
+    from ..symbol import Symbol
     from .parameter import InitLike
 
 __all__ = ["Block", "HybridBlock"]
-
-
-class _BlockScope:
-    """The naming scope a block opens for the children created in ``with block.name_scope()``."""
-
-    _current = threading.local()
-
-    def __init__(self, block: Block) -> None:
-        self._block = block
-        self._counter: dict[str, int] = {}
-        self._old_scope: _BlockScope | None = None
-
-    @staticmethod
-    def create(
-        prefix: str | None, params: ParameterDict | None, hint: str
-    ) -> tuple[str, ParameterDict]:
-        """Return the prefix and ParameterDict of a new block of alias ``hint``."""
-        current = getattr(_BlockScope._current, "value", None)
-        if current is None:
-            if prefix is None:
-                prefix = _naming.current().get(None, hint) + "_"
-            if params is None:
-                params = ParameterDict(prefix)
-            else:
-                params = ParameterDict(params.prefix, params)
-            return prefix, params
-        if prefix is None:
-            count = current._counter.get(hint, 0)
-            prefix = f"{hint}{count}_"
-            current._counter[hint] = count + 1
-        if params is None:
-            parent = current._block.params
-            params = ParameterDict(parent.prefix + prefix, parent._shared)
-        else:
-            params = ParameterDict(params.prefix, params)
-        return current._block.prefix + prefix, params
-
-    def __enter__(self) -> _BlockScope:
-        if self._block._empty_prefix:
-            return self
-        self._old_scope = getattr(_BlockScope._current, "value", None)
-        _BlockScope._current.value = self
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        if self._block._empty_prefix:
-            return False
-        _BlockScope._current.value = self._old_scope
-        return False
 
 
 class Block:
@@ -400,62 +354,7 @@ class Block:
 
     def summary(self, *inputs: Any) -> None:
         """Print each layer's output shape and parameter count for one pass of ``inputs``."""
-        rows: list[tuple[str, str, int, int, int]] = []
-        seen = set()
-        hooks = []
-
-        def shape_str(x: Any) -> str:
-            if isinstance(x, (list, tuple)):
-                return ", ".join(shape_str(i) for i in x)
-            return str(x.shape) if isinstance(x, NDArray) else str(x)
-
-        def hook(block: Block, _: Any, outputs: Any) -> None:
-            n = trainable = shared = 0
-            for p in block.params.values():
-                size = p.data().size
-                n += size
-                trainable += 0 if p.grad_req == "null" else size
-                if p in seen:
-                    shared += size
-                seen.add(p)
-            rows.append(
-                (
-                    f"{type(block).__name__}-{len(rows) + 1}",
-                    shape_str(outputs),
-                    n,
-                    trainable,
-                    shared,
-                )
-            )
-
-        def register(block: Block) -> None:
-            if not block._chains_children:
-                hooks.append(block.register_forward_hook(hook))
-
-        try:
-            self.apply(register)
-            self(*inputs)
-        finally:
-            for h in hooks:
-                h.detach()
-        line = "{:>20}  {:>42} {:>15}"
-        print("-" * 80)
-        print(line.format("Layer (type)", "Output Shape", "Param #"))
-        print("=" * 80)
-        print(line.format("Input", shape_str(inputs), 0))
-        for name, shape, n, _, _ in rows:
-            print(line.format(name, shape, n))
-        total = sum(r[2] for r in rows)
-        trainable = sum(r[3] for r in rows)
-        shared = sum(r[4] for r in rows)
-        print("=" * 80)
-        print("Parameters in forward computation graph, duplicate included")
-        print(f"   Total params: {total}")
-        print(f"   Trainable params: {trainable}")
-        print(f"   Non-trainable params: {total - trainable}")
-        print(f"Shared params in forward computation graph: {shared}")
-        print(f"Unique parameters in model: {total - shared}")
-        print("-" * 80)
+        _summary.summary(self, inputs)
 
 
 def _first_array(values: Any) -> NDArray | None:
@@ -474,6 +373,8 @@ class HybridBlock(Block):
     """A block written as ``hybrid_forward(F, x, *args, **params)``, with ``F = mx.nd``.
 
     Its registered parameters arrive as keyword arguments, as the copies on ``x``'s context.
+    Called with Symbols instead, ``F`` is ``mx.sym``, the parameters are their
+    :meth:`~mxrs.gluon.Parameter.var` variables and the result is a Symbol.
     Children must be HybridBlocks too. Layers whose parameter shapes depend on the input
     implement :meth:`infer_shape`, which makes deferred initialization work.
 
@@ -491,6 +392,22 @@ class HybridBlock(Block):
         super().__init__(prefix=prefix, params=params)
         self._active = False
         self._flags: list[tuple[str, Any]] = []
+        # what a hybridized block's graph is built from (see _symbolic): the inputs' format
+        # (or why they have no graph), the graph once built and its outputs' format
+        self._in_format: _symbolic.Format | str | None = None
+        self._cached_graph: tuple[list[Symbol], Symbol] | tuple[()] = ()
+        self._out_format: _symbolic.Format | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Register Blocks and Parameters; a new child block drops the remembered graph."""
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cached_op()
+
+    def _clear_cached_op(self) -> None:
+        """Forget the graph and inputs remembered since :meth:`hybridize`."""
+        self._cached_graph = ()
+        self._in_format = None
 
     def register_child(self, block: Block, name: str | None = None) -> None:
         """Register HybridBlock ``block`` as a child.
@@ -509,11 +426,19 @@ class HybridBlock(Block):
         super().register_child(block, name)
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:
-        """Accepted for compatibility (remembers the flags); the block still runs
-        imperatively."""
+        """Mark the block (and its children) hybridized: it still runs imperatively, but its
+        next forward call remembers the inputs, which :meth:`export` needs. The flags
+        (``static_alloc``...) are kept; ``clear=False`` keeps a graph remembered before."""
         self._active = active
         self._flags = list(kwargs.items())
+        if kwargs.get("clear", True):
+            self._clear_cached_op()
         super().hybridize(active, **kwargs)
+
+    def cast(self, dtype: DTypeLike) -> None:
+        """Convert every parameter to ``dtype`` (the remembered graph is dropped)."""
+        self._clear_cached_op()
+        super().cast(dtype)
 
     def infer_shape(self, *args: Any) -> None:
         """Fill in unknown shapes of this block's parameters from the inputs ``args``.
@@ -546,7 +471,24 @@ class HybridBlock(Block):
     ) -> Any:
         """Run :meth:`hybrid_forward` with ``mx.nd`` and the parameters on the context of the
         first NDArray among the arguments (``x`` may be a list of them, or None, as in MXNet),
-        finishing deferred initialization on the first call."""
+        finishing deferred initialization on the first call; with Symbol arguments, build the
+        output Symbol with ``mx.sym`` instead.
+
+        Raises
+        ------
+        MXNetError
+            When NDArrays and Symbols are mixed, or there is neither among the arguments.
+        """
+        has_symbol, has_ndarray = _symbolic.input_kinds((x, *args))
+        if has_symbol:
+            if has_ndarray:
+                raise MXNetError(
+                    "In HybridBlock, we do not support mixed NDArrays and Symbols types for "
+                    "the input. Please check the type of the args."
+                )
+            return _symbolic.call(self, x, args, kwargs)
+        if self._active and self._in_format is None:
+            _symbolic.remember_inputs(self, (x, *args))
         first = _first_array((x, *args))
         if first is None:
             raise MXNetError(
@@ -568,13 +510,30 @@ class HybridBlock(Block):
             return self.hybrid_forward(nd, x, *args, **params)
 
     def hybrid_forward(self, F: Any, x: NDArray, *args: Any, **kwargs: Any) -> Any:
-        """Compute the output with operator namespace ``F`` (``mx.nd``); subclasses implement
-        this."""
+        """Compute the output with operator namespace ``F`` (``mx.nd``, or ``mx.sym`` when the
+        block is called on Symbols); subclasses implement this."""
         raise NotImplementedError
 
-    def export(self, path: str, epoch: int = 0, **kwargs: Any) -> None:
-        """Not supported: mxrs has no symbolic graphs to export; use :meth:`save_parameters`."""
-        raise MXNetError(
-            "HybridBlock.export needs a symbolic graph, which mxrs does not build; "
-            "use save_parameters/load_parameters instead"
-        )
+    def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True) -> None:
+        """Write the block's graph and parameters as MXNet does, for
+        ``gluon.SymbolBlock.imports``, ``mx.mod.Module`` or MXNet's C++ API.
+
+        ``path-symbol.json`` holds the graph, whose input is named ``data`` (``data0``,
+        ``data1``... for several inputs); ``path-%04d.params`` (the epoch) holds the
+        parameters as ``arg:<name>`` and ``aux:<name>``. Call :meth:`hybridize` and run a
+        forward pass first, as in MXNet.
+
+        Parameters
+        ----------
+        path : str
+            The files' common prefix.
+        epoch : int, default 0
+        remove_amp_cast : bool, default True
+            Accepted for compatibility (mxrs graphs have no ``amp_cast`` nodes).
+
+        Raises
+        ------
+        MXNetError
+            When the block has not been hybridized and run since.
+        """
+        _symbolic.export(self, path, epoch, remove_amp_cast)

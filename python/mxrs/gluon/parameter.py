@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast, overload
 
 import numpy as np
 
-from .. import autograd, initializer
+from .. import autograd, initializer, symbol
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
@@ -134,9 +134,30 @@ class Parameter:
         self.wd_mult = wd_mult
         self.grad_req = grad_req
         self.init = init
+        self._var: symbol.Symbol | None = None
 
     def __repr__(self) -> str:
         return f"Parameter {self.name} (shape={self.shape}, dtype={self.dtype})"
+
+    def var(self) -> symbol.Symbol:
+        """Return the symbol variable standing for this parameter in symbolic graphs.
+
+        Made once and cached, as MXNet does: a ``Variable`` named after the parameter with its
+        shape (0 for a dimension not known yet), dtype, ``lr_mult``, ``wd_mult`` and
+        initializer as attributes. A HybridBlock called on Symbols passes these variables to
+        its ``hybrid_forward``.
+        """
+        if self._var is None:
+            self._var = symbol.var(
+                self.name,
+                shape=self.shape,
+                dtype=self.dtype,
+                lr_mult=self.lr_mult,
+                wd_mult=self.wd_mult,
+                init=self.init,
+                stype=self._stype,
+            )
+        return self._var
 
     # ----------------------------------------------------------------- attributes
     @property

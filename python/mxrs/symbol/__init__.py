@@ -17,6 +17,8 @@ symbol
     :class:`Symbol`, ``Variable``, ``Group``, ``load``/``load_json``.
 ops
     The ``mx.sym`` functions that make operator nodes.
+from_autograd
+    ``autograd.get_symbol``: the Symbol of a computation autograd recorded.
 
 Examples
 --------
@@ -28,6 +30,7 @@ Examples
 
 from typing import Any
 
+from . import from_autograd as from_autograd  # installs autograd.get_symbol
 from . import ops
 from .executor import Executor
 from .opinfo import has_op

@@ -215,7 +215,7 @@ class Symbol:
     def __repr__(self) -> str:
         name = self.name
         if name is None:
-            return f"<Symbol group [{', '.join(self.list_outputs())}]>"
+            return f"<Symbol group [{', '.join(str(s.name) for s in self)}]>"
         return f"<Symbol {name}>"
 
     # ----------------------------------------------------------------- inference and binding
@@ -405,8 +405,10 @@ def Variable(
         attrs["__dtype__"] = str(DTYPE_CODES[np.dtype(dtype).name])
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
-    if stype is not None and stype != "default":
-        raise MXNetError(f"Variable {name!r}: only dense ('default') storage is supported")
+    if stype is not None:
+        if stype != "default":
+            raise MXNetError(f"Variable {name!r}: only dense ('default') storage is supported")
+        attrs["__storage_type__"] = "0"  # MXNet's code of the default (dense) storage
     for k, v in kwargs.items():
         if not (k.startswith("__") and k.endswith("__")):
             raise MXNetError(f"Variable {name!r}: unknown argument {k!r}")
