@@ -378,3 +378,14 @@ def test_feedforward_trains_predicts_and_scores_on_ndarray_iters():
     assert pred.shape == (100, 2)  # 7 batches of 16, the last padded by 12: trimmed
     assert (pred.argmax(axis=1) == y).mean() > 0.9
     assert model.score(mx.io.NDArrayIter(x, y, batch_size=16)) > 0.9
+
+
+def test_ndarray_iter_takes_the_samples_of_the_first_data_array():
+    # as MXNet 1.9.1: a longer label array's extra rows are not used; a shorter one is an error
+    data = np.arange(12, dtype=np.float32).reshape(6, 2)
+    it = mx.io.NDArrayIter(data, np.arange(10, dtype=np.float32), batch_size=4)
+    labels = [b.label[0].asnumpy()[: 4 - b.pad] for b in it]
+    np.testing.assert_array_equal(np.concatenate(labels), np.arange(6))
+    assert it.num_data == 6
+    with pytest.raises(ValueError, match="'data' has 6 but 'softmax_label' has 5"):
+        mx.io.NDArrayIter(data, np.arange(5, dtype=np.float32), batch_size=4)

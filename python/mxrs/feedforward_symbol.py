@@ -83,9 +83,7 @@ class SymbolModel:
         self.kwargs = kwargs
         self._pred_mod: Module | None = None
 
-    def _module(
-        self, data: Any, work_load_list: Sequence[float] | None, logger: Any
-    ) -> Module:
+    def _module(self, data: Any, work_load_list: Sequence[float] | None, logger: Any) -> Module:
         return Module(
             self.symbol,
             data_names=[d.name for d in data.provide_data],

@@ -108,11 +108,14 @@ class NDArrayIter(DataIter):
         self.label = _as_named_arrays(label, True, label_name, "label")
         self.num_data = int(self.data[0][1].shape[0])
         for name, arr in self.data + self.label:
-            if arr.shape[0] != self.num_data:
+            if arr.shape[0] < self.num_data:
                 raise ValueError(
-                    f"NDArrayIter: all arrays need the same number of samples; "
+                    f"NDArrayIter: every array needs a sample for each of the first data array's; "
                     f"'{self.data[0][0]}' has {self.num_data} but '{name}' has {arr.shape[0]}"
                 )
+        # as MXNet, the first data array sets the samples: longer arrays' extra rows are unused
+        self.data = [(n, a[: self.num_data]) for n, a in self.data]
+        self.label = [(n, a[: self.num_data]) for n, a in self.label]
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
         self.last_batch_handle = last_batch_handle

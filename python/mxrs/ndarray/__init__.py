@@ -80,6 +80,7 @@ from . import (
 )
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .ctc import *  # noqa: F403
 from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .gather import *  # noqa: F403
@@ -139,6 +140,7 @@ def _take_out() -> None:
 
     from . import (
         conv,
+        ctc,
         elementwise,
         gather,
         layout,
@@ -160,7 +162,7 @@ def _take_out() -> None:
     )
     from ._op import with_out
 
-    mods = (conv, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
+    mods = (conv, ctc, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
         gather,
         layout,
         localnorm,

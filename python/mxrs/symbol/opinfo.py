@@ -57,7 +57,13 @@ def _prelu(a: dict[str, Any]) -> set[str]:
     return set() if a.get("act_type", "leaky") == "prelu" else {"gamma"}
 
 
+def _ctc_lengths(a: dict[str, Any]) -> set[str]:
+    drop = set() if a.get("use_data_lengths", False) else {"data_lengths"}
+    return drop | (set() if a.get("use_label_lengths", False) else {"label_lengths"})
+
+
 _LABEL = ("data", "label")
+_CTC_INPUTS = ("data", "label", "data_lengths", "label_lengths")
 _DEFS: dict[str, _Def] = {
     "FullyConnected": _Def("FullyConnected", ("data", "weight", "bias"), drop=_no_bias(False)),
     "Convolution": _Def("Convolution", ("data", "weight", "bias"), drop=_no_bias(False)),
@@ -69,7 +75,7 @@ _DEFS: dict[str, _Def] = {
         hidden=2,
     ),  # fmt: skip
     "LayerNorm": _Def("LayerNorm", ("data", "gamma", "beta"), hidden=2),
-    "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta")),
+    "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta"), hidden=2),
     "GroupNorm": _Def("GroupNorm", ("data", "gamma", "beta"), hidden=2),
     "Embedding": _Def("Embedding", ("data", "weight")),
     "LeakyReLU": _Def("LeakyReLU", ("data", "gamma"), drop=_prelu),
@@ -92,6 +98,8 @@ _DEFS: dict[str, _Def] = {
     "BlockGrad": _Def("BlockGrad", ("data",)),
     "stop_gradient": _Def("BlockGrad", ("data",)),
     "MakeLoss": _Def("MakeLoss", ("data",)),
+    "CTCLoss": _Def("CTCLoss", _CTC_INPUTS, drop=_ctc_lengths),
+    "ctc_loss": _Def("CTCLoss", _CTC_INPUTS, drop=_ctc_lengths),
     "make_loss": _Def("MakeLoss", ("data",)),
     "_copy": _Def("identity", ("data",)),
     "identity": _Def("identity", ("data",)),
@@ -111,7 +119,7 @@ _CANONICAL = {
     "pad": "Pad", "swapaxes": "SwapAxis", "Softmax": "SoftmaxOutput",
     "broadcast_plus": "broadcast_add", "broadcast_minus": "broadcast_sub", "sum_axis": "sum",
     "max_axis": "max", "min_axis": "min", "flip": "reverse", "arange": "_arange",
-    "zeros": "_zeros", "ones": "_ones",
+    "zeros": "_zeros", "ones": "_ones", "ctc_loss": "CTCLoss",
 }  # fmt: skip
 # arithmetic as MXNet names it in graphs
 for _op, _fn in {
@@ -164,16 +172,29 @@ def has_op(op: str) -> bool:
 
 @functools.cache
 def _signature_inputs(op: str) -> tuple[tuple[str, ...], bool]:
-    """The array inputs of a plain ``mx.nd`` operator and whether it takes any number."""
+    """The array inputs of a plain ``mx.nd`` operator and whether it takes any number: its
+    parameters without a default, but those annotated as numbers, shapes or strings
+    (``clip``'s ``a_min``, ``reshape``'s ``shape``), which are attributes."""
     params = inspect.signature(_nd_fn(op)).parameters.values()
     if any(p.kind is p.VAR_POSITIONAL for p in params):
         return (), True
     names = tuple(
         p.name
         for p in params
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and _may_be_array(p.annotation)
     )
     return names, False
+
+
+def _may_be_array(annotation: Any) -> bool:
+    """Whether a parameter with this annotation (a string under postponed evaluation) can be
+    an array; unannotated ones can."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    if annotation is inspect.Parameter.empty or not text:
+        return True
+    return any(k in text for k in ("NDArray", "Any", "ArrayCore"))
 
 
 def input_names(op: str, attrs: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

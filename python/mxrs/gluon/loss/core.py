@@ -40,7 +40,8 @@ def _apply_weighting(
 
 
 def _reshape_like(F: Any, x: NDArray, y: NDArray) -> NDArray:
-    return x.reshape(y.shape)
+    """``x`` in ``y``'s shape (on Symbols, whose shapes are not known yet, a reshape_like node)."""
+    return x.reshape(y.shape) if isinstance(x, NDArray) else F.reshape_like(x, y)
 
 
 class Loss(HybridBlock):
@@ -254,7 +255,7 @@ class KLDivLoss(Loss):
             pred = F.log_softmax(pred, self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return F.mean(loss, axis=self._batch_axis, exclude=True)
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
 class HuberLoss(Loss):

@@ -1,8 +1,4 @@
-"""Connectionist Temporal Classification loss (``gluon.loss.CTCLoss``).
-
-The loss is one primitive op, :class:`_CTC`: its forward runs the CTC forward-backward
-recursions in log space, vectorised over the batch (a Python loop over time only), and keeps the
-gradient with respect to the activations, ``softmax(x) - occupancy``, for its backward.
+"""Connectionist Temporal Classification loss (``gluon.loss.CTCLoss``) over ``F.CTCLoss``.
 
 The blank is the last class (``C - 1``); labels are class indices ``0 .. C - 2``, padded with
 ``-1`` when no ``label_lengths`` are given.
@@ -18,157 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...base import MXNetError
 from ...ndarray import NDArray
-from ...ndarray._op import Op, apply
 from .core import Loss, _apply_weighting
 
 __all__ = ["CTCLoss"]
-
-# Stands for log(0): finite, so that sums and differences of "impossible" log-probabilities never
-# make NaNs; any log-probability below _IMPOSSIBLE is treated as zero probability.
-_NEG = -1e30
-_IMPOSSIBLE = -1e29
-
-
-def _logsumexp3(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    """Elementwise ``log(exp(a) + exp(b) + exp(c))``, stable."""
-    m = xp.maximum(xp.maximum(a, b), c)
-    return m + xp.log(xp.exp(a - m) + xp.exp(b - m) + xp.exp(c - m))
-
-
-class _CTC(Op):
-    """CTC negative log-likelihood per sample of activations ``(T, N, C)`` and labels ``(N, L)``.
-
-    Optional inputs after the labels: the per-sample sequence lengths (``use_pred``) and the
-    per-sample label lengths (``use_label``), in that order.
-    """
-
-    def forward(self, data: Any, label: Any, *lengths: Any, use_pred: bool, use_label: bool) -> Any:
-        xp = self.xp
-        steps, batch, ncls = data.shape
-        blank = ncls - 1
-        x = data.astype(np.float64)
-        lp = x - x.max(axis=-1, keepdims=True)
-        lp = lp - xp.log(xp.exp(lp).sum(axis=-1, keepdims=True))  # log_softmax, (T, N, C)
-        rest = list(lengths)
-        if use_pred:
-            t_len = xp.rint(rest.pop(0).reshape(-1).astype(np.float64)).astype(np.int64)
-            if t_len.shape[0] != batch:
-                raise MXNetError(
-                    f"CTCLoss: pred_lengths has {t_len.shape[0]} values, batch {batch}"
-                )
-            if int(t_len.min()) < 1 or int(t_len.max()) > steps:
-                raise MXNetError(f"CTCLoss: pred_lengths must lie in [1, {steps}]")
-        else:
-            t_len = xp.full((batch,), steps, dtype=np.int64)
-        lab_f = label.astype(np.float64)
-        width = lab_f.shape[1]
-        if use_label:
-            l_len = xp.rint(rest.pop(0).reshape(-1).astype(np.float64)).astype(np.int64)
-            if l_len.shape[0] != batch:
-                raise MXNetError(
-                    f"CTCLoss: label_lengths has {l_len.shape[0]} values, batch {batch}"
-                )
-            if width and (int(l_len.min()) < 0 or int(l_len.max()) > width):
-                raise MXNetError(f"CTCLoss: label_lengths must lie in [0, {width}]")
-            if not width and int(xp.abs(l_len).max()) != 0:
-                raise MXNetError("CTCLoss: label_lengths must be 0 for empty labels")
-        else:
-            pad = lab_f == -1
-            l_len = xp.where(pad.any(axis=1), pad.argmax(axis=1), width).astype(np.int64)
-        lab = xp.rint(lab_f).astype(np.int64)
-        used = xp.arange(width)[None, :] < l_len[:, None]
-        if bool(((lab < 0) | (lab >= ncls))[used].any()):
-            raise MXNetError(f"CTCLoss: labels must be class indices in [0, {ncls - 2}]")
-
-        # Extended labels: blank, l1, blank, l2, ..., blank; positions past 2*len+1 are unused.
-        slen = 2 * width + 1
-        ext = xp.full((batch, slen), blank, dtype=np.int64)
-        ext[:, 1::2] = xp.where(used, lab, blank)
-        s_len = 2 * l_len + 1
-        s_idx = xp.arange(slen)[None, :]
-        rows = xp.arange(batch)[:, None]
-        emit = lp[:, rows, ext]  # (T, N, S): log-probability of each extended label at each step
-        emit = xp.where((s_idx < s_len[:, None])[None], emit, _NEG)
-        # A label may be reached from two positions back when it differs from the label there.
-        skip = xp.zeros((batch, slen), dtype=bool)
-        if slen > 2:
-            skip[:, 3::2] = ext[:, 3::2] != ext[:, 1:-2:2]
-        neg1 = xp.full((batch, 1), _NEG)
-        neg2 = xp.full((batch, 2), _NEG)
-
-        alpha = xp.full((steps, batch, slen), _NEG)
-        alpha[0, :, :2] = emit[0, :, :2]
-        for t in range(1, steps):
-            prev = alpha[t - 1]
-            a1 = xp.concatenate([neg1, prev], axis=1)[:, :slen]
-            a2 = xp.where(skip, xp.concatenate([neg2, prev], axis=1)[:, :slen], _NEG)
-            new = xp.maximum(_logsumexp3(xp, prev, a1, a2) + emit[t], _NEG)
-            alpha[t] = xp.where((t < t_len)[:, None], new, prev)  # frozen past the sequence end
-        last = alpha[steps - 1]
-        end1 = xp.take_along_axis(last, (s_len - 1)[:, None], axis=1)[:, 0]
-        end2 = xp.take_along_axis(last, xp.maximum(s_len - 2, 0)[:, None], axis=1)[:, 0]
-        end2 = xp.where(s_len >= 2, end2, _NEG)
-        log_p = xp.logaddexp(end1, end2)
-        feasible = log_p > _IMPOSSIBLE
-
-        beta = xp.full((steps, batch, slen), _NEG)
-        ends = (s_idx == (s_len - 1)[:, None]) | (s_idx == (s_len - 2)[:, None])
-        skip_next = xp.concatenate([skip, xp.zeros((batch, 2), dtype=bool)], axis=1)[:, 2:]
-        for t in range(steps - 1, -1, -1):
-            init = xp.where(ends, emit[t], _NEG)
-            if t == steps - 1:
-                beta[t] = xp.where((t_len == t + 1)[:, None], init, _NEG)
-                continue
-            nxt = beta[t + 1]
-            b1 = xp.concatenate([nxt, neg1], axis=1)[:, 1:]
-            b2 = xp.where(skip_next, xp.concatenate([nxt, neg2], axis=1)[:, 2:], _NEG)
-            rec = xp.maximum(_logsumexp3(xp, nxt, b1, b2) + emit[t], _NEG)
-            at_end = (t_len == t + 1)[:, None]
-            inside = (t_len > t + 1)[:, None]
-            beta[t] = xp.where(at_end, init, xp.where(inside, rec, _NEG))
-
-        # Occupancy of each extended position: alpha * beta / emission / P, zero past the end.
-        live = (xp.arange(steps)[:, None] < t_len[None, :]) & feasible[None, :]
-        expo = xp.minimum(alpha + beta - emit - log_p[None, :, None], 0.0)
-        occ_s = xp.where(live[:, :, None], xp.exp(expo), 0.0)
-        occ = xp.zeros((steps, batch, ncls))
-        flat_rows = xp.arange(batch)
-        for s in range(slen):  # each (sample, class) pair appears once per s: += is exact
-            occ[:, flat_rows, ext[:, s]] += occ_s[:, :, s]
-        prob = xp.exp(lp)
-        self.grad = prob * occ.sum(axis=-1, keepdims=True) - occ
-        self.dtype = data.dtype
-        self.n_in = 2 + len(lengths)
-        loss = xp.where(feasible, -log_p, xp.inf)
-        return loss.astype(data.dtype)
-
-    def backward(self, g: Any) -> Any:
-        gx = (self.grad * g.astype(np.float64)[None, :, None]).astype(self.dtype)
-        return (gx,) + (None,) * (self.n_in - 1)
-
-
-def _ctc_loss(
-    data: NDArray,
-    label: NDArray,
-    pred_lengths: NDArray | None = None,
-    label_lengths: NDArray | None = None,
-) -> NDArray:
-    """CTC loss per sample of ``data`` ``(T, N, C)`` and ``label`` ``(N, L)``; blank = ``C-1``."""
-    arrays = [data, label]
-    if pred_lengths is not None:
-        arrays.append(pred_lengths)
-    if label_lengths is not None:
-        arrays.append(label_lengths)
-    return apply(
-        _CTC,
-        arrays,
-        use_pred=pred_lengths is not None,
-        use_label=label_lengths is not None,
-    )
 
 
 class CTCLoss(Loss):
@@ -218,19 +68,31 @@ class CTCLoss(Loss):
         sample_weight: NDArray | None = None,
     ) -> NDArray:
         """Return the per-sample loss, shape ``(N,)``."""
+        if isinstance(pred, NDArray):
+            self._check(pred, label)
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        loss = F.CTCLoss(
+            pred,
+            label,
+            pred_lengths,
+            label_lengths,
+            use_data_lengths=pred_lengths is not None,
+            use_label_lengths=label_lengths is not None,
+            blank_label="last",
+        )
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+    def _check(self, pred: NDArray, label: NDArray) -> None:
         if pred.ndim != 3:
             raise MXNetError(f"CTCLoss: pred must be 3-D ({self._layout}), got shape {pred.shape}")
         if label.ndim != 2:
             raise MXNetError(
                 f"CTCLoss: label must be 2-D ({self._label_layout}), got shape {label.shape}"
             )
-        if self._layout == "NTC":
-            pred = F.swapaxes(pred, 0, 1)
-        if self._batch_axis == 1:
-            label = F.swapaxes(label, 0, 1)
-        if pred.shape[1] != label.shape[0]:
-            raise MXNetError(
-                f"CTCLoss: pred holds {pred.shape[1]} samples but label {label.shape[0]}"
-            )
-        loss = _ctc_loss(pred, label, pred_lengths, label_lengths)
-        return _apply_weighting(F, loss, self._weight, sample_weight)
+        n_pred = pred.shape[self._layout.find("N")]
+        n_label = label.shape[self._batch_axis]
+        if n_pred != n_label:
+            raise MXNetError(f"CTCLoss: pred holds {n_pred} samples but label {n_label}")

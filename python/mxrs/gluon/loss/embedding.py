@@ -225,5 +225,4 @@ class SDMLLoss(Loss):
         labels = self._compute_labels(F, batch_size, x1)
         distances = self._compute_distances(F, x1, x2)
         log_probabilities = F.log_softmax(-distances, axis=1)
-        # KLDivLoss averages over the batch_size columns: scale back to the row sum
-        return self.kl_loss(log_probabilities, labels) * batch_size
+        return self.kl_loss(log_probabilities, labels)  # the sum over each row
