@@ -391,3 +391,26 @@ def test_deprecated_spellings_warn_and_work(tmp_path):
     with pytest.warns(DeprecationWarning, match="dump"):
         profiler.dump_profile()
     assert [e["name"] for e in _trace(tmp_path / "old.json")] == ["e"]
+
+
+def test_the_event_buffer_is_bounded_and_says_what_it_dropped(tmp_path, monkeypatch):
+    monkeypatch.setattr(profiler, "MAX_EVENTS", 3)
+    profiler.set_config(filename=str(tmp_path / "t.json"))
+    profiler.set_state("run")
+    marker = profiler.Domain("d").new_marker("m")
+    marker.mark()
+    marker.mark()
+    marker.mark()
+    with pytest.warns(UserWarning, match="3 trace events are held"):
+        marker.mark()
+    marker.mark()  # warned once only (warnings are errors in this suite)
+    profiler.dump()
+    meta = json.loads((tmp_path / "t.json").read_text())["traceEvents"][0]
+    assert meta["args"] == {"name": "mxrs", "dropped_events": 2}
+    assert [e["name"] for e in _trace(tmp_path / "t.json")] == ["m", "m", "m"]
+    # a finishing dump frees the buffer: a new session records again
+    profiler.set_state("run")
+    marker.mark()
+    profiler.dump()
+    meta = json.loads((tmp_path / "t.json").read_text())["traceEvents"][0]
+    assert meta["args"] == {"name": "mxrs"} and len(_trace(tmp_path / "t.json")) == 1

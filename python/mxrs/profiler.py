@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from ._profiler_stats import SORT_KEYS, format_stats
 from .base import InvalidUsageError, MXNetError
 
 __all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "scope",
@@ -56,19 +57,11 @@ _DEFAULTS: dict[str, Any] = {
     "aggregate_stats": False,
     "profile_process": "worker",
 }
+#: trace events kept between dumps; later ones are counted, not kept (memory stays bounded)
+MAX_EVENTS = 1_000_000
 _BOOL_KEYS = {k for k, v in _DEFAULTS.items() if isinstance(v, bool)}
 _PROCESSES = ("worker", "server")
 _MARKER_SCOPES = {"global": "g", "process": "p", "thread": "t", "task": "t", "marker": "t"}
-_SORT_KEYS = {
-    "total": lambda s: s[1],
-    "avg": lambda s: s[1] / s[0],
-    "min": lambda s: s[2],
-    "max": lambda s: s[3],
-    "count": lambda s: s[0],
-}
-_RULE = "================="
-_TIME_HEAD = ("Name", "Total Count", "Time (ms)", "Min Time (ms)", "Max Time (ms)", "Avg Time (ms)")
-_COUNTER_HEAD = ("Name", "Total Count", "Last Value", "Min Value", "Max Value")
 
 # The innermost :func:`scope`'s name in this thread / task (None outside any scope).
 _scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -87,6 +80,7 @@ class _Profiler:
         self.recording = False  # running and not paused: the one flag the hot paths read
         self.has_run = False  # set_state('run') since the last finishing dump
         self.events: list[dict[str, Any]] = []
+        self.dropped = 0  # events not kept since the last finishing dump (past MAX_EVENTS)
         # (category, name) -> [count, total ms, min ms, max ms] / [count, last, min, max]
         self.spans: dict[tuple[str, str], list[float]] = {}
         self.counters: dict[tuple[str, str], list[int]] = {}
@@ -106,7 +100,16 @@ class _Profiler:
         event = dict(name=name, cat=cat, ph=ph, ts=ts_ns / 1000, pid=os.getpid(), tid=tid, **fields)
         with self.lock:
             if self.recording:
-                self.events.append(event)
+                if len(self.events) < MAX_EVENTS:
+                    self.events.append(event)
+                else:
+                    if not self.dropped:
+                        warnings.warn(
+                            f"mx.profiler: {MAX_EVENTS} trace events are held; later ones are "
+                            "dropped until the next dump(finished=True)",
+                            stacklevel=4,
+                        )
+                    self.dropped += 1
             return self.recording
 
     def add_span(self, name: str, cat: str, t0: int, t1: int, tid: int, where: str | None) -> None:
@@ -257,8 +260,12 @@ def dump(finished: bool = True, profile_process: str = "worker") -> None:
                 "and start it with set_state('run') first"
             )
         events = list(_prof.events)
+        dropped = _prof.dropped
         filename = _prof.config["filename"]
-    meta = {"name": "process_name", "ph": "M", "pid": os.getpid(), "args": {"name": "mxrs"}}
+    args: dict[str, Any] = {"name": "mxrs"}
+    if dropped:
+        args["dropped_events"] = dropped
+    meta = {"name": "process_name", "ph": "M", "pid": os.getpid(), "args": args}
     try:
         with open(filename, "w") as f:
             json.dump({"traceEvents": [meta, *events], "displayTimeUnit": "ms"}, f, indent=1)
@@ -267,6 +274,7 @@ def dump(finished: bool = True, profile_process: str = "worker") -> None:
     if finished is True:
         with _prof.lock:
             del _prof.events[: len(events)]
+            _prof.dropped = 0
             _prof.has_run = False
         _prof.set_flags(running=False)
 
@@ -295,7 +303,7 @@ def dumps(
     """
     for what, value, allowed in (
         ("format", format, ("table", "json")),
-        ("sort_by", sort_by, tuple(_SORT_KEYS)),
+        ("sort_by", sort_by, tuple(SORT_KEYS)),
         ("ascending", ascending, (False, True)),
         ("reset", reset, (False, True)),
     ):
@@ -312,42 +320,7 @@ def dumps(
         if reset:
             _prof.spans.clear()
             _prof.counters.clear()
-    key = _SORT_KEYS[sort_by]
-    times: dict[str, dict[str, dict[str, float]]] = {}
-    for (cat, name), s in sorted(spans.items(), key=lambda kv: key(kv[1]), reverse=not ascending):
-        stat = {"Count": s[0], "Total": s[1], "Min": s[2], "Max": s[3], "Avg": s[1] / s[0]}
-        times.setdefault(cat, {})[name] = stat
-    values: dict[str, dict[str, dict[str, float]]] = {}
-    for (cat, name), c in sorted(counters.items()):
-        values.setdefault(cat, {})[name] = {"Count": c[0], "Last": c[1], "Min": c[2], "Max": c[3]}
-    if format == "json":
-        out = {
-            "Time": times,
-            "Counter": values,
-            "Memory": {},
-            "Unit": {"Time": "ms", "Memory": "kB"},
-        }
-        return json.dumps(out, indent=4)
-    lines = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
-    for title, table, head in (
-        ("{}", times, _TIME_HEAD),
-        ("{} (counters)", values, _COUNTER_HEAD),
-    ):
-        for cat, rows in table.items():
-            lines += [title.format(cat), _RULE, _row(head), _row(tuple("-" * len(h) for h in head))]
-            for n, stat in rows.items():
-                cells = [f"{v:.4f}" if isinstance(v, float) else v for v in stat.values()]
-                lines.append(_row((n, *cells)))
-            lines.append("")
-    return "\n".join(lines) + "\n"
-
-
-def _row(cells: tuple[Any, ...]) -> str:
-    """One line of the :func:`dumps` table: the name in 30 columns, then right-aligned cells."""
-    widths = (11,) + (17,) * (len(cells) - 2)
-    return f"{cells[0]!s:<30}" + "".join(
-        f"{c!s:>{w}}" for c, w in zip(cells[1:], widths, strict=True)
-    )
+    return format_stats(spans, counters, format, sort_by, ascending)
 
 
 @contextlib.contextmanager
