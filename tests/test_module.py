@@ -249,3 +249,20 @@ def test_a_batch_of_another_size_rebinds_and_keeps_the_parameters():
     expect = np.exp(z - z.max(1, keepdims=True))
     np.testing.assert_allclose(out, expect / expect.sum(1, keepdims=True), rtol=1e-5)
     assert mod.data_shapes[0].shape == (6, 3)
+
+
+def test_save_params_and_load_params_round_trip(tmp_path):
+    mod = _bound()
+    mod.init_params(mxrs.init.Xavier())
+    mod.save_params(str(tmp_path / "m.params"))
+    other = _bound()
+    other.init_params(mxrs.init.Zero())
+    other.load_params(str(tmp_path / "m.params"))
+    for k, v in mod.get_params()[0].items():
+        np.testing.assert_array_equal(other.get_params()[0][k].asnumpy(), v.asnumpy())
+    # the file is a checkpoint's parameter file: mx.model.load_params reads it
+    (tmp_path / "m-0001.params").write_bytes((tmp_path / "m.params").read_bytes())
+    arg, aux = mxrs.model.load_params(str(tmp_path / "m"), 1)
+    assert sorted(arg) == ["fc_bias", "fc_weight"] and aux == {}
+    with pytest.raises(MXNetError, match="no parameter file"):
+        other.load_params(str(tmp_path / "missing.params"))

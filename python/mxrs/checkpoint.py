@@ -27,7 +27,13 @@ from . import symbol as sym
 from .base import MXNetError
 from .context import cpu
 
-__all__ = ["save_checkpoint", "load_params", "load_checkpoint"]
+__all__ = [
+    "save_checkpoint",
+    "load_params",
+    "load_checkpoint",
+    "save_params_file",
+    "load_params_file",
+]
 
 
 def _params_file(prefix: str, epoch: int) -> str:
@@ -80,11 +86,19 @@ def save_checkpoint(
                 f"got {type(symbol).__name__}"
             )
         symbol.save(_symbol_file(prefix), remove_amp_cast=remove_amp_cast)
+    param_name = _params_file(prefix, epoch)
+    save_params_file(param_name, arg_params, aux_params)
+    logging.info('Saved checkpoint to "%s"', param_name)
+
+
+def save_params_file(
+    fname: str, arg_params: dict[str, Any] | None, aux_params: dict[str, Any] | None
+) -> None:
+    """Write ``arg_params``/``aux_params`` to ``fname`` as ``arg:NAME``/``aux:NAME`` entries
+    (on the CPU), the parameter file of a checkpoint."""
     save_dict = {f"arg:{k}": _on_cpu(v) for k, v in (arg_params or {}).items()}
     save_dict.update({f"aux:{k}": _on_cpu(v) for k, v in (aux_params or {}).items()})
-    param_name = _params_file(prefix, epoch)
-    nd.save(param_name, save_dict)
-    logging.info('Saved checkpoint to "%s"', param_name)
+    nd.save(fname, save_dict)
 
 
 def load_params(prefix: str, epoch: int) -> tuple[dict[str, nd.NDArray], dict[str, nd.NDArray]]:
@@ -99,7 +113,12 @@ def load_params(prefix: str, epoch: int) -> tuple[dict[str, nd.NDArray], dict[st
         When the file is missing (the message names it), is not an NDArray file, holds a list
         instead of a dict, or holds a key without a ``type:`` prefix.
     """
-    fname = _params_file(prefix, epoch)
+    return load_params_file(_params_file(prefix, epoch))
+
+
+def load_params_file(fname: str) -> tuple[dict[str, nd.NDArray], dict[str, nd.NDArray]]:
+    """Read a parameter file of ``arg:NAME``/``aux:NAME`` entries into ``(arg_params,
+    aux_params)``; errors as :func:`load_params`."""
     if not os.path.isfile(fname):
         raise MXNetError(f"load_params: no parameter file {fname!r}")
     save_dict = nd.load(fname)

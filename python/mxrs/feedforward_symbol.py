@@ -20,7 +20,7 @@ from . import metric as _metric
 from .base import MXNetError
 from .context import Context
 from .io import DataIter, NDArrayIter, ResizeIter
-from .module import BatchEndParam, Module
+from .module import Module
 from .ndarray import NDArray
 from .symbol import Symbol
 
@@ -165,21 +165,9 @@ class SymbolModel:
               reset: bool) -> Any:  # fmt: skip
         """See :meth:`mxrs.model.FeedForward.score`."""
         data = _as_iter(X, None, self.numpy_batch_size, is_train=False)
-        mod = self._predictor(data)
         if not isinstance(eval_metric, _metric.EvalMetric):
             eval_metric = _metric.create(eval_metric)
-        if reset:
-            data.reset()
-        eval_metric.reset()
-        for nbatch, batch in enumerate(data):
-            if num_batch is not None and nbatch == num_batch:
-                break
-            mod.forward(batch, is_train=False)
-            eval_metric.update(batch.label, mod.get_outputs())
-            if batch_end_callback is not None:
-                for cb in batch_end_callback if isinstance(batch_end_callback, list | tuple) \
-                        else [batch_end_callback]:  # fmt: skip
-                    cb(BatchEndParam(0, nbatch, eval_metric, locals()))
+        self._predictor(data).score(data, eval_metric, num_batch, batch_end_callback, reset=reset)
         return eval_metric.get()[1]
 
     def save(self, prefix: str, epoch: int) -> None:

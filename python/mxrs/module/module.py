@@ -131,23 +131,11 @@ class Module(BaseModule):
 
     def save_params(self, fname: str) -> None:
         """Write the parameters (``arg:``/``aux:`` names) to ``fname``."""
-        arg, aux = self.get_params()
-        save = {f"arg:{k}": v for k, v in arg.items()}
-        save.update({f"aux:{k}": v for k, v in aux.items()})
-        nd.save(fname, save)
+        _ckpt.save_params_file(fname, *self.get_params())
 
     def load_params(self, fname: str) -> None:
         """Read parameters written by :meth:`save_params` into the module."""
-        arg, aux = {}, {}
-        for key, value in nd.load(fname).items():  # type: ignore[union-attr]
-            kind, _, name = key.partition(":")
-            if kind == "arg":
-                arg[name] = value
-            elif kind == "aux":
-                aux[name] = value
-            else:
-                raise MXNetError(f"{fname}: {key!r} is neither an 'arg:' nor an 'aux:' entry")
-        self.set_params(arg, aux)
+        self.set_params(*_ckpt.load_params_file(fname))
 
     # ------------------------------------------------------------------ properties
     @property
