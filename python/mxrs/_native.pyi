@@ -42,6 +42,22 @@ class Worker:
         compression: tuple[str, float] | None = None,
         priority: int = 0,
     ) -> Ticket: ...
+    def init_rows(self, keys: Sequence[int], arrays: Sequence[np.ndarray]) -> Ticket: ...
+    def push_rows(
+        self,
+        keys: Sequence[int],
+        row_ids: Sequence[np.ndarray],
+        values: Sequence[np.ndarray],
+        priority: int = 0,
+        compression: tuple[str, float] | None = None,
+    ) -> Ticket: ...
+    def pull_rows(
+        self,
+        keys: Sequence[int],
+        row_ids: Sequence[np.ndarray],
+        outs: Sequence[np.ndarray],
+        priority: int = 0,
+    ) -> Ticket: ...
     def barrier(self, group: str = "workers") -> None: ...
     def finish(self) -> None: ...
     def set_optimizer(

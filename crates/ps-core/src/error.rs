@@ -56,6 +56,11 @@ pub enum PsError {
     #[error("{0}")]
     Optimizer(String),
 
+    /// Row ids of a row-sparse push or pull that cannot be used: not strictly increasing, out
+    /// of the key's rows, or a key that is not row-sparse.
+    #[error("{0}")]
+    InvalidRows(String),
+
     /// A node of the job stopped responding; the message names its role, rank and host.
     #[error("{0}")]
     NodeLost(String),
@@ -84,6 +89,7 @@ impl PsError {
             PsError::ShapeMismatch(_) => ErrorCode::ShapeMismatch,
             PsError::UnknownKey(_) => ErrorCode::UnknownKey,
             PsError::Optimizer(_) => ErrorCode::Optimizer,
+            PsError::InvalidRows(_) => ErrorCode::InvalidRows,
             PsError::NodeLost(_) => ErrorCode::NodeLost,
             PsError::Shutdown => ErrorCode::Shutdown,
             _ => ErrorCode::Rejected,
@@ -96,6 +102,7 @@ impl PsError {
             ErrorCode::ShapeMismatch => PsError::ShapeMismatch(message),
             ErrorCode::UnknownKey => PsError::UnknownKey(message),
             ErrorCode::Optimizer => PsError::Optimizer(message),
+            ErrorCode::InvalidRows => PsError::InvalidRows(message),
             ErrorCode::NodeLost => PsError::NodeLost(message),
             ErrorCode::Shutdown => PsError::Shutdown,
             ErrorCode::Rejected => PsError::Rejected(message),
@@ -113,6 +120,7 @@ pub enum ErrorCode {
     Optimizer = 4,
     NodeLost = 5,
     Shutdown = 6,
+    InvalidRows = 7,
 }
 
 impl ErrorCode {
@@ -124,6 +132,7 @@ impl ErrorCode {
             4 => ErrorCode::Optimizer,
             5 => ErrorCode::NodeLost,
             6 => ErrorCode::Shutdown,
+            7 => ErrorCode::InvalidRows,
             _ => ErrorCode::Rejected,
         }
     }

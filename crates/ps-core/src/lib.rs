@@ -13,13 +13,16 @@
 //!   worker's encoding and the server's decoding of pushed values.
 //! - [`protocol`]: data-plane frames and connections, the control-plane gRPC types, the
 //!   shared-secret handshake both planes open with.
-//! - [`partition`]: which server holds which key or slice of a big key.
+//! - [`partition`]: which server holds which key or slice of a big key (row ranges for a
+//!   row-sparse key).
 //! - [`updater`]: optimizers applied on the servers (SGD, NAG, Adam, AdaGrad, RMSProp, Signum,
-//!   Adamax, AdaDelta, FTML).
+//!   Adamax, AdaDelta, FTML, FTRL), to whole pieces or to the rows a row-sparse round carried.
 //! - [`scheduler`]: registration, ranks, barriers, heartbeats, node loss, orderly shutdown; and
 //!   the control client every node uses to talk to it.
 //! - [`server`]: sharded key store, sync merging, async apply, the data-plane request handlers.
-//! - [`worker`]: the client a training process uses: push/pull tickets, slicing, barriers.
+//! - [`worker`]: the client a training process uses: push/pull tickets, slicing, barriers;
+//!   row-sparse keys (`init_rows`, `push_rows`, `pull_rows`), whose messages carry only the
+//!   rows a step touched.
 //! - [`node`]: logging and the entry points that run a whole scheduler or server process.
 
 #![forbid(unsafe_code)]

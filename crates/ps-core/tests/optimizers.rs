@@ -180,7 +180,7 @@ async fn a_new_optimizer_starts_fresh_and_unknown_ones_are_refused() {
     let v = to_f64(&within(w.pull(&[2]).wait()).await.unwrap()[0]);
     assert_eq!(v, [-3.5, -7.0]);
 
-    let err = within(w.set_optimizer(&spec("ftrl", &[])))
+    let err = within(w.set_optimizer(&spec("lamb", &[])))
         .await
         .unwrap_err();
     assert!(

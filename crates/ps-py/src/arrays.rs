@@ -37,25 +37,12 @@ impl ArrayInfo {
                     .map_err(|e| KVStoreError::new_err(format!("key {key}: {e}")))?
             }
         };
-        if !arr.is_c_contiguous() {
-            return Err(KVStoreError::new_err(format!(
-                "key {key}: the array must be C-contiguous"
-            )));
-        }
-        let raw = arr.as_array_ptr();
-        // SAFETY: `raw` points at the live array object we hold a reference to.
-        let (data, flags) = unsafe { ((*raw).fields.data, (*raw).fields.flags) };
-        if write && flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 {
-            return Err(KVStoreError::new_err(format!(
-                "key {key}: the destination array is read-only"
-            )));
-        }
+        let (ptr, len) = raw_view(arr, key, write, dtype.size())?;
         let shape: Vec<u64> = arr.shape().iter().map(|&d| d as u64).collect();
-        let len = arr.shape().iter().product::<usize>() * dtype.size();
         Ok(ArrayInfo {
             dtype,
             shape,
-            ptr: data as *mut u8,
+            ptr,
             len,
         })
     }
@@ -91,6 +78,44 @@ impl ArrayInfo {
         // SAFETY: by the caller's contract the memory is live and exclusively ours.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+}
+
+/// The memory of C-contiguous `arr` of `elem` bytes per element: its first byte and length;
+/// fails unless it is C-contiguous (and writable when `write`).
+fn raw_view(
+    arr: &Bound<'_, PyUntypedArray>,
+    key: u64,
+    write: bool,
+    elem: usize,
+) -> PyResult<(*mut u8, usize)> {
+    if !arr.is_c_contiguous() {
+        return Err(KVStoreError::new_err(format!(
+            "key {key}: the array must be C-contiguous"
+        )));
+    }
+    let raw = arr.as_array_ptr();
+    // SAFETY: `raw` points at the live array object we hold a reference to.
+    let (data, flags) = unsafe { ((*raw).fields.data, (*raw).fields.flags) };
+    if write && flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 {
+        return Err(KVStoreError::new_err(format!(
+            "key {key}: the destination array is read-only"
+        )));
+    }
+    Ok((
+        data as *mut u8,
+        arr.shape().iter().product::<usize>() * elem,
+    ))
+}
+
+/// The bytes of C-contiguous `arr`, whose elements take `elem` bytes (its dtype checked by the
+/// caller), lent for a transfer as [`ArrayInfo::lend`] does.
+pub(crate) fn lend_raw(arr: &Bound<'_, PyUntypedArray>, key: u64, elem: usize) -> PyResult<Bytes> {
+    let (ptr, len) = raw_view(arr, key, false, elem)?;
+    Ok(Bytes::from_owner(Lent {
+        _owner: arr.clone().into_any().unbind(),
+        ptr,
+        len,
+    }))
 }
 
 // SAFETY: the pointer is only dereferenced while the owning array is kept alive by a reference

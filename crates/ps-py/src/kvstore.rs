@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use numpy::PyUntypedArray;
 use parking_lot::{Condvar, Mutex, MutexGuard};
-use ps_core::codec::Compression;
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
 use ps_core::updater::OptimizerSpec;
@@ -14,6 +13,9 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::arrays::ArrayInfo;
 use crate::errors::{Failure, KVStoreError, to_py};
+use crate::items::{
+    check_lengths, check_rows, check_shapes, compression, destinations, lend, lend_ids, start_push,
+};
 use crate::runtime;
 
 /// A worker of a parameter-server job, joined through the scheduler named by the `DMLC_*`
@@ -103,101 +105,6 @@ impl Worker {
     ) -> PyResult<T> {
         py.detach(|| runtime::get().block_on(f)).map_err(to_py)
     }
-}
-
-fn check_lengths(what: &str, keys: usize, arrays: usize) -> PyResult<()> {
-    if keys == arrays {
-        Ok(())
-    } else {
-        Err(KVStoreError::new_err(format!(
-            "{what}: {keys} keys but {arrays} arrays"
-        )))
-    }
-}
-
-/// Checks pushed arrays against the shapes their keys were initialised with, so the error names
-/// both shapes (the data plane itself only sees bytes).
-fn check_shapes(job: &JobWorker, items: &[(u64, ArrayInfo, bytes::Bytes)]) -> PyResult<()> {
-    for (key, info, _) in items {
-        if let Some((dtype, shape)) = job.worker().key_layout(*key)
-            && shape != info.shape
-        {
-            return Err(to_py(PsError::ShapeMismatch(format!(
-                "key {key}: pushed {} but the key holds {}",
-                ps_core::dtype::describe_array(info.dtype, &info.shape),
-                ps_core::dtype::describe_array(dtype, &shape)
-            ))));
-        }
-    }
-    Ok(())
-}
-
-/// Reads `arrays` (one per key) as lent byte views.
-fn lend(
-    keys: &[u64],
-    arrays: &[Bound<'_, PyUntypedArray>],
-) -> PyResult<Vec<(u64, ArrayInfo, bytes::Bytes)>> {
-    keys.iter()
-        .zip(arrays)
-        .map(|(&key, arr)| {
-            let info = ArrayInfo::of(arr, key, false)?;
-            let bytes = info.lend(arr.clone().into_any().unbind());
-            Ok((key, info, bytes))
-        })
-        .collect()
-}
-
-/// The compression a push names: `(kind, threshold)` ("2bit", "fp16" or "bf16").
-fn compression(spec: Option<(String, f64)>) -> PyResult<Option<Compression>> {
-    spec.map(|(kind, threshold)| Compression::new(&kind, threshold).map_err(to_py))
-        .transpose()
-}
-
-/// Starts a push or pushpull of `items`: compressed ones are encoded here, without the GIL
-/// (the encoding is the cost of a large compressed push).
-fn start_push(
-    py: Python<'_>,
-    job: &JobWorker,
-    items: Vec<(u64, ps_core::DType, bytes::Bytes)>,
-    pull_back: bool,
-    compression: Option<Compression>,
-    priority: i32,
-) -> ps_core::worker::Ticket {
-    let worker = job.worker();
-    match compression {
-        None => worker.push_request(pull_back, items, None, priority),
-        // encoding reads every element: let other Python threads run meanwhile
-        Some(c) => py.detach(|| worker.push_request(pull_back, items, Some(c), priority)),
-    }
-}
-
-/// Reads `outs` (one per key) as writable destinations; two that share memory are refused
-/// (both would be written at once).
-fn destinations(
-    keys: &[u64],
-    outs: &[Bound<'_, PyUntypedArray>],
-) -> PyResult<(Vec<ArrayInfo>, Vec<Py<PyAny>>)> {
-    let infos = keys
-        .iter()
-        .zip(outs)
-        .map(|(&key, arr)| ArrayInfo::of(arr, key, true))
-        .collect::<PyResult<Vec<_>>>()?;
-    let mut spans: Vec<(usize, usize, u64)> = infos
-        .iter()
-        .zip(keys)
-        .filter(|(info, _)| info.len() > 0)
-        .map(|(info, &key)| (info.addr(), info.addr() + info.len(), key))
-        .collect();
-    spans.sort_unstable();
-    if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
-        return Err(KVStoreError::new_err(format!(
-            "the destinations of keys {} and {} share memory; pull each key into an array of \
-             its own",
-            w[0].2, w[1].2
-        )));
-    }
-    let keep = outs.iter().map(|a| a.clone().into_any().unbind()).collect();
-    Ok((infos, keep))
 }
 
 #[pymethods]
@@ -346,6 +253,86 @@ impl Worker {
             .collect();
         let (infos, keep) = destinations(&keys, &outs)?;
         let ticket = start_push(py, job, items, true, compression, priority);
+        Ok(Self::ticket(ticket, sent, infos, keep))
+    }
+
+    /// Creates row-sparse keys from `arrays`, their dense initial values (`shape[0]` rows of
+    /// the other dims' product), placed by rows over the servers; rank 0's values are stored and
+    /// the ticket completes once every key exists on its servers.
+    fn init_rows(
+        &self,
+        keys: Vec<u64>,
+        arrays: Vec<Bound<'_, PyUntypedArray>>,
+    ) -> PyResult<Ticket> {
+        check_lengths("init_rows", keys.len(), arrays.len())?;
+        let items: Vec<_> = lend(&keys, &arrays)?
+            .into_iter()
+            .map(|(key, info, bytes)| (key, info.dtype, info.shape, bytes))
+            .collect();
+        let sent = items.iter().map(|item| item.3.len()).sum();
+        Ok(Self::ticket(
+            self.job()?.worker().init_rows(items),
+            sent,
+            vec![],
+            vec![],
+        ))
+    }
+
+    /// Pushes some rows of row-sparse keys: `row_ids[i]` (1-D int64, strictly increasing, within
+    /// the key's rows) and `values[i]` (C-contiguous, `(len(row_ids[i]), *row_shape)` in the
+    /// key's dtype). Only those rows travel. `compression` is refused (dense pushes only);
+    /// `priority` as for `push`.
+    #[pyo3(signature = (keys, row_ids, values, priority = 0, compression = None))]
+    fn push_rows(
+        &self,
+        keys: Vec<u64>,
+        row_ids: Vec<Bound<'_, PyUntypedArray>>,
+        values: Vec<Bound<'_, PyUntypedArray>>,
+        priority: i32,
+        compression: Option<(String, f64)>,
+    ) -> PyResult<Ticket> {
+        check_lengths("push_rows", keys.len(), row_ids.len())?;
+        check_lengths("push_rows", keys.len(), values.len())?;
+        let compression = self::compression(compression)?;
+        let job = self.job()?;
+        let ids = lend_ids(&keys, &row_ids)?;
+        let lent = lend(&keys, &values)?;
+        for ((key, info, _), ids) in lent.iter().zip(&ids) {
+            check_rows(job, *key, ids.len() / 8, info)?;
+        }
+        let sent = ids.iter().chain(lent.iter().map(|l| &l.2)).map(|b| b.len());
+        let sent = sent.sum();
+        let items = lent
+            .into_iter()
+            .zip(ids)
+            .map(|((key, info, values), ids)| (key, ids, info.dtype, values))
+            .collect();
+        let ticket = job.worker().push_rows(items, compression, priority);
+        Ok(Self::ticket(ticket, sent, vec![], vec![]))
+    }
+
+    /// Pulls some rows of row-sparse keys into `outs`: `row_ids[i]` as for `push_rows`,
+    /// `outs[i]` writable, C-contiguous, `(len(row_ids[i]), *row_shape)` in the key's dtype.
+    /// Only those rows travel; in dist_sync they include this worker's earlier pushes.
+    #[pyo3(signature = (keys, row_ids, outs, priority = 0))]
+    fn pull_rows(
+        &self,
+        keys: Vec<u64>,
+        row_ids: Vec<Bound<'_, PyUntypedArray>>,
+        outs: Vec<Bound<'_, PyUntypedArray>>,
+        priority: i32,
+    ) -> PyResult<Ticket> {
+        check_lengths("pull_rows", keys.len(), row_ids.len())?;
+        check_lengths("pull_rows", keys.len(), outs.len())?;
+        let job = self.job()?;
+        let ids = lend_ids(&keys, &row_ids)?;
+        let (infos, keep) = destinations(&keys, &outs)?;
+        for ((key, info), ids) in keys.iter().zip(&infos).zip(&ids) {
+            check_rows(job, *key, ids.len() / 8, info)?;
+        }
+        let sent = ids.iter().map(|b| b.len()).sum();
+        let items = keys.into_iter().zip(ids).collect();
+        let ticket = job.worker().pull_rows(items, priority);
         Ok(Self::ticket(ticket, sent, infos, keep))
     }
 

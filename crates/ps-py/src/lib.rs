@@ -8,6 +8,7 @@
 //! - `exit`: the exit status of a process whose errors were never reported.
 //! - `runtime`: the process-wide tokio runtime (rebuilt in forked children).
 //! - `arrays`: NumPy arrays as byte views, without copies.
+//! - `items`: a request's Python arguments read and checked (arrays lent, destinations, row ids).
 //! - `codec`: gradient compression for arrays in this process (the 'device' KVStore).
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
@@ -17,6 +18,7 @@ mod arrays;
 mod codec;
 mod errors;
 mod exit;
+mod items;
 mod kvstore;
 mod roles;
 mod runtime;

@@ -3,8 +3,9 @@
 //! ```text
 //! frame   := len:u32 op:u8 flags:u8 n_entries:u16 request_id:u64 entry*   (len counts what follows it)
 //! entry   := key:u64 round:u64 offset:u64 count:u64
-//!            dtype:u8 status:u8 ndim:u8 codec:u8 payload_len:u32
+//!            dtype:u8 status:u8 layout:u8 codec:u8 payload_len:u32
 //!            dims:u64*ndim payload:u8*payload_len
+//! layout  := ndim (bits 0-6) | 0x80 when the key is row-sparse
 //! ```
 //! All integers little-endian. `offset`/`count` place the entry's elements inside the key's
 //! flattened array (sliced big keys); `round` is the sync round a push belongs to or a pull waits
@@ -23,6 +24,19 @@
 //!
 //! A `Stats` request (one entry, no payload) is answered with one entry whose payload is the
 //! server's push counters (`protocol::stats`).
+//!
+//! # Row-sparse keys
+//! A key created by `init_rows` is row-sparse: its entries carry the layout bit (inits and
+//! replicas must: it decides how the key is placed), and its pieces hold whole rows. A
+//! `PushRows` or `PullRows` entry addresses one such piece (`offset`/`count` as for a dense
+//! entry) and carries only some of its rows ([`rows`]):
+//!
+//! ```text
+//! push rows := n:u64 ids:u64*n values:dtype*(n*row_len)    (ids strictly increasing)
+//! pull rows := n:u64 ids:u64*n                              (reply: the n rows' values)
+//! ```
+//! Ids are rows of the whole array (not of the piece); `row_len` is the product of the dims
+//! after the first. A push of no rows (`n` = 0) still counts as the worker's push of its round.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use smallvec::SmallVec;
@@ -39,6 +53,8 @@ pub const FRAME_HEADER: usize = 12;
 pub const ENTRY_HEADER: usize = 40;
 /// Most dimensions an array may have.
 pub const MAX_NDIM: usize = 32;
+/// `layout` bit marking an entry of a row-sparse key.
+const LAYOUT_ROWS: u8 = 0x80;
 /// `flags` bit marking a reply.
 const FLAG_REPLY: u8 = 1;
 /// `flags` bit marking a request a worker sends again to the server that took over its keys
@@ -77,6 +93,10 @@ pub enum Op {
     /// From a key's primary server to its backup: the key's whole state after a change (its
     /// value, round, per-worker push counts and optimizer state); answered once stored.
     Replicate = 12,
+    /// Add some rows of a row-sparse key to its round (payload: [`rows`]).
+    PushRows = 13,
+    /// Read some rows of a row-sparse key once it has reached `round`.
+    PullRows = 14,
 }
 
 impl Op {
@@ -94,6 +114,8 @@ impl Op {
             10 => Op::Bye,
             11 => Op::Stats,
             12 => Op::Replicate,
+            13 => Op::PushRows,
+            14 => Op::PullRows,
             _ => return Err(PsError::Protocol(format!("unknown op {v}"))),
         })
     }
@@ -144,6 +166,8 @@ pub struct Entry {
     pub status: u8,
     /// Shape of the whole array (not of the slice); up to four dimensions stay inline.
     pub shape: Shape,
+    /// The key is row-sparse (created by `init_rows`, placed by rows).
+    pub rows: bool,
     pub payload: Bytes,
 }
 
@@ -159,6 +183,7 @@ impl Entry {
             codec: Codec::Plain,
             status: 0,
             shape: Shape::from_slice(shape),
+            rows: false,
             payload: Bytes::new(),
         }
     }
@@ -174,6 +199,7 @@ impl Entry {
             codec: Codec::Plain,
             status: 0,
             shape: Shape::new(),
+            rows: false,
             payload,
         }
     }
@@ -189,6 +215,7 @@ impl Entry {
             codec: Codec::Plain,
             status: err.code() as u8,
             shape: Shape::new(),
+            rows: false,
             payload: Bytes::from(err.to_string()),
         }
     }
@@ -317,7 +344,8 @@ impl Frame {
             let count = buf.get_u64_le();
             let dtype = DType::from_code(buf.get_u8())?;
             let status = buf.get_u8();
-            let ndim = buf.get_u8() as usize;
+            let layout = buf.get_u8();
+            let ndim = (layout & !LAYOUT_ROWS) as usize;
             let codec = Codec::from_code(buf.get_u8())?;
             let payload_len = buf.get_u32_le() as usize;
             if ndim > MAX_NDIM {
@@ -339,6 +367,7 @@ impl Frame {
                 codec,
                 status,
                 shape,
+                rows: layout & LAYOUT_ROWS != 0,
                 payload,
             });
         }
@@ -379,7 +408,8 @@ impl Frame {
             scratch.put_u64_le(e.count);
             scratch.put_u8(e.dtype as u8);
             scratch.put_u8(e.status);
-            scratch.put_u8(e.shape.len() as u8);
+            let rows = if e.rows { LAYOUT_ROWS } else { 0 };
+            scratch.put_u8(e.shape.len() as u8 | rows);
             scratch.put_u8(e.codec as u8);
             scratch.put_u32_le(u32::try_from(e.payload.len()).expect("payload over 4 GiB"));
             for d in &e.shape {
@@ -405,6 +435,8 @@ impl Frame {
         out.into_iter().next().unwrap_or_default()
     }
 }
+
+pub mod rows;
 
 #[cfg(test)]
 mod tests;

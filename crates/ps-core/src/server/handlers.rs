@@ -3,8 +3,8 @@
 //! (a reply where a request belongs, a request before Hello) returns `Err`, which closes it.
 //!
 //! A request of many entries is checked whole before any of it is applied: if one init or push
-//! entry does not fit its key, every entry is answered with an error and no key, round or value
-//! changes.
+//! entry (rows included: their ids too) does not fit its key, every entry is answered with an
+//! error and no key, round or value changes.
 
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ pub(crate) fn dispatch(
     let Some(rank) = peer.rank else {
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
     };
-    if matches!(frame.op, Op::Push | Op::PushPull) {
+    if matches!(frame.op, Op::Push | Op::PushPull | Op::PushRows) {
         shared.push_stats.record(&frame);
     }
     if let Err(err) = check_reply_size(shared, &frame).and_then(|()| check_codecs(&frame)) {
@@ -82,8 +82,8 @@ pub(crate) fn dispatch(
             }
             entries.for_each(|(e, slot)| shared.store.init(rank, &ctx, e, slot))
         }
-        Op::Push | Op::PushPull => {
-            let keys = match checked_keys(shared, &frame.entries) {
+        Op::Push | Op::PushPull | Op::PushRows => {
+            let keys = match checked_keys(shared, frame.op, &frame.entries) {
                 Ok(keys) => keys,
                 Err((bad, err)) => {
                     refuse_all(&frame.entries, entries.map(|(_, s)| s), Some(bad), &err);
@@ -94,15 +94,20 @@ pub(crate) fn dispatch(
                 let mut k = key.lock();
                 // The round this push is answered at: the one it completes (dist_sync), or the
                 // update it made (dist_async).
-                let pushed = k.push(&ctx, rank, e);
+                let pushed = match frame.op {
+                    Op::PushRows => k.push_rows(&ctx, rank, e),
+                    _ => k.push(&ctx, rank, e),
+                };
                 let done = match ctx.mode {
                     Mode::Sync => e.round + 1,
                     Mode::Async => k.round(),
                 };
                 match (frame.op, pushed) {
                     // With a backup, once that round is durable.
-                    (Op::Push, Ok(())) if ctx.replicated() => k.ack_when(&ctx, done, e, slot),
-                    (Op::Push, r) => {
+                    (Op::Push | Op::PushRows, Ok(())) if ctx.replicated() => {
+                        k.ack_when(&ctx, done, e, slot)
+                    }
+                    (Op::Push | Op::PushRows, r) => {
                         let r = r.map(|()| (k.round(), Bytes::new()));
                         slot.complete(answer(e, r));
                     }
@@ -116,10 +121,15 @@ pub(crate) fn dispatch(
                 }
             }
         }
-        Op::Pull => entries.for_each(|(e, slot)| match shared.store.get(e) {
-            // dist_async pulls take the latest value, whatever round the worker counts.
-            Ok(key) if ctx.mode == Mode::Async => key.lock().pull(&ctx, 0, e, slot),
-            Ok(key) => key.lock().pull(&ctx, e.round, e, slot),
+        Op::Pull | Op::PullRows => entries.for_each(|(e, slot)| match shared.store.get(e) {
+            Ok(key) => {
+                // dist_async pulls take the latest value, whatever round the worker counts.
+                let round = if ctx.mode == Mode::Async { 0 } else { e.round };
+                match frame.op {
+                    Op::PullRows => key.lock().pull_rows(&ctx, round, e, slot),
+                    _ => key.lock().pull(&ctx, round, e, slot),
+                }
+            }
             Err(err) => slot.complete(e.error(&err)),
         }),
         Op::SetOptimizer => entries.for_each(|(e, slot)| {
@@ -198,11 +208,12 @@ pub(crate) fn bare_ctx<'a>(
     }
 }
 
-/// Each push entry's key, every entry checked first; else the index of the first bad entry and
-/// why.
+/// Each push entry's key (of a push, pushpull or push of rows: `op`), every entry checked
+/// first; else the index of the first bad entry and why.
 #[allow(clippy::type_complexity)]
 fn checked_keys(
     shared: &Shared,
+    op: Op,
     entries: &[Entry],
 ) -> std::result::Result<Vec<Arc<Mutex<KeyState>>>, (usize, PsError)> {
     entries
@@ -210,7 +221,11 @@ fn checked_keys(
         .enumerate()
         .map(|(i, e)| {
             let key = shared.store.get(e).map_err(|err| (i, err))?;
-            key.lock().check_push(e).map_err(|err| (i, err))?;
+            let checked = match op {
+                Op::PushRows => key.lock().check_push_rows(e),
+                _ => key.lock().check_push(e),
+            };
+            checked.map_err(|err| (i, err))?;
             Ok(key)
         })
         .collect()
@@ -259,6 +274,10 @@ fn check_codecs(frame: &Frame) -> Result<()> {
         return Ok(());
     }
     match frame.entries.iter().find(|e| e.codec != Codec::Plain) {
+        Some(e) if frame.op == Op::PushRows => Err(PsError::Rejected(format!(
+            "key {}: row-sparse pushes cannot be compressed",
+            e.key
+        ))),
         Some(e) => Err(PsError::Rejected(format!(
             "key {}: only pushed values may be compressed, not those of {:?}",
             e.key, frame.op
@@ -269,7 +288,7 @@ fn check_codecs(frame: &Frame) -> Result<()> {
 
 /// Refuses a request whose replies would not fit in one frame (the worker could not read it).
 fn check_reply_size(shared: &Shared, frame: &Frame) -> Result<()> {
-    if !matches!(frame.op, Op::Pull | Op::PushPull) {
+    if !matches!(frame.op, Op::Pull | Op::PushPull | Op::PullRows) {
         return Ok(());
     }
     let mut bytes = (LEN_BYTES + FRAME_HEADER) as u64;
@@ -279,7 +298,12 @@ fn check_reply_size(shared: &Shared, frame: &Frame) -> Result<()> {
             (Op::PushPull, 2) => 4,
             (_, size) => size as u64,
         };
-        let payload = e.count.saturating_mul(size);
+        // A pull of rows is answered with the rows it names.
+        let count = match frame.op {
+            Op::PullRows => crate::protocol::frame::rows::pulled_elements(e),
+            _ => e.count,
+        };
+        let payload = count.saturating_mul(size);
         bytes = bytes.saturating_add(payload + (ENTRY_HEADER + 8 * e.shape.len()) as u64);
     }
     let limit = shared.limits.max_frame;

@@ -9,7 +9,8 @@
 //!
 //! # Layout
 //! - `store`: sharded map of key pieces; rank-0-wins initialisation.
-//! - `key`: one piece's value, sync round, merge buffer, waiting pulls and optimizer state.
+//! - `key`: one piece's value, sync round, merge buffer (sparse for a round of row pushes),
+//!   waiting pulls and optimizer state.
 //! - `handlers`: one function per request op, dispatched by `Op`; compressed (2-bit) push
 //!   entries are checked there and decoded as they are summed (`crate::codec`).
 //! - `offload`: large pushes summed and applied on tokio's blocking pool, the rest inline.

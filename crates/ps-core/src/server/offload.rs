@@ -41,13 +41,18 @@ pub(crate) const LARGE_BYTES: usize = 1 << 20;
 pub(crate) const OFFLOAD_AFTER: Duration = Duration::from_millis(1);
 
 /// Whether `frame` is a large push or pushpull: one of its entries is a piece of at least
-/// [`LARGE_BYTES`] once decoded (a compressed piece costs its decoded size to sum).
+/// [`LARGE_BYTES`] once decoded (a compressed piece costs its decoded size to sum), or carries
+/// that many bytes of rows.
 fn large(frame: &Frame) -> bool {
-    matches!(frame.op, Op::Push | Op::PushPull)
-        && frame
+    match frame.op {
+        Op::Push | Op::PushPull => frame
             .entries
             .iter()
-            .any(|e| e.count.saturating_mul(e.dtype.size() as u64) >= LARGE_BYTES as u64)
+            .any(|e| e.count.saturating_mul(e.dtype.size() as u64) >= LARGE_BYTES as u64),
+        // Rows cost what they carry to sum (a lazy update touches only them).
+        Op::PushRows => frame.entries.iter().any(|e| e.payload.len() >= LARGE_BYTES),
+        _ => false,
+    }
 }
 
 /// The expected time of a large dispatch (an exponential average of the measured ones; zero

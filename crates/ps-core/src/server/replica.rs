@@ -247,7 +247,15 @@ impl Replicate for Replication {
 
     fn range_of(&self, e: &Entry) -> u32 {
         let numel: u64 = e.shape.iter().product();
-        let parts = self.partitioner.parts(e.key, numel, e.dtype.size());
+        let parts = match e.shape.split_first() {
+            // A row-sparse key is placed by rows, as its workers place it.
+            Some((&rows, rest)) if e.rows => {
+                let row_len = rest.iter().product();
+                self.partitioner
+                    .row_parts(e.key, rows, row_len, e.dtype.size())
+            }
+            _ => self.partitioner.parts(e.key, numel, e.dtype.size()),
+        };
         parts
             .iter()
             .find(|p| p.offset <= e.offset && e.offset < p.offset + p.count.max(1))

@@ -3,7 +3,9 @@
 //! With `update_on_kvstore` a worker sends its optimizer once, as an [`OptimizerSpec`]: MXNet's
 //! lower-case name and its hyper-parameters as numbers, under MXNet's constructor names. Each
 //! server builds an [`Updater`] from it and applies it to every merged push: `update` changes a
-//! key's weights in place and keeps the key's [`State`] (update count and element buffers).
+//! key's weights in place and keeps the key's [`State`] (update count and element buffers);
+//! `update_rows` does the same for a round of a row-sparse key's pushes, which carried only some
+//! rows (MXNet's lazy update, `rows`).
 //!
 //! The rules are MXNet's to the formula: where weight decay enters, whether clipping comes before
 //! or after it, Adam's bias correction folded into the learning rate with the key's own update
@@ -12,8 +14,9 @@
 //! # Layout
 //! - `spec`: [`OptimizerSpec`] and its binary encoding.
 //! - `state`: [`State`] and its binary encoding (for `save_optimizer_states`).
-//! - `sgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `signum`, `adamax`, `adadelta`, `ftml`: one
-//!   update rule each.
+//! - `sgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `signum`, `adamax`, `adadelta`, `ftml`,
+//!   `ftrl`: one update rule each.
+//! - `rows`: the update of some rows of a row-sparse key (lazy, or dense with zero gradients).
 //!
 //! # Clipping
 //! MXNet writes "no clipping" as `clip_gradient=None` or `-1`; so do we: an absent or negative
@@ -33,8 +36,10 @@ mod adagrad;
 mod adam;
 mod adamax;
 mod ftml;
+mod ftrl;
 mod nag;
 mod rmsprop;
+mod rows;
 mod sgd;
 mod signum;
 mod spec;
@@ -44,6 +49,7 @@ mod state;
 mod tests;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::dtype::Float;
 use crate::error::{PsError, Result};
@@ -63,9 +69,11 @@ enum Kind {
     Adamax,
     AdaDelta,
     Ftml,
+    Ftrl,
 }
 
-/// Hyper-parameters every optimizer takes (MXNet's `Optimizer.__init__`).
+/// Hyper-parameters every optimizer takes (MXNet's `Optimizer.__init__`, and `lazy_update`, which
+/// MXNet's SGD and Adam take and which decides how any optimizer updates a row-sparse key here).
 const COMMON: &[&str] = &[
     "learning_rate",
     "wd",
@@ -73,10 +81,11 @@ const COMMON: &[&str] = &[
     "clip_gradient",
     "begin_num_update",
     "multi_precision",
+    "lazy_update",
 ];
 
 impl Kind {
-    const ALL: [Kind; 9] = [
+    const ALL: [Kind; 10] = [
         Kind::Sgd,
         Kind::Nag,
         Kind::Adam,
@@ -86,6 +95,7 @@ impl Kind {
         Kind::Adamax,
         Kind::AdaDelta,
         Kind::Ftml,
+        Kind::Ftrl,
     ];
 
     fn name(self) -> &'static str {
@@ -99,21 +109,23 @@ impl Kind {
             Kind::Adamax => "adamax",
             Kind::AdaDelta => "adadelta",
             Kind::Ftml => "ftml",
+            Kind::Ftrl => "ftrl",
         }
     }
 
     /// Hyper-parameters this optimizer's constructor adds to [`COMMON`].
     fn own_params(self) -> &'static [&'static str] {
         match self {
-            Kind::Sgd => &["momentum", "lazy_update"],
+            Kind::Sgd => &["momentum"],
             Kind::Nag => &["momentum"],
-            Kind::Adam => &["beta1", "beta2", "epsilon", "lazy_update"],
+            Kind::Adam => &["beta1", "beta2", "epsilon"],
             Kind::AdaGrad => &["eps"],
             Kind::RmsProp => &["gamma1", "gamma2", "epsilon", "centered", "clip_weights"],
             Kind::Signum => &["momentum", "wd_lh"],
             Kind::Adamax => &["beta1", "beta2"],
             Kind::AdaDelta => &["rho", "epsilon"],
             Kind::Ftml => &["beta1", "beta2", "epsilon"],
+            Kind::Ftrl => &["lamda1", "beta"],
         }
     }
 
@@ -146,7 +158,12 @@ struct Hyper {
     /// `None` when absent, zero or negative (MXNet passes it to the kernel only when truthy).
     clip_weights: Option<f64>,
     wd_lh: f64,
-    /// Accepted for MXNet compatibility; arrays on the servers are dense, so it changes nothing.
+    /// FTRL's L1 strength (MXNet spells it `lamda1`).
+    lamda1: f64,
+    /// FTRL's `beta`.
+    beta: f64,
+    /// How a round of a row-sparse key is applied: to the rows pushed only (true, MXNet's lazy
+    /// update), or to every row, absent ones with a zero gradient. Dense keys ignore it.
     lazy_update: bool,
     /// Accepted for MXNet compatibility; float16 keys already update a float32 master copy.
     multi_precision: bool,
@@ -156,6 +173,7 @@ impl Hyper {
     fn defaults(kind: Kind) -> Hyper {
         let (learning_rate, momentum) = match kind {
             Kind::Sgd | Kind::Nag | Kind::AdaGrad | Kind::AdaDelta | Kind::Ftml => (0.01, 0.0),
+            Kind::Ftrl => (0.1, 0.0),
             Kind::Adam | Kind::RmsProp => (0.001, 0.0),
             Kind::Signum => (0.01, 0.9),
             Kind::Adamax => (0.002, 0.0),
@@ -179,6 +197,8 @@ impl Hyper {
             centered: false,
             clip_weights: None,
             wd_lh: 0.0,
+            lamda1: 0.01,
+            beta: 1.0,
             lazy_update: true,
             multi_precision: false,
         }
@@ -245,6 +265,8 @@ impl Hyper {
             "eps" => self.eps = positive()?,
             "clip_weights" => self.clip_weights = (v > 0.0).then_some(v),
             "wd_lh" => self.wd_lh = non_negative()?,
+            "lamda1" => self.lamda1 = non_negative()?,
+            "beta" => self.beta = non_negative()?,
             _ => return Err(unknown()),
         }
         Ok(())
@@ -263,7 +285,7 @@ impl Hyper {
     fn buffer_count(&self, kind: Kind) -> usize {
         match kind {
             Kind::Sgd | Kind::Nag | Kind::Signum => usize::from(self.momentum != 0.0),
-            Kind::Adam | Kind::Adamax | Kind::AdaDelta => 2,
+            Kind::Adam | Kind::Adamax | Kind::AdaDelta | Kind::Ftrl => 2,
             Kind::Ftml => 3,
             Kind::AdaGrad => 1,
             Kind::RmsProp if self.centered => 3,
@@ -292,6 +314,9 @@ fn clip<T: Float>(x: T, bound: T) -> T {
         x
     }
 }
+
+/// A state's buffers, sliced to the elements one kernel call updates.
+type Buffers<'a, T> = SmallVec<[&'a mut [T]; 3]>;
 
 /// An optimizer ready to run on a server: hyper-parameters and per-key multipliers.
 #[derive(Debug, Clone)]
@@ -392,15 +417,33 @@ impl Updater {
         let n = weight.len().min(grad.len());
         let (weight, grad) = (&mut weight[..n], &grad[..n]);
         self.fit_state(state, n);
+        let step = self.next_step(key, state);
+        let mut buffers: Buffers<'_, T> = state.buffers.iter_mut().map(|b| &mut b[..n]).collect();
+        self.kernel(&self.hyper, step, weight, grad, &mut buffers);
+    }
+
+    /// Counts one more update of `key` in `state` and returns its step.
+    fn next_step<T: Float>(&self, key: u64, state: &mut State<T>) -> Step {
         state.steps = state.steps.saturating_add(1);
         let (lr_mult, wd_mult) = self.mults.get(&key).copied().unwrap_or((1.0, 1.0));
-        let step = Step {
+        Step {
             lr: self.hyper.learning_rate * lr_mult,
             wd: self.hyper.wd * wd_mult,
             t: state.steps,
-        };
-        let h = &self.hyper;
-        match (self.kind, state.buffers.as_mut_slice()) {
+        }
+    }
+
+    /// Runs this optimizer's rule under `h` on `weight` with `grad` and the state `buffers`
+    /// (all slices of the same elements).
+    fn kernel<T: Float>(
+        &self,
+        h: &Hyper,
+        step: Step,
+        weight: &mut [T],
+        grad: &[T],
+        buffers: &mut [&mut [T]],
+    ) {
+        match (self.kind, buffers) {
             (Kind::Sgd | Kind::Nag, []) => sgd::plain(h, step, weight, grad),
             (Kind::Sgd, [mom]) => sgd::momentum(h, step, weight, grad, mom),
             (Kind::Nag, [mom]) => nag::momentum(h, step, weight, grad, mom),
@@ -415,6 +458,7 @@ impl Updater {
                 adadelta::update(h, step, weight, grad, acc_g, acc_d)
             }
             (Kind::Ftml, [d, v, z]) => ftml::update(h, step, weight, grad, d, v, z),
+            (Kind::Ftrl, [z, n]) => ftrl::update(h, step, weight, grad, z, n),
             _ => debug_assert!(false, "fit_state gives every optimizer its buffers"),
         }
     }

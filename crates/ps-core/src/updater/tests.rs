@@ -81,12 +81,12 @@ fn err(result: Result<Updater>) -> String {
 
 #[test]
 fn unknown_optimizer_is_refused_with_advice() {
-    let e = err(Updater::new(&spec("ftrl", &[])));
+    let e = err(Updater::new(&spec("lamb", &[])));
     assert_eq!(
         e,
-        "optimizer 'ftrl' cannot run on the parameter servers (they run sgd, nag, adam, \
-         adagrad, rmsprop, signum, adamax, adadelta, ftml); use update_on_kvstore=False to \
-         update on the workers"
+        "optimizer 'lamb' cannot run on the parameter servers (they run sgd, nag, adam, \
+         adagrad, rmsprop, signum, adamax, adadelta, ftml, ftrl); use update_on_kvstore=False \
+         to update on the workers"
     );
 }
 
@@ -96,6 +96,7 @@ fn names_are_case_insensitive_like_mxnet_registry() {
     assert_eq!(updater("RMSProp", &[]).name(), "rmsprop");
     assert_eq!(updater("AdaDelta", &[]).name(), "adadelta");
     assert_eq!(updater("FTML", &[]).name(), "ftml");
+    assert_eq!(updater("Ftrl", &[]).name(), "ftrl");
 }
 
 #[test]
@@ -104,12 +105,12 @@ fn unknown_hyper_parameter_lists_the_accepted_ones() {
     assert_eq!(
         e,
         "optimizer 'adam' does not take hyper-parameter 'momentum'; it takes learning_rate, wd, \
-         rescale_grad, clip_gradient, begin_num_update, multi_precision, beta1, beta2, epsilon, \
-         lazy_update"
+         rescale_grad, clip_gradient, begin_num_update, multi_precision, lazy_update, beta1, \
+         beta2, epsilon"
     );
     let e = err(Updater::new(&spec("adagrad", &[("epsilon", 1e-6)])));
     assert!(
-        e.contains("'epsilon'") && e.ends_with("multi_precision, eps"),
+        e.contains("'epsilon'") && e.ends_with("lazy_update, eps"),
         "{e}"
     );
 }
@@ -224,6 +225,7 @@ fn defaults_follow_mxnet() {
         ("adamax", 0.002),
         ("adadelta", 0.01),
         ("ftml", 0.01),
+        ("ftrl", 0.1),
     ];
     for (name, lr) in lrs {
         assert_eq!(updater(name, &[]).learning_rate(), lr, "{name}");
@@ -238,6 +240,7 @@ fn defaults_follow_mxnet() {
         ("adamax", 2),
         ("adadelta", 2),
         ("ftml", 3),
+        ("ftrl", 2),
     ];
     for (name, n) in counts {
         let st = updater(name, &[]).new_state::<f32>(5);
@@ -258,6 +261,8 @@ fn defaults_follow_mxnet() {
     assert_eq!((ftml.beta1, ftml.beta2, ftml.epsilon), (0.6, 0.999, 1e-8));
     let adadelta = updater("adadelta", &[]).hyper;
     assert_eq!((adadelta.rho, adadelta.epsilon), (0.9, 1e-5));
+    let ftrl = updater("ftrl", &[]).hyper;
+    assert_eq!((ftrl.lamda1, ftrl.beta), (0.01, 1.0));
     let adamax = updater("adamax", &[]).hyper;
     assert_eq!((adamax.beta1, adamax.beta2), (0.9, 0.999));
 }
@@ -265,11 +270,17 @@ fn defaults_follow_mxnet() {
 #[test]
 fn new_optimizers_take_only_their_own_parameters() {
     let e = err(Updater::new(&spec("adamax", &[("epsilon", 1e-3)])));
-    assert!(e.ends_with("multi_precision, beta1, beta2"), "{e}");
+    assert!(e.ends_with("lazy_update, beta1, beta2"), "{e}");
     let e = err(Updater::new(&spec("adadelta", &[("beta1", 0.5)])));
-    assert!(e.ends_with("multi_precision, rho, epsilon"), "{e}");
+    assert!(e.ends_with("lazy_update, rho, epsilon"), "{e}");
     let e = err(Updater::new(&spec("ftml", &[("rho", 0.5)])));
-    assert!(e.ends_with("multi_precision, beta1, beta2, epsilon"), "{e}");
+    assert!(e.ends_with("lazy_update, beta1, beta2, epsilon"), "{e}");
+    let e = err(Updater::new(&spec("ftrl", &[("momentum", 0.5)])));
+    assert!(e.ends_with("lazy_update, lamda1, beta"), "{e}");
+    // Every optimizer takes lazy_update (it decides how a row-sparse round is applied).
+    for k in Kind::ALL {
+        updater(k.name(), &[("lazy_update", 0.0)]);
+    }
 }
 
 #[test]
@@ -291,7 +302,7 @@ fn flags_for_dense_arrays_change_nothing() {
 #[test]
 fn negative_clip_gradient_means_no_clipping() {
     let names = [
-        "sgd", "nag", "adam", "adagrad", "rmsprop", "signum", "adamax", "adadelta", "ftml",
+        "sgd", "nag", "adam", "adagrad", "rmsprop", "signum", "adamax", "adadelta", "ftml", "ftrl",
     ];
     for name in names {
         let a = run::<f64>(&updater(name, &[("learning_rate", 0.1)]), &W0, &GRADS);

@@ -5,7 +5,7 @@
 
 use super::conn::{Conns, ReplyRx};
 use super::ticket::{Plan, Ticket};
-use crate::protocol::frame::{Entry, Op};
+use crate::protocol::frame::{Entry, Op, rows};
 
 /// Payload bytes after which a frame of small entries is closed and another begun.
 const FRAME_PAYLOAD: usize = 4 << 20;
@@ -47,7 +47,8 @@ impl Batch {
         // Pulls carry no payload but their replies do: size entries by the piece they move (a
         // push by its payload, which compression may have made smaller than its elements).
         let moved = match self.op {
-            Op::Push => e.payload.len(),
+            Op::Push | Op::PushRows => e.payload.len(),
+            Op::PullRows => rows::pulled_elements(&e) as usize * e.dtype.size(),
             _ => e.count as usize * e.dtype.size(),
         };
         let large = moved >= OWN_FRAME;

@@ -4,16 +4,24 @@
 use super::KeyMeta;
 use crate::dtype::{Access, DType, describe_array};
 use crate::error::{PsError, Result};
+use crate::protocol::frame::MAX_NDIM;
 
-/// Checks an init of `key` against what it already is (`known`: the table, or an earlier item
-/// of the same request).
+/// Checks an init of `key` (as a row-sparse array with `rows`) against what it already is
+/// (`known`: the table, or an earlier item of the same request: dtype, shape, row-sparse).
 pub(super) fn check_init(
     key: u64,
     dtype: DType,
     shape: &[u64],
     len: usize,
-    known: Option<(DType, &[u64])>,
+    rows: bool,
+    known: Option<(DType, &[u64], bool)>,
 ) -> Result<()> {
+    if shape.len() > MAX_NDIM {
+        return Err(PsError::ShapeMismatch(format!(
+            "key {key}: an array of {} dimensions; at most {MAX_NDIM} are supported",
+            shape.len()
+        )));
+    }
     let numel = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
     let bytes = numel.and_then(|n| n.checked_mul(dtype.size() as u64));
     if bytes != Some(len as u64) {
@@ -22,11 +30,21 @@ pub(super) fn check_init(
             describe_array(dtype, shape)
         )));
     }
+    if rows && shape.first().is_none_or(|&r| r == 0 || numel == Some(0)) {
+        return Err(PsError::ShapeMismatch(format!(
+            "key {key}: a row-sparse array needs at least one row and one element per row, not \
+             {}",
+            describe_array(dtype, shape)
+        )));
+    }
+    let kind = |rows| if rows { "init_rows" } else { "init" };
     match known {
-        Some((d, s)) if !d.accepts(dtype, Access::Init) || s != shape => {
+        Some((d, s, r)) if !d.accepts(dtype, Access::Init) || s != shape || r != rows => {
             Err(PsError::ShapeMismatch(format!(
-                "key {key}: init with {} but it was initialised as {}",
+                "key {key}: {} with {} but it was initialised ({}) as {}",
+                kind(rows),
                 describe_array(dtype, shape),
+                kind(r),
                 describe_array(d, s)
             )))
         }

@@ -133,7 +133,15 @@ impl Worker {
 
     /// Sends `frame` again to the servers its entries belong to now.
     fn resend(&self, tx: oneshot::Sender<Result<Frame>>, frame: Frame) {
-        if !matches!(frame.op, Op::Init | Op::Push | Op::Pull | Op::PushPull) {
+        let keyed = [
+            Op::Init,
+            Op::Push,
+            Op::Pull,
+            Op::PushPull,
+            Op::PushRows,
+            Op::PullRows,
+        ];
+        if !keyed.contains(&frame.op) {
             // Sent to every server: the lost one's share is the server's that took its keys
             // over, which got its own copy.
             let entries = frame.entries.iter().map(|e| e.ok(0, Default::default()));

@@ -16,6 +16,7 @@
 //! - `check`: an init or push checked against what the key is, before anything is recorded.
 //! - `failover`: a lost server's keys routed to its backup, its requests sent again there.
 //! - `optimizer`: the servers' optimizer, its states saved and loaded, and their counters.
+//! - `rows`: row-sparse keys: `init_rows`, and pushes and pulls of some of their rows.
 
 mod batch;
 mod check;
@@ -24,6 +25,7 @@ mod encode;
 mod failover;
 mod optimizer;
 mod outbox;
+mod rows;
 mod ticket;
 
 use rustc_hash::FxHashMap;
@@ -51,6 +53,8 @@ pub use ticket::Ticket;
 struct KeyMeta {
     dtype: DType,
     shape: Vec<u64>,
+    /// A row-sparse key's rows and elements per row (`init_rows`); its parts are whole rows.
+    rows: Option<(u64, u64)>,
     parts: Vec<Part>,
     pushes: Box<[AtomicU64]>,
     /// 2bit compression's residual (empty until the first 2bit push).
@@ -63,7 +67,10 @@ impl KeyMeta {
     }
 
     fn entry(&self, key: u64, part: &Part) -> Entry {
-        Entry::new(key, self.dtype, &self.shape, part.offset, part.count)
+        Entry {
+            rows: self.rows.is_some(),
+            ..Entry::new(key, self.dtype, &self.shape, part.offset, part.count)
+        }
     }
 
     /// Rounds of the key this worker has pushed: the fewest over its pieces.
@@ -208,16 +215,24 @@ impl Worker {
     /// Creates keys: `(key, dtype, shape, value)`. Rank 0's values are stored; every worker's
     /// ticket completes once the key exists on its servers with this dtype and shape.
     pub fn init(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>) -> Ticket {
+        self.init_request(items, false)
+    }
+
+    /// [`Worker::init`] of dense keys, or of row-sparse ones (`rows`: placed by rows, see
+    /// [`Worker::init_rows`]).
+    fn init_request(&self, items: Vec<(u64, DType, Vec<u64>, Bytes)>, rows: bool) -> Ticket {
         let mut keys = self.keys.lock();
         // Each key against what it is: in the table, or as an earlier item of this request.
-        let mut seen: FxHashMap<u64, (DType, &[u64])> = FxHashMap::default();
+        let mut seen: FxHashMap<u64, (DType, &[u64], bool)> = FxHashMap::default();
         for (key, dtype, shape, value) in &items {
-            let known = keys.get(key).map(|m| (m.dtype, m.shape.as_slice()));
+            let known = keys
+                .get(key)
+                .map(|m| (m.dtype, m.shape.as_slice(), m.rows.is_some()));
             let known = known.or_else(|| seen.get(key).copied());
-            if let Err(e) = check_init(*key, *dtype, shape, value.len(), known) {
+            if let Err(e) = check_init(*key, *dtype, shape, value.len(), rows, known) {
                 return Ticket::failed(e);
             }
-            seen.entry(*key).or_insert((*dtype, shape));
+            seen.entry(*key).or_insert((*dtype, shape, rows));
         }
         drop(seen);
         // Everything fits: record the new keys and send.
@@ -231,9 +246,14 @@ impl Worker {
             let meta = match keys.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let parts = self.partitioner.parts(key, numel, dtype.size());
+                    let layout = rows.then(|| (shape[0], numel / shape[0]));
+                    let parts = match layout {
+                        Some((n, len)) => self.partitioner.row_parts(key, n, len, dtype.size()),
+                        None => self.partitioner.parts(key, numel, dtype.size()),
+                    };
                     let m = Arc::new(KeyMeta {
                         dtype,
+                        rows: layout,
                         pushes: parts.iter().map(|_| AtomicU64::new(0)).collect(),
                         parts,
                         shape: shape.clone(),

@@ -11,7 +11,11 @@ fn sample() -> Frame {
     let mut d = Entry::new(4, DType::F32, &[40], 0, 20);
     d.codec = Codec::TwoBit;
     d.payload = Bytes::from(vec![0xe4u8; 12]);
-    Frame::request(Op::Push, 42, vec![a, b, c, d])
+    // A row-sparse key's entry: the layout bit beside its two dimensions.
+    let mut r = Entry::new(5, DType::F32, &[10, 2], 4, 6);
+    r.rows = true;
+    r.payload = rows::encode_push(&3u64.to_le_bytes(), &[1u8; 8]);
+    Frame::request(Op::Push, 42, vec![a, b, c, d, r])
 }
 
 #[test]
@@ -36,6 +40,19 @@ fn round_trip() {
         .into_result()
         .unwrap_err();
     assert!(matches!(err, PsError::UnknownKey(m) if m == "key 7"));
+}
+
+#[test]
+fn the_row_sparse_layout_bit_travels_with_the_dimensions() {
+    let f = sample();
+    let back = Frame::parse(f.to_bytes()).unwrap();
+    let flags: Vec<bool> = back.entries.iter().map(|e| e.rows).collect();
+    assert_eq!(flags, [false, false, false, false, true]);
+    assert_eq!(back.entries[4].shape.as_slice(), &[10, 2]);
+    for op in [Op::PushRows, Op::PullRows] {
+        let f = Frame::request(op, 1, vec![]);
+        assert_eq!(Frame::parse(f.to_bytes()).unwrap().op, op);
+    }
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! any accepted dtype, or 2-bit codes decoded on the way: [`Packing`]). A value is an `Arc<Vec<T>>`, so a pull reply
 //! borrows it without a copy and an update copies only while a reply is still being written.
 //!
+//! `sync`: summing a round's pushes and applying it (dist_sync), or each push (dist_async).
+//! `rows`: a row-sparse key's piece: its rows, the row messages' checks, a round's sparse sum.
 //! `pull`: answering pulls, parking them until their round, and failing those a finished
 //! worker keeps from ever completing.
 //! `replica`: a key's state sent whole to its backup server after each change, and stored
@@ -13,6 +15,8 @@
 
 mod pull;
 mod replica;
+mod rows;
+mod sync;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -27,6 +31,8 @@ use crate::protocol::frame::{Entry, Mode, Shape};
 use crate::updater::{State, Updater};
 use pull::PullWaiter;
 pub(crate) use replica::Replicate;
+use rows::{RowLayout, RowSum};
+use sync::{Ahead, Pushed};
 
 /// How far ahead of a key's round a worker may push before it is refused.
 pub(crate) const MAX_AHEAD: u64 = 64;
@@ -124,6 +130,12 @@ impl KeyState {
         each!(self, k => k.check(e, Access::Push).and_then(|()| k.check_payload(e)))
     }
 
+    /// Checks a push-rows entry completely (a row-sparse key, layout, dtype, sizes, row ids)
+    /// without changing anything.
+    pub(crate) fn check_push_rows(&self, e: &Entry) -> Result<()> {
+        each!(self, k => k.check_push_rows(e))
+    }
+
     /// The key's dtype (what pulls and inits carry).
     pub(crate) fn dtype(&self) -> DType {
         each!(self, k => k.dtype)
@@ -146,7 +158,19 @@ impl KeyState {
 
     /// Adds a push of `worker`.
     pub(crate) fn push(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
-        each!(self, k => k.push(ctx, worker, e))
+        each!(self, k => {
+            k.check(e, Access::Push)?;
+            k.check_payload(e)?;
+            k.push_checked(ctx, worker, e.round, Pushed::Dense(e.packing(), e.payload.clone()))
+        })
+    }
+
+    /// Adds a push of some rows by `worker`.
+    pub(crate) fn push_rows(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
+        each!(self, k => {
+            k.check_push_rows(e)?;
+            k.push_checked(ctx, worker, e.round, Pushed::Rows(e.dtype, e.payload.clone()))
+        })
     }
 
     /// Answers `e` without a value once round `round` is durable (stored on the backup too).
@@ -162,6 +186,11 @@ impl KeyState {
     /// Answers a pull for `round` now, or parks it until the round completes.
     pub(crate) fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
         each!(self, k => k.pull(ctx, round, e, slot))
+    }
+
+    /// Answers a pull of some rows for `round` now, or parks it until the round completes.
+    pub(crate) fn pull_rows(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        each!(self, k => k.pull_rows(ctx, round, e, slot))
     }
 
     /// Appends this key's optimizer state (if it has one of generation `epoch`).
@@ -202,13 +231,6 @@ pub(crate) enum LoadedState {
     F64(State<f64>),
 }
 
-struct Ahead {
-    worker: u32,
-    round: u64,
-    packing: Packing,
-    payload: Bytes,
-}
-
 /// A key's state in compute type `T`.
 pub(crate) struct KeyData<T> {
     key: u64,
@@ -223,6 +245,10 @@ pub(crate) struct KeyData<T> {
     /// The round's first push, kept as it came until a second one arrives, so a sum of W
     /// pushes costs W - 1 passes and a single push may feed the updater without a copy.
     first: Option<(Packing, Bytes)>,
+    /// The rows of a row-sparse key's piece (`None` for a dense key).
+    rows: Option<RowLayout>,
+    /// The round's sum while every push of it carried rows.
+    sparse: Option<RowSum<T>>,
     pushed: Vec<bool>,
     n_pushed: u32,
     ahead: VecDeque<Ahead>,
@@ -261,6 +287,8 @@ impl<T: Float> KeyData<T> {
             value: Arc::new(value),
             merge: Vec::new(),
             first: None,
+            rows: RowLayout::of(e).ok().flatten(),
+            sparse: None,
             pushed: vec![false; num_workers as usize],
             n_pushed: 0,
             ahead: VecDeque::new(),
@@ -280,6 +308,21 @@ impl<T: Float> KeyData<T> {
 
     fn check(&self, e: &Entry, access: Access) -> Result<()> {
         let what = access.verb();
+        if access == Access::Init && e.rows != self.rows.is_some() {
+            let kind = |rows| {
+                if rows {
+                    "row-sparse (init_rows)"
+                } else {
+                    "dense (init)"
+                }
+            };
+            return Err(PsError::ShapeMismatch(format!(
+                "key {}: init as {} but the key was initialised as {}",
+                self.key,
+                kind(e.rows),
+                kind(self.rows.is_some())
+            )));
+        }
         if !self.dtype.accepts(e.dtype, access) || e.shape != self.shape {
             return Err(PsError::ShapeMismatch(format!(
                 "key {}: {what} {} {} but the key holds {}",
@@ -310,186 +353,6 @@ impl<T: Float> KeyData<T> {
         }
         e.packing()
             .check(self.key, &e.payload, self.count, &self.describe())
-    }
-
-    fn push(&mut self, ctx: &Ctx, worker: u32, e: &Entry) -> Result<()> {
-        self.check(e, Access::Push)?;
-        self.check_payload(e)?;
-        match ctx.mode {
-            Mode::Async => {
-                let Some(updater) = ctx.updater else {
-                    return Err(PsError::Rejected(format!(
-                        "key {}: dist_async push before any optimizer is set on the servers; \
-                         call set_optimizer first",
-                        self.key
-                    )));
-                };
-                let w = worker as usize;
-                if ctx.resent && e.round < self.seqs[w] {
-                    return Ok(()); // applied before the server it first went to was lost
-                }
-                self.first = Some((e.packing(), e.payload.clone()));
-                self.apply(updater, ctx.epoch);
-                self.round += 1;
-                self.seqs[w] = self.seqs[w].max(e.round + 1);
-                self.wire = None;
-                self.publish(ctx);
-                self.answer_pulls();
-                Ok(())
-            }
-            Mode::Sync => {
-                if self
-                    .replay
-                    .get(worker as usize)
-                    .is_some_and(|&r| e.round < r)
-                {
-                    // Its predecessor's push of this round is summed already.
-                    return Ok(());
-                }
-                if ctx.resent && self.has_push(worker, e.round) {
-                    return Ok(()); // summed before the server it first went to was lost
-                }
-                if e.round < self.round {
-                    return Err(PsError::Rejected(format!(
-                        "key {}: push for round {} but the key is already at round {}",
-                        self.key, e.round, self.round
-                    )));
-                }
-                if e.round > self.round {
-                    if e.round - self.round > MAX_AHEAD
-                        || self
-                            .ahead
-                            .iter()
-                            .any(|a| a.worker == worker && a.round == e.round)
-                    {
-                        return Err(PsError::Rejected(format!(
-                            "key {}: worker {worker} pushed round {} while the key is at round {}",
-                            self.key, e.round, self.round
-                        )));
-                    }
-                    self.ahead.push_back(Ahead {
-                        worker,
-                        round: e.round,
-                        packing: e.packing(),
-                        payload: e.payload.clone(),
-                    });
-                    return Ok(());
-                }
-                if self.pushed[worker as usize] {
-                    return Err(PsError::Rejected(format!(
-                        "key {}: worker {worker} pushed round {} twice",
-                        self.key, e.round
-                    )));
-                }
-                self.merge_one(worker, e.packing(), e.payload.clone());
-                self.complete_rounds(ctx);
-                Ok(())
-            }
-        }
-    }
-
-    fn replaced(&mut self, worker: u32) {
-        let reach = self.reach(worker as usize);
-        if reach > 0 {
-            self.replay.resize(self.pushed.len(), 0);
-            self.replay[worker as usize] = reach;
-        }
-    }
-
-    /// Whether `worker`'s push of `round` is summed in already (or in a completed round).
-    fn has_push(&self, worker: u32, round: u64) -> bool {
-        round < self.round
-            || (round == self.round && self.pushed[worker as usize])
-            || self
-                .ahead
-                .iter()
-                .any(|a| a.worker == worker && a.round == round)
-    }
-
-    fn merge_one(&mut self, worker: u32, packing: Packing, payload: Bytes) {
-        match (self.n_pushed, self.first.take()) {
-            (0, _) => self.first = Some((packing, payload)),
-            (_, Some((p0, b0))) => {
-                self.merge.resize(self.count as usize, T::zero());
-                Packing::sum_into(&mut self.merge, (p0, &b0), (packing, &payload));
-            }
-            (_, None) => packing.add_into(&mut self.merge, &payload),
-        }
-        self.pushed[worker as usize] = true;
-        self.n_pushed += 1;
-    }
-
-    /// Makes `merge` hold the round's sum (it may still be only the first push's bytes).
-    fn settle(&mut self) {
-        if let Some((packing, payload)) = self.first.take() {
-            self.merge.resize(self.count as usize, T::zero());
-            packing.read_into(&mut self.merge, &payload);
-        }
-    }
-
-    /// Closes every round that has all its pushes, then answers the pulls that waited for them.
-    fn complete_rounds(&mut self, ctx: &Ctx) {
-        let mut completed = false;
-        while self.n_pushed == ctx.num_workers {
-            match ctx.updater {
-                Some(updater) => self.apply(updater, ctx.epoch),
-                None => {
-                    self.settle();
-                    let sum = std::mem::take(&mut self.merge);
-                    let old = std::mem::replace(&mut self.value, Arc::new(sum));
-                    self.merge = Arc::try_unwrap(old).unwrap_or_default();
-                }
-            }
-            self.round += 1;
-            self.wire = None;
-            self.pushed.iter_mut().for_each(|p| *p = false);
-            self.n_pushed = 0;
-            completed = true;
-            let round = self.round;
-            let mut i = 0;
-            while i < self.ahead.len() {
-                if self.ahead[i].round == round {
-                    let a = self.ahead.remove(i).expect("index in range");
-                    self.merge_one(a.worker, a.packing, a.payload);
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        if completed {
-            self.publish(ctx);
-            self.fail_blocked_pulls(ctx.finished);
-            self.answer_pulls();
-        }
-    }
-
-    fn apply(&mut self, updater: &Updater, epoch: u64) {
-        let fresh = !matches!(&self.opt, Some((e, _)) if *e == epoch);
-        if fresh {
-            self.opt = Some((epoch, updater.new_state(self.count as usize)));
-        }
-        // A single push in the key's own type is used in place when its bytes are aligned.
-        let direct = match &self.first {
-            Some((Packing::Plain(dtype), payload)) if dtype.size() == size_of::<T>() => {
-                bytemuck::try_cast_slice::<u8, T>(payload)
-                    .ok()
-                    .map(|_| payload.clone())
-            }
-            _ => None,
-        };
-        if direct.is_none() {
-            self.settle();
-        }
-        self.first = None;
-        let (_, state) = self.opt.as_mut().expect("state set above");
-        let value = Arc::make_mut(&mut self.value);
-        match &direct {
-            Some(bytes) => {
-                let grad: &[T] = bytemuck::cast_slice(bytes);
-                updater.update(self.key, value, grad, state)
-            }
-            None => updater.update(self.key, value, &self.merge, state),
-        }
     }
 
     fn save_state(&self, epoch: u64, out: &mut Vec<u8>) {
@@ -524,7 +387,7 @@ pub(crate) fn check_layout(e: &Entry) -> Result<()> {
             shape_str(&e.shape)
         )));
     }
-    Ok(())
+    RowLayout::of(e).map(drop)
 }
 
 /// "float32 [3, 4]", with the slice when it is not the whole array.

@@ -1,6 +1,7 @@
-//! Pulls of one key: answered at once, parked until their sync round completes (and, with a
-//! backup, is stored there too), or failed when a finished worker keeps that round from ever
-//! completing. The answers a replicated key owes to pushes and inits wait the same way.
+//! Pulls of one key (of all of it, or of some rows of a row-sparse key): answered at once,
+//! parked until their sync round completes (and, with a backup, is stored there too), or failed
+//! when a finished worker keeps that round from ever completing. The answers a replicated key
+//! owes to pushes and inits wait the same way.
 
 use std::sync::Arc;
 
@@ -12,13 +13,23 @@ use crate::error::PsError;
 use crate::protocol::frame::{Entry, Mode};
 use crate::server::reply::ReplySlot;
 
+/// What a parked request is answered with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// The piece's value.
+    Value,
+    /// Nothing: an acknowledgement (a push, an init).
+    Ack,
+    /// The rows its payload (kept) asks for.
+    Rows,
+}
+
 /// A pull waiting for its round.
 pub(super) struct PullWaiter {
     pub(super) round: u64,
     pub(super) request: Entry,
     pub(super) slot: ReplySlot,
-    /// An acknowledgement (a push, an init): answered without the value.
-    pub(super) ack: bool,
+    pub(super) answer: Answer,
 }
 
 /// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
@@ -33,15 +44,28 @@ impl<T: Float> AsRef<[u8]> for SharedBytes<T> {
 impl<T: Float> KeyData<T> {
     /// Answers a pull for `round` now, or parks it until the round completes.
     pub(super) fn pull(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
-        if let Err(err) = self.check(e, Access::Pull) {
-            return slot.complete(e.error(&err));
+        match self.check(e, Access::Pull) {
+            Ok(()) => self.pull_checked(ctx, round, e, slot, Answer::Value),
+            Err(err) => slot.complete(e.error(&err)),
         }
+    }
+
+    /// Answers a pull of some rows for `round` now, or parks it until the round completes.
+    pub(super) fn pull_rows(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot) {
+        match self.check_pull_rows(e) {
+            Ok(()) => self.pull_checked(ctx, round, e, slot, Answer::Rows),
+            Err(err) => slot.complete(e.error(&err)),
+        }
+    }
+
+    fn pull_checked(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot, a: Answer) {
         if self.durable.is_some_and(|d| round <= d) {
-            return slot.complete(e.ok(self.round, self.value_bytes()));
+            let value = self.answer(a, &e.payload);
+            return slot.complete(e.ok(self.round, value));
         }
         if ctx.mode == Mode::Async {
             // A pushpull's update on its way to the backup.
-            return self.park(round, e, slot, false);
+            return self.park(round, e, slot, a);
         }
         if round > self.round + MAX_AHEAD + 1 {
             let err = PsError::Rejected(format!(
@@ -53,7 +77,16 @@ impl<T: Float> KeyData<T> {
         if let Some(err) = self.blocked(round, ctx.finished) {
             return slot.complete(e.error(&err));
         }
-        self.park(round, e, slot, false);
+        self.park(round, e, slot, a);
+    }
+
+    /// The reply payload of a pull answered as `a` (`request`: its payload).
+    fn answer(&mut self, a: Answer, request: &[u8]) -> Bytes {
+        match a {
+            Answer::Value => self.value_bytes(),
+            Answer::Ack => Bytes::new(),
+            Answer::Rows => self.rows_bytes(request),
+        }
     }
 
     /// Answers `e` without a value once `round` is durable (now, if it is, or if a finished
@@ -64,18 +97,22 @@ impl<T: Float> KeyData<T> {
             || (ctx.mode == Mode::Sync && self.blocked(round, ctx.finished).is_some());
         match now {
             true => slot.complete(e.ok(self.round, Bytes::new())),
-            false => self.park(round, e, slot, true),
+            false => self.park(round, e, slot, Answer::Ack),
         }
     }
 
-    fn park(&mut self, round: u64, e: &Entry, slot: ReplySlot, ack: bool) {
+    fn park(&mut self, round: u64, e: &Entry, slot: ReplySlot, answer: Answer) {
         let mut request = e.clone();
-        request.payload = Bytes::new();
+        request.payload = match answer {
+            // Its own copy of the ids: a slice would keep the whole request frame alive.
+            Answer::Rows => Bytes::copy_from_slice(&e.payload),
+            Answer::Value | Answer::Ack => Bytes::new(),
+        };
         self.pulls.push(PullWaiter {
             round,
             request,
             slot,
-            ack,
+            answer,
         });
     }
 
@@ -123,7 +160,7 @@ impl<T: Float> KeyData<T> {
             match self.blocked(self.pulls[i].round, finished) {
                 // A push whose round never completes was taken all the same (as without a
                 // backup): there is nothing of it to lose.
-                Some(_) if self.pulls[i].ack => {
+                Some(_) if self.pulls[i].answer == Answer::Ack => {
                     let w = self.pulls.swap_remove(i);
                     w.slot.complete(w.request.ok(self.round, Bytes::new()));
                 }
@@ -157,10 +194,7 @@ impl<T: Float> KeyData<T> {
         while i < self.pulls.len() {
             if self.pulls[i].round <= durable {
                 let w = self.pulls.swap_remove(i);
-                let value = match w.ack {
-                    true => Bytes::new(),
-                    false => self.value_bytes(),
-                };
+                let value = self.answer(w.answer, &w.request.payload);
                 w.slot.complete(w.request.ok(self.round, value));
             } else {
                 i += 1;

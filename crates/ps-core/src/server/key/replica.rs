@@ -4,7 +4,8 @@
 //! pulls, pushes and inits waiting on them stay unanswered: an answered request is never lost.
 //!
 //! A piece travels as two Replicate entries, both with the piece's key, dtype, shape, offset,
-//! count and round: the first's payload is its `count` values in the compute type (sent from
+//! count, round and layout (a row-sparse key's pieces are row-sparse on the backup too, and are
+//! placed by rows): the first's payload is its `count` values in the compute type (sent from
 //! the value itself, without a copy), the second's one u64 per worker (its applied async
 //! pushes), then the optimizer state (absent when there is none).
 
@@ -123,6 +124,7 @@ impl<T: Float> KeyData<T> {
     fn snapshot(&self) -> [Entry; 2] {
         let mut value = Entry::new(self.key, self.dtype, &self.shape, self.offset, self.count);
         value.round = self.round;
+        value.rows = self.rows.is_some();
         let mut meta = value.clone();
         value.payload = Bytes::from_owner(super::pull::SharedBytes(self.value.clone()));
         let mut out = Vec::with_capacity(8 * self.seqs.len() + 64);
@@ -139,7 +141,11 @@ impl<T: Float> KeyData<T> {
     fn restore(&mut self, pair: &[Entry; 2], epoch: u64) -> Result<()> {
         let bad = |why: String| PsError::Protocol(format!("key {}: replica {why}", self.key));
         let [e, meta] = pair;
-        if e.dtype != self.dtype || e.offset != self.offset || e.count != self.count {
+        if e.dtype != self.dtype
+            || e.offset != self.offset
+            || e.count != self.count
+            || e.rows != self.rows.is_some()
+        {
             return Err(bad(format!("of {} does not match the piece", e.dtype)));
         }
         let value = &e.payload[..];
