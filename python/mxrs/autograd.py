@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from ._sparse_rows import SparseRows, add_grads, as_dense
 from .base import MXNetError
 
 if TYPE_CHECKING:
@@ -288,6 +289,8 @@ def _propagate(
 ) -> None:
     """Run ``node``'s backward and hand each input's gradient to its producer or variable."""
     ctx = node.ctx
+    if not graph and any(type(g) is SparseRows for g in gouts):
+        gouts = [as_dense(g) for g in gouts]  # ops take dense output gradients
     if graph:
         gins = _graph_backward(node, gouts)
     elif ctx.device_typeid == 2:
@@ -306,7 +309,7 @@ def _propagate(
             if slot is None:
                 slot = pending[id(p)] = [None] * p.nout
             k = a._oidx
-            slot[k] = gi if slot[k] is None else slot[k] + gi
+            slot[k] = gi if slot[k] is None else add_grads(slot[k], gi)
         elif a._grad is not None:
             _accumulate(leaves, a, gi)
 
@@ -374,18 +377,24 @@ def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
     if entry is None:
         leaves[id(var)] = (var, g)
     else:
-        leaves[id(var)] = (var, entry[1] + g)
+        leaves[id(var)] = (var, add_grads(entry[1], g))
 
 
 def _store(var: NDArray, g: Any) -> None:
     """Store ``var``'s final gradient per its grad_req, then tell its trainer, if it has one."""
     req = var._grad_req
-    if req == "write":
-        assert var._grad is not None  # only variables reach here
-        var._ctx.backend.xp.copyto(var._grad._data, g)
+    grad = var._grad
+    assert grad is not None  # only variables reach here
+    if grad.stype != "default":
+        cast(Any, grad)._store_grad(g, req == "add")  # a sparse .grad keeps its storage type
+    elif type(g) is SparseRows:
+        if req == "write":
+            grad._data[...] = 0
+        g.add_into(grad._data)
+    elif req == "write":
+        var._ctx.backend.xp.copyto(grad._data, g)
     elif req == "add":
-        assert var._grad is not None
-        var._grad._data += g
+        grad._data += g
     var._fresh = True
     hook = getattr(var, "_on_grad", None)
     if hook is not None:

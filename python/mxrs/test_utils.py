@@ -159,17 +159,116 @@ def rand_ndarray(
     distribution=None,
     ctx: Context | None = None,
 ) -> NDArray:
-    """A random dense NDArray of ``shape`` (standard normal, then ``modifier_func`` applied to
-    each element if given) on ``ctx`` (default: :func:`default_context`)."""
+    """A random NDArray of ``shape`` and storage type ``stype`` on ``ctx`` (default:
+    :func:`default_context`): dense ones are standard normal (``modifier_func`` applied to each
+    element if given); sparse ones come from :func:`rand_sparse_ndarray`."""
+    ctx = ctx or default_context()
     if stype != "default":
-        raise NotImplementedError(
-            f"rand_ndarray(stype={stype!r}): mxrs has no sparse storage yet, only 'default'"
+        arr, _ = rand_sparse_ndarray(
+            shape,
+            stype,
+            density=density,
+            dtype=dtype,
+            distribution=distribution,
+            modifier_func=modifier_func,
+            shuffle_csr_indices=shuffle_csr_indices,
+            ctx=ctx,
         )
+        return arr
     values = np.random.randn(*shape) if len(shape) else np.array(np.random.randn())
     if modifier_func is not None:
         values = np.vectorize(modifier_func)(values)
-    ctx = ctx or default_context()
     return array(values, ctx=ctx, dtype=dtype if dtype is not None else np.float32)
+
+
+def rand_sparse_ndarray(
+    shape,
+    stype: str,
+    density: float | None = None,
+    dtype=None,
+    distribution: str | None = None,
+    data_init: float | None = None,
+    rsp_indices=None,
+    modifier_func=None,
+    shuffle_csr_indices: bool = False,
+    ctx: Context | None = None,
+):
+    """A random sparse array and its parts, as MXNet's helper of the same name gives them.
+
+    row_sparse: each row is stored with probability ``density`` (random in [0, 1) when None),
+    or the rows ``rsp_indices``; returns ``(array, (values, indices))``. csr (2-D): each element
+    is stored with probability ``density`` (``distribution='powerlaw'``: row i holds about
+    twice row i-1's count); returns ``(array, (indptr, indices, values))``. Values are uniform
+    in [0, 1), or ``data_init``; ``modifier_func`` is applied to each.
+    """
+    ctx = ctx or default_context()
+    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    density = float(np.random.rand()) if density is None else float(density)
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"density must be within [0, 1], got {density}")
+
+    def fill(n):
+        vals = np.full(n, data_init, dtype) if data_init is not None else np.random.rand(*n)
+        if modifier_func is not None and np.size(vals):
+            vals = np.vectorize(modifier_func)(vals)
+        return np.asarray(vals, dtype)
+
+    if stype == "row_sparse":
+        if rsp_indices is not None:
+            indices = np.sort(np.asarray(rsp_indices, np.int64))
+        else:
+            indices = np.flatnonzero(np.random.rand(shape[0]) < density).astype(np.int64)
+        values = fill((len(indices),) + tuple(shape[1:]))
+        arr = mx.nd.sparse.row_sparse_array((values, indices), shape=shape, ctx=ctx, dtype=dtype)
+        return arr, (values, indices)
+    if stype == "csr":
+        if len(shape) != 2:
+            raise ValueError(f"a csr array is 2-dimensional, not of shape {tuple(shape)}")
+        if distribution == "powerlaw":
+            mask = np.zeros(shape, bool)
+            left, per_row = int(round(density * shape[0] * shape[1])), 1
+            for r in range(shape[0]):
+                k = min(per_row, left, shape[1])
+                mask[r, :k] = True
+                left -= k
+                per_row *= 2
+        elif distribution in (None, "uniform"):
+            mask = np.random.rand(*shape) < density
+        else:
+            raise ValueError(f"unknown distribution {distribution!r}; use 'uniform' or 'powerlaw'")
+        if shuffle_csr_indices:
+            for r in range(shape[0]):
+                mask[r] = mask[r][np.random.permutation(shape[1])]
+        rows, cols = np.nonzero(mask)
+        values = fill((len(rows),))
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
+        csr = mx.nd.sparse.csr_matrix((values, cols, indptr), shape=shape, ctx=ctx, dtype=dtype)
+        return csr, (indptr.astype(np.int64), cols.astype(np.int64), values)
+    raise ValueError(f"unknown storage type {stype!r}; use 'row_sparse' or 'csr'")
+
+
+def create_sparse_array(
+    shape,
+    stype: str,
+    data_init: float | None = None,
+    rsp_indices=None,
+    dtype=None,
+    modifier_func=None,
+    density: float = 0.5,
+    shuffle_csr_indices: bool = False,
+):
+    """A random sparse array of ``stype`` (see :func:`rand_sparse_ndarray`), without parts."""
+    arr, _ = rand_sparse_ndarray(
+        shape,
+        stype,
+        density=density,
+        dtype=dtype,
+        data_init=data_init,
+        rsp_indices=rsp_indices,
+        modifier_func=modifier_func,
+        shuffle_csr_indices=shuffle_csr_indices,
+    )
+    return arr
 
 
 @contextlib.contextmanager
@@ -247,15 +346,22 @@ def compare_optimizer(
     ``shapes`` is one shape, or a list of ``ntensors`` shapes: then ``opt2`` updates all the
     tensors in one multi-tensor call and ``opt1``, the reference, one by one.
     """
-    if w_stype != "default" or g_stype != "default":
-        raise NotImplementedError("compare_optimizer: mxrs has no sparse storage yet")
     ctx = default_context()
     if not isinstance(shapes, list):
         if ntensors != 1:
             raise ValueError(f"compare_optimizer: ntensors={ntensors} needs a list of shapes")
-        w2 = mx.random.uniform(shape=shapes, ctx=ctx, dtype=dtype)
-        g2 = mx.random.uniform(shape=shapes, ctx=ctx, dtype=dtype)
-        w1, g1 = w2.copyto(ctx), g2.copyto(ctx)
+        if w_stype == "default":
+            w2 = mx.random.uniform(shape=shapes, ctx=ctx, dtype=dtype)
+            w1 = w2.copyto(ctx)
+        else:  # opt2 gets a fully stored sparse weight, the reference its dense copy
+            w2 = rand_ndarray(shapes, w_stype, density=1, dtype=dtype, ctx=ctx)
+            w1 = w2.copyto(ctx).tostype("default")
+        if g_stype == "default":
+            g2 = mx.random.uniform(shape=shapes, ctx=ctx, dtype=dtype)
+            g1 = g2.copyto(ctx)
+        else:
+            g2 = rand_ndarray(shapes, g_stype, dtype=dtype, ctx=ctx)
+            g1 = g2.copyto(ctx).tostype("default")
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:
@@ -266,6 +372,8 @@ def compare_optimizer(
             compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
         assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
         return
+    if w_stype != "default" or g_stype != "default":
+        raise ValueError("compare_optimizer: sparse storage types take one shape, not a list")
     if len(shapes) != ntensors:
         raise ValueError(f"compare_optimizer: {len(shapes)} shapes for ntensors={ntensors}")
     ws1 = [mx.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]

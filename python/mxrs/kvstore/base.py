@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
-from ..ndarray.ndarray import NDArray
+from ..ndarray import sparse as _sparse
+from ..ndarray.ndarray import NDArray, _wrap
 
 #: A key: a non-negative int or a str.
 Key: TypeAlias = int | str
@@ -196,6 +197,87 @@ def key_value_pairs(key: Keys, value: Values | None, what: str) -> list[tuple[Ke
     return [(key, cast("list[NDArray]", vals))]  # each checked above
 
 
+def row_sparse_requests(
+    key: Keys, out: Values | None, row_ids: Any
+) -> list[tuple[Key, NDArray, np.ndarray]]:
+    """The ``(key, output array, row ids)`` of a ``row_sparse_pull``, checked.
+
+    ``row_ids`` is one NDArray for every output, or has the structure of ``out`` (one per
+    output array, or one per key for all its outputs). Ids become sorted, unique int64.
+
+    Raises
+    ------
+    MXNetError
+        When ``out`` or ``row_ids`` is missing, an output is not row_sparse, or the row ids
+        do not pair with the outputs.
+    """
+    what = "row_sparse_pull"
+    if out is None or row_ids is None:
+        raise MXNetError(f"KVStore.{what}: out and row_ids are both required")
+    pairs = key_value_pairs(key, out, what)
+    for k, outs in pairs:
+        for o in outs:
+            if o.stype != "row_sparse":
+                raise MXNetError(
+                    f"KVStore.{what}: key {k!r}: the output array must be row_sparse, not "
+                    f"{o.stype} (use pull for dense arrays)"
+                )
+    if isinstance(row_ids, NDArray):
+        ids_per_key: list[list[Any]] = [[row_ids]] * len(pairs)
+    elif isinstance(row_ids, (list, tuple)) and len(row_ids) == 1 and len(pairs) == 1:
+        ids_per_key = [list(row_ids)]
+    else:
+        ids_per_key = [v for _, v in key_value_pairs(key, row_ids, what)]
+    requests = []
+    for (k, outs), ids in zip(pairs, ids_per_key, strict=True):
+        if len(ids) not in (1, len(outs)):
+            raise MXNetError(
+                f"KVStore.{what}: key {k!r} has {len(outs)} output arrays but {len(ids)} row_ids"
+            )
+        for i, o in enumerate(outs):
+            requests.append((k, o, _row_ids(ids[0] if len(ids) == 1 else ids[i])))
+    return requests
+
+
+def _row_ids(ids: Any) -> np.ndarray:
+    host = ids.asnumpy() if isinstance(ids, NDArray) else np.asarray(ids)
+    return np.unique(host.reshape(-1).astype(np.int64))
+
+
+def check_row_ids(key: Key, ids: np.ndarray, rows: int) -> None:
+    """Raise MXNetError naming ``key`` and the id if a row id is outside ``[0, rows)``."""
+    if ids.size and (ids[0] < 0 or ids[-1] >= rows):
+        bad = int(ids[0]) if ids[0] < 0 else int(ids[-1])
+        raise MXNetError(
+            f"KVStore.row_sparse_pull: key {key!r}: row id {bad} is out of range for {rows} rows"
+        )
+
+
+def rows_of(stored: NDArray, ids: np.ndarray, ctx: Any) -> NDArray:
+    """Rows ``ids`` (sorted, unique, in range) of ``stored`` as a row_sparse array on ``ctx``."""
+    from_ctx, be = stored._ctx, stored._ctx.backend
+    raw_ids = be.asarray(ids, np.int64, from_ctx.device_id)
+    if stored.stype == "row_sparse":
+        dense_rows = _stored_rows(be.xp, stored, raw_ids)
+    else:
+        dense_rows = stored._data[raw_ids]
+    moved = _sparse.row_sparse_array(
+        (_wrap(dense_rows, from_ctx), _wrap(raw_ids, from_ctx)), shape=stored.shape, ctx=ctx
+    )
+    return moved
+
+
+def _stored_rows(xp: Any, stored: Any, ids: Any) -> Any:
+    """Rows ``ids`` of row_sparse ``stored`` as a dense block (rows it does not store: 0)."""
+    have, vals = stored._sp_idx, stored._sp_vals
+    out = xp.zeros((ids.shape[0],) + tuple(vals.shape[1:]), vals.dtype)
+    if have.shape[0] and ids.shape[0]:
+        pos = xp.minimum(xp.searchsorted(have, ids), have.shape[0] - 1)
+        found = have[pos] == ids
+        out[found] = vals[pos[found]]
+    return out
+
+
 def check_key(key: object, what: str) -> Key:
     """Return ``key``; raise unless it is a non-negative int or a str."""
     if isinstance(key, bool) or not isinstance(key, (int, str)):
@@ -216,9 +298,29 @@ class KVStoreBase:
 
     def __init__(self, name: str) -> None:
         self._type = name
+        self._key_type: type | None = None  # int or str: the kind of keys this store takes
         # an optimizer.Updater, or any updater(key, merged, stored) given to _set_updater
         self._updater: Any = None
         self._optimizer: opt.Optimizer | None = None
+
+    def _pairs(self, key: Keys, value: Values | None, what: str) -> list[tuple[Key, list[NDArray]]]:
+        """:func:`key_value_pairs`, after checking the keys are of the store's kind."""
+        pairs = key_value_pairs(key, value, what)
+        self._check_key_types([k for k, _ in pairs], what)
+        return pairs
+
+    def _check_key_types(self, keys: Sequence[Key], what: str) -> None:
+        """Raise MXNetError unless every key is of the kind (int or str) the store took first
+        (MXNet's stores take one kind of key)."""
+        for k in keys:
+            kind = type(k)
+            if self._key_type is None:
+                self._key_type = kind
+            elif kind is not self._key_type:
+                raise MXNetError(
+                    f"KVStore.{what}: key {k!r} is a {kind.__name__}, but this store holds "
+                    f"{self._key_type.__name__} keys; one store takes one kind of key"
+                )
 
     # ------------------------------------------------------------------ identity
     @property
@@ -254,6 +356,29 @@ class KVStoreBase:
         self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
     ) -> None:
         """Copy the current value of ``key`` into ``out`` (an array or a list, one per device)."""
+        raise NotImplementedError
+
+    def row_sparse_pull(
+        self, key: Keys, out: Values | None = None, priority: int = 0, row_ids: Any = None
+    ) -> None:
+        """Copy only the rows ``row_ids`` of each key's value into row_sparse arrays ``out``.
+
+        Parameters
+        ----------
+        key : int, str or list of them
+        out : RowSparseNDArray or list
+            The arrays to fill, one per device (or a list of those per key); each receives
+            exactly the rows asked for (repeats and order of ``row_ids`` do not matter).
+        row_ids : NDArray or list
+            Row ids (any shape and numeric dtype): one array for every output, or one per
+            output array as ``out`` is structured.
+
+        Raises
+        ------
+        MXNetError
+            When an output is not row_sparse, a row id is out of range, or the key was never
+            initialised; nothing is written then.
+        """
         raise NotImplementedError
 
     def pushpull(

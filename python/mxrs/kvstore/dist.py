@@ -43,6 +43,7 @@ from .base import (
     key_value_pairs,
     register,
 )
+from .dist_rows import RowKeys
 from .local import reduce_sum
 
 _STR_KEY_BIT = 1 << 63
@@ -118,14 +119,19 @@ def wire_key(key: Key) -> int:
 
 
 @register("dist_sync", "dist_device_sync", "dist_async")
-class DistKVStore(KVStoreBase):
+class DistKVStore(RowKeys, KVStoreBase):
     """A worker's store in a distributed job; keys live on the servers.
 
     In ``dist_sync`` mode the servers sum one push from every worker per round, apply the
     optimizer once and answer pulls with the round's result; ``dist_async`` applies each push as
     it arrives. ``dist_device_sync`` sums a worker's per-device values on the first device before
     one copy goes over the wire (``dist_sync`` sums them on CPU).
+
+    Keys initialised with a row_sparse value take row_sparse pushes and ``row_sparse_pull``
+    with only the rows present on the wire (:mod:`.dist_rows`).
     """
+
+    _wire = staticmethod(wire_key)
 
     def __init__(self, name: str = "dist_sync") -> None:
         super().__init__(name)
@@ -134,6 +140,7 @@ class DistKVStore(KVStoreBase):
         self._worker = _connect(self._mode)
         self._keys: dict[Key, tuple[int, tuple[int, ...], np.dtype]] = {}  # wire key, shape, dtype
         self._compression: tuple[str, float] | None = None  # (type, threshold) for the client
+        self._row_keys: set[Key] = set()  # keys initialised row_sparse
 
     # ------------------------------------------------------------------ identity
     @property
@@ -229,7 +236,7 @@ class DistKVStore(KVStoreBase):
                 data = v._data
                 if data.shape != shape or data.dtype != dtype:
                     self._check(k, vals, what, "pushed value")  # raises unless it may go
-                if type(data) is np.ndarray and data.flags.c_contiguous:
+                if type(data) is np.ndarray and data.flags.c_contiguous and not v._sparse:
                     keys.append(wire)
                     arrays.append(data)
                     lent.append(v)
@@ -285,10 +292,15 @@ class DistKVStore(KVStoreBase):
         """Initialise keys on the servers: rank 0's values win; returns once every key exists."""
         _pending.check()
         pairs = key_value_pairs(key, value, "init")
-        keys, arrays = [], []
-        for k, vals in pairs:
+        for k, _ in pairs:
             if k in self._keys:
                 raise KVStoreError(f"KVStore.init: key {k!r} is already initialised")
+        row_pairs = [(k, v) for k, v in pairs if v[0].stype == "row_sparse"]
+        if row_pairs:
+            self._init_rows(row_pairs)
+            pairs = [(k, v) for k, v in pairs if v[0].stype != "row_sparse"]
+        keys, arrays = [], []
+        for k, vals in pairs:
             host = self._host_sum(vals[:1])
             keys.append(wire_key(k))
             arrays.append(host)
@@ -296,12 +308,15 @@ class DistKVStore(KVStoreBase):
         for (k, _), wk, host in zip(pairs, keys, arrays, strict=True):
             self._keys[k] = (wk, host.shape, host.dtype)
         if self._optimizer is not None:
-            self._send_key_mults([k for k, _ in pairs])
+            self._send_key_mults([k for k, _ in pairs + row_pairs])
 
     def push(self, key: Keys, value: Values, priority: int = 0) -> None:
         """Send the sum of each key's values to the servers; returns before they answer."""
         _pending.check()
-        keys, arrays, lent = self._gather_pushes(key_value_pairs(key, value, "push"), "push")
+        pairs = self._split_row_pushes(key_value_pairs(key, value, "push"), "push")
+        if not pairs:
+            return
+        keys, arrays, lent = self._gather_pushes(pairs, "push")
         ticket = self._worker.push(keys, arrays, self._compression, _priority(priority))
         # A compressed push has read (encoded) its arrays before it returned.
         _pending.track(ticket, reads=[] if self._compression else lent)
@@ -309,11 +324,22 @@ class DistKVStore(KVStoreBase):
     def pull(
         self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
     ) -> None:
-        """Fetch each key's value into ``out``; the arrays are filled when first used."""
+        """Fetch each key's value into ``out``; the arrays are filled when first used.
+
+        Sparse output arrays are skipped with ``ignore_sparse`` (MXNet's default), else filled
+        with the whole value before this returns; use :meth:`row_sparse_pull` for some rows.
+        """
         _pending.check()
         if out is None:
             raise KVStoreError("KVStore.pull: out is required")
         pairs = key_value_pairs(key, out, "pull")
+        if any(o._sparse for _, outs in pairs for o in outs):
+            sparse = [(k, [o for o in outs if o._sparse]) for k, outs in pairs]
+            pairs = [(k, d) for k, outs in pairs if (d := [o for o in outs if not o._sparse])]
+            if not ignore_sparse:
+                self._pull_sparse_outs([(k, s) for k, s in sparse if s], priority)
+            if not pairs:
+                return
         bufs, marks = self._gather_pulls(pairs, "pull")
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs, _priority(priority))
         _pending.track(ticket, writes=marks)
@@ -325,6 +351,10 @@ class DistKVStore(KVStoreBase):
         _pending.check()
         pushes = key_value_pairs(key, value, "pushpull")
         pulls = pushes if out is None else key_value_pairs(key, out, "pushpull")
+        if any(a._sparse for _, arrs in pushes + pulls for a in arrs):  # as push, then pull
+            self.push(key, value, priority)
+            self.pull(key, value if out is None else out, priority, ignore_sparse=False)
+            return
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
         ticket = self._worker.pushpull(keys, arrays, bufs, self._compression, _priority(priority))

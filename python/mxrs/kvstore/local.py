@@ -7,13 +7,14 @@ codec the distributed stores use on the wire (``mxrs._native.compress_roundtrip`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .. import _native
 from ..base import KVStoreError, MXNetError
 from ..context import Context, cpu
+from ..ndarray import sparse
 from ..ndarray._transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
 from .base import (
@@ -21,16 +22,20 @@ from .base import (
     Keys,
     KVStoreBase,
     Values,
+    check_row_ids,
     check_shapes,
     compression_spec,
-    key_value_pairs,
     register,
+    row_sparse_requests,
+    rows_of,
 )
 
 
 def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
     """Sum the raw data of NDArrays ``values`` into a fresh raw array on ``ctx``."""
     first = values[0]
+    if len(values) == 1 and first._sparse:
+        return move_data(first._data, first._ctx, ctx)  # already a fresh dense copy
     acc = move_data(first._data, first._ctx, ctx)
     if acc is first._data:
         acc = acc.copy()
@@ -40,9 +45,20 @@ def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
 
 
 def copy_into(dst: NDArray, src_raw: Any, src_ctx: Context) -> None:
-    """Copy raw array ``src_raw`` living on ``src_ctx`` into NDArray ``dst`` in place."""
+    """Copy raw array ``src_raw`` living on ``src_ctx`` into NDArray ``dst`` in place (a
+    sparse ``dst`` re-encodes it in its own storage type)."""
     moved = move_data(src_raw, src_ctx, dst._ctx)
+    if dst._sparse:
+        dst._data = moved.astype(dst.dtype, copy=moved is src_raw)
+        return
     dst._ctx.backend.xp.copyto(dst._data, moved)
+
+
+def merge(values: list[NDArray], ctx: Context) -> NDArray:
+    """The sum of ``values`` on ``ctx``: row_sparse when all are, else dense."""
+    if all(v.stype == "row_sparse" for v in values):
+        return sparse.add_n(*[v.as_in_context(ctx) for v in values])
+    return _wrap(reduce_sum(values, ctx), ctx)
 
 
 #: The names of a store that keeps every key on CPU (MXNet's aliases of 'local').
@@ -77,11 +93,14 @@ class LocalKVStore(KVStoreBase):
         KVStoreError
             When a key is initialised twice.
         """
-        for k, vals in key_value_pairs(key, value, "init"):
+        for k, vals in self._pairs(key, value, "init"):
             if k in self._store:
                 raise KVStoreError(f"KVStore.init: key {k!r} is already initialised")
             home = self._home(vals[0])
-            self._store[k] = _wrap(reduce_sum(vals[:1], home), home)
+            if vals[0]._sparse:
+                self._store[k] = vals[0].copyto(home)
+            else:
+                self._store[k] = _wrap(reduce_sum(vals[:1], home), home)
 
     def _stored(self, k: Key, what: str) -> NDArray:
         stored = self._store.get(k)
@@ -97,7 +116,7 @@ class LocalKVStore(KVStoreBase):
         ShapeMismatchError
             When a value's shape differs from the key's; nothing is changed then.
         """
-        pairs = key_value_pairs(key, value, "push")
+        pairs = self._pairs(key, value, "push")
         for k, vals in pairs:
             check_shapes("push", k, self._stored(k, "push").shape, vals, "pushed value")
             if self._compression is not None:
@@ -106,11 +125,14 @@ class LocalKVStore(KVStoreBase):
             stored = self._store[k]
             if self._compression is not None:
                 vals = [self._through_compression(k, v) for v in vals]
-            merged = reduce_sum(vals, stored._ctx)
+            merged = merge(vals, stored._ctx)
             if self._updater is not None:
-                self._updater(k, _wrap(merged, stored._ctx), stored)
+                self._updater(k, merged, stored)
+            elif stored._sparse:
+                cast(Any, stored)._assign(merged.astype(stored.dtype, copy=False))
             else:
-                stored._ctx.backend.xp.copyto(stored._data, merged.astype(stored.dtype, copy=False))
+                xp = stored._ctx.backend.xp
+                xp.copyto(stored._data, merged._data.astype(stored.dtype, copy=False))
 
     def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
         """Compress each device's pushed value before the merge ('device' only, as in MXNet).
@@ -148,14 +170,39 @@ class LocalKVStore(KVStoreBase):
     def pull(
         self, key: Keys, out: Values | None = None, priority: int = 0, ignore_sparse: bool = True
     ) -> None:
-        """Copy each key's value into its output array(s), on their own devices."""
+        """Copy each key's value into its output array(s), on their own devices.
+
+        With ``ignore_sparse`` (the default, as in MXNet) sparse output arrays are left as
+        they are: use :meth:`row_sparse_pull` for them.
+        """
         if out is None:
             raise KVStoreError("KVStore.pull: out is required")
-        for k, outs in key_value_pairs(key, out, "pull"):
+        for k, outs in self._pairs(key, out, "pull"):
             stored = self._stored(k, "pull")
             check_shapes("pull", k, stored.shape, outs, "output array")
             for o in outs:
-                copy_into(o, stored._data, stored._ctx)
+                if o._sparse and ignore_sparse:
+                    continue
+                if stored._sparse:
+                    stored.copyto(o)
+                else:
+                    copy_into(o, stored._data, stored._ctx)
+
+    def row_sparse_pull(
+        self, key: Keys, out: Values | None = None, priority: int = 0, row_ids: Any = None
+    ) -> None:
+        """Copy only rows ``row_ids`` of each key's value into row_sparse output arrays.
+
+        Parameters and errors as :meth:`KVStoreBase.row_sparse_pull`.
+        """
+        requests = row_sparse_requests(key, out, row_ids)
+        self._check_key_types([k for k, _, _ in requests], "row_sparse_pull")
+        for k, o, ids in requests:
+            stored = self._stored(k, "row_sparse_pull")
+            check_shapes("row_sparse_pull", k, stored.shape, [o], "output array")
+            check_row_ids(k, ids, stored.shape[0])
+        for k, o, ids in requests:
+            cast(Any, o)._assign(rows_of(self._store[k], ids, o._ctx).astype(o.dtype, copy=False))
 
 
 @register("teststore")

@@ -77,6 +77,7 @@ from . import (
     contrib,  # noqa: F401
     grad_graph,  # noqa: F401  (gives autograd the ops' create_graph rules)
     random,  # noqa: F401
+    sparse,  # noqa: F401
 )
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
@@ -101,6 +102,8 @@ from .reduce import *  # noqa: F403
 from .reductions import *  # noqa: F403
 from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
+from .sparse import cast_storage  # noqa: F401
+from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
 from .upsampling import *  # noqa: F403

@@ -49,6 +49,8 @@ class ArrayCore:
     _grad_req: str
     _fresh: bool
     _on_grad: Callable[[NDArray], None]
+    #: Whether the array is a sparse one (its ``_data`` is then a dense copy made on reading).
+    _sparse = False
 
     def _new(self, data: Any, ctx: Context) -> NDArray:
         """Return a new, unrecorded NDArray around raw ``data`` on ``ctx`` (no copy, no check)."""

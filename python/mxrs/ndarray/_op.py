@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..context import Context
     from ._core import ArrayCore
 
-__all__ = ["Op", "apply", "as_method", "with_out", "unbroadcast", "axis_index"]
+__all__ = ["Op", "apply", "as_method", "with_out", "unbroadcast", "axis_index", "sparse_rules"]
 
 
 class Op:
@@ -81,9 +81,18 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         When the arrays live on different contexts.
     """
     ctx = arrays[0]._ctx
+    sparse = False
     for a in arrays:
         if a._ctx is not ctx and a._ctx != ctx:
             raise _mixed(op_cls, ctx, a._ctx)
+        if a._sparse:
+            sparse = True
+    if sparse:
+        rule = sparse_rules.get(op_cls)
+        if rule is not None:
+            res = rule(op_cls, arrays, attrs)
+            if res is not NotImplemented:
+                return res
     be = ctx._backend or ctx.backend
     op = op_cls()
     op.xp = be.xp
@@ -124,6 +133,11 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         op.attrs = attrs
         res._node = op
     return res
+
+
+#: Ops that keep a sparse input sparse: ``rule(op_cls, arrays, attrs)`` returns the result, or
+#: NotImplemented to compute it densely (installed by ``mxrs.ndarray.sparse``).
+sparse_rules: dict[type[Op], Callable[[type[Op], Sequence[Any], dict[str, Any]], Any]] = {}
 
 
 def with_out(fn: Callable[..., Any]) -> Callable[..., Any]:

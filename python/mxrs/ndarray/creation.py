@@ -16,6 +16,7 @@ from .. import _backend
 from ..context import Context, current_context
 from . import _pending
 from . import serialize as _serialize
+from . import sparse as _sparse
 from .ndarray import NDArray, _wrap, to_raw
 
 if TYPE_CHECKING:
@@ -117,7 +118,12 @@ def zeros(
     dtype : str or numpy.dtype, default float32
     out : NDArray, optional
         Array to fill instead of allocating.
+    stype : {'default', 'row_sparse', 'csr'}, optional
+        The storage type; a sparse one stores nothing.
     """
+    stype = kwargs.pop("stype", None)
+    if stype not in (None, "default"):
+        return _out(_sparse.zeros(stype, shape, ctx, dtype), out)
     return _out(_filled(0, shape, ctx, dtype), out)
 
 
@@ -143,8 +149,15 @@ def full(
     return _out(_filled(val, shape, ctx, dtype), out)
 
 
-def empty(shape: ShapeLike, ctx: CtxLike | None = None, dtype: DTypeLike | None = None) -> NDArray:
+def empty(
+    shape: ShapeLike,
+    ctx: CtxLike | None = None,
+    dtype: DTypeLike | None = None,
+    stype: str | None = None,
+) -> NDArray:
     """Return an uninitialised array; parameters as :func:`zeros`."""
+    if stype not in (None, "default"):
+        return _sparse.zeros(stype, shape, ctx, dtype)
     return _filled(None, shape, ctx, dtype)
 
 

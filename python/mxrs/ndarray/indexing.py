@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._sparse_rows import SparseRows, sum_rows
 from ..base import MXNetError
 from ._core import ArrayCore
 from ._op import Op, apply, as_method, axis_index
@@ -150,6 +151,23 @@ def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip") -> NDA
     return apply(_Take, (a, indices), axis=axis_index(axis, a.ndim), mode=mode)
 
 
+class _TakeRows(Op):
+    """An embedding lookup whose weight gradient is row-sparse: only the rows looked up."""
+
+    def forward(self, w, indices, axis, mode):
+        xp = self.xp
+        self.flat = xp.clip(indices.reshape(-1).astype(np.int64), 0, w.shape[0] - 1)
+        self.shape = w.shape
+        return w[self.flat].reshape(indices.shape + w.shape[1:])
+
+    def backward(self, g):
+        if not self.needs[0]:
+            return None, None
+        g2 = g.reshape((self.flat.shape[0],) + self.shape[1:])
+        idx, vals = sum_rows(self.be, self.flat, g2)
+        return SparseRows(idx, vals, self.shape, self.be), None
+
+
 def Embedding(
     data: NDArray,
     weight: NDArray,
@@ -161,9 +179,12 @@ def Embedding(
 ) -> NDArray:
     """Look up rows of ``weight`` (shape ``(input_dim, output_dim)``) at indices ``data``.
 
-    The output has shape ``data.shape + (output_dim,)``; indices are clipped into range.
+    The output has shape ``data.shape + (output_dim,)``; indices are clipped into range. With
+    ``sparse_grad=True`` the weight's gradient is row_sparse: it holds only the rows looked up
+    (summed over repeats), and no table-sized array is made.
     """
-    return apply(_Take, (weight, data), axis=0, mode="clip")
+    op = _TakeRows if sparse_grad else _Take
+    return apply(op, (weight, data), axis=0, mode="clip")
 
 
 def _flat_positions(xp, idx_t, n):

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["NDArray"]
 
 _object_new = object.__new__
+#: ``cast`` (dense NDArray, stype -> sparse array) and ``zeros`` (stype, shape, ctx, dtype ->
+#: sparse array), installed by ``mxrs.ndarray.sparse``, which is built on this module.
+_sparse_hooks: dict[str, Any] = {}
 
 
 def _wrap(data: Any, ctx: Context) -> NDArray:
@@ -163,6 +166,9 @@ class NDArray(
                 return other
             if other.shape != self.shape:
                 raise MXNetError(f"copyto: shape {self.shape} does not match target {other.shape}")
+            if other._sparse:  # re-encoded in the target's storage type
+                other._data = move_data(self._data, self._ctx, other._ctx).astype(other.dtype)
+                return other
             other._data[...] = move_data(self._data, self._ctx, other._ctx)
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}")
@@ -194,16 +200,39 @@ class NDArray(
         grad_req : {'write', 'add', 'null'}, default 'write'
             'write' overwrites ``.grad`` on each backward, 'add' accumulates into it,
             'null' computes no gradient.
+        stype : {'default', 'row_sparse', 'csr'}, optional
+            The gradient's storage type; this array's own by default.
         """
         if grad_req == "null":
             self._grad = None
             self._grad_req = "null"
             self._node = None
             return
-        be = self._ctx.backend
-        with be.guard(self._ctx.device_id):
-            grad = _wrap(be.xp.zeros_like(self._data), self._ctx)
+        stype = self.stype if stype is None else stype
+        if stype == "default":
+            be = self._ctx.backend
+            with be.guard(self._ctx.device_id):
+                grad = _wrap(be.xp.zeros(self.shape, self._dtype_raw()), self._ctx)
+        else:
+            grad = _sparse_hooks["zeros"](stype, self.shape, self._ctx, self._dtype_raw())
         self._mark_variable(grad, grad_req)
+
+    def _dtype_raw(self) -> Any:
+        """The NumPy dtype of the elements (without reading a sparse array's values)."""
+        return np.dtype(self.dtype)
+
+    def tostype(self, stype: str) -> NDArray:
+        """Return a copy of this array with storage type ``stype``.
+
+        Parameters
+        ----------
+        stype : {'default', 'row_sparse', 'csr'}
+            ``'row_sparse'`` keeps the rows holding a non-zero, ``'csr'`` (2-D only) the
+            non-zero elements.
+        """
+        if stype == "default":
+            return self.copy()
+        return _sparse_hooks["cast"](self, stype)
 
     def _mark_variable(self, grad: NDArray | None, grad_req: str) -> None:
         if grad_req not in ("write", "add", "null"):

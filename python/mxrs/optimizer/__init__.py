@@ -1,14 +1,18 @@
 """Optimizers (``mx.optimizer``): MXNet 1.x's update rules on NumPy and CuPy arrays.
 
 Every optimizer is registered by lower-case name for :func:`create`, updates weights in place
-(never recorded by autograd), and, except FTRL, those listed as workers only below and custom
-ones, describes itself to the parameter servers with ``to_spec()`` as a name and numbers.
+(never recorded by autograd; sparse weights and states too), and, except FTRL, those listed
+as workers only below and custom ones, describes itself to the parameter servers with
+``to_spec()`` as a name and numbers.
 
 Layout
 ------
 optimizer
     :class:`Optimizer` (hyper-parameters, multipliers, update counts, ``to_spec``), the
     registry: ``register``, ``create``.
+_sparse
+    Updates with sparse gradients, weights or states: MXNet's lazy updates from ``row_sparse``
+    gradients, storage fallback for the rest.
 updater
     :class:`Updater` and ``get_updater``: per-parameter states, ``get_states``/``set_states``.
 sgd, nag

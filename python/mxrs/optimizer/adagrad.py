@@ -4,12 +4,17 @@ and weight decay outside the adaptive step::
     g' = clip(rescale_grad * g)            (any clip_gradient >= 0 clips, 0 included)
     history += g'**2
     w = w - lr * (g' / sqrt(history + eps) + wd * w)
+
+A ``row_sparse`` gradient takes MXNet's sparse ``adagrad_update`` instead: only its rows of the
+weight and history change, only a positive ``clip_gradient`` clips, and weight decay is not
+supported (a non-zero ``wd`` raises, as in MXNet).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..base import MXNetError
 from .optimizer import Optimizer, _zeros_state, register
 
 if TYPE_CHECKING:
@@ -37,18 +42,38 @@ class AdaGrad(Optimizer):
         self.float_stable_eps = eps
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """The accumulated squared gradients: a zero buffer like ``weight``."""
-        return _zeros_state(weight)
+        """The accumulated squared gradients: a zero buffer like ``weight``, in its storage
+        type."""
+        return _zeros_state(weight, weight.stype)
+
+    def _updates_lazily(self, weight: NDArray, state: Any) -> bool:
+        return True  # MXNet's AdaGrad sends every row_sparse gradient to sparse.adagrad_update
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
     ) -> None:
-        history = state._data
-        t = xp.multiply(g, float(self.rescale_grad))
         c = self.clip_gradient
-        if c is not None and c >= 0:
-            c = float(c)
-            xp.clip(t, -c, c, out=t)
+        self._apply(xp, w, g, state._data, lr, wd, c if c is not None and c >= 0 else None)
+
+    def _lazy_step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
+        if wd:
+            raise MXNetError(
+                f"AdaGrad update of parameter {index!r}: a row_sparse gradient takes MXNet's "
+                f"sparse adagrad_update, which does not support weight decay (wd is {wd}); "
+                "set wd (or this parameter's wd_mult) to 0"
+            )
+        c = self.clip_gradient
+        self._apply(xp, w, g, state._data, lr, 0.0, c if c is not None and c > 0 else None)
+
+    def _apply(
+        self, xp: Any, w: Any, g: Any, history: Any, lr: float, wd: float, clip: float | None
+    ) -> None:
+        """The update with the gradient clipped into ``[-clip, clip]`` unless ``clip`` is None."""
+        t = xp.multiply(g, float(self.rescale_grad))
+        if clip is not None:
+            xp.clip(t, -float(clip), float(clip), out=t)
         tmp = xp.multiply(t, t)
         history += tmp
         xp.add(history, float(self.float_stable_eps), out=tmp)

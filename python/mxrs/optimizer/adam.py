@@ -7,6 +7,9 @@
     mean = beta1 * mean + (1 - beta1) * g'
     var  = beta2 * var + (1 - beta2) * g'**2
     w    = w - lr_t * mean / (sqrt(var) + epsilon)
+
+With a ``row_sparse`` gradient and ``lazy_update`` (the default) only the gradient's rows of the
+weight, mean and var are updated (``t`` still counts every update).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from . import _sparse
 from .optimizer import Optimizer, _zeros_state, register
 
 if TYPE_CHECKING:
@@ -36,7 +40,9 @@ class Adam(Optimizer):
     epsilon : float, default 1e-8
         Added to the root of the second moment (outside the bias correction, as MXNet).
     lazy_update : bool, default True
-        Accepted for MXNet compatibility; mxrs arrays are dense.
+        With a ``row_sparse`` gradient, update only the rows it stores, in the weight, mean and
+        var (MXNet's lazy update); False updates every row as with the dense gradient. The
+        mean and var are then kept in the weight's storage type, else dense.
     **kwargs
         The :class:`~mxrs.optimizer.Optimizer` parameters.
     """
@@ -59,8 +65,13 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """``(mean, var)``: two zero buffers like ``weight``."""
-        return (_zeros_state(weight), _zeros_state(weight))
+        """``(mean, var)``: two zero buffers like ``weight`` (in its storage type with
+        ``lazy_update``, else dense)."""
+        stype = weight.stype if self.lazy_update else "default"
+        return (_zeros_state(weight, stype), _zeros_state(weight, stype))
+
+    def _updates_lazily(self, weight: NDArray, state: Any) -> bool:
+        return bool(self.lazy_update) and _sparse.states_match(weight, state)
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

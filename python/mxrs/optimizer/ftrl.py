@@ -6,6 +6,10 @@ With ``g' = clip(rescale_grad * g)``::
     n += g'**2
     w  = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) * (abs(z) > lamda1)
 
+When the weight, ``z`` and ``n`` are ``row_sparse`` (the states take the weight's storage type), a
+``row_sparse`` gradient updates only its rows of the three (MXNet's sparse ``ftrl_update``); with
+a dense weight every row is updated.
+
 The parameter servers do not run FTRL: train with ``update_on_kvstore=False`` so that the
 servers sum gradients and the workers update.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..base import MXNetError
+from . import _sparse
 from .optimizer import Optimizer, _zeros_state, register
 
 if TYPE_CHECKING:
@@ -46,8 +51,13 @@ class FTRL(Optimizer):
         self.beta = beta
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """``(z, n)``: two zero buffers like ``weight``."""
-        return (_zeros_state(weight), _zeros_state(weight))
+        """``(z, n)``: two zero buffers like ``weight``, in its storage type."""
+        return (_zeros_state(weight, weight.stype), _zeros_state(weight, weight.stype))
+
+    def _updates_lazily(self, weight: NDArray, state: Any) -> bool:
+        # MXNet's sparse ftrl_update needs the weight, z and n all row_sparse; with any of them
+        # dense it falls back to the standard update of every row.
+        return weight.stype == "row_sparse" and _sparse.states_match(weight, state)
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

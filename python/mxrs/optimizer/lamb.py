@@ -59,8 +59,8 @@ class LAMB(Optimizer):
         self.bias_correction = bias_correction
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """``(mean, var)``: two zero buffers like ``weight``."""
-        return (_zeros_state(weight), _zeros_state(weight))
+        """``(mean, var)``: two zero buffers like ``weight``, in its storage type."""
+        return (_zeros_state(weight, weight.stype), _zeros_state(weight, weight.stype))
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

@@ -18,7 +18,8 @@ shares, with MXNet 1.x's semantics:
 Subclasses implement ``create_state`` and ``_step``: :meth:`Optimizer.update` checks the arrays,
 counts the update, computes the learning rate and weight decay for the index, and calls
 ``_step`` with the raw NumPy/CuPy arrays, the array module ``xp``, and the device made current.
-Updates change ``weight`` in place and are never recorded by autograd.
+Updates change ``weight`` in place and are never recorded by autograd; those involving sparse
+arrays (lazy updates from ``row_sparse`` gradients included) run ``_step`` through ``_sparse``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy
 
 from ..base import ContextError, MXNetError
-from ..ndarray import NDArray, zeros_like
+from ..ndarray import NDArray
+from . import _sparse
 
 if TYPE_CHECKING:
     from ..lr_scheduler import LRScheduler
@@ -68,7 +70,7 @@ class Optimizer:
     begin_num_update : int, default 0
         The update count each parameter starts from.
     multi_precision : bool, default False
-        Accepted for MXNet compatibility; updates run in the weight's own dtype.
+        Update float16 weights through a float32 master copy (``update_multi_precision``).
     param_dict : dict of int to Parameter, optional
         Parameters by index; their ``lr_mult``/``wd_mult`` attributes take precedence.
 
@@ -311,9 +313,10 @@ class Optimizer:
     def _update_master(
         self, index: int | str, weight: NDArray, grad: NDArray, master: NDArray, state: Any
     ) -> None:
-        """Updates the float32 ``master`` copy from ``grad`` in float32, then ``weight`` from it."""
-        self.update(index, master, grad.astype(numpy.float32), state)
-        weight[:] = master.astype(weight.dtype)
+        """Update the float32 ``master`` from ``grad``, then ``weight`` from it (lazily: rows)."""
+        grad32 = grad.astype(numpy.float32)
+        self.update(index, master, grad32, state)
+        _sparse.copy_master(self, weight, master, grad32, state)
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """Update ``weight`` in place from ``grad`` and ``state``.
@@ -337,22 +340,27 @@ class Optimizer:
             When ``grad`` lives on another context than ``weight``.
         MXNetError
             When the shapes differ.
+
+        Notes
+        -----
+        Sparse arrays follow MXNet 1.9.1 (see ``_sparse``): a ``row_sparse`` gradient changes
+        only its rows with the optimizers that update lazily (SGD and Adam with
+        ``lazy_update``, AdaGrad, FTRL on row_sparse weights), every row with the others.
         """
         if isinstance(index, (list, tuple)):
             for i, w1, g1, s1 in _zip_multi(index, weight, grad, state):
                 self.update(i, w1, g1, s1)
             return
         ctx = weight._ctx
-        w, g = weight._data, grad._data
         if grad._ctx is not ctx and grad._ctx != ctx:
             raise ContextError(
                 f"optimizer update of parameter {index!r}: the weight is on "
                 f"{ctx} but its gradient on {grad._ctx}"
             )
-        if g.shape != w.shape:
+        if tuple(grad.shape) != tuple(weight.shape):
             raise MXNetError(
                 f"optimizer update of parameter {index!r}: gradient shape "
-                f"{g.shape} does not match weight shape {w.shape}"
+                f"{tuple(grad.shape)} does not match weight shape {tuple(weight.shape)}"
             )
         self._update_count(index)
         # Python floats, so that float32 arrays stay float32 (NumPy scalars would promote).
@@ -360,7 +368,10 @@ class Optimizer:
         wd = float(self._get_wd(index))
         be = ctx.backend
         with be.guard(ctx.device_id):
-            self._step(be.xp, index, w, g, state, lr, wd)
+            if weight._sparse or grad._sparse or _sparse.has_sparse(state):
+                _sparse.update(self, be.xp, index, weight, grad, state, lr, wd)
+            else:
+                self._step(be.xp, index, weight._data, grad._data, state, lr, wd)
 
     def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """Update ``weight`` with a state from :meth:`create_state_multi_precision`: through
@@ -385,6 +396,16 @@ class Optimizer:
     ) -> None:
         """Apply one update to raw array ``w`` from raw gradient ``g``; see :meth:`update`."""
         raise NotImplementedError(f"{type(self).__name__} does not implement update")
+
+    def _updates_lazily(self, weight: NDArray, state: Any) -> bool:
+        """Whether a row_sparse gradient updates only its rows (MXNet's lazy update); no here."""
+        return False
+
+    def _lazy_step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None:
+        """:meth:`_step` on the row blocks of a lazy update (by default :meth:`_step` itself)."""
+        self._step(xp, index, w, g, state, lr, wd)
 
     # ----------------------------------------------------------------- helpers for subclasses
     def _rescaled(self, xp: Any, g: Any, w: Any, wd: float = 0.0) -> Any:
@@ -461,9 +482,9 @@ class Optimizer:
         self.param_dict = {}
 
 
-def _zeros_state(weight: NDArray) -> NDArray:
-    """A zero-filled NDArray like ``weight`` (shape, dtype, context)."""
-    return zeros_like(weight)
+#: ``_zeros_state(weight, stype='default')``: a zero state like ``weight`` of storage type
+#: ``stype`` (MXNet keeps some states in the weight's storage type, others dense).
+_zeros_state = _sparse.zeros_state
 
 
 register = Optimizer.register

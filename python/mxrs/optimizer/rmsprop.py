@@ -64,10 +64,12 @@ class RMSProp(Optimizer):
         self.clip_weights = clip_weights
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """``(n,)``, or ``(n, gbar, delta)`` when centered: zero buffers like ``weight``."""
+        """``(n,)``, or ``(n, gbar, delta)`` when centered: zero buffers like ``weight``, in
+        its storage type."""
+        st = weight.stype  # MXNet keeps them in the weight's storage type
         if self.centered:
-            return (_zeros_state(weight), _zeros_state(weight), _zeros_state(weight))
-        return (_zeros_state(weight),)
+            return (_zeros_state(weight, st), _zeros_state(weight, st), _zeros_state(weight, st))
+        return (_zeros_state(weight, st),)
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

@@ -5,7 +5,8 @@ The gradient is rescaled and clipped first; weight decay enters after clipping::
     momentum 0:  w = (1 - lr*wd) * w - lr * clip(rescale_grad * g)
     momentum m:  mom = m * mom - lr*wd * w - lr * clip(rescale_grad * g);  w = w + mom
 
-``mom`` is MXNet's (negative-direction) momentum buffer, so saved states carry over.
+``mom`` is MXNet's (negative-direction) momentum buffer, so saved states carry over. With a
+``row_sparse`` gradient and ``lazy_update`` (the default) only the gradient's rows are updated.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy
 
+from . import _sparse
 from .optimizer import Optimizer, _zeros_state, register
 
 if TYPE_CHECKING:
@@ -40,7 +42,11 @@ class SGD(Optimizer):
     momentum : float, default 0.0
         The momentum; 0 keeps no state.
     lazy_update : bool, default True
-        Accepted for MXNet compatibility; mxrs arrays are dense, so every row is updated.
+        With a ``row_sparse`` gradient, update only the rows it stores, in the weight and in
+        the momentum (MXNet's lazy update: weight decay and momentum decay skip the other
+        rows); False updates every row as with the dense gradient. The momentum is then kept
+        in the weight's storage type, else dense. Multi-precision (float16) updates are always
+        standard, as MXNet's ``mp_sgd_update`` has no sparse form.
     **kwargs
         The :class:`~mxrs.optimizer.Optimizer` parameters (``learning_rate`` defaults to 0.01).
 
@@ -57,8 +63,11 @@ class SGD(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
-        return _zeros_state(weight) if self.momentum != 0.0 else None
+        """A zero momentum buffer like ``weight`` (in its storage type with ``lazy_update``,
+        else dense), or None when ``momentum`` is 0."""
+        if self.momentum == 0.0:
+            return None
+        return _zeros_state(weight, weight.stype if self.lazy_update else "default")
 
     def create_state_multi_precision(self, index: int | str, weight: NDArray) -> Any:
         """With ``multi_precision`` and a float16 weight, ``(momentum, master)``: a float32
@@ -69,6 +78,18 @@ class SGD(Optimizer):
     def _master_and_state(self, state: Any) -> tuple[NDArray, Any]:
         mom, master = state
         return master, mom
+
+    def _updates_lazily(self, weight: NDArray, state: Any) -> bool:
+        return bool(self.lazy_update) and _sparse.states_match(weight, state)
+
+    def _update_master(
+        self, index: int | str, weight: NDArray, grad: NDArray, master: NDArray, state: Any
+    ) -> None:
+        # MXNet's mp_sgd_update and mp_sgd_mom_update have no sparse kernel: a sparse gradient
+        # updates every row (storage fallback), whatever lazy_update says.
+        if grad._sparse:
+            grad = grad.tostype("default")
+        super()._update_master(index, weight, grad, master, state)
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

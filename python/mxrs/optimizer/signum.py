@@ -48,8 +48,9 @@ class Signum(Optimizer):
         self.wd_lh = wd_lh
 
     def create_state(self, index: int | str, weight: NDArray) -> Any:
-        """A zero momentum buffer like ``weight``, or None when ``momentum`` is 0."""
-        return _zeros_state(weight) if self.momentum != 0.0 else None
+        """A zero momentum buffer like ``weight`` (in its storage type), or None when
+        ``momentum`` is 0."""
+        return _zeros_state(weight, weight.stype) if self.momentum != 0.0 else None
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

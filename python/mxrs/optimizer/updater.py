@@ -5,9 +5,10 @@ creates that parameter's state on first use and keeps it in ``states``. ``get_st
 ``set_states`` save and restore the states (and optionally the optimizer with its update
 counts) as bytes, so training can stop and resume with the same numbers.
 
-The bytes are a pickle of plain NumPy copies: they load without a GPU, as NDArrays on the CPU,
-and move to each weight's context the next time that weight is updated. Like MXNet's, they are
-for files you wrote yourself: unpickling runs code, so never load states from an untrusted source.
+The bytes are a pickle of plain NumPy copies (sparse states: CPU copies, which pickle with their
+storage type): they load without a GPU, as NDArrays on the CPU, and move to each weight's
+context the next time that weight is updated. Like MXNet's, they are for files you wrote
+yourself: unpickling runs code, so never load states from an untrusted source.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ from .optimizer import Optimizer
 
 __all__ = ["Updater", "get_updater"]
 
+_CPU = Context("cpu", 0)
+
 
 def _to_host(state: Any) -> Any:
-    """``state`` with every NDArray replaced by a NumPy copy (tuples and lists kept)."""
+    """``state`` with every dense NDArray replaced by a NumPy copy and every sparse one by a
+    copy on the CPU, which pickles with its storage type (tuples and lists kept)."""
     if isinstance(state, NDArray):
-        return state.asnumpy()
+        return state.as_in_context(_CPU) if state._sparse else state.asnumpy()
     if isinstance(state, (tuple, list)):
         return type(state)(_to_host(s) for s in state)
     return state
@@ -37,7 +41,9 @@ def _to_host(state: Any) -> Any:
 def _to_context(state: Any, ctx: Context) -> Any:
     """``state`` with every array (NumPy or NDArray) made an NDArray on ``ctx``."""
     if isinstance(state, NDArray):
-        return state if state._ctx == ctx else array(state, ctx=ctx, dtype=state.dtype)
+        if state._ctx == ctx:
+            return state
+        return state.copyto(ctx) if state._sparse else array(state, ctx=ctx, dtype=state.dtype)
     if isinstance(state, np.ndarray):
         return array(state, ctx=ctx, dtype=state.dtype)
     if isinstance(state, (tuple, list)):
@@ -128,7 +134,7 @@ class Updater:
         if isinstance(loaded, tuple) and len(loaded) == 2 and isinstance(loaded[1], Optimizer):
             loaded, self.optimizer = loaded
         # NDArrays on the CPU until each weight's next update moves them to its context.
-        self.states = {k: _to_context(v, Context("cpu", 0)) for k, v in loaded.items()}
+        self.states = {k: _to_context(v, _CPU) for k, v in loaded.items()}
         self.states_synced = dict.fromkeys(self.states, False)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from . import from_autograd as from_autograd  # installs autograd.get_symbol
 from . import ops
+from . import sparse as sparse
 from .executor import Executor
 from .opinfo import has_op
 from .symbol import Group, Symbol, Variable, load, load_json, var

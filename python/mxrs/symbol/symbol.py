@@ -406,9 +406,13 @@ def Variable(
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     if stype is not None:
-        if stype != "default":
-            raise MXNetError(f"Variable {name!r}: only dense ('default') storage is supported")
-        attrs["__storage_type__"] = "0"  # MXNet's code of the default (dense) storage
+        codes = {"default": "0", "row_sparse": "1", "csr": "2"}  # MXNet's storage type codes
+        if stype not in codes:
+            raise MXNetError(
+                f"Variable {name!r}: unknown storage type {stype!r}; use 'default', "
+                "'row_sparse' or 'csr'"
+            )
+        attrs["__storage_type__"] = codes[stype]
     for k, v in kwargs.items():
         if not (k.startswith("__") and k.endswith("__")):
             raise MXNetError(f"Variable {name!r}: unknown argument {k!r}")
