@@ -10,6 +10,8 @@ When the shape has unknown dimensions (0 or None), ``initialize`` only records t
 and the contexts; the block that owns the parameter fills in the shape from its first input and
 finishes the initialization then. Before that, ``data()`` raises
 :class:`DeferredInitializationError`.
+
+Sparse weights and gradients (``stype``, ``grad_stype``) are described in ``_sparse_param``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from .. import autograd, initializer, symbol
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
-from ..ndarray.ndarray import NDArray, _wrap
+from ..ndarray.ndarray import NDArray
+from ._sparse_param import SparseAccess, cast_array, check_stypes, clear_grad, new_grad
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
@@ -68,7 +71,7 @@ def _shape_known(shape: tuple[int, ...] | None) -> TypeGuard[tuple[int, ...]]:
     return shape is not None and all(d > 0 for d in shape)
 
 
-class Parameter:
+class Parameter(SparseAccess):
     """A container of a block's weights: one copy per context, plus gradient buffers.
 
     Parameters
@@ -88,8 +91,11 @@ class Parameter:
         Let ``initialize`` wait for the shape instead of failing.
     differentiable : bool, default True
         False forces ``grad_req='null'``.
-    stype, grad_stype : {'default'}
-        Storage types; only dense ('default') arrays are supported.
+    stype : {'default', 'row_sparse', 'csr'}, default 'default'
+        The weight's storage type. A 'row_sparse' weight lives whole in its Trainer's store
+        and is read with :meth:`row_sparse_data` (``data()`` refuses it).
+    grad_stype : {'default', 'row_sparse', 'csr'}, default 'default'
+        The gradient buffers' storage type ('row_sparse' for large embeddings).
 
     Examples
     --------
@@ -113,8 +119,7 @@ class Parameter:
         stype: str = "default",
         grad_stype: str = "default",
     ) -> None:
-        if stype != "default" or grad_stype != "default":
-            raise MXNetError(f"Parameter '{name}': only dense ('default') storage is supported")
+        check_stypes(name, stype, grad_stype)
         # _data, _ctx_list and _ctx_index are None until initialized, then all set together
         self._data: list[NDArray] | None = None
         self._grad: list[NDArray] | None = None
@@ -204,11 +209,6 @@ class Parameter:
             )
         self._shape = new_shape
 
-    @property
-    def stype(self) -> str:
-        """str: the storage type, always 'default' (dense)."""
-        return self._stype
-
     # ----------------------------------------------------------------- state helpers
     def _is_initialized(self) -> bool:
         """Return whether the data arrays exist (initialization is complete)."""
@@ -217,22 +217,6 @@ class Parameter:
     def _is_deferred(self) -> bool:
         """Return whether initialization waits for the shape to become known."""
         return self._data is None and bool(self._deferred_init)
-
-    def _set_trainer(self, trainer: Trainer | None) -> None:
-        """Remember the trainer updating this parameter (a dense parameter may change trainer,
-        as in MXNet; only a sparse one may not)."""
-        if (
-            self._stype != "default"
-            and self._trainer is not None
-            and trainer is not None
-            and self._trainer is not trainer
-        ):
-            raise MXNetError(
-                f"Failed to set the trainer for Parameter '{self.name}' because it "
-                f"was already set. More than one trainers for a {self._stype} "
-                "Parameter is not supported."
-            )
-        self._trainer = trainer
 
     def _check_and_get(
         self, arr_list: list[NDArray] | None, ctx: Context | type[list] | None
@@ -337,6 +321,8 @@ class Parameter:
 
     def _init_impl(self, data: NDArray, ctx_list: Sequence[Context]) -> None:
         """Copy ``data`` to every context, reusing the arrays already there when possible."""
+        if data.stype != self._stype:  # a sparse weight is initialised densely
+            data = data.tostype(self._stype)
         ctx_list = list(ctx_list)
         old = self._data
         if (
@@ -359,9 +345,7 @@ class Parameter:
             return
         grads = []
         for arr in self._data or ():
-            be, ctx = arr._ctx.backend, arr._ctx
-            with be.guard(ctx.device_id):
-                g = _wrap(be.xp.zeros_like(arr._data), ctx)
+            g = new_grad(arr, self._grad_stype)
             arr._mark_variable(g, self.grad_req)
             grads.append(g)
         self._grad = grads
@@ -420,6 +404,8 @@ class Parameter:
 
     def _reduce(self) -> NDArray:
         """Return the copies' mean on the CPU (the value to save)."""
+        if self._stype != "default":
+            return self._reduce_sparse()
         block = self.list_data()
         with autograd.pause():
             if len(block) == 1:
@@ -460,6 +446,8 @@ class Parameter:
         """
         if not isinstance(data, nd.NDArray):
             data = nd.array(data, dtype=self.dtype)
+        if data.stype != self._stype:
+            data = data.tostype(self._stype)
         self.shape = data.shape
         if self._data is None:
             if not self._deferred_init:
@@ -485,8 +473,11 @@ class Parameter:
         DeferredInitializationError
             Before a deferred initialization has finished.
         MXNetError
-            When not initialized, or not initialized on ``ctx``.
+            When not initialized, or not initialized on ``ctx``; for a sparse weight (use
+            :meth:`row_sparse_data`).
         """
+        if self._stype != "default":
+            raise self._dense_only("data", ctx)
         arrs = self._data
         if arrs is not None and ctx is not None:
             assert self._ctx_index is not None  # set with the arrays
@@ -496,7 +487,10 @@ class Parameter:
         return self._check_and_get(arrs, ctx)
 
     def list_data(self) -> list[NDArray]:
-        """Return the copies on all contexts, in the order of :meth:`list_ctx`."""
+        """Return the copies on all contexts, in the order of :meth:`list_ctx` (not for a sparse
+        weight: see :meth:`list_row_sparse_data`)."""
+        if self._stype != "default":
+            raise self._dense_only("list_data")
         return self._check_and_get(self._data, list)
 
     def grad(self, ctx: Context | None = None) -> NDArray:
@@ -525,11 +519,10 @@ class Parameter:
         return self._ctx_list
 
     def zero_grad(self) -> None:
-        """Set the gradient buffers to 0 (nothing to do without them)."""
-        if self._grad is None:
-            return
-        for g in self._grad:
-            g._data.fill(0)
+        """Set the gradient buffers to 0 (nothing to do without them); a sparse one is left
+        storing no rows."""
+        for g in self._grad or ():
+            clear_grad(g)
 
     def cast(self, dtype: DTypeLike) -> None:
         """Convert the data and gradients to ``dtype``, keeping the same NDArray objects."""
@@ -539,8 +532,7 @@ class Parameter:
         dt = np.dtype(dtype)
         for arrs in (self._data, self._grad or ()):
             for a in arrs:
-                with a._ctx.backend.guard(a._ctx.device_id):
-                    a._data = a._data.astype(dt)
+                cast_array(a, dt)
 
 
 class _ValueInit(initializer.Initializer):

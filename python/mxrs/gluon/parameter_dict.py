@@ -225,6 +225,10 @@ class ParameterDict:
     def save(self, filename: str | os.PathLike[str], strip_prefix: str = "") -> None:
         """Save the parameters' values (names without ``strip_prefix``) with ``mx.nd.save``.
 
+        A row_sparse weight is fetched whole from its Trainer's store first, as in MXNet; the
+        file holds it dense (``nd.save`` writes dense arrays), which MXNet and mxrs both load
+        back into a row_sparse Parameter.
+
         Raises
         ------
         MXNetError

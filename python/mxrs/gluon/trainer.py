@@ -13,10 +13,9 @@ from ..base import InvalidUsageError, MXNetError
 from ..context import Context
 from ..ndarray import _pending
 from ._overlap import GradientStream, bucket_bytes_from_env, overlap_from_env
+from ._trainer_kv import arrays, choose_store, init_keys, is_sparse, push_sparse
 from .parameter import Parameter
 from .parameter_dict import ParameterDict
-
-_LOCAL_UPDATE_BOUND = 16 * 1024 * 1024  # 'local' stores update on workers above this size
 
 
 class Trainer:
@@ -41,14 +40,18 @@ class Trainer:
     update_on_kvstore : bool or None
         Whether the store applies the optimizer (on the servers for dist stores). None picks as
         MXNet does: True when a store is used, except for 'local' stores holding an array above
-        16M elements; 'dist_async' requires True.
+        16M elements; 'dist_async' requires True. With sparse Parameters MXNet's rules for them
+        apply (see ``_trainer_kv``): a row_sparse weight always updates on a store, made even
+        for one device; dense weights with sparse gradients update on the workers unless the
+        store is distributed.
     overlap : bool or None
         With a distributed store, send each Parameter's gradient while backward still runs, as
         soon as it is final (in buckets of ``MXRS_BUCKET_BYTES``, 4 MiB by default), so that
         ``step`` only waits for what is in flight; with ``update_on_kvstore`` the new weights
         arrive while the next forward starts. None: on, unless ``MXRS_OVERLAP=0``. The numbers
         are the same either way; a program that changes gradients between backward and
-        ``step``, or runs backward twice through a Parameter per step, needs it off.
+        ``step``, or runs backward twice through a Parameter per step, needs it off. Sparse
+        Parameters are always sent at ``step``.
 
     Notes
     -----
@@ -73,6 +76,9 @@ class Trainer:
         for i, p in enumerate(self._params):
             self._param2idx[p.name] = i
             p._set_trainer(self)
+        # MXNet's flags; the store's set-up follows them (see _trainer_kv)
+        self._contains_sparse_weight = any(p._stype != "default" for p in self._params)
+        self._contains_sparse_grad = any(p._grad_stype != "default" for p in self._params)
         self._contexts: list[Context] | None = None
         self._init_optimizer(optimizer, optimizer_params or {})
         self._scale = self._optimizer.rescale_grad
@@ -126,49 +132,28 @@ class Trainer:
         self._contexts = self._check_contexts()
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
         config = self._kvstore_params
-        kv, update_on_kv = config["kvstore"], config["update_on_kvstore"]
-        if isinstance(kv, str):
-            if len(self._contexts) == 1 and "dist" not in kv:
-                kv = None
-            else:
-                kv = kvs.create(kv)
-        elif kv is not None and not isinstance(kv, kvs.KVStoreBase):
-            raise MXNetError(
-                f"Trainer: kvstore must be a name, a KVStore or None, got {type(kv).__name__}"
-            )
-        if kv is None:
-            update_on_kv = False
-        else:
-            if "async" in kv.type and update_on_kv is False:
-                raise MXNetError(
-                    "Trainer: dist_async stores update on the servers; set "
-                    "update_on_kvstore=True (or leave it None)"
-                )
-            if not kv.is_capable("optimizer"):
-                if update_on_kv:
-                    raise ValueError(
-                        f"Trainer: the {kv.type!r} KVStore cannot run the optimizer; use "
-                        "update_on_kvstore=False (or leave it None)"
-                    )
-                update_on_kv = False
-            if update_on_kv is None:
-                update_on_kv = True
-                if kv.type == "local":
-                    biggest = max((_size(p.shape) for p in self._params), default=0)
-                    update_on_kv = biggest <= _LOCAL_UPDATE_BOUND
+        asked = config["update_on_kvstore"]
+        kv, update_on_kv = choose_store(
+            self._params,
+            len(self._contexts),
+            config["kvstore"],
+            None if asked is None else bool(asked),
+        )
+        if kv is not None:
             self._distributed = "dist" in kv.type
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
             if update_on_kv:
                 kv.set_optimizer(self._optimizer)
                 self._server_lr = self._optimizer.learning_rate
-        if kv is not None and getattr(kv, "rejoined", False) and not update_on_kv:
-            raise MXNetError(
-                "Trainer: this worker was restarted into a running job, where only the servers "
-                "hold the weights; it can rejoin only with update_on_kvstore=True (the workers' "
-                "own optimizer states were lost with the process it replaces)"
-            )
-        self._kvstore, self._update_on_kvstore = kv, bool(update_on_kv)
+            if getattr(kv, "rejoined", False) and not update_on_kv:
+                raise MXNetError(
+                    "Trainer: this worker was restarted into a running job, where only the "
+                    "servers hold the weights; it can rejoin only with update_on_kvstore=True "
+                    "(the workers' own optimizer states were lost with the process it replaces)"
+                )
+        # None without a store, as in MXNet
+        self._kvstore, self._update_on_kvstore = kv, (None if kv is None else update_on_kv)
         self._kv_initialized = True
 
     def _ensure_store(self) -> None:
@@ -185,10 +170,24 @@ class Trainer:
         for p in self._params_to_init:
             (ready if p._is_initialized() else waiting).append(p)
         if self._kvstore is not None and ready:
-            idx = [self._param2idx[p.name] for p in ready]
-            self._kvstore.init(idx, [p.list_data()[0] for p in ready])
-            self._kvstore.pull(idx, [p.list_data() for p in ready])
+            keyed = [(self._param2idx[p.name], p) for p in ready]
+            init_keys(self._kvstore, keyed, bool(self._update_on_kvstore), self._distributed)
         self._params_to_init = waiting
+
+    def _row_sparse_pull(
+        self, parameter: Parameter, out: Any, row_id: Any, full_idx: bool = False
+    ) -> None:
+        """Fill ``out`` (a row_sparse array, or a list of them) with rows ``row_id`` of
+        ``parameter``'s value in the store (``Parameter.row_sparse_data``); with ``full_idx``
+        (every row, to save it), a local store pulls the whole value instead."""
+        self._ensure_store()
+        kv = self._kvstore
+        assert kv is not None  # a sparse weight always has a store
+        idx = self._param2idx[parameter.name]
+        if full_idx and not self._distributed:
+            kv.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+        else:
+            kv.row_sparse_pull(idx, out=out, priority=-idx, row_ids=row_id)
 
     def resume_step(self) -> int:
         """The number of steps taken so far: in a worker restarted by ``mxrs-launch
@@ -348,7 +347,7 @@ class Trainer:
         if ignore_stale_grad:
             return
         for _, p in self._trained():
-            for data in p.list_data():
+            for data in arrays(p):
                 if not data._fresh_grad:
                     raise UserWarning(
                         f"Gradient of Parameter `{p.name}` on context {data.context} has not been "
@@ -367,9 +366,15 @@ class Trainer:
             return
         self._stream.flush()
         sent = self._stream.sent()
-        rest = [i for i, _ in self._trained() if i not in sent]
-        if rest:
-            self._push(rest, update)
+        rest = [(i, p) for i, p in self._trained() if i not in sent]
+        dense = [i for i, p in rest if not is_sparse(p)]
+        if dense:
+            self._push(dense, update)
+        sparse = [(i, p) for i, p in rest if is_sparse(p)]
+        if sparse:
+            self._sync_server_lr()
+            on_kv = bool(update and self._update_on_kvstore)
+            push_sparse(self._kvstore, sparse, on_kv, self._distributed)
         self._stream.next_step()
         self._lr_sent = False
 
@@ -396,11 +401,12 @@ class Trainer:
         """After a step: with overlap on a distributed store, have the next backward send
         each Parameter's gradient as soon as it is final."""
         if self._overlap and self._distributed and self._contexts:
-            self._stream.arm(self._trained(), len(self._contexts))
+            dense = [(i, p) for i, p in self._trained() if not is_sparse(p)]
+            self._stream.arm(dense, len(self._contexts))
 
     def _consume_fresh(self) -> None:
         for _, p in self._trained():
-            for data in p.list_data():
+            for data in arrays(p):
                 data._fresh_grad = False
 
     def _local_update(self, ignore_stale_grad: bool) -> None:
@@ -462,10 +468,3 @@ def _param_list(params: Any) -> list[Parameter]:
             seen.add(id(p))
             out.append(p)
     return out
-
-
-def _size(shape: Sequence[int] | None) -> int:
-    n = 1
-    for d in shape or ():
-        n *= max(int(d), 0)
-    return n

@@ -255,7 +255,18 @@ class Embedding(HybridBlock):
     dtype : str or numpy.dtype, default 'float32'
     weight_initializer : Initializer or str, optional
     sparse_grad : bool, default False
-        Accepted for compatibility; gradients are dense.
+        Make the weight's gradient row_sparse (``grad_stype='row_sparse'``): it holds only the
+        rows a batch looked up, and no table-sized gradient is made. Trainers then sum and apply
+        those rows only (lazily, for optimizers with ``lazy_update``), as in MXNet.
+
+    Examples
+    --------
+    >>> emb = mx.gluon.nn.Embedding(10000, 16, sparse_grad=True)
+    >>> emb.initialize()
+    >>> with mx.autograd.record():
+    ...     emb(mx.nd.array([[1, 5]])).sum().backward()
+    >>> emb.weight.grad().indices.asnumpy()
+    array([1, 5])
     """
 
     def __init__(
@@ -280,6 +291,7 @@ class Embedding(HybridBlock):
             init=weight_initializer,
             dtype=dtype,
             allow_deferred_init=True,
+            grad_stype="row_sparse" if sparse_grad else "default",
         )
 
     def hybrid_forward(self, F: Any, x: NDArray, weight: NDArray) -> NDArray:
