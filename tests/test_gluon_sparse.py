@@ -490,20 +490,13 @@ with open(f"calls{{r}}.json", "w") as f:
 print("ok", r, flush=True)
 """
 
-_LAZY_ON_SERVERS = pytest.mark.xfail(
-    reason="the dist store sends a row_sparse push to a dense key dense, so its servers update "
-    "every row; MXNet's servers update only the pushed rows (lazy_update)",
-    strict=False,
-)
-
-
 @pytest.mark.parametrize(
     "sparse_weight,opt",
     [
         (True, ADAM),
         (True, SGD),
         (False, ("sgd", {"learning_rate": 0.1})),
-        pytest.param(False, SGD, marks=_LAZY_ON_SERVERS),
+        (False, SGD),
     ],
     ids=["rsp_weight-adam", "rsp_weight-sgd", "rsp_grad-sgd-plain", "rsp_grad-sgd-lazy"],
 )

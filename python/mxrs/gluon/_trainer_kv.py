@@ -156,7 +156,8 @@ def init_keys(
     A dense weight is initialised from its first copy and pulled into every copy (MXNet's
     ``broadcast``: all workers start from rank 0's values); a sparse weight is only
     initialised. Where the store only sums row_sparse gradients (one node, workers update), its
-    key holds the row_sparse sum of the last push, as MXNet's local store does, not the weight.
+    key holds the row_sparse sum of the last push, as MXNet's local store does, not the weight;
+    on a distributed store a dense weight with row_sparse gradients is a row key.
     """
     dense: list[tuple[int, Parameter]] = []
     for i, p in keyed:
@@ -168,6 +169,11 @@ def init_keys(
             kv.init(i, nd.sparse.zeros("row_sparse", first.shape, first.context, first.dtype))
             for a in arrs[1:]:
                 first.copyto(a)
+        elif p._grad_stype == "row_sparse" and distributed:
+            # a row key on the servers: row_sparse gradients cross the wire as rows and the
+            # servers update those rows only (MXNet's lazy update); the weight is pulled whole
+            kv.init(i, arrs[0].tostype("row_sparse"))
+            kv.pull(i, arrs)
         else:
             dense.append((i, p))
     if dense:
