@@ -42,8 +42,14 @@ def test_random_shapes_and_arrays():
     x = tu.rand_ndarray((2, 3), dtype=np.float64)
     assert isinstance(x, mx.nd.NDArray) and x.shape == (2, 3) and x.dtype == np.float64
     assert x.context == tu.default_context()
-    with pytest.raises(NotImplementedError, match="sparse"):
-        tu.rand_ndarray((2, 2), stype="csr")
+    c = tu.rand_ndarray((20, 30), stype="csr", density=0.25)
+    assert c.stype == "csr" and c.shape == (20, 30)
+    assert 0.1 < (c.asnumpy() != 0).mean() < 0.4
+    r, (values, rows) = tu.rand_sparse_ndarray((9, 2), "row_sparse", rsp_indices=[7, 2])
+    assert r.indices.asnumpy().tolist() == [2, 7] == rows.tolist()
+    np.testing.assert_array_equal(r.asnumpy()[[2, 7]], values)
+    with pytest.raises(ValueError, match="unknown storage type 'coo'"):
+        tu.rand_ndarray((2, 2), stype="coo")
 
 
 def test_default_context_can_be_set():
