@@ -72,11 +72,7 @@ def measure(repeats: int) -> dict:
                 errors.append(f"{config}: {e}")
             print(config, runs[config][-1:] or "failed", flush=True)
     medians = {
-        c: {
-            k: statistics.median(r[k] for r in rs)
-            for k in rs[0]
-            if all(k in r for r in rs)
-        }
+        c: {k: statistics.median(r[k] for r in rs) for k in rs[0] if all(k in r for r in rs)}
         if rs
         else {}
         for c, rs in runs.items()

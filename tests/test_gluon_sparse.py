@@ -490,6 +490,7 @@ with open(f"calls{{r}}.json", "w") as f:
 print("ok", r, flush=True)
 """
 
+
 @pytest.mark.parametrize(
     "sparse_weight,opt",
     [

@@ -107,8 +107,9 @@ def _lazy_sgd(workers_ids):
 
 
 def test_dist_sync_row_sparse_push_pull(tmp_path):
-    proc = launch(tmp_path, WORKER, args=["dist_sync"],
-                  env=["MXNET_KVSTORE_BIGARRAY_BOUND=16"])  # fmt: skip  (split over 2 servers)
+    proc = launch(
+        tmp_path, WORKER, args=["dist_sync"], env=["MXNET_KVSTORE_BIGARRAY_BOUND=16"]
+    )  # fmt: skip  (split over 2 servers)
     for r in _results(proc):
         total = np.zeros((ROWS, DIM), np.float32)
         total[[1, 5, 30]] += 1
