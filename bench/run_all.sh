@@ -25,5 +25,6 @@ $py bench/kvstore_mxnet.py --write
 $py bench/train_mxnet.py --write
 # MXNet's train_imagenet.py (symbolic API) needs its scripts in ../shared/mxnet-examples
 if [ -d ../shared/mxnet-examples ]; then $py bench/symbolic.py --write; fi
+$py bench/sparse.py --write
 $py bench/run_lenet.py --repeats 5 --threads 1 2 --write
 $py bench/scaling.py --write
