@@ -15,6 +15,7 @@ from .. import optimizer as opt
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray import sparse as _sparse
 from ..ndarray.ndarray import NDArray, _wrap
+from ..ndarray.sparse._storage import rsp_rows
 
 #: A key: a non-negative int or a str.
 Key: TypeAlias = int | str
@@ -253,29 +254,24 @@ def check_row_ids(key: Key, ids: np.ndarray, rows: int) -> None:
         )
 
 
+def take_rows(out: NDArray, rows: NDArray) -> None:
+    """Make row_sparse ``out`` hold ``rows``, a fresh row_sparse array on its context (its
+    components are taken, not copied; values cast to ``out``'s dtype)."""
+    cast(Any, out)._assign_components(rows, np.dtype(out.dtype))
+
+
 def rows_of(stored: NDArray, ids: np.ndarray, ctx: Any) -> NDArray:
     """Rows ``ids`` (sorted, unique, in range) of ``stored`` as a row_sparse array on ``ctx``."""
     from_ctx, be = stored._ctx, stored._ctx.backend
     raw_ids = be.asarray(ids, np.int64, from_ctx.device_id)
-    if stored.stype == "row_sparse":
-        dense_rows = _stored_rows(be.xp, stored, raw_ids)
+    if isinstance(stored, _sparse.RowSparseNDArray):
+        dense_rows = rsp_rows(be, stored._sp_idx, stored._sp_vals, raw_ids)
     else:
         dense_rows = stored._data[raw_ids]
     moved = _sparse.row_sparse_array(
         (_wrap(dense_rows, from_ctx), _wrap(raw_ids, from_ctx)), shape=stored.shape, ctx=ctx
     )
     return moved
-
-
-def _stored_rows(xp: Any, stored: Any, ids: Any) -> Any:
-    """Rows ``ids`` of row_sparse ``stored`` as a dense block (rows it does not store: 0)."""
-    have, vals = stored._sp_idx, stored._sp_vals
-    out = xp.zeros((ids.shape[0],) + tuple(vals.shape[1:]), vals.dtype)
-    if have.shape[0] and ids.shape[0]:
-        pos = xp.minimum(xp.searchsorted(have, ids), have.shape[0] - 1)
-        found = have[pos] == ids
-        out[found] = vals[pos[found]]
-    return out
 
 
 def check_key(key: object, what: str) -> Key:

@@ -18,7 +18,6 @@ fails the job.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import os
 import sys
 from collections.abc import Callable, Iterable
@@ -45,8 +44,9 @@ from .base import (
 )
 from .dist_rows import RowKeys
 from .local import reduce_sum
+from .wire import priority as _priority
+from .wire import wire_key
 
-_STR_KEY_BIT = 1 << 63
 #: A pulled array and what fills it once the pull is done (None: the pull writes it in place).
 _Mark: TypeAlias = tuple[NDArray, Callable[[Any], None] | None]
 # one parameter-server connection per process: (mode, _native.Worker)
@@ -108,16 +108,6 @@ def _restarts() -> bool:
         return False
 
 
-def wire_key(key: Key) -> int:
-    """The 64-bit key on the wire: ints as they are, strs hashed into the upper half."""
-    if isinstance(key, str):
-        digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "little") | _STR_KEY_BIT
-    if key >= _STR_KEY_BIT:
-        raise MXNetError(f"KVStore: int key {key} is too large (keys must be below 2**63)")
-    return key
-
-
 @register("dist_sync", "dist_device_sync", "dist_async")
 class DistKVStore(RowKeys, KVStoreBase):
     """A worker's store in a distributed job; keys live on the servers.
@@ -130,8 +120,6 @@ class DistKVStore(RowKeys, KVStoreBase):
     Keys initialised with a row_sparse value take row_sparse pushes and ``row_sparse_pull``
     with only the rows present on the wire (:mod:`.dist_rows`).
     """
-
-    _wire = staticmethod(wire_key)
 
     def __init__(self, name: str = "dist_sync") -> None:
         super().__init__(name)
@@ -483,12 +471,6 @@ def push_accepts(key_dtype: Any, dtype: Any) -> bool:
     servers), the rule the parameter-server client applies too."""
     key_dtype, dtype = np.dtype(key_dtype), np.dtype(dtype)
     return dtype == key_dtype or (key_dtype.name in _PUSH_FAMILY and dtype.name in _PUSH_FAMILY)
-
-
-def _priority(priority: int) -> int:
-    """``priority`` as the parameter-server client takes it (a 32-bit int; larger ones are
-    clamped: only their order matters)."""
-    return max(-(2**31), min(2**31 - 1, int(priority)))
 
 
 def _copy_from(buf: np.ndarray, ctx: Context) -> Callable[[Any], None]:

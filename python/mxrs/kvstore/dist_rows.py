@@ -14,7 +14,6 @@ initialised dense is sent dense, and a dense value pushed to a row key goes whol
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -24,7 +23,9 @@ from ..context import cpu
 from ..ndarray import _pending
 from ..ndarray.ndarray import _wrap
 from ..ndarray.sparse import RowSparseNDArray, add_n, row_sparse_array
-from .base import Key, Keys, Values, check_row_ids, row_sparse_requests, rows_of
+from .base import Key, Keys, Values, check_row_ids, row_sparse_requests, rows_of, take_rows
+from .wire import priority as priority_arg
+from .wire import wire_key
 
 if TYPE_CHECKING:
     from ..ndarray.ndarray import NDArray
@@ -45,8 +46,6 @@ class RowKeys:
 
         def _layout(self, k: Key, what: str) -> tuple[int, tuple[int, ...], np.dtype]: ...
 
-    _wire: Callable[[Key], int]  # the key on the wire (``dist.wire_key``)
-
     def _init_rows(self, pairs: list[tuple[Key, list[NDArray]]]) -> None:
         """Initialise the row_sparse-valued keys of ``pairs`` as row keys (waits)."""
         keys, arrays = [], []
@@ -56,7 +55,7 @@ class RowKeys:
                 raise KVStoreError(f"KVStore.init: row_sparse key {k!r} needs at least 1 dimension")
             keys.append(k)
             arrays.append(host)
-        wires = [self._wire(k) for k in keys]
+        wires = [wire_key(k) for k in keys]
         self._worker.init_rows(wires, arrays).wait()
         for k, w, host in zip(keys, wires, arrays, strict=True):
             self._keys[k] = (w, host.shape, host.dtype)
@@ -121,32 +120,33 @@ class RowKeys:
                 wires.append(wire)
                 idss.append(ids)
                 bufs.append(np.empty((ids.shape[0],) + shape[1:], dtype))
-            self._worker.pull_rows(wires, idss, bufs, _clamp(priority)).wait()
+            self._worker.pull_rows(wires, idss, bufs, priority_arg(priority)).wait()
             for (_, o, ids), buf in zip(row_reqs, bufs, strict=True):
                 rows = row_sparse_array((buf, ids), shape=o.shape, ctx=o._ctx, dtype=o.dtype)
-                cast(Any, o)._assign(rows)
+                take_rows(o, rows)
         for k, o, ids in requests:
             if k in self._row_keys:
                 continue
             _, shape, dtype = self._keys[k]
             buf = np.empty(shape, dtype)
-            self._worker.pull([self._keys[k][0]], [buf], _clamp(priority)).wait()
-            cast(Any, o)._assign(
-                rows_of(_wrap(buf, cpu(0)), ids, o._ctx).astype(o.dtype, copy=False)
-            )
+            self._worker.pull([self._keys[k][0]], [buf], priority_arg(priority)).wait()
+            take_rows(o, rows_of(_wrap(buf, cpu(0)), ids, o._ctx))
 
     def _pull_sparse_outs(self, pairs: list[tuple[Key, list[NDArray]]], priority: int) -> None:
         """Fill sparse output arrays of a ``pull(ignore_sparse=False)`` with whole values."""
         for k, outs in pairs:
             wire, shape, dtype = self._layout(k, "pull")
-            buf = np.empty(shape, dtype)
-            self._worker.pull([wire], [buf], _clamp(priority)).wait()
             for o in outs:
                 if tuple(o.shape) != shape:
                     raise KVStoreError(
                         f"KVStore.pull: key {k!r} holds shape {shape}, the output array has "
                         f"shape {tuple(o.shape)}"
                     )
+        for k, outs in pairs:
+            wire, shape, dtype = self._keys[k]
+            buf = np.empty(shape, dtype)
+            self._worker.pull([wire], [buf], priority_arg(priority)).wait()
+            for o in outs:
                 o._data = o._ctx.backend.asarray(buf, o.dtype, o._ctx.device_id)
 
 
@@ -159,7 +159,3 @@ def _host_rows(v: RowSparseNDArray, dtype: np.dtype) -> tuple[np.ndarray, np.nda
         np.ascontiguousarray(idx, dtype=np.int64),
         np.ascontiguousarray(vals, dtype=dtype),
     )
-
-
-def _clamp(priority: int) -> int:
-    return max(-(2**31), min(2**31 - 1, int(priority)))

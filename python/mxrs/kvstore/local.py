@@ -28,6 +28,7 @@ from .base import (
     register,
     row_sparse_requests,
     rows_of,
+    take_rows,
 )
 
 
@@ -202,7 +203,7 @@ class LocalKVStore(KVStoreBase):
             check_shapes("row_sparse_pull", k, stored.shape, [o], "output array")
             check_row_ids(k, ids, stored.shape[0])
         for k, o, ids in requests:
-            cast(Any, o)._assign(rows_of(self._store[k], ids, o._ctx).astype(o.dtype, copy=False))
+            take_rows(o, rows_of(self._store[k], ids, o._ctx))
 
 
 @register("teststore")

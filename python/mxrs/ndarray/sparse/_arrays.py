@@ -60,15 +60,7 @@ class BaseSparseNDArray(NDArray):
 
     def _blank(self, ctx: Context | None = None) -> Any:
         """A new array of this class, unrecorded, with no components yet."""
-        a = _object_new(type(self))
-        a._ctx = self._ctx if ctx is None else ctx
-        a._node = None
-        a._oidx = 0
-        a._grad = None
-        a._grad_req = "null"
-        a._sp_ptr = None
-        a._sp_shape = self._sp_shape
-        return a
+        return _unset(type(self), self._ctx if ctx is None else ctx, self._sp_shape)
 
     # ----------------------------------------------------------------- attributes
     @property
@@ -410,27 +402,30 @@ def _ids(ctx: Context, indices: Any) -> Any:
     return raw.astype(np.int64, copy=False).reshape(-1)
 
 
-def make_rsp(indices: Any, values: Any, shape: tuple[int, ...], ctx: Context) -> RowSparseNDArray:
-    """A row_sparse array around raw components (no copy, no check)."""
-    a = _object_new(RowSparseNDArray)
+def _unset(cls: type, ctx: Context, shape: tuple[int, ...]) -> Any:
+    """A new, unrecorded array of sparse class ``cls`` whose components are still to be set."""
+    a: Any = _object_new(cls)
     a._ctx = ctx
     a._node = None
     a._oidx = 0
     a._grad = None
     a._grad_req = "null"
-    a._sp_vals, a._sp_idx, a._sp_ptr, a._sp_shape = values, indices, None, tuple(shape)
+    a._sp_ptr = None
+    a._sp_shape = tuple(shape)
+    return a
+
+
+def make_rsp(indices: Any, values: Any, shape: tuple[int, ...], ctx: Context) -> RowSparseNDArray:
+    """A row_sparse array around raw components (no copy, no check)."""
+    a = _unset(RowSparseNDArray, ctx, shape)
+    a._sp_vals, a._sp_idx = values, indices
     return a
 
 
 def make_csr(values: Any, indices: Any, indptr: Any, shape: tuple[int, ...], ctx: Context) -> Any:
     """A CSR array around raw components (no copy, no check)."""
-    a = _object_new(CSRNDArray)
-    a._ctx = ctx
-    a._node = None
-    a._oidx = 0
-    a._grad = None
-    a._grad_req = "null"
-    a._sp_vals, a._sp_idx, a._sp_ptr, a._sp_shape = values, indices, indptr, tuple(shape)
+    a = _unset(CSRNDArray, ctx, shape)
+    a._sp_vals, a._sp_idx, a._sp_ptr = values, indices, indptr
     return a
 
 

@@ -202,29 +202,17 @@ sparse_rules[mm._Dot] = _dot
 
 
 # ----------------------------------------------------------------- embedding lookups
-class _TakeStored(Op):
-    """Rows ``ids`` of a row_sparse weight, read from its stored rows (absent rows: zeros)."""
+class _TakeStored(ix._TakeRows):
+    """Rows ``ids`` of a row_sparse weight, read from its stored rows (absent rows: zeros); its
+    gradient is ``_TakeRows``'s, row-sparse."""
 
     def run(self, w: RowSparseNDArray, ids: Any) -> Any:
         xp = self.xp
         n = w._sp_shape[0]
         flat = xp.clip(ids.reshape(-1).astype(np.int64), 0, n - 1)  # Embedding clips
-        self.w_shape, self.flat, self.ishape = w._sp_shape, flat, ids.shape
-        stored = w._sp_idx
-        pos = xp.searchsorted(stored, flat)
-        pos = xp.minimum(pos, max(stored.shape[0] - 1, 0))
-        found = stored[pos] == flat if stored.shape[0] else xp.zeros(flat.shape, bool)
-        rows = xp.zeros((flat.shape[0],) + w._sp_shape[1:], w._sp_vals.dtype)
-        if stored.shape[0]:
-            rows[found] = w._sp_vals[pos[found]]
+        self.shape, self.flat = w._sp_shape, flat
+        rows = st.rsp_rows(self.be, w._sp_idx, w._sp_vals, flat)
         return rows.reshape(tuple(ids.shape) + w._sp_shape[1:])
-
-    def backward(self, g: Any) -> Any:
-        if not self.needs[0]:
-            return None, None
-        g2 = g.reshape((self.flat.shape[0],) + self.w_shape[1:])
-        idx, vals = sr.sum_rows(self.be, self.flat, g2)
-        return sr.SparseRows(idx, vals, self.w_shape, self.be), None
 
 
 def _take(op_cls: type[Op], arrays: Any, attrs: dict[str, Any]) -> Any:

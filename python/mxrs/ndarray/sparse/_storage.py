@@ -17,6 +17,7 @@ from ...base import MXNetError
 __all__ = [
     "rsp_from_dense",
     "rsp_to_dense",
+    "rsp_rows",
     "csr_from_dense",
     "csr_to_dense",
     "csr_rows",
@@ -42,6 +43,18 @@ def rsp_to_dense(be: Any, indices: Any, values: Any, shape: tuple[int, ...]) -> 
     out = be.xp.zeros(shape, values.dtype)
     if indices.shape[0]:
         out[indices] = values
+    return out
+
+
+def rsp_rows(be: Any, indices: Any, values: Any, ids: Any) -> Any:
+    """Rows ``ids`` (int64, any order) of a row-sparse array as a dense block; rows it does not
+    store are zeros."""
+    xp = be.xp
+    out = xp.zeros((ids.shape[0],) + tuple(values.shape[1:]), values.dtype)
+    if indices.shape[0] and ids.shape[0]:
+        pos = xp.minimum(xp.searchsorted(indices, ids), indices.shape[0] - 1)
+        found = indices[pos] == ids
+        out[found] = values[pos[found]]
     return out
 
 
