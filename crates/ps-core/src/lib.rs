@@ -38,6 +38,7 @@ pub mod protocol;
 pub mod scheduler;
 pub mod server;
 pub mod updater;
+mod warm;
 pub mod worker;
 
 pub use config::{Config, Role};

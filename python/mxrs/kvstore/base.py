@@ -12,6 +12,7 @@ from typing import Any, TypeAlias, TypeVar, cast
 import numpy as np
 
 from .. import optimizer as opt
+from .._sparse_rows import unique_ids
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray import sparse as _sparse
 from ..ndarray.ndarray import NDArray, _wrap
@@ -242,7 +243,7 @@ def row_sparse_requests(
 
 def _row_ids(ids: Any) -> np.ndarray:
     host = ids.asnumpy() if isinstance(ids, NDArray) else np.asarray(ids)
-    return np.unique(host.reshape(-1).astype(np.int64))
+    return unique_ids(np, host.reshape(-1).astype(np.int64))
 
 
 def check_row_ids(key: Key, ids: np.ndarray, rows: int) -> None:

@@ -130,7 +130,11 @@ class _Take(Op):
         post = int(np.prod(shape[a + 1 :], dtype=np.int64))
         dx = self.xp.zeros((pre, shape[a], post), self.dtype)
         g3 = g.reshape(pre, self.idx.size, post)
-        self.be.scatter_add(dx, (slice(None), self.idx.reshape(-1)), g3)
+        if pre == 1:  # rows of a table (an embedding): sum the repeats, then one assignment
+            rows, sums = sum_rows(self.be, self.idx, g3[0])
+            dx[0, rows] = sums
+        else:
+            self.be.scatter_add(dx, (slice(None), self.idx.reshape(-1)), g3)
         return dx.reshape(shape), None
 
 

@@ -22,6 +22,7 @@ use std::ops::Range;
 
 use super::{Buffers, Hyper, Kind, State, Updater};
 use crate::dtype::Float;
+use crate::warm::{WARM_ROWS, warm};
 
 /// Elements of zero gradient fed to one kernel call for absent rows (dense rounds).
 const ZERO_CHUNK: usize = 4096;
@@ -61,9 +62,15 @@ impl Updater {
             .take_while(|(span, grad)| span.end <= n && grad.end <= grads.len());
         if self.hyper.lazy_update {
             let h = self.lazy_hyper();
-            for (span, grad) in present {
-                let mut buffers = slices(&mut state.buffers, span.clone());
-                self.kernel(&h, step, &mut weight[span], &grads[grad], &mut buffers);
+            let present: Vec<_> = present.collect();
+            for chunk in present.chunks(WARM_ROWS) {
+                let spans = chunk.iter().map(|(span, _)| span.clone());
+                warm(weight, &state.buffers, spans);
+                for (span, grad) in chunk {
+                    let mut buffers = slices(&mut state.buffers, span.clone());
+                    let w = &mut weight[span.clone()];
+                    self.kernel(&h, step, w, &grads[grad.clone()], &mut buffers);
+                }
             }
             return;
         }

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._sparse_rows import lookup
 from ...base import MXNetError
 
 __all__ = [
@@ -50,11 +51,13 @@ def rsp_rows(be: Any, indices: Any, values: Any, ids: Any) -> Any:
     """Rows ``ids`` (int64, any order) of a row-sparse array as a dense block; rows it does not
     store are zeros."""
     xp = be.xp
-    out = xp.zeros((ids.shape[0],) + tuple(values.shape[1:]), values.dtype)
-    if indices.shape[0] and ids.shape[0]:
-        pos = xp.minimum(xp.searchsorted(indices, ids), indices.shape[0] - 1)
-        found = indices[pos] == ids
-        out[found] = values[pos[found]]
+    if not (indices.shape[0] and ids.shape[0]):
+        return xp.zeros((ids.shape[0],) + tuple(values.shape[1:]), values.dtype)
+    pos = xp.minimum(lookup(xp, indices, ids), indices.shape[0] - 1)
+    out = values[pos]
+    absent = indices[pos] != ids
+    if bool(absent.any()):
+        out[absent] = 0
     return out
 
 

@@ -6,6 +6,7 @@
 //! of the round become zero. With one, `Updater::update_rows` applies it to the rows present
 //! (lazily) or to every row (`lazy_update = 0`).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,6 +18,7 @@ use crate::error::{PsError, Result};
 use crate::protocol::frame::Entry;
 use crate::protocol::frame::rows::{RowsView, check_ids};
 use crate::updater::Updater;
+use crate::warm::{WARM_ROWS, warm};
 
 /// How a piece of a row-sparse key lies in its array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,23 +95,26 @@ impl<T: Float> RowSum<T> {
     }
 
     /// Adds the rows of a checked push-rows payload: the union of the rows, summed where both
-    /// have one (a merge of two increasing lists).
+    /// have one (a merge of two increasing lists, reading the payload in place).
     pub(super) fn add(&mut self, layout: RowLayout, dtype: DType, payload: &[u8]) {
-        let other = RowSum::<T>::decode(layout, dtype, payload);
-        if other.rows.is_empty() {
+        let n = layout.len;
+        let row_bytes = n * dtype.size();
+        let view = RowsView::parse(0, payload, row_bytes).expect("checked");
+        if view.is_empty() {
             return;
         }
-        let n = layout.len;
-        let mut rows = Vec::with_capacity(self.rows.len() + other.rows.len());
-        let mut values = Vec::with_capacity(self.values.len() + other.values.len());
+        let theirs: Vec<usize> = view.ids().map(|id| (id - layout.first) as usize).collect();
+        let their_row = |j: usize| &view.values[j * row_bytes..(j + 1) * row_bytes];
+        let mut rows = Vec::with_capacity(self.rows.len() + theirs.len());
+        let mut values: Vec<T> = Vec::with_capacity(self.values.len() + theirs.len() * n);
         let (mut i, mut j) = (0, 0);
-        while i < self.rows.len() || j < other.rows.len() {
-            let (a, b) = (self.rows.get(i), other.rows.get(j));
-            match (a, b) {
+        while i < self.rows.len() || j < theirs.len() {
+            let at = values.len();
+            match (self.rows.get(i), theirs.get(j)) {
                 (Some(&r), Some(&s)) if r == s => {
                     rows.push(r);
-                    let (x, y) = (&self.values[i * n..][..n], &other.values[j * n..][..n]);
-                    values.extend(x.iter().zip(y).map(|(&x, &y)| x + y));
+                    values.extend_from_slice(&self.values[i * n..][..n]);
+                    T::add_into(&mut values[at..], their_row(j), dtype);
                     (i, j) = (i + 1, j + 1);
                 }
                 (Some(&r), s) if s.is_none_or(|&s| r < s) => {
@@ -118,8 +123,9 @@ impl<T: Float> RowSum<T> {
                     i += 1;
                 }
                 _ => {
-                    rows.push(other.rows[j]);
-                    values.extend_from_slice(&other.values[j * n..][..n]);
+                    rows.push(theirs[j]);
+                    values.resize(at + n, T::zero());
+                    T::read_into(&mut values[at..], their_row(j), dtype);
                     j += 1;
                 }
             }
@@ -195,13 +201,22 @@ impl<T: Float> KeyData<T> {
         let layout = self.rows_layout();
         let view = RowsView::parse(self.key, payload, 0).expect("checked");
         let mut out = Vec::with_capacity(view.len() * layout.len * self.dtype.size());
-        for id in view.ids() {
-            let r = (id - layout.first) as usize;
-            let row = &self.value[r * layout.len..(r + 1) * layout.len];
-            if self.dtype.size() == size_of::<T>() {
-                out.extend_from_slice(bytemuck::cast_slice(row));
-            } else {
-                out.extend_from_slice(&T::write_as(row, self.dtype));
+        let spans: Vec<Range<usize>> = view
+            .ids()
+            .map(|id| {
+                let r = (id - layout.first) as usize;
+                r * layout.len..(r + 1) * layout.len
+            })
+            .collect();
+        for chunk in spans.chunks(WARM_ROWS) {
+            warm(&self.value, &[], chunk.iter().cloned());
+            for span in chunk {
+                let row = &self.value[span.clone()];
+                if self.dtype.size() == size_of::<T>() {
+                    out.extend_from_slice(bytemuck::cast_slice(row));
+                } else {
+                    out.extend_from_slice(&T::write_as(row, self.dtype));
+                }
             }
         }
         Bytes::from(out)
