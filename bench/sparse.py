@@ -34,8 +34,8 @@ BEGIN, END = "<!-- sparse:begin -->", "<!-- sparse:end -->"
 ROWS, DIM, BATCH, PER = 1_000_000, 64, 1000, 10
 #: (library, gradients, timed steps, warm-up steps)
 CONFIGS = {
-    "mxrs_sparse": ("mxrs", "sparse", 30, 3),
-    "mxnet_sparse": ("mxnet", "sparse", 30, 3),
+    "mxrs_sparse": ("mxrs", "sparse", 100, 5),
+    "mxnet_sparse": ("mxnet", "sparse", 100, 5),
     "mxrs_dense": ("mxrs", "dense", 4, 1),
 }
 

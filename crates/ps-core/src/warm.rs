@@ -18,7 +18,8 @@ pub(crate) const WARM_ROWS: usize = 16;
 const LINE: usize = 16;
 
 /// Reads one element of every cache line of `spans` (element ranges) in `array` and in each
-/// of `others` (arrays of the same layout, such as optimizer states).
+/// of `others` (arrays of the same layout, such as optimizer states). Elements out of an
+/// array's bounds are skipped: warming never fails.
 pub(crate) fn warm<T: Float>(
     array: &[T],
     others: &[Vec<T>],
@@ -27,11 +28,23 @@ pub(crate) fn warm<T: Float>(
     let mut sum = T::zero();
     for span in spans {
         for at in span.step_by(LINE) {
-            sum = sum + array[at];
+            sum = sum + array.get(at).copied().unwrap_or_else(T::zero);
             for other in others {
-                sum = sum + other[at];
+                sum = sum + other.get(at).copied().unwrap_or_else(T::zero);
             }
         }
     }
     std::hint::black_box(sum);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warming_spans_past_the_end_or_short_buffers_does_nothing() {
+        let array = vec![1.0f32; 64];
+        let short = vec![vec![0.0f32; 3]];
+        warm(&array, &short, [0..64, 60..200, 1000..1064].into_iter());
+    }
 }
