@@ -142,14 +142,17 @@ def main(argv=None):
             list(sampler)
             continue
         metric, total_loss, seen, tic = mx.metric.Accuracy(), 0.0, 0, time.time()
+        # A bar updated by hand: it counts batches as they finish (a bar over the loader
+        # would show a stale count whenever the postfix redraws it).
         bar = tqdm(
-            train_loader,
+            total=len(train_loader),
             desc=f"{tag}epoch {epoch + 1}/{args.num_epochs}",
             disable=args.no_progress,
             unit="batch",
-            mininterval=1.0,
+            mininterval=0.5,
         )
-        for data, label in bar:
+        for data, label in train_loader:
+            bar.update(1)
             if done:
                 done -= 1
                 continue
@@ -168,7 +171,9 @@ def main(argv=None):
             total_loss += sum(float(loss.sum().asscalar()) for loss in losses)
             seen += data.shape[0]
             bar.set_postfix(
-                loss=f"{total_loss / seen:.4f}", samples_per_s=f"{seen / (time.time() - tic):.0f}"
+                loss=f"{total_loss / seen:.4f}",
+                samples_per_s=f"{seen / (time.time() - tic):.0f}",
+                refresh=False,  # drawn with the count, at most every mininterval
             )
         bar.close()
         acc = evaluate(net, test_loader, ctx)

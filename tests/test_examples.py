@@ -114,3 +114,23 @@ def test_lenet_reaches_98_5_percent_on_the_full_mnist():
         "--no-progress",
     )
     assert _accuracies(out)[0] >= 0.985, out
+
+
+def test_the_progress_bar_counts_batches_as_they_finish_and_shows_samples_per_s():
+    r = subprocess.run(
+        [sys.executable, "examples/train_mnist.py", "--num-epochs", "1"],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        timeout=TIMEOUT,
+    )
+    err = r.stderr.decode(errors="replace")  # bytes: text mode would turn \r into \n
+    assert r.returncode == 0, r.stdout.decode()[-3000:] + err[-3000:]
+    # tqdm draws on stderr: each redraw after a carriage return
+    states = [s for s in err.split("\r") if "epoch 1/1" in s]
+    counts = [tuple(map(int, m.groups())) for s in states if (m := re.search(r"(\d+)/(\d+) \[", s))]
+    assert counts, err[-2000:]
+    total = counts[-1][1]
+    assert counts[-1] == (total, total), counts
+    assert any(0 < done < total for done, _ in counts), counts  # the count moved while it ran
+    assert re.search(r"samples_per_s=\d+", states[-1]), states[-1]

@@ -5,6 +5,7 @@ import importlib
 import re
 import sys
 
+from .console import PROGRESS
 from .hostfile import read_hostfile
 from .job import Job, LaunchError, parse_env
 
@@ -79,6 +80,13 @@ def _parser():
         help="connection debugging (PS_VERBOSE=1; twice: every message)",
     )
     p.add_argument(
+        "--progress",
+        choices=PROGRESS,
+        default="worker0",
+        help="on a terminal, whose progress bars are redrawn live: worker 0's (default), every "
+        "worker's (one line each) or none; without a terminal redraws are dropped",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="print the exact commands per host and exit"
     )
     return p
@@ -99,6 +107,7 @@ _TAKES_VALUE = {
     "--max-restarts",
     "--replicas",
     "--interface",
+    "--progress",
 }
 
 
@@ -153,6 +162,7 @@ def parse(argv):
             env_server=parse_env(args.env_server),
             env_worker=parse_env(args.env_worker),
             sync_dst_dir=args.sync_dst_dir,
+            progress=args.progress,
         )
         if args.hostfile:
             job.hosts = read_hostfile(args.hostfile)

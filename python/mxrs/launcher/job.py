@@ -56,6 +56,8 @@ class Job:
     max_restarts: int = 0
     #: Backups of each server's keys (``--replicas``): a failed server does not end the job.
     replicas: int = 0
+    #: Whose progress bars the console redraws live (``--progress``: worker0, all, off).
+    progress: str = "worker0"
     secret: str = field(default_factory=lambda: secrets.token_hex(32))
 
     def base_env(self):

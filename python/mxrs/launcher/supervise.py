@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 
+from .console import Console
 from .job import LaunchError
 
 _GRACE_S = 5.0  # between SIGTERM and SIGKILL when stopping the job
@@ -27,10 +28,9 @@ class Supervisor:
     environment (its rank), and the job goes on.
     """
 
-    def __init__(self, out=None, err=None):
-        self._out = out or sys.stdout.buffer
+    def __init__(self, out=None, err=None, progress="worker0"):
+        self._console = Console(out or sys.stdout.buffer, progress)
         self._err = err or sys.stderr
-        self._lock = threading.Lock()
         self._procs: list[tuple[str, str, subprocess.Popen, collections.deque[bytes]]] = []
         self._pumps: dict[str, threading.Thread] = {}  # label -> the thread copying its output
         # (label, exit status) of each process that ended; (None, None) for a signal to stop
@@ -78,19 +78,23 @@ class Supervisor:
         return proc
 
     def _pump(self, label, proc, tail):
-        prefix = f"[{label}] ".encode()
-        for line in iter(proc.stdout.readline, b""):
-            tail.append(line)
-            with self._lock:
-                self._out.write(prefix + line if line.endswith(b"\n") else prefix + line + b"\n")
-                self._out.flush()
+        fd = proc.stdout.fileno()
+        line = bytearray()  # the tail keeps finished lines as they ended, without redraws
+        while chunk := os.read(fd, 65536):
+            self._console.feed(label, chunk)
+            for piece in chunk.splitlines(keepends=True):
+                line += piece
+                if piece.endswith(b"\n"):
+                    tail.append(_as_drawn(line))
+                    line.clear()
+        if line.strip(b"\r\n"):
+            tail.append(_as_drawn(line))
+        self._console.close(label)
         code = proc.wait()
         self._exits.put((label, code))
 
     def _say(self, msg):
-        with self._lock:
-            self._out.flush()
-            print(f"mxrs-launch: {msg}", file=self._err, flush=True)
+        self._console.message(f"mxrs-launch: {msg}", self._err)
 
     def wait(self):
         """Supervise until the job ends; returns the job's exit status."""
@@ -196,6 +200,11 @@ class Supervisor:
                 p.wait()
         for _, _, p, _ in self._procs:
             _signal_group(p, signal.SIGKILL)
+
+
+def _as_drawn(line):
+    """A line as a terminal leaves it: the text after its last carriage return."""
+    return bytes(line.rstrip(b"\r\n").rsplit(b"\r", 1)[-1]) + b"\n"
 
 
 def _signal_group(proc, sig):

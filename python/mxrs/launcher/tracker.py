@@ -75,7 +75,7 @@ def run(job: Job, plan, dry_run=False, out=None):
         for launch in plan(job):
             print(describe(launch, job.secret), file=out)
         return 0
-    sup = Supervisor()
+    sup = Supervisor(progress=job.progress)
     signals = _Signals()
     try:
         job.root_port = _start_scheduler(sup, sched, signals)

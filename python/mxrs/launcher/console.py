@@ -1,0 +1,140 @@
+"""The launcher's console: the processes' output, prefixed, with progress bars shown live.
+
+A process's output is split as a terminal would show it: text after a carriage return
+replaces the line being drawn (a progress bar's redraw), a newline finishes it. Finished lines
+are printed with the process's label, in the order they end. On a terminal, the line each
+*live* process is drawing (worker 0's by default, every worker's with ``--progress all``) is
+kept at the bottom of the screen and redrawn as it changes; other processes' redraws are
+dropped and only their finished lines appear. Without a terminal (a log file, a pipe) every
+redraw is dropped: the log keeps the lines as they ended, the bar's last state included.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from typing import BinaryIO, TextIO
+
+#: ``--progress`` choices: whose redraws are shown live on a terminal.
+PROGRESS = ("worker0", "all", "off")
+
+_CLEAR_BELOW = b"\x1b[J"  # erase from the cursor to the end of the screen
+
+
+def _up(n: int) -> bytes:
+    """Move the cursor to the start of the line ``n`` lines up."""
+    return f"\x1b[{n}F".encode()
+
+
+class _Stream:
+    """One process's output as a terminal line discipline: the line being drawn, finished
+    lines out."""
+
+    __slots__ = ("line", "returned")
+
+    def __init__(self) -> None:
+        self.line = bytearray()
+        self.returned = False  # a carriage return came: the next text redraws the line
+
+    def feed(self, data: bytes) -> tuple[list[bytes], bool]:
+        """Take ``data``; returns the lines it finished and whether the drawn line changed."""
+        done: list[bytes] = []
+        changed = False
+        start = 0
+        for i, b in enumerate(data):
+            if b not in (0x0A, 0x0D):
+                continue
+            self._text(data[start:i])
+            if b == 0x0A:
+                done.append(bytes(self.line))
+                self.line.clear()
+                self.returned = False
+            else:
+                self.returned = True
+            start = i + 1
+            changed = True
+        if start < len(data):
+            self._text(data[start:])
+            changed = True
+        return done, changed and bool(self.line)
+
+    def _text(self, text: bytes) -> None:
+        if not text:
+            return
+        if self.returned:
+            self.line.clear()
+            self.returned = False
+        self.line += text
+
+
+class Console:
+    """Writes the output of a job's processes to ``out`` (thread-safe).
+
+    ``progress`` says whose redraws are shown live (:data:`PROGRESS`); ``tty`` whether ``out``
+    is a terminal (default: asked of ``out``).
+    """
+
+    def __init__(self, out: BinaryIO, progress: str = "worker0", tty: bool | None = None):
+        if progress not in PROGRESS:
+            raise ValueError(f"progress must be one of {', '.join(PROGRESS)}, not {progress!r}")
+        self._out = out
+        self._progress = progress
+        self._tty = out.isatty() if tty is None else tty
+        self._lock = threading.Lock()
+        self._streams: dict[str, _Stream] = {}
+        self._drawn: dict[str, bytes] = {}  # label -> its live line, in the order first drawn
+        self._shown = 0  # live lines on the screen now
+
+    def _is_live(self, label: str) -> bool:
+        if not self._tty or self._progress == "off":
+            return False
+        if self._progress == "all":
+            return label.startswith("worker ")
+        return label == "worker 0"
+
+    def feed(self, label: str, data: bytes) -> None:
+        """Take a chunk of ``label``'s output."""
+        with self._lock:
+            stream = self._streams.setdefault(label, _Stream())
+            done, changed = stream.feed(data)
+            live = self._is_live(label)
+            if done:
+                self._drawn.pop(label, None)
+            if changed and live:
+                self._drawn[label] = bytes(stream.line)
+            if done or (changed and live):
+                self._render([f"[{label}] ".encode() + line for line in done])
+
+    def close(self, label: str) -> None:
+        """``label``'s output ended: what it was drawing stays as a finished line."""
+        with self._lock:
+            stream = self._streams.pop(label, None)
+            self._drawn.pop(label, None)
+            last = [bytes(stream.line)] if stream is not None and stream.line else []
+            self._render([f"[{label}] ".encode() + line for line in last])
+
+    def message(self, text: str, stream: TextIO) -> None:
+        """Print a line of the launcher's own on ``stream`` (stderr), above the live lines."""
+        with self._lock:
+            if self._shown:
+                self._out.write(_up(self._shown) + _CLEAR_BELOW)
+                self._out.flush()
+                self._shown = 0
+            print(text, file=stream, flush=True)
+            self._render([])
+
+    def _render(self, finished: list[bytes]) -> None:
+        """Print ``finished`` lines above the live area, then redraw the live lines."""
+        out = bytearray()
+        if self._shown:
+            out += _up(self._shown) + _CLEAR_BELOW
+        for line in finished:
+            out += line + b"\n"
+        width = max(shutil.get_terminal_size().columns - 1, 1) if self._tty else 0
+        for label, line in self._drawn.items():
+            text = f"[{label}] " + line.decode(errors="replace")
+            out += text[:width].encode() + b"\n"  # one screen row each
+        self._shown = len(self._drawn)
+        if out:
+            self._out.write(bytes(out))
+            self._out.flush()
