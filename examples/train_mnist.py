@@ -149,7 +149,7 @@ def main(argv=None):
             desc=f"{tag}epoch {epoch + 1}/{args.num_epochs}",
             disable=args.no_progress,
             unit="batch",
-            mininterval=0.5,
+            miniters=1,  # redraw whenever mininterval passed, however the rate varies
         )
         for data, label in train_loader:
             bar.update(1)
