@@ -11,7 +11,7 @@ import time
 
 import pytest
 from jobs import TIMEOUT, launch
-from mxrs.launcher.console import Console
+from mxrs.launcher.console import MAX_LINE, Console, Lines
 
 UP_CLEAR = b"\x1b[1F\x1b[J"  # one live line taken back before the screen changes
 
@@ -144,3 +144,15 @@ def test_on_a_terminal_worker_0s_bar_is_seen_while_it_runs(tmp_path):
     assert "[worker 0] batch 3/3 rank 0\r\n" in text  # the terminal turns \n into \r\n
     assert "batch 1/3 rank 1" not in text  # worker 1's redraws are not drawn by default
     assert "[worker 1] batch 3/3 rank 1\r\n" in text
+
+
+def test_lines_keep_one_redraw_and_split_endless_output():
+    lines = Lines()
+    assert lines.feed(b"abc\r") == ([], True)
+    assert lines.feed(b"\n") == ([b"abc"], False)  # \r and \n in different chunks
+    for i in range(10_000):
+        lines.feed(b"\r%d%%" % i)
+    assert bytes(lines.line) == b"9999%"  # one redraw held, not all of them
+    done, _ = lines.feed(b"x" * (MAX_LINE + 1))
+    assert done == [b"9999%" + b"x" * (MAX_LINE + 1)]  # the text went on after the redraw
+    assert lines.line == bytearray()

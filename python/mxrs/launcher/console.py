@@ -18,6 +18,9 @@ from typing import BinaryIO, TextIO
 #: ``--progress`` choices: whose redraws are shown live on a terminal.
 PROGRESS = ("worker0", "all", "off")
 
+#: Bytes of output without a line end after which they are shown as a line of their own.
+MAX_LINE = 1 << 16
+
 _CLEAR_BELOW = b"\x1b[J"  # erase from the cursor to the end of the screen
 
 
@@ -26,9 +29,9 @@ def _up(n: int) -> bytes:
     return f"\x1b[{n}F".encode()
 
 
-class _Stream:
-    """One process's output as a terminal line discipline: the line being drawn, finished
-    lines out."""
+class Lines:
+    """One process's output as a terminal shows it: the line being drawn (``line``: at most
+    one redraw long) and the lines it finished."""
 
     __slots__ = ("line", "returned")
 
@@ -56,6 +59,9 @@ class _Stream:
         if start < len(data):
             self._text(data[start:])
             changed = True
+        if len(self.line) > MAX_LINE:  # no end in sight: what came so far is a line
+            done.append(bytes(self.line))
+            self.line.clear()
         return done, changed and bool(self.line)
 
     def _text(self, text: bytes) -> None:
@@ -81,7 +87,7 @@ class Console:
         self._progress = progress
         self._tty = out.isatty() if tty is None else tty
         self._lock = threading.Lock()
-        self._streams: dict[str, _Stream] = {}
+        self._streams: dict[str, Lines] = {}
         self._drawn: dict[str, bytes] = {}  # label -> its live line, in the order first drawn
         self._shown = 0  # live lines on the screen now
 
@@ -95,7 +101,7 @@ class Console:
     def feed(self, label: str, data: bytes) -> None:
         """Take a chunk of ``label``'s output."""
         with self._lock:
-            stream = self._streams.setdefault(label, _Stream())
+            stream = self._streams.setdefault(label, Lines())
             done, changed = stream.feed(data)
             live = self._is_live(label)
             if done:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 
-from .console import Console
+from .console import Console, Lines
 from .job import LaunchError
 
 _GRACE_S = 5.0  # between SIGTERM and SIGKILL when stopping the job
@@ -79,16 +79,13 @@ class Supervisor:
 
     def _pump(self, label, proc, tail):
         fd = proc.stdout.fileno()
-        line = bytearray()  # the tail keeps finished lines as they ended, without redraws
+        lines = Lines()  # the tail keeps finished lines as they ended, without redraws
         while chunk := os.read(fd, 65536):
             self._console.feed(label, chunk)
-            for piece in chunk.splitlines(keepends=True):
-                line += piece
-                if piece.endswith(b"\n"):
-                    tail.append(_as_drawn(line))
-                    line.clear()
-        if line.strip(b"\r\n"):
-            tail.append(_as_drawn(line))
+            done, _ = lines.feed(chunk)
+            tail.extend(line + b"\n" for line in done)
+        if lines.line:
+            tail.append(bytes(lines.line) + b"\n")
         self._console.close(label)
         code = proc.wait()
         self._exits.put((label, code))
@@ -200,11 +197,6 @@ class Supervisor:
                 p.wait()
         for _, _, p, _ in self._procs:
             _signal_group(p, signal.SIGKILL)
-
-
-def _as_drawn(line):
-    """A line as a terminal leaves it: the text after its last carriage return."""
-    return bytes(line.rstrip(b"\r\n").rsplit(b"\r", 1)[-1]) + b"\n"
 
 
 def _signal_group(proc, sig):
