@@ -26,7 +26,7 @@ def test_without_a_terminal_redraws_are_dropped_and_the_last_state_kept():
     c.feed("worker 0", b"epoch 0\n\r  0%|    | 0/3")
     c.feed("worker 0", b"\r 33%|#   | 1/3\r 67%|##  | 2/3")
     assert out.getvalue() == b"[worker 0] epoch 0\n"
-    c.feed("worker 0", b"\r100%|####| 3/3\nloss 0.5\r\n")
+    assert c.feed("worker 0", b"\r100%|####| 3/3\nloss 0.5\r\n") == [b"100%|####| 3/3", b"loss 0.5"]
     c.feed("worker 1", b"\rhalf")
     c.close("worker 1")
     assert out.getvalue() == (

@@ -98,6 +98,29 @@ impl Worker {
         }
     }
 
+    /// Creates keys from `arrays` (`rows`: row-sparse keys, placed by rows); `what` names the
+    /// call in errors.
+    fn init_keys(
+        &self,
+        what: &str,
+        keys: Vec<u64>,
+        arrays: Vec<Bound<'_, PyUntypedArray>>,
+        rows: bool,
+    ) -> PyResult<Ticket> {
+        check_lengths(what, keys.len(), arrays.len())?;
+        let items: Vec<_> = lend(&keys, &arrays)?
+            .into_iter()
+            .map(|(key, info, bytes)| (key, info.dtype, info.shape, bytes))
+            .collect();
+        let sent = items.iter().map(|item| item.3.len()).sum();
+        let worker = self.job()?.worker();
+        let ticket = match rows {
+            true => worker.init_rows(items),
+            false => worker.init(items),
+        };
+        Ok(Self::ticket(ticket, sent, vec![], vec![]))
+    }
+
     fn run<T: Send>(
         &self,
         py: Python<'_>,
@@ -168,18 +191,7 @@ impl Worker {
     /// Creates keys from `arrays` (rank 0's values are stored); the ticket completes once every
     /// key exists on its servers.
     fn init(&self, keys: Vec<u64>, arrays: Vec<Bound<'_, PyUntypedArray>>) -> PyResult<Ticket> {
-        check_lengths("init", keys.len(), arrays.len())?;
-        let items: Vec<_> = lend(&keys, &arrays)?
-            .into_iter()
-            .map(|(key, info, bytes)| (key, info.dtype, info.shape, bytes))
-            .collect();
-        let sent = items.iter().map(|item| item.3.len()).sum();
-        Ok(Self::ticket(
-            self.job()?.worker().init(items),
-            sent,
-            vec![],
-            vec![],
-        ))
+        self.init_keys("init", keys, arrays, false)
     }
 
     /// Pushes `arrays` to `keys`. The arrays must not be written until the ticket completes.
@@ -264,18 +276,7 @@ impl Worker {
         keys: Vec<u64>,
         arrays: Vec<Bound<'_, PyUntypedArray>>,
     ) -> PyResult<Ticket> {
-        check_lengths("init_rows", keys.len(), arrays.len())?;
-        let items: Vec<_> = lend(&keys, &arrays)?
-            .into_iter()
-            .map(|(key, info, bytes)| (key, info.dtype, info.shape, bytes))
-            .collect();
-        let sent = items.iter().map(|item| item.3.len()).sum();
-        Ok(Self::ticket(
-            self.job()?.worker().init_rows(items),
-            sent,
-            vec![],
-            vec![],
-        ))
+        self.init_keys("init_rows", keys, arrays, true)
     }
 
     /// Pushes some rows of row-sparse keys: `row_ids[i]` (1-D int64, strictly increasing, within

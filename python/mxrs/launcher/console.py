@@ -98,8 +98,9 @@ class Console:
             return label.startswith("worker ")
         return label == "worker 0"
 
-    def feed(self, label: str, data: bytes) -> None:
-        """Take a chunk of ``label``'s output."""
+    def feed(self, label: str, data: bytes) -> list[bytes]:
+        """Take a chunk of ``label``'s output; returns the lines it finished (as drawn last,
+        without their line ends)."""
         with self._lock:
             stream = self._streams.setdefault(label, Lines())
             done, changed = stream.feed(data)
@@ -110,14 +111,17 @@ class Console:
                 self._drawn[label] = bytes(stream.line)
             if done or (changed and live):
                 self._render([f"[{label}] ".encode() + line for line in done])
+            return done
 
-    def close(self, label: str) -> None:
-        """``label``'s output ended: what it was drawing stays as a finished line."""
+    def close(self, label: str) -> list[bytes]:
+        """``label``'s output ended: what it was drawing stays as a finished line (returned,
+        if there was one)."""
         with self._lock:
             stream = self._streams.pop(label, None)
             self._drawn.pop(label, None)
             last = [bytes(stream.line)] if stream is not None and stream.line else []
             self._render([f"[{label}] ".encode() + line for line in last])
+            return last
 
     def message(self, text: str, stream: TextIO) -> None:
         """Print a line of the launcher's own on ``stream`` (stderr), above the live lines."""

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 
-from .console import Console, Lines
+from .console import Console
 from .job import LaunchError
 
 _GRACE_S = 5.0  # between SIGTERM and SIGKILL when stopping the job
@@ -79,14 +79,10 @@ class Supervisor:
 
     def _pump(self, label, proc, tail):
         fd = proc.stdout.fileno()
-        lines = Lines()  # the tail keeps finished lines as they ended, without redraws
+        # the tail keeps finished lines as they ended, without redraws
         while chunk := os.read(fd, 65536):
-            self._console.feed(label, chunk)
-            done, _ = lines.feed(chunk)
-            tail.extend(line + b"\n" for line in done)
-        if lines.line:
-            tail.append(bytes(lines.line) + b"\n")
-        self._console.close(label)
+            tail.extend(line + b"\n" for line in self._console.feed(label, chunk))
+        tail.extend(line + b"\n" for line in self._console.close(label))
         code = proc.wait()
         self._exits.put((label, code))
 

@@ -8,20 +8,8 @@
 //! A zero learning rate (e.g. `lr_mult` 0 for a frozen key) leaves the weights and buffers as
 //! they are: the rule divides by it.
 
-use super::{Hyper, Step, clip};
+use super::{Hyper, Step, clip, sign};
 use crate::dtype::Float;
-
-/// MXNet's `sign`: 1, −1, or 0 for zero (and NaN).
-#[inline(always)]
-fn sign<T: Float>(x: T) -> T {
-    if x > T::zero() {
-        T::one()
-    } else if x < T::zero() {
-        -T::one()
-    } else {
-        T::zero()
-    }
-}
 
 /// One FTRL update.
 #[allow(clippy::needless_range_loop)] // indexed loops over equal-length slices vectorise

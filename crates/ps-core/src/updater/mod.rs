@@ -315,6 +315,18 @@ fn clip<T: Float>(x: T, bound: T) -> T {
     }
 }
 
+/// Sign of `x`: 1, −1, or 0 for zero and NaN (MXNet's `sign`, `(x > 0) - (x < 0)`).
+#[inline(always)]
+fn sign<T: Float>(x: T) -> T {
+    if x > T::zero() {
+        T::one()
+    } else if x < T::zero() {
+        -T::one()
+    } else {
+        T::zero()
+    }
+}
+
 /// A state's buffers, sliced to the elements one kernel call updates.
 type Buffers<'a, T> = SmallVec<[&'a mut [T]; 3]>;
 

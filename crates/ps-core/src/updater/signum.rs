@@ -3,20 +3,8 @@
 //! takes the sign of the raw gradient (rescaling and clipping cannot change it) and uses `wd` as
 //! a direct decay. Buffers: `[momentum]` when `momentum != 0`, else none.
 
-use super::{Hyper, Step, clip};
+use super::{Hyper, Step, clip, sign};
 use crate::dtype::Float;
-
-/// Sign of `x`: 1, -1, or 0 for zero and NaN (MXNet's `(x > 0) - (x < 0)`).
-#[inline(always)]
-fn sign<T: Float>(x: T) -> T {
-    if x > T::zero() {
-        T::one()
-    } else if x < T::zero() {
-        -T::one()
-    } else {
-        T::zero()
-    }
-}
 
 /// One signSGD update (momentum 0).
 #[allow(clippy::needless_range_loop)] // indexed loops over equal-length slices vectorise
