@@ -14,6 +14,10 @@ scheduler
     ``start_scheduler``: starts a scheduler and reads the port it announces (``MXRS_ANNOUNCE``).
 supervise
     Runs processes, prefixes their output, ends everything on the first failure.
+console
+    The processes' output as a terminal shows it, progress bars live.
+summary
+    The job summary printed when a job ends, from the ``mxrs-report:`` lines processes write.
 local, ssh, ...
     One module per launcher, each with ``submit(job, dry_run=False)``.
 batch

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Callable
 from typing import BinaryIO, TextIO
 
 #: ``--progress`` choices: whose redraws are shown live on a terminal.
@@ -77,15 +78,24 @@ class Console:
     """Writes the output of a job's processes to ``out`` (thread-safe).
 
     ``progress`` says whose redraws are shown live (:data:`PROGRESS`); ``tty`` whether ``out``
-    is a terminal (default: asked of ``out``).
+    is a terminal (default: asked of ``out``). ``take``, when given, is called with each
+    finished line (label, line) and returns what of it to show, or None for nothing: how
+    report lines leave the output (:meth:`.summary.JobSummary.take`).
     """
 
-    def __init__(self, out: BinaryIO, progress: str = "worker0", tty: bool | None = None):
+    def __init__(
+        self,
+        out: BinaryIO,
+        progress: str = "worker0",
+        tty: bool | None = None,
+        take: Callable[[str, bytes], bytes | None] | None = None,
+    ):
         if progress not in PROGRESS:
             raise ValueError(f"progress must be one of {', '.join(PROGRESS)}, not {progress!r}")
         self._out = out
         self._progress = progress
         self._tty = out.isatty() if tty is None else tty
+        self._take = take
         self._lock = threading.Lock()
         self._streams: dict[str, Lines] = {}
         self._drawn: dict[str, bytes] = {}  # label -> its live line, in the order first drawn
@@ -99,8 +109,8 @@ class Console:
         return label == "worker 0"
 
     def feed(self, label: str, data: bytes) -> list[bytes]:
-        """Take a chunk of ``label``'s output; returns the lines it finished (as drawn last,
-        without their line ends)."""
+        """Take a chunk of ``label``'s output; returns the lines it finished and shows (as drawn
+        last, without their line ends)."""
         with self._lock:
             stream = self._streams.setdefault(label, Lines())
             done, changed = stream.feed(data)
@@ -109,19 +119,27 @@ class Console:
                 self._drawn.pop(label, None)
             if changed and live:
                 self._drawn[label] = bytes(stream.line)
-            if done or (changed and live):
-                self._render([f"[{label}] ".encode() + line for line in done])
-            return done
+            shown = self._shown_of(label, done)
+            if done or (changed and live):  # a taken line still ends the live one
+                self._render([f"[{label}] ".encode() + line for line in shown])
+            return shown
 
     def close(self, label: str) -> list[bytes]:
         """``label``'s output ended: what it was drawing stays as a finished line (returned,
-        if there was one)."""
+        if there was one and it is shown)."""
         with self._lock:
             stream = self._streams.pop(label, None)
             self._drawn.pop(label, None)
             last = [bytes(stream.line)] if stream is not None and stream.line else []
+            last = self._shown_of(label, last)
             self._render([f"[{label}] ".encode() + line for line in last])
             return last
+
+    def _shown_of(self, label: str, lines: list[bytes]) -> list[bytes]:
+        """What of ``label``'s finished ``lines`` is shown (all of it without ``take``)."""
+        if self._take is None:
+            return lines
+        return [kept for line in lines if (kept := self._take(label, line)) is not None]
 
     def message(self, text: str, stream: TextIO) -> None:
         """Print a line of the launcher's own on ``stream`` (stderr), above the live lines."""

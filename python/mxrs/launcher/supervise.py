@@ -1,6 +1,7 @@
 """Runs the processes of a job: prefixed output, and the whole job ends on the first failure
 (unless it is a worker, or a server whose keys have backups, with restarts left, which is started
-again with the same rank)."""
+again with the same rank). When the job ends, a summary: each process's exit status and report.
+"""
 
 import collections
 import os
@@ -9,9 +10,11 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from .console import Console
 from .job import LaunchError
+from .summary import JobSummary
 
 _GRACE_S = 5.0  # between SIGTERM and SIGKILL when stopping the job
 _DRAIN_S = 60.0  # for servers and scheduler to exit after the last worker finished
@@ -26,10 +29,15 @@ class Supervisor:
     is terminated, the failing process's last lines are repeated, and its status is returned. A
     worker started with ``restarts`` left is started again instead, with the same command and
     environment (its rank), and the job goes on.
+
+    Every process is started with ``MXRS_REPORT=1``: the ``mxrs-report:`` line a process may
+    write as it exits is taken out of its output, and when :meth:`wait` ends, a summary of
+    the processes' exit statuses and reports is written to ``err`` (:mod:`.summary`).
     """
 
     def __init__(self, out=None, err=None, progress="worker0"):
-        self._console = Console(out or sys.stdout.buffer, progress)
+        self._summary = JobSummary()
+        self._console = Console(out or sys.stdout.buffer, progress, take=self._summary.take)
         self._err = err or sys.stderr
         self._procs: list[tuple[str, str, subprocess.Popen, collections.deque[bytes]]] = []
         self._pumps: dict[str, threading.Thread] = {}  # label -> the thread copying its output
@@ -47,8 +55,9 @@ class Supervisor:
         the process inherits (the scheduler's announcement pipe). A worker that fails is started
         again up to ``restarts`` times, and so is an ``expendable`` process (a server whose keys
         have backups), which otherwise does not end the job when it fails: the scheduler says
-        whether it can go on.
+        whether it can go on. The process's environment also gets ``MXRS_REPORT=1``.
         """
+        env = {**env, "MXRS_REPORT": "1"}
         try:
             proc = subprocess.Popen(
                 argv,
@@ -67,6 +76,7 @@ class Supervisor:
             proc.stdin.flush()
         tail: collections.deque[bytes] = collections.deque(maxlen=20)
         self._procs.append((label, role, proc, tail))
+        self._summary.started(label, role)
         if expendable:
             self._expendable.add(label)
         restartable = role == "worker" or expendable
@@ -83,7 +93,9 @@ class Supervisor:
         while chunk := os.read(fd, 65536):
             tail.extend(line + b"\n" for line in self._console.feed(label, chunk))
         tail.extend(line + b"\n" for line in self._console.close(label))
+        proc.stdout.close()
         code = proc.wait()
+        self._summary.ended(label, code)  # before the watcher hears of it (restarts)
         self._exits.put((label, code))
 
     def _say(self, msg):
@@ -104,8 +116,18 @@ class Supervisor:
         try:
             return self._watch(caught)
         finally:
+            self._print_summary()
             for s, h in previous.items():
                 signal.signal(s, h)
+
+    def _print_summary(self):
+        """Write the job summary, once every process's output ended (or a grace passed)."""
+        deadline = time.monotonic() + _GRACE_S
+        for pump in list(self._pumps.values()):
+            pump.join(max(0.0, deadline - time.monotonic()))
+        lines = self._summary.format()
+        if lines:
+            self._console.message("\n".join(lines), self._err)
 
     def _watch(self, caught):
         workers = {label for label, role, _, _ in self._procs if role == "worker"}
@@ -176,6 +198,7 @@ class Supervisor:
 
     def _terminate(self):
         """SIGTERM every process group started here, then SIGKILL what is left after a grace."""
+        self._summary.stopping()
         for _, _, p, _ in self._procs:
             if p.stdin is not None and not p.stdin.closed:
                 try:
