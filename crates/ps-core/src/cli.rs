@@ -64,6 +64,10 @@ pub struct Settings {
     /// /dev/fd/N or /dev/stdout, a FIFO, or a file, created or appended to) [env: MXRS_ANNOUNCE]
     #[arg(long, value_name = "PATH")]
     pub announce: Option<String>,
+    /// Serve Prometheus metrics on http://HOST:PORT/metrics (0: any free port, said on stderr)
+    /// [env: MXRS_METRICS_PORT]
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<String>,
 }
 
 impl Settings {
@@ -91,6 +95,7 @@ impl Settings {
                 "DMLC_SERVER_ID" => &self.server_id,
                 "MXRS_SECRET" => &secret,
                 "MXRS_ANNOUNCE" => &self.announce,
+                "MXRS_METRICS_PORT" => &self.metrics_port,
                 _ => &None,
             };
             v.clone()

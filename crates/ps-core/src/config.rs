@@ -97,6 +97,9 @@ pub struct Config {
     /// `MXRS_ANNOUNCE`: where the scheduler writes the port it listens on, as one line, once it
     /// is bound (a pipe such as `/dev/fd/N` or `/dev/stdout`, a FIFO, or a file, appended to).
     pub announce: Option<PathBuf>,
+    /// `MXRS_METRICS_PORT`: where the scheduler or a server serves Prometheus metrics on
+    /// `/metrics` (0: any free port, said on stderr); unset: no endpoint.
+    pub metrics_port: Option<u16>,
 }
 
 impl std::fmt::Debug for Config {
@@ -123,6 +126,7 @@ impl std::fmt::Debug for Config {
             .field("max_inflight_bytes", &self.max_inflight_bytes)
             .field("secret", &self.secret.as_ref().map(|_| "<set>"))
             .field("announce", &self.announce)
+            .field("metrics_port", &self.metrics_port)
             .finish()
     }
 }
@@ -150,6 +154,7 @@ pub const VARIABLES: &[&str] = &[
     "MXRS_MAX_INFLIGHT_BYTES",
     "MXRS_SECRET",
     "MXRS_ANNOUNCE",
+    "MXRS_METRICS_PORT",
 ];
 
 impl Config {
@@ -231,6 +236,7 @@ impl Config {
             max_inflight_bytes,
             secret,
             announce: get("MXRS_ANNOUNCE").map(PathBuf::from),
+            metrics_port: optional(&get, "MXRS_METRICS_PORT")?,
         })
     }
 
@@ -257,6 +263,7 @@ impl Config {
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             secret: None,
             announce: None,
+            metrics_port: None,
         }
     }
 

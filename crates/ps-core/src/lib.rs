@@ -32,6 +32,7 @@ pub mod codec;
 pub mod config;
 pub mod dtype;
 pub mod error;
+pub mod metrics;
 pub mod node;
 pub mod partition;
 pub mod protocol;

@@ -188,8 +188,22 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
             },
         });
     }
+    let server = Arc::new(server);
+    let _endpoint = match cfg.metrics_port {
+        Some(port) => {
+            let who = format!("server {}", m.me.rank);
+            let listener = crate::metrics::bind(ip, port, &who).await?;
+            let s = server.clone();
+            let render = Arc::new(move || s.metrics_text());
+            let serve = crate::metrics::serve(listener, render, std::future::pending());
+            Some(AbortOnDrop(tokio::spawn(serve)))
+        }
+        None => None,
+    };
     let ended = follow_job(&server, control.clone());
-    match server.serve(listener, secret, ended).await {
+    let served = server.serve(listener, secret, ended).await;
+    report_server(&server, m.me.rank);
+    match served {
         Ok(()) => {}
         // A backup it could not reach: it left so that its keys fail over.
         Err(PsError::NodeLost(why)) => return Ok(Outcome::Failed(why)),
@@ -250,6 +264,28 @@ async fn follow_job(server: &Server, control: ControlClient) -> Option<Farewell>
         if health.changed().await.is_err() {
             return None;
         }
+    }
+}
+
+/// With `MXRS_REPORT=1` (set by `mxrs-launch`), says on stderr what the server moved, as the
+/// one line the launcher's job summary reads.
+fn report_server(server: &Server, rank: u32) {
+    if std::env::var("MXRS_REPORT").as_deref() != Ok("1") {
+        return;
+    }
+    let (received, sent) = server.traffic();
+    eprintln!(
+        "mxrs-report: {{\"role\": \"server\", \"rank\": {rank}, \"bytes_in\": {received}, \
+         \"bytes_out\": {sent}}}"
+    );
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -49,6 +49,11 @@ impl Budget {
         }
     }
 
+    /// Bytes taken now.
+    pub fn in_use(&self) -> u64 {
+        self.total - self.bytes.available_permits() as u64
+    }
+
     /// Waits until `n` bytes are free and takes them until the permit is dropped.
     async fn take(&self, n: usize) -> Result<OwnedSemaphorePermit> {
         let fits = u32::try_from(n)

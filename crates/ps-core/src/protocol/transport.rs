@@ -5,6 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
+use prometheus_client::metrics::counter::Counter;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
@@ -38,11 +39,13 @@ pub const MAX_PENDING_HANDSHAKES: usize = 64;
 /// Accepts connections on `listener` forever and yields those that pass the handshake. Each
 /// handshake runs in its own task, so a silent or hostile peer delays nobody; at most
 /// [`MAX_PENDING_HANDSHAKES`] run at once, and each has the handshake timeout
-/// (`auth::HANDSHAKE_TIMEOUT`). Failures are logged and the connection dropped. Ends,
+/// (`auth::HANDSHAKE_TIMEOUT`). Failures are logged, counted in `refused` and the connection
+/// dropped. Ends,
 /// handshakes in progress included, when the receiver is dropped.
 pub fn authenticated(
     listener: TcpListener,
     secret: Option<Arc<[u8]>>,
+    refused: Counter,
 ) -> ReceiverStream<std::io::Result<TcpStream>> {
     let (tx, rx) = mpsc::channel(64);
     let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
@@ -68,6 +71,7 @@ pub fn authenticated(
             };
             let tx = tx.clone();
             let secret = secret.clone();
+            let refused = refused.clone();
             tokio::spawn(async move {
                 let _ = stream.set_nodelay(true);
                 let handshake = tokio::select! {
@@ -80,7 +84,10 @@ pub fn authenticated(
                         tracing::debug!("accepted connection from {peer}");
                         let _ = tx.send(Ok(stream)).await;
                     }
-                    Err(e) => tracing::warn!("refused connection from {peer}: {e}"),
+                    Err(e) => {
+                        refused.inc();
+                        tracing::warn!("refused connection from {peer}: {e}");
+                    }
                 }
             });
         }

@@ -126,6 +126,8 @@ pub(crate) struct Job {
     syncing: Vec<(u32, Vec<u32>)>,
     notices: broadcast::Sender<Notice>,
     ended: watch::Sender<Option<Shutdown>>,
+    /// Nodes declared lost so far, each time one was.
+    losses: u64,
 }
 
 impl Job {
@@ -148,6 +150,7 @@ impl Job {
             syncing: Vec::new(),
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             ended: watch::channel(None).0,
+            losses: 0,
         }
     }
 
@@ -156,6 +159,39 @@ impl Job {
     pub fn with_rejoin(mut self, timeout: Option<Duration>) -> Job {
         self.rejoin = timeout;
         self
+    }
+
+    /// What the metrics call node `node_id`: `worker 1`, `server 0`; `node N` before the job
+    /// formed.
+    pub fn node_name(&self, node_id: u32) -> String {
+        match self.member(node_id) {
+            Ok(m) => format!("{} {}", m.info.role, m.info.rank),
+            Err(_) => format!("node {node_id}"),
+        }
+    }
+
+    /// How many nodes are in each state (registering, alive, away, finished, lost, gone), and
+    /// how many times a node was declared lost.
+    pub fn census(&self) -> ([(&'static str, usize); 6], u64) {
+        let mut n = [
+            ("registering", self.pending.len()),
+            ("alive", 0),
+            ("away", 0),
+            ("finished", 0),
+            ("lost", 0),
+            ("gone", 0),
+        ];
+        for m in &self.members {
+            let i = match m.state {
+                State::Alive => 1,
+                State::Away { .. } => 2,
+                State::Finished => 3,
+                State::Lost(_) => 4,
+                State::Gone(_) => 5,
+            };
+            n[i].1 += 1;
+        }
+        (n, self.losses)
     }
 
     /// Watches for the end of the job.
@@ -352,6 +388,10 @@ impl Job {
             return;
         }
         let message = format!("{} (node {node_id}) {why}", m.info);
+        self.losses += 1;
+        let Ok(m) = self.member_mut(node_id) else {
+            return;
+        };
         if let (Some(timeout), Role::Worker) = (rejoin, m.info.role) {
             m.state = State::Away {
                 since: now,

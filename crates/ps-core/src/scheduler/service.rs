@@ -23,6 +23,7 @@ use super::membership::{Job, Notice, Registration, Subscription};
 use super::{Outcome, group_from_pb, role_from_pb};
 use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
+use crate::metrics::SchedulerMetrics;
 use crate::protocol::pb::scheduler_server::{Scheduler, SchedulerServer};
 use crate::protocol::{auth, pb, transport};
 
@@ -80,12 +81,20 @@ pub async fn serve(
         ),
         closing: watch::channel(false).0,
         streams: watch::channel(0).0,
+        metrics: SchedulerMetrics::new(),
     });
+    let _endpoint = match cfg.metrics_port {
+        Some(port) => Some(AbortOnDrop(
+            start_metrics(shared.clone(), addr.ip(), port).await?,
+        )),
+        None => None,
+    };
     let closer = Closer::new();
     let wrapper = closer.wrapper();
     let secret = cfg.secret.as_deref().map(Arc::<[u8]>::from);
-    let incoming =
-        transport::authenticated(listener, secret).map(move |s| s.map(|s| wrapper.wrap(s)));
+    let refused = shared.metrics.refused.clone();
+    let incoming = transport::authenticated(listener, secret, refused)
+        .map(move |s| s.map(|s| wrapper.wrap(s)));
     let service = SchedulerServer::new(Service {
         shared: shared.clone(),
     });
@@ -182,12 +191,53 @@ struct Shared {
     closing: watch::Sender<bool>,
     /// Event streams open now.
     streams: watch::Sender<usize>,
+    metrics: SchedulerMetrics,
 }
 
 impl Shared {
     fn job(&self) -> MutexGuard<'_, Job> {
         self.job.lock()
     }
+
+    /// Counts request `req` from node `node_id` and its reply, if it gets one at once.
+    fn count(&self, node_id: u32, req: &impl prost::Message, reply: Option<&dyn ReplyLen>) {
+        let name = self.job().node_name(node_id);
+        let (n, len) = reply.map_or((0, 0), |r| (1, r.len()));
+        self.metrics.exchanged(&name, req.encoded_len(), n, len);
+    }
+
+    /// The metrics as a scrape reads them.
+    fn metrics_text(&self) -> String {
+        let (nodes, losses) = self.job().census();
+        self.metrics.set_nodes(&nodes, losses);
+        self.metrics.render()
+    }
+}
+
+/// The encoded length of a reply.
+trait ReplyLen {
+    fn len(&self) -> usize;
+}
+
+impl<M: prost::Message> ReplyLen for M {
+    fn len(&self) -> usize {
+        self.encoded_len()
+    }
+}
+
+/// Serves the scheduler's metrics on `ip:port` until dropped; says where on stderr.
+async fn start_metrics(
+    shared: Arc<Shared>,
+    ip: std::net::IpAddr,
+    port: u16,
+) -> Result<JoinHandle<()>> {
+    let listener = crate::metrics::bind(ip, port, "the scheduler").await?;
+    let render = Arc::new(move || shared.metrics_text());
+    Ok(tokio::spawn(crate::metrics::serve(
+        listener,
+        render,
+        std::future::pending(),
+    )))
 }
 
 /// Declares lost every node silent for `timeout` (and every worker away for longer than the
@@ -283,13 +333,15 @@ impl Scheduler for Service {
         let membership = joined
             .await
             .map_err(|_| Status::from(PsError::Shutdown))??;
-        Ok(Response::new(pb::RegisterReply {
+        let reply = pb::RegisterReply {
             me: Some((&membership.me).into()),
             num_workers: membership.num_workers,
             num_servers: membership.num_servers,
             servers: membership.servers.iter().map(Into::into).collect(),
             rejoined: membership.rejoined,
-        }))
+        };
+        self.shared.count(membership.me.node_id, &req, Some(&reply));
+        Ok(Response::new(reply))
     }
 
     async fn barrier(
@@ -297,6 +349,8 @@ impl Scheduler for Service {
         request: Request<pb::BarrierRequest>,
     ) -> Result<Response<pb::BarrierReply>, Status> {
         let req = request.into_inner();
+        self.shared
+            .count(req.node_id, &req, Some(&pb::BarrierReply {}));
         let Some(group) = group_from_pb(req.group) else {
             let e = PsError::Rejected(format!("barrier of unknown group {}", req.group));
             return Err(e.into());
@@ -319,12 +373,14 @@ impl Scheduler for Service {
         &self,
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatReply>, Status> {
-        let node_id = request.into_inner().node_id;
-        let (lost, first) = self.shared.job().heartbeat(node_id, Instant::now())?;
-        Ok(Response::new(pb::HeartbeatReply {
+        let req = request.into_inner();
+        let (lost, first) = self.shared.job().heartbeat(req.node_id, Instant::now())?;
+        let reply = pb::HeartbeatReply {
             lost: lost.iter().map(Into::into).collect(),
             first_lost: first.unwrap_or_default(),
-        }))
+        };
+        self.shared.count(req.node_id, &req, Some(&reply));
+        Ok(Response::new(reply))
     }
 
     async fn synced(
@@ -332,6 +388,7 @@ impl Scheduler for Service {
         request: Request<pb::SyncedRequest>,
     ) -> Result<Response<pb::SyncedReply>, Status> {
         let r = request.into_inner();
+        self.shared.count(r.node_id, &r, Some(&pb::SyncedReply {}));
         let now = Instant::now();
         self.shared
             .job()
@@ -345,7 +402,9 @@ impl Scheduler for Service {
         &self,
         request: Request<pb::EventsRequest>,
     ) -> Result<Response<Self::EventsStream>, Status> {
-        let node_id = request.into_inner().node_id;
+        let req = request.into_inner();
+        let node_id = req.node_id;
+        self.shared.count(node_id, &req, None);
         let subscription = self.shared.job().subscribe(node_id, Instant::now())?;
         let (tx, rx) = mpsc::channel(EVENT_BUFFER);
         let open = OpenStream::new(self.shared.clone());
@@ -357,8 +416,10 @@ impl Scheduler for Service {
         &self,
         request: Request<pb::FinishRequest>,
     ) -> Result<Response<pb::FinishReply>, Status> {
-        let node_id = request.into_inner().node_id;
-        self.shared.job().finish(node_id, Instant::now())?;
+        let req = request.into_inner();
+        self.shared
+            .count(req.node_id, &req, Some(&pb::FinishReply {}));
+        self.shared.job().finish(req.node_id, Instant::now())?;
         Ok(Response::new(pb::FinishReply {}))
     }
 }
@@ -405,8 +466,13 @@ async fn forward(
     let mut queue: std::collections::VecDeque<Notice> = backlog.into();
     loop {
         if let Some(notice) = queue.pop_front() {
+            let event = to_event(notice);
+            let name = shared.job().node_name(node_id);
+            shared
+                .metrics
+                .exchanged_out(&name, prost::Message::encoded_len(&event));
             tokio::select! {
-                sent = tx.send(Ok(to_event(notice))) => {
+                sent = tx.send(Ok(event)) => {
                     if sent.is_err() {
                         break;
                     }

@@ -6,11 +6,12 @@
 //! the server leaves the job, the writer sends a [`Op::Bye`] saying why before the connection
 //! closes; when the peer leaves, what it left waiting on the server is forgotten.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
@@ -18,6 +19,7 @@ use super::offload;
 use super::reply::{Flow, Outbox, Outgoing};
 use super::{Farewell, Shared};
 use crate::error::{PsError, Result};
+use crate::metrics::PeerCounters;
 use crate::protocol::auth::HANDSHAKE_TIMEOUT;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
@@ -37,6 +39,33 @@ pub(crate) struct Peer {
     pub server: Option<u32>,
 }
 
+impl Peer {
+    /// What the metrics call the peer, once known: `worker 0`, `server 1`.
+    fn name(&self) -> Option<String> {
+        match (self.rank, self.server) {
+            (Some(rank), _) => Some(format!("worker {rank}")),
+            (None, Some(server)) => Some(format!("server {server}")),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Counts an open connection while it lives.
+struct Open(Gauge);
+
+impl Open {
+    fn new(gauge: &Gauge) -> Open {
+        gauge.inc();
+        Open(gauge.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 /// Serves one authenticated connection until the peer leaves, sends garbage, or `stop` is set.
 pub(crate) async fn run(
     shared: Arc<Shared>,
@@ -53,10 +82,13 @@ pub(crate) async fn run(
         server: None,
     };
     let (read_half, write_half) = stream.into_split();
-    let flow = Arc::new(Flow::default());
+    let flow = Arc::new(Flow::counting(shared.metrics.reply_bytes.clone()));
     let (tx, replies) = mpsc::unbounded_channel::<Outgoing>();
     let outbox = Outbox::new(tx, flow.clone(), peer.conn);
-    let mut writer = tokio::spawn(write(write_half, replies, flow.clone()));
+    // The peer's counters, once its Hello said who it is.
+    let counters = Arc::new(OnceLock::new());
+    let mut writer = tokio::spawn(write(write_half, replies, flow.clone(), counters.clone()));
+    let _open = Open::new(&shared.metrics.connections);
 
     let mut reader =
         FrameReader::with_budget(read_half, shared.limits.max_frame, shared.budget.clone());
@@ -68,9 +100,20 @@ pub(crate) async fn run(
         match frame {
             Ok(Some(frame)) => {
                 flow.read(frame.entries.len());
+                let bytes = frame.encoded_len();
                 if let Err(e) = offload::dispatch(&shared, &mut peer, frame, &outbox).await {
                     tracing::warn!("closing connection from {}: {e}", peer.addr);
                     break None;
+                }
+                match counters.get() {
+                    Some(c) => c.received(bytes),
+                    None => {
+                        if let Some(name) = peer.name() {
+                            let c = shared.metrics.peer(&name);
+                            c.received(bytes);
+                            let _ = counters.set(c);
+                        }
+                    }
                 }
             }
             Ok(None) => {
@@ -136,6 +179,7 @@ async fn write(
     write_half: tokio::net::tcp::OwnedWriteHalf,
     mut replies: mpsc::UnboundedReceiver<Outgoing>,
     flow: Arc<Flow>,
+    counters: Arc<OnceLock<PeerCounters>>,
 ) {
     let mut w = FrameWriter::new(write_half);
     while let Some(out) = replies.recv().await {
@@ -154,6 +198,9 @@ async fn write(
             return;
         }
         batch.iter().for_each(|out| flow.written(out));
+        if let Some(c) = counters.get() {
+            c.sent(batch.len(), batch.iter().map(|out| out.bytes).sum());
+        }
         if last {
             let _ = w.shutdown().await;
             return;

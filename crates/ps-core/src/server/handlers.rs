@@ -49,6 +49,7 @@ pub(crate) fn dispatch(
     if matches!(frame.op, Op::Push | Op::PushPull | Op::PushRows) {
         shared.push_stats.record(&frame);
     }
+    shared.metrics.requested(frame.op, frame.entries.len());
     if let Err(err) = check_reply_size(shared, &frame).and_then(|()| check_codecs(&frame)) {
         refuse_all(&frame.entries, slots, None, &err);
         return Ok(());
@@ -63,6 +64,7 @@ pub(crate) fn dispatch(
         finished: &finished,
         replica: replica_of(shared),
         resent: frame.resent,
+        metrics: &shared.metrics,
     };
     let entries = frame.entries.iter().zip(slots);
     match frame.op {
@@ -102,6 +104,9 @@ pub(crate) fn dispatch(
                     Mode::Sync => e.round + 1,
                     Mode::Async => k.round(),
                 };
+                if pushed.is_ok() {
+                    shared.metrics.worker_pushed(rank, done);
+                }
                 match (frame.op, pushed) {
                     // With a backup, once that round is durable.
                     (Op::Push | Op::PushRows, Ok(())) if ctx.replicated() => {
@@ -193,7 +198,7 @@ pub(super) fn replica_of(shared: &Shared) -> Option<&dyn Replicate> {
 
 /// A context for work outside a request (a chain that changed): no updater, nothing finished.
 pub(crate) fn bare_ctx<'a>(
-    shared: &Shared,
+    shared: &'a Shared,
     replica: &'a dyn Replicate,
     finished: &'a [Option<Arc<str>>],
 ) -> Ctx<'a> {
@@ -205,6 +210,7 @@ pub(crate) fn bare_ctx<'a>(
         finished,
         replica: Some(replica),
         resent: false,
+        metrics: &shared.metrics,
     }
 }
 

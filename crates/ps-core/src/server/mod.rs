@@ -40,6 +40,7 @@ use tokio_stream::StreamExt;
 
 use crate::config::DEFAULT_MAX_INFLIGHT_BYTES;
 use crate::error::Result;
+use crate::metrics::ServerMetrics;
 use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
@@ -78,6 +79,8 @@ pub(crate) struct Shared {
     large_cost: offload::Cost,
     /// Totals of the push frames received (what a `Stats` request reads).
     push_stats: Counters,
+    /// What a scrape of the metrics endpoint reads.
+    metrics: Arc<ServerMetrics>,
     /// Chain replication, in a job with backups.
     replication: OnceLock<Arc<replica::Replication>>,
     /// What the links to backups report, until `serve` takes it.
@@ -167,6 +170,7 @@ impl Server {
                 next_conn: AtomicU64::new(1),
                 large_cost: offload::Cost::new(offload::OFFLOAD_AFTER),
                 push_stats: Counters::default(),
+                metrics: Arc::new(ServerMetrics::new()),
                 replication: OnceLock::new(),
                 acks: Mutex::new(None),
                 #[cfg(test)]
@@ -267,6 +271,22 @@ impl Server {
         self.shared.push_stats.snapshot()
     }
 
+    /// The metrics in the OpenMetrics text format, as a scrape of the endpoint reads them.
+    pub fn metrics_text(&self) -> String {
+        let m = &self.shared.metrics;
+        let pieces = self.shared.store.pieces();
+        let held: usize = pieces.iter().map(|(_, k)| k.lock().held_bytes()).sum();
+        m.keys.set(pieces.len() as i64);
+        m.value_bytes.set(held as i64);
+        m.request_bytes.set(self.shared.budget.in_use() as i64);
+        m.render()
+    }
+
+    /// Bytes of data-plane frames read from and written to peers so far: `(received, sent)`.
+    pub fn traffic(&self) -> (u64, u64) {
+        self.shared.metrics.traffic()
+    }
+
     /// Serves workers that connect to `listener` and prove they know `secret`, until
     /// `shutdown` resolves; then tells every connected worker why (the farewell `shutdown`
     /// yields, if any), closes every connection and returns once their tasks have ended.
@@ -286,7 +306,8 @@ impl Server {
                 fatal_tx,
             )))
         });
-        let mut incoming = transport::authenticated(listener, secret);
+        let refused = self.shared.metrics.refused.clone();
+        let mut incoming = transport::authenticated(listener, secret, refused);
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
         let farewell = loop {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -30,9 +31,19 @@ pub(crate) struct Flow {
     entries: AtomicUsize,
     bytes: AtomicUsize,
     written: Notify,
+    /// The server's total of reply bytes queued, which this connection's share is part of.
+    queued: Gauge,
 }
 
 impl Flow {
+    /// A flow whose queued reply bytes also count in `queued`.
+    pub(crate) fn counting(queued: Gauge) -> Flow {
+        Flow {
+            queued,
+            ..Flow::default()
+        }
+    }
+
     /// Counts the entries of a request about to be dispatched.
     pub(crate) fn read(&self, entries: usize) {
         self.entries.fetch_add(entries, Ordering::AcqRel);
@@ -42,6 +53,7 @@ impl Flow {
     pub(crate) fn written(&self, out: &Outgoing) {
         self.entries.fetch_sub(out.answers, Ordering::AcqRel);
         self.bytes.fetch_sub(out.bytes, Ordering::AcqRel);
+        self.queued.dec_by(out.bytes as i64);
         self.written.notify_one();
     }
 
@@ -97,6 +109,7 @@ impl Outbox {
     pub(crate) fn queue(&self, frame: Frame, answers: usize) {
         let bytes = frame.encoded_len();
         self.flow.bytes.fetch_add(bytes, Ordering::AcqRel);
+        self.flow.queued.inc_by(bytes as i64);
         let out = Outgoing {
             frame,
             bytes,

@@ -52,6 +52,8 @@ pub(crate) struct Ctx<'a> {
     /// The request was sent again after the server it first went to was lost: what of it was
     /// applied already is answered, not applied again.
     pub resent: bool,
+    /// Where completed rounds are counted.
+    pub metrics: &'a crate::metrics::ServerMetrics,
 }
 
 impl Ctx<'_> {
@@ -137,6 +139,11 @@ impl KeyState {
     }
 
     /// The key's dtype (what pulls and inits carry).
+    /// Bytes held for the piece: its value, its round's sum, its optimizer state.
+    pub(crate) fn held_bytes(&self) -> usize {
+        each!(self, k => k.held_bytes())
+    }
+
     pub(crate) fn dtype(&self) -> DType {
         each!(self, k => k.dtype)
     }
@@ -251,6 +258,8 @@ pub(crate) struct KeyData<T> {
     sparse: Option<RowSum<T>>,
     pushed: Vec<bool>,
     n_pushed: u32,
+    /// When the round's first push arrived.
+    started: Option<std::time::Instant>,
     ahead: VecDeque<Ahead>,
     pulls: Vec<PullWaiter>,
     /// Rounds whose result is durable: stored on the backup as well (or there is no backup);
@@ -291,6 +300,7 @@ impl<T: Float> KeyData<T> {
             sparse: None,
             pushed: vec![false; num_workers as usize],
             n_pushed: 0,
+            started: None,
             ahead: VecDeque::new(),
             pulls: Vec::new(),
             durable: None,
@@ -300,6 +310,14 @@ impl<T: Float> KeyData<T> {
             opt: None,
             wire: None,
         }
+    }
+
+    fn held_bytes(&self) -> usize {
+        let opt = self.opt.as_ref().map_or(0, |(_, s)| {
+            s.buffers.iter().map(Vec::capacity).sum::<usize>()
+        });
+        let first = self.first.as_ref().map_or(0, |(_, b)| b.len());
+        (self.value.len() + self.merge.capacity() + opt) * size_of::<T>() + first
     }
 
     fn describe(&self) -> String {

@@ -7,6 +7,7 @@
 //! of a row-sparse key) makes the sum dense.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 
@@ -68,6 +69,7 @@ impl<T: Float> KeyData<T> {
                     }
                 }
                 self.round += 1;
+                ctx.metrics.round_completed(None);
                 self.seqs[w] = self.seqs[w].max(round + 1);
                 self.wire = None;
                 self.publish(ctx);
@@ -167,6 +169,9 @@ impl<T: Float> KeyData<T> {
                 }
             }
         }
+        if self.n_pushed == 0 {
+            self.started = Some(Instant::now());
+        }
         self.pushed[worker as usize] = true;
         self.n_pushed += 1;
     }
@@ -209,6 +214,8 @@ impl<T: Float> KeyData<T> {
             self.wire = None;
             self.pushed.iter_mut().for_each(|p| *p = false);
             self.n_pushed = 0;
+            ctx.metrics
+                .round_completed(self.started.take().map(|t| t.elapsed()));
             completed = true;
             let round = self.round;
             let mut i = 0;

@@ -1,0 +1,285 @@
+//! A server's metrics.
+
+use parking_lot::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use super::PeerLabel;
+use crate::protocol::frame::Op;
+
+/// Every op by its wire number less one, with its label.
+const OPS: [(Op, &str); 14] = [
+    (Op::Hello, "hello"),
+    (Op::Init, "init"),
+    (Op::Push, "push"),
+    (Op::Pull, "pull"),
+    (Op::PushPull, "push_pull"),
+    (Op::SetOptimizer, "set_optimizer"),
+    (Op::SetParams, "set_params"),
+    (Op::SaveStates, "save_states"),
+    (Op::LoadStates, "load_states"),
+    (Op::Bye, "bye"),
+    (Op::Stats, "stats"),
+    (Op::Replicate, "replicate"),
+    (Op::PushRows, "push_rows"),
+    (Op::PullRows, "pull_rows"),
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabel {
+    op: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabel {
+    worker: String,
+}
+
+/// What one connection counts: frames and their bytes each way.
+#[derive(Clone, Default)]
+pub struct PeerCounters {
+    /// Bytes of frames read from the peer.
+    pub received_bytes: Counter,
+    /// Frames read from the peer.
+    pub received_messages: Counter,
+    /// Bytes of frames written to the peer.
+    pub sent_bytes: Counter,
+    /// Frames written to the peer.
+    pub sent_messages: Counter,
+}
+
+impl PeerCounters {
+    /// Counts a frame of `bytes` read.
+    pub fn received(&self, bytes: usize) {
+        self.received_bytes.inc_by(bytes as u64);
+        self.received_messages.inc();
+    }
+
+    /// Counts `frames` frames of `bytes` in all written.
+    pub fn sent(&self, frames: usize, bytes: usize) {
+        self.sent_bytes.inc_by(bytes as u64);
+        self.sent_messages.inc_by(frames as u64);
+    }
+}
+
+/// A server's metrics: traffic per peer, requests, sync rounds, memory held, connections.
+#[derive(Debug)]
+pub struct ServerMetrics {
+    registry: Registry,
+    received_bytes: Family<PeerLabel, Counter>,
+    received_messages: Family<PeerLabel, Counter>,
+    sent_bytes: Family<PeerLabel, Counter>,
+    sent_messages: Family<PeerLabel, Counter>,
+    /// Request entries by op, indexed as [`OPS`].
+    requests: Vec<Counter>,
+    rounds: Counter,
+    round_seconds: Histogram,
+    worker_round: Family<WorkerLabel, Gauge>,
+    /// Key pieces held.
+    pub keys: Gauge,
+    /// Bytes of the values held, with their optimizer state and sum buffers.
+    pub value_bytes: Gauge,
+    /// Bytes of reply frames queued for writing, over all connections.
+    pub reply_bytes: Gauge,
+    /// Bytes of large request frames being read, over all connections.
+    pub request_bytes: Gauge,
+    /// Connections open now.
+    pub connections: Gauge,
+    /// Connections refused (bad or missing handshake).
+    pub refused: Counter,
+    /// Every peer counted so far (a family lists its labels only when encoded).
+    peers: Mutex<Vec<(String, PeerCounters)>>,
+}
+
+impl Default for ServerMetrics {
+    fn default() -> Self {
+        ServerMetrics::new()
+    }
+}
+
+impl ServerMetrics {
+    /// A server's metrics, all zero.
+    pub fn new() -> ServerMetrics {
+        let mut registry = Registry::with_prefix("mxrs");
+        let received_bytes = Family::<PeerLabel, Counter>::default();
+        let received_messages = Family::<PeerLabel, Counter>::default();
+        let sent_bytes = Family::<PeerLabel, Counter>::default();
+        let sent_messages = Family::<PeerLabel, Counter>::default();
+        let by_op = Family::<OpLabel, Counter>::default();
+        let requests = OPS
+            .iter()
+            .map(|(_, op)| {
+                let op = op.to_string();
+                by_op.get_or_create(&OpLabel { op }).clone()
+            })
+            .collect();
+        // 100 µs to about 52 s.
+        let round_seconds = Histogram::new(exponential_buckets(1e-4, 2.0, 20));
+        let m = ServerMetrics {
+            registry: Registry::default(),
+            received_bytes,
+            received_messages,
+            sent_bytes,
+            sent_messages,
+            requests,
+            rounds: Counter::default(),
+            round_seconds,
+            worker_round: Family::default(),
+            keys: Gauge::default(),
+            value_bytes: Gauge::default(),
+            reply_bytes: Gauge::default(),
+            request_bytes: Gauge::default(),
+            connections: Gauge::default(),
+            refused: Counter::default(),
+            peers: Mutex::new(Vec::new()),
+        };
+        let r = &mut registry;
+        r.register(
+            "received_bytes",
+            "Bytes of data-plane frames read, by peer",
+            m.received_bytes.clone(),
+        );
+        r.register(
+            "received_messages",
+            "Data-plane frames read, by peer",
+            m.received_messages.clone(),
+        );
+        r.register(
+            "sent_bytes",
+            "Bytes of data-plane frames written, by peer",
+            m.sent_bytes.clone(),
+        );
+        r.register(
+            "sent_messages",
+            "Data-plane frames written, by peer",
+            m.sent_messages.clone(),
+        );
+        r.register(
+            "requests",
+            "Entries of workers' requests (one per key or slice of a key), by op",
+            by_op,
+        );
+        r.register(
+            "rounds_completed",
+            "Sync rounds completed (one per key piece and round) or async pushes applied",
+            m.rounds.clone(),
+        );
+        r.register(
+            "round_seconds",
+            "Time from a sync round's first push to its update, per key piece",
+            m.round_seconds.clone(),
+        );
+        r.register(
+            "worker_round",
+            "The round each worker's latest push completes (a straggler's is lower)",
+            m.worker_round.clone(),
+        );
+        r.register(
+            "keys",
+            "Key pieces held (the copies this server keeps as a backup included)",
+            m.keys.clone(),
+        );
+        r.register(
+            "value_bytes",
+            "Bytes held for values, optimizer state and round sums",
+            m.value_bytes.clone(),
+        );
+        r.register(
+            "reply_bytes",
+            "Bytes of reply frames queued and not yet written",
+            m.reply_bytes.clone(),
+        );
+        r.register(
+            "request_bytes",
+            "Bytes of large request frames being read",
+            m.request_bytes.clone(),
+        );
+        r.register(
+            "connections",
+            "Data-plane connections open",
+            m.connections.clone(),
+        );
+        r.register(
+            "connections_refused",
+            "Connections refused for a failed or missing handshake",
+            m.refused.clone(),
+        );
+        ServerMetrics { registry, ..m }
+    }
+
+    /// The counters of the connection to `peer` (`worker 0`, `server 1`).
+    pub fn peer(&self, peer: &str) -> PeerCounters {
+        let label = PeerLabel {
+            peer: peer.to_string(),
+        };
+        let counters = PeerCounters {
+            received_bytes: self.received_bytes.get_or_create(&label).clone(),
+            received_messages: self.received_messages.get_or_create(&label).clone(),
+            sent_bytes: self.sent_bytes.get_or_create(&label).clone(),
+            sent_messages: self.sent_messages.get_or_create(&label).clone(),
+        };
+        let mut peers = self.peers.lock();
+        if !peers.iter().any(|(p, _)| p == peer) {
+            peers.push((peer.to_string(), counters.clone()));
+        }
+        counters
+    }
+
+    /// Counts `entries` request entries of `op`.
+    pub fn requested(&self, op: Op, entries: usize) {
+        if let Some(c) = (op as usize)
+            .checked_sub(1)
+            .and_then(|i| self.requests.get(i))
+        {
+            c.inc_by(entries as u64);
+        }
+    }
+
+    /// A sync round of a piece completed, `took` after its first push (`None`: an async push).
+    pub fn round_completed(&self, took: Option<Duration>) {
+        self.rounds.inc();
+        if let Some(took) = took {
+            self.round_seconds.observe(took.as_secs_f64());
+        }
+    }
+
+    /// Worker `worker`'s latest push completes round `round`.
+    pub fn worker_pushed(&self, worker: u32, round: u64) {
+        let label = WorkerLabel {
+            worker: worker.to_string(),
+        };
+        let g = self.worker_round.get_or_create(&label);
+        let round = round.min(i64::MAX as u64) as i64;
+        if g.get() < round {
+            g.set(round);
+        }
+    }
+
+    /// Bytes read from and written to workers and servers so far: `(received, sent)`.
+    pub fn traffic(&self) -> (u64, u64) {
+        let peers = self.peers.lock();
+        let received = peers.iter().map(|(_, c)| c.received_bytes.get()).sum();
+        let sent = peers.iter().map(|(_, c)| c.sent_bytes.get()).sum();
+        (received, sent)
+    }
+
+    /// The text a scrape gets.
+    pub fn render(&self) -> String {
+        super::render(&self.registry)
+    }
+}
+
+impl std::fmt::Debug for PeerCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerCounters")
+            .field("received_bytes", &self.received_bytes.get())
+            .field("sent_bytes", &self.sent_bytes.get())
+            .finish()
+    }
+}
