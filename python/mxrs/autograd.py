@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from . import timeline
 from ._sparse_rows import SparseRows, add_grads, as_dense
 from .base import MXNetError
 
@@ -401,6 +402,7 @@ def _store(var: NDArray, g: Any) -> None:
         hook(var)
 
 
+@timeline.traced("backward")
 def backward(
     heads: NDArray | Sequence[NDArray],
     head_grads: NDArray | Sequence[NDArray | None] | None = None,

@@ -23,7 +23,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import autograd
+from .. import autograd, timeline
 from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context
@@ -339,6 +339,7 @@ class Block:
         for param in self.params.values():
             param.cast(dtype)
 
+    @timeline.traced("forward")  # the outermost block's call only
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the pre-hooks, :meth:`forward` and the hooks."""
         for hook in self._forward_pre_hooks.values():

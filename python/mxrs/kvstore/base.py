@@ -17,6 +17,7 @@ from ..base import KVStoreError, MXNetError, ShapeMismatchError
 from ..ndarray import sparse as _sparse
 from ..ndarray.ndarray import NDArray, _wrap
 from ..ndarray.sparse._storage import rsp_rows
+from ._meter import Meter
 
 #: A key: a non-negative int or a str.
 Key: TypeAlias = int | str
@@ -288,9 +289,9 @@ class KVStoreBase:
     """A key-value store for data-parallel training (``mx.kv.create(name)``).
 
     Every store offers ``init``, ``push``, ``pull``, ``pushpull``, ``set_optimizer``,
-    ``save_optimizer_states`` / ``load_optimizer_states``, ``barrier``, ``type``, ``rank``
-    and ``num_workers``. Keys are ints or strs; a key's value may be a list of arrays, one per
-    device, which are summed before the push.
+    ``save_optimizer_states`` / ``load_optimizer_states``, ``barrier``, ``type``, ``rank``,
+    ``num_workers`` and (mxrs) ``stats``. Keys are ints or strs; a key's value may be a list of
+    arrays, one per device, which are summed before the push.
     """
 
     def __init__(self, name: str) -> None:
@@ -299,6 +300,7 @@ class KVStoreBase:
         # an optimizer.Updater, or any updater(key, merged, stored) given to _set_updater
         self._updater: Any = None
         self._optimizer: opt.Optimizer | None = None
+        self._meter = Meter()  # what stats() reports
 
     def _pairs(self, key: Keys, value: Values | None, what: str) -> list[tuple[Key, list[NDArray]]]:
         """:func:`key_value_pairs`, after checking the keys are of the store's kind."""
@@ -334,6 +336,22 @@ class KVStoreBase:
     def num_workers(self) -> int:
         """int: the number of workers in the job (1 in a single process)."""
         return 1
+
+    def stats(self) -> dict[str, int | float]:
+        """This worker's traffic through the store since it was created (mxrs).
+
+        Returns
+        -------
+        dict
+            ``pushes`` and ``pulls``: requests by key (one per key per call; a pushpull counts
+            one of each). ``push_bytes`` and ``pull_bytes``: the bytes of those keys' values as
+            sent to and received from the servers (before gradient compression; a row_sparse
+            push or pull counts the rows' values); for a single-process store, the bytes of the
+            arrays pushed and of the output arrays written. ``wait_seconds``: the total time
+            the caller was blocked waiting for push and pull requests to complete (0 for a
+            single-process store, which never waits for servers).
+        """
+        return self._meter.stats()
 
     @staticmethod
     def is_capable(capability: str) -> bool:

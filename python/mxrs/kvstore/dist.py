@@ -306,6 +306,7 @@ class DistKVStore(RowKeys, KVStoreBase):
             return
         keys, arrays, lent = self._gather_pushes(pairs, "push")
         ticket = self._worker.push(keys, arrays, self._compression, _priority(priority))
+        ticket = self._meter.request(ticket, pairs, arrays)
         # A compressed push has read (encoded) its arrays before it returned.
         _pending.track(ticket, reads=[] if self._compression else lent)
 
@@ -330,7 +331,7 @@ class DistKVStore(RowKeys, KVStoreBase):
                 return
         bufs, marks = self._gather_pulls(pairs, "pull")
         ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs, _priority(priority))
-        _pending.track(ticket, writes=marks)
+        _pending.track(self._meter.request(ticket, pulled=pairs, pull_arrays=bufs), writes=marks)
 
     def pushpull(
         self, key: Keys, value: Values, out: Values | None = None, priority: int = 0
@@ -346,6 +347,7 @@ class DistKVStore(RowKeys, KVStoreBase):
         keys, arrays, lent = self._gather_pushes(pushes, "pushpull")
         bufs, marks = self._gather_pulls(pulls, "pushpull")
         ticket = self._worker.pushpull(keys, arrays, bufs, self._compression, _priority(priority))
+        ticket = self._meter.request(ticket, pushes, arrays, pulls, bufs)
         _pending.track(ticket, reads=[] if self._compression else lent, writes=marks)
 
     def _check_compressible(self, k: Key, dtype: np.dtype, vals: list[NDArray], what: str) -> None:

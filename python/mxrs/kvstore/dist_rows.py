@@ -29,6 +29,7 @@ from .wire import wire_key
 
 if TYPE_CHECKING:
     from ..ndarray.ndarray import NDArray
+    from ._meter import Meter
 
 __all__ = ["RowKeys"]
 
@@ -41,6 +42,7 @@ class RowKeys:
     _keys: dict[Key, tuple[int, tuple[int, ...], np.dtype]]
     _row_keys: set[Key]
     _compression: tuple[str, float] | None
+    _meter: Meter
 
     if TYPE_CHECKING:  # provided by the store
 
@@ -94,7 +96,7 @@ class RowKeys:
             ids.append(idx)
             values.append(vals_host)
         ticket = self._worker.push_rows(wires, ids, values)
-        _pending.track(ticket)
+        _pending.track(self._meter.request(ticket, rows, values))
         return rest
 
     def row_sparse_pull(
@@ -120,7 +122,8 @@ class RowKeys:
                 wires.append(wire)
                 idss.append(ids)
                 bufs.append(np.empty((ids.shape[0],) + shape[1:], dtype))
-            self._worker.pull_rows(wires, idss, bufs, priority_arg(priority)).wait()
+            ticket = self._worker.pull_rows(wires, idss, bufs, priority_arg(priority))
+            self._meter.request(ticket, pulled=row_reqs, pull_arrays=bufs).wait()
             for (_, o, ids), buf in zip(row_reqs, bufs, strict=True):
                 rows = row_sparse_array((buf, ids), shape=o.shape, ctx=o._ctx, dtype=o.dtype)
                 take_rows(o, rows)
@@ -129,7 +132,8 @@ class RowKeys:
                 continue
             _, shape, dtype = self._keys[k]
             buf = np.empty(shape, dtype)
-            self._worker.pull([self._keys[k][0]], [buf], priority_arg(priority)).wait()
+            ticket = self._worker.pull([self._keys[k][0]], [buf], priority_arg(priority))
+            self._meter.request(ticket, pulled=[(k,)], pull_arrays=[buf]).wait()
             take_rows(o, rows_of(_wrap(buf, cpu(0)), ids, o._ctx))
 
     def _pull_sparse_outs(self, pairs: list[tuple[Key, list[NDArray]]], priority: int) -> None:
@@ -145,7 +149,8 @@ class RowKeys:
         for k, outs in pairs:
             wire, shape, dtype = self._keys[k]
             buf = np.empty(shape, dtype)
-            self._worker.pull([wire], [buf], priority_arg(priority)).wait()
+            ticket = self._worker.pull([wire], [buf], priority_arg(priority))
+            self._meter.request(ticket, pulled=[(k,)], pull_arrays=[buf]).wait()
             for o in outs:
                 o._data = o._ctx.backend.asarray(buf, o.dtype, o._ctx.device_id)
 

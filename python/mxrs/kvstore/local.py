@@ -124,6 +124,7 @@ class LocalKVStore(KVStoreBase):
                 self._check_compressible(k, vals)
         for k, vals in pairs:
             stored = self._store[k]
+            self._meter.local(pushed=vals)
             if self._compression is not None:
                 vals = [self._through_compression(k, v) for v in vals]
             merged = merge(vals, stored._ctx)
@@ -181,13 +182,13 @@ class LocalKVStore(KVStoreBase):
         for k, outs in self._pairs(key, out, "pull"):
             stored = self._stored(k, "pull")
             check_shapes("pull", k, stored.shape, outs, "output array")
-            for o in outs:
-                if o._sparse and ignore_sparse:
-                    continue
+            written = [o for o in outs if not (o._sparse and ignore_sparse)]
+            for o in written:
                 if stored._sparse:
                     stored.copyto(o)
                 else:
                     copy_into(o, stored._data, stored._ctx)
+            self._meter.local(pulled=written)
 
     def row_sparse_pull(
         self, key: Keys, out: Values | None = None, priority: int = 0, row_ids: Any = None
@@ -204,6 +205,7 @@ class LocalKVStore(KVStoreBase):
             check_row_ids(k, ids, stored.shape[0])
         for k, o, ids in requests:
             take_rows(o, rows_of(self._store[k], ids, o._ctx))
+            self._meter.local(pulled=[o])
 
 
 @register("teststore")
