@@ -11,14 +11,15 @@ from mxrs.launcher.scheduler import start_scheduler
 TIMEOUT = 120
 
 
-def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=()):
-    """Run ``script`` (Python source) as the workers of an ``mxrs-launch local`` job."""
+def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=(), launcher_args=()):
+    """Run ``script`` (Python source) as the workers of an ``mxrs-launch local`` job, with
+    ``launcher_args`` among mxrs-launch's own options."""
     path = tmp_path / "worker.py"
     path.write_text(textwrap.dedent(script))
     cmd = [sys.executable, "-m", "mxrs.launcher", "local", "-n", str(n), "-s", str(s)]
     for kv in env:
         cmd += ["--env", kv]
-    cmd += [sys.executable, str(path), *args]
+    cmd += [*launcher_args, sys.executable, str(path), *args]
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )

@@ -10,10 +10,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from jobs import node_env, start_worker
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
-
+from jobs import launch, node_env, start_worker
 from mxrs.launcher.scheduler import start_scheduler
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 STEPS = 4
 TIMEOUT = 60
@@ -182,3 +181,70 @@ def test_the_endpoint_answers_only_metrics(job):
         urllib.request.urlopen(f"http://127.0.0.1:{ports[1]}/", timeout=10)
     e.value.close()
     assert e.value.code == 404
+
+
+LAUNCHED = f"""
+import json, os, urllib.request
+import mxrs as mx
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+kv = mx.kv.create("dist_sync")
+kv.init(3, mx.nd.zeros((1000,)))
+out = mx.nd.zeros((1000,))
+for step in range({STEPS}):
+    kv.push(3, mx.nd.ones((1000,)))
+    kv.pull(3, out=out)
+    out.wait_to_read()
+kv.barrier()  # both workers' rounds are done
+if kv.rank == 0:
+    port = int(os.environ["METRICS_PORT"])
+    rounds = 0
+    for p in (port + 1, port + 2):
+        text = urllib.request.urlopen(f"http://127.0.0.1:{{p}}/metrics", timeout=10).read()
+        for f in text_string_to_metric_families(text.decode()):
+            rounds += sum(s.value for s in f.samples if s.name == "mxrs_rounds_completed_total")
+    print("scraped", json.dumps({{"rounds": rounds}}), flush=True)
+kv.barrier()
+"""
+
+
+def _free_ports(n):
+    """A port P with P..P+n-1 all free now."""
+    for _ in range(50):
+        base = _free_port()
+        socks = []
+        try:
+            for i in range(n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+def test_the_launcher_gives_each_node_its_port_and_sums_up_server_bytes(tmp_path):
+    port = _free_ports(3)
+    out = launch(
+        tmp_path,
+        LAUNCHED,
+        env=[f"METRICS_PORT={port}"],
+        launcher_args=("--metrics-port", str(port)),
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"metrics at http://127.0.0.1:{port}/metrics (scheduler)" in out.stderr
+    for i in range(2):
+        where = f"[server {i}] mxrs: metrics of server {i} at http://127.0.0.1:{port + 1 + i}/"
+        assert where in out.stdout, out.stdout
+    assert f"http://127.0.0.1:{port}/metrics" in out.stdout  # the scheduler says it too
+    assert f'scraped {{"rounds": {STEPS}' in out.stdout, out.stdout
+    # The summary: each server's bytes in and out, as the server reported them at exit.
+    rows = [ln for ln in out.stderr.splitlines() if ln.strip().startswith("server ")]
+    assert len(rows) == 2, out.stderr
+    for row in rows:
+        assert "exit 0" in row and " in " in row and " out " in row and " - " not in row, row
+    assert "mxrs-report" not in out.stdout + out.stderr

@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import kvstore as kvs
 from .. import optimizer as opt
+from .. import _report, timeline
 from ..base import InvalidUsageError, MXNetError
 from ..context import Context
 from ..ndarray import _pending
@@ -250,6 +251,8 @@ class Trainer:
             self._send_server_lr(lr)
 
     # ------------------------------------------------------------------ training
+    # With a timeline, a step ends once its requests are complete (see mxrs.timeline).
+    @timeline.traced("step", "step", after=_pending.settle_all)
     def step(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """One optimisation step: reduce gradients, then update every Parameter.
 
@@ -275,7 +278,9 @@ class Trainer:
             self._consume_fresh()
         self._steps += 1
         self._arm()
+        _report.record_step(batch_size)
 
+    @timeline.traced("allreduce_grads", "step", after=_pending.settle_all)
     def allreduce_grads(self) -> None:
         """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
         self._ensure_store()
@@ -286,6 +291,7 @@ class Trainer:
             )
         self._reduce(update=False)
 
+    @timeline.traced("update", "step")
     def update(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """Apply the optimizer to reduced gradients (after :meth:`allreduce_grads`)."""
         self._ensure_store()
@@ -298,6 +304,7 @@ class Trainer:
         self._local_update(ignore_stale_grad)
         self._steps += 1
         self._arm()
+        _report.record_step(batch_size)
 
     def _prepare(self, batch_size: int) -> None:
         scale = self._scale / batch_size

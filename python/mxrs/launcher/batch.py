@@ -31,7 +31,7 @@ _PUBLIC = "192.0.2.1"  # TEST-NET-1: only used to ask which local address the de
 def role_env(job: Job, role):
     """The variables of every process of ``role`` ('server' or 'worker'), rank aside."""
     extra = job.env_server if role == "server" else job.env_worker
-    return {**job.base_env(), **extra, "DMLC_ROLE": role}
+    return {**job.base_env(), **extra, **job.metrics_env(role), "DMLC_ROLE": role}
 
 
 def pass_through(environ=None):

@@ -87,6 +87,13 @@ def _parser():
         "worker's (one line each) or none; without a terminal redraws are dropped",
     )
     p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics on the scheduler, and on "
+        "PORT+1+i on server i (0: any free port each); every node says where",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="print the exact commands per host and exit"
     )
     return p
@@ -108,6 +115,7 @@ _TAKES_VALUE = {
     "--replicas",
     "--interface",
     "--progress",
+    "--metrics-port",
 }
 
 
@@ -189,6 +197,13 @@ def parse(argv):
         env["MXRS_REPLICAS"] = str(args.replicas)
     default = "1" if servers > 1 else "0"
     job.replicas = int(env.get("MXRS_REPLICAS", default) or 0) if servers > 1 else 0
+    if args.metrics_port is not None:
+        if not 0 <= args.metrics_port <= 65535 - 1 - servers:
+            p.error(
+                f"--metrics-port must leave room for the scheduler and {servers} servers "
+                f"(0-{65535 - 1 - servers}), got {args.metrics_port}"
+            )
+        job.metrics_port = args.metrics_port
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:

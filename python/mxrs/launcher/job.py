@@ -8,6 +8,8 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
+from . import timeline
+
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: What stands for the scheduler's port before it announces it (in dry runs).
 PORT_PLACEHOLDER = "<port>"
@@ -58,6 +60,9 @@ class Job:
     replicas: int = 0
     #: Whose progress bars the console redraws live (``--progress``: worker0, all, off).
     progress: str = "worker0"
+    #: ``--metrics-port P``: the scheduler serves Prometheus metrics on P, server i on P+1+i
+    #: (0: each on any free port, which it says); None: no endpoints.
+    metrics_port: int | None = None
     secret: str = field(default_factory=lambda: secrets.token_hex(32))
 
     def base_env(self):
@@ -69,8 +74,20 @@ class Job:
             "DMLC_NUM_SERVER": str(self.num_servers),
             "DMLC_NUM_WORKER": str(self.num_workers),
             "MXRS_SECRET": self.secret,
+            # Each process says what it did, on one line at exit, for the job summary.
+            "MXRS_REPORT": "1",
             **self.extra_env,
         }
+
+    def metrics_env(self, role, rank=None):
+        """``MXRS_METRICS_PORT`` for the scheduler or server ``rank`` (None: a server whose rank
+        is known only once it runs, which takes any free port), when the job has endpoints."""
+        if self.metrics_port is None or role == "worker":
+            return {}
+        if self.metrics_port == 0 or (role == "server" and rank is None):
+            return {"MXRS_METRICS_PORT": "0"}
+        offset = 0 if role == "scheduler" else 1 + rank
+        return {"MXRS_METRICS_PORT": str(self.metrics_port + offset)}
 
     def nodes(self, hosts=None):
         """The scheduler, then servers and workers placed on ``hosts`` round-robin."""
@@ -86,14 +103,17 @@ class Job:
                     "DMLC_ROLE": "scheduler",
                     "DMLC_NODE_HOST": self.root_host,
                     "DMLC_PS_ROOT_PORT": str(self.root_port),
+                    **self.metrics_env("scheduler"),
                 },
             )
         ]  # 0: any, announced
         for i in range(self.num_servers):  # ranks fixed, so the job's names match the labels
             env = {**base, **self.env_server, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i)}
+            env.update(self.metrics_env("server", i))
             out.append(Node("server", i, hosts[i % len(hosts)], env))
         for i in range(self.num_workers):
             env = {**base, **self.env_worker, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(i)}
+            env.update(timeline.worker_env(self, i))
             out.append(Node("worker", i, hosts[i % len(hosts)], env))
         return out
 

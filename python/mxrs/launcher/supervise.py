@@ -98,6 +98,10 @@ class Supervisor:
         self._summary.ended(label, code)  # before the watcher hears of it (restarts)
         self._exits.put((label, code))
 
+    def say(self, msg):
+        """Write ``mxrs-launch: msg`` to the launcher's stderr, above any live progress lines."""
+        self._say(msg)
+
     def _say(self, msg):
         self._console.message(f"mxrs-launch: {msg}", self._err)
 

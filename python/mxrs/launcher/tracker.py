@@ -15,6 +15,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from . import timeline
 from .job import PORT_PLACEHOLDER, Job, LaunchError, Node
 from .scheduler import SchedulerStartError, start_scheduler
 from .supervise import Supervisor
@@ -77,8 +78,15 @@ def run(job: Job, plan, dry_run=False, out=None):
         return 0
     sup = Supervisor(progress=job.progress)
     signals = _Signals()
+    parts = timeline.prepare(job)  # None unless MXRS_TIMELINE asks for one
     try:
         job.root_port = _start_scheduler(sup, sched, signals)
+        if job.metrics_port:
+            p, last = job.metrics_port, job.metrics_port + job.num_servers
+            sup.say(
+                f"Prometheus metrics at http://{job.root_host}:{p}/metrics (scheduler) and "
+                f"on ports {p + 1}-{last} of the servers' hosts (server i: {p}+1+i)"
+            )
         for launch in plan(job):
             with signals.held():
                 expendable = launch.role == "server" and job.replicas > 0
@@ -106,6 +114,7 @@ def run(job: Job, plan, dry_run=False, out=None):
         raise
     finally:
         signals.restore()
+        timeline.merge(parts)
 
 
 def _start_scheduler(sup, sched, signals):

@@ -283,3 +283,41 @@ impl std::fmt::Debug for PeerCounters {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_render_as_openmetrics_text() {
+        let m = ServerMetrics::new();
+        let w = m.peer("worker 1");
+        w.received(100);
+        w.sent(2, 300);
+        // The same peer again shares the counters.
+        m.peer("worker 1").received(10);
+        m.requested(Op::Push, 3);
+        m.requested(Op::PullRows, 1);
+        m.round_completed(Some(Duration::from_millis(3)));
+        m.round_completed(None);
+        m.worker_pushed(1, 7);
+        m.worker_pushed(1, 5); // an older round does not move it back
+        assert_eq!(m.traffic(), (110, 300));
+        let text = m.render();
+        for line in [
+            "mxrs_received_bytes_total{peer=\"worker 1\"} 110",
+            "mxrs_received_messages_total{peer=\"worker 1\"} 2",
+            "mxrs_sent_bytes_total{peer=\"worker 1\"} 300",
+            "mxrs_sent_messages_total{peer=\"worker 1\"} 2",
+            "mxrs_requests_total{op=\"push\"} 3",
+            "mxrs_requests_total{op=\"pull_rows\"} 1",
+            "mxrs_requests_total{op=\"init\"} 0",
+            "mxrs_rounds_completed_total 2",
+            "mxrs_round_seconds_count 1",
+            "mxrs_worker_round{worker=\"1\"} 7",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+    }
+}

@@ -182,7 +182,7 @@ impl Server {
     /// Replicates this server's keys to its backups and keeps those of other servers it backs
     /// up, as `cfg` says; called before [`Server::serve`], once.
     pub fn replicate(&self, cfg: ReplicaConfig) {
-        let (replication, acks) = replica::Replication::new(cfg);
+        let (replication, acks) = replica::Replication::new(cfg, self.shared.metrics.clone());
         if self.shared.replication.set(Arc::new(replication)).is_ok() {
             *self.shared.acks.lock() = Some(acks);
         }

@@ -28,6 +28,8 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::metrics::ServerMetrics;
+
 use super::key::Replicate;
 use crate::partition::Partitioner;
 use crate::protocol::frame::{Entry, Mode};
@@ -102,11 +104,16 @@ pub(crate) struct Replication {
     links: Mutex<FxHashMap<u32, Link>>,
     /// Where the links report what their backups stored, and their breaks.
     events: mpsc::UnboundedSender<FromBackup>,
+    /// Where the links count their traffic.
+    metrics: Arc<ServerMetrics>,
 }
 
 impl Replication {
     /// Replication as `cfg` says; the backups' answers come out of the returned receiver.
-    pub(crate) fn new(cfg: ReplicaConfig) -> (Replication, mpsc::UnboundedReceiver<FromBackup>) {
+    pub(crate) fn new(
+        cfg: ReplicaConfig,
+        metrics: Arc<ServerMetrics>,
+    ) -> (Replication, mpsc::UnboundedReceiver<FromBackup>) {
         let (events, rx) = mpsc::unbounded_channel();
         let n = cfg.servers.len() as u32;
         let r = Replication {
@@ -118,6 +125,7 @@ impl Replication {
             }),
             links: Mutex::new(FxHashMap::default()),
             events,
+            metrics,
             cfg,
         };
         (r, rx)
@@ -198,7 +206,8 @@ impl Replication {
             .entry(backup)
             .or_insert_with(|| {
                 let to = self.view.read().servers[backup as usize].clone();
-                Link::open(&self.cfg, backup, to, self.events.clone())
+                let counters = self.metrics.peer(&format!("server {backup}"));
+                Link::open(&self.cfg, backup, to, self.events.clone(), counters)
             })
             .frames
             .clone()

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::{COALESCE_BYTES, HELLO_SERVER, MAX_ENTRIES, ReplicaConfig};
 use crate::dtype::DType;
+use crate::metrics::PeerCounters;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
 use crate::protocol::transport;
@@ -56,6 +57,8 @@ struct Target {
     max_frame: u64,
     hello: Entry,
     give_up: Duration,
+    /// The traffic to and from the backup.
+    counters: PeerCounters,
 }
 
 impl Link {
@@ -64,6 +67,7 @@ impl Link {
         backup: u32,
         (addr, name): (SocketAddr, String),
         events: mpsc::UnboundedSender<FromBackup>,
+        counters: PeerCounters,
     ) -> Link {
         let (frames, rx) = mpsc::unbounded_channel();
         let hello = Entry {
@@ -81,6 +85,7 @@ impl Link {
             max_frame: cfg.max_frame,
             hello,
             give_up: cfg.give_up,
+            counters,
         };
         tokio::spawn(run_link(target, rx, events));
         Link { frames }
@@ -172,6 +177,7 @@ async fn pump(
     }
     let answered = markers.clone();
     let stored = events.clone();
+    let counters = to.counters.clone();
     // Ends with why the connection broke, or None when the backup said goodbye (it leaves
     // the job, which is ending: nothing to open again).
     let mut reading = AbortOnDrop(tokio::spawn(async move {
@@ -181,6 +187,7 @@ async fn pump(
                 Ok(None) => return Some("the backup closed the connection".to_string()),
                 Err(e) => return Some(e.to_string()),
             };
+            counters.received(frame.encoded_len());
             if frame.op == Op::Bye {
                 return None;
             }
@@ -269,6 +276,7 @@ async fn pump(
             frame.request_id = *next_id;
             *next_id += 1;
             writer.write_frame(&frame).await?;
+            to.counters.sent(1, frame.encoded_len());
         }
         writer.flush().await?;
     }
