@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::PeerLabel;
+use super::Traffic;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
@@ -17,10 +17,7 @@ struct StateLabel {
 #[derive(Debug)]
 pub struct SchedulerMetrics {
     registry: Registry,
-    received_bytes: Family<PeerLabel, Counter>,
-    received_messages: Family<PeerLabel, Counter>,
-    sent_bytes: Family<PeerLabel, Counter>,
-    sent_messages: Family<PeerLabel, Counter>,
+    traffic: Traffic,
     nodes: Family<StateLabel, Gauge>,
     nodes_lost: Counter,
     /// Connections refused (bad or missing handshake).
@@ -39,34 +36,12 @@ impl SchedulerMetrics {
         let mut r = Registry::with_prefix("mxrs");
         let m = SchedulerMetrics {
             registry: Registry::default(),
-            received_bytes: Family::default(),
-            received_messages: Family::default(),
-            sent_bytes: Family::default(),
-            sent_messages: Family::default(),
+            traffic: Traffic::default(),
             nodes: Family::default(),
             nodes_lost: Counter::default(),
             refused: Counter::default(),
         };
-        r.register(
-            "received_bytes",
-            "Bytes of control-plane messages received, by node",
-            m.received_bytes.clone(),
-        );
-        r.register(
-            "received_messages",
-            "Control-plane messages received, by node",
-            m.received_messages.clone(),
-        );
-        r.register(
-            "sent_bytes",
-            "Bytes of control-plane messages sent, by node",
-            m.sent_bytes.clone(),
-        );
-        r.register(
-            "sent_messages",
-            "Control-plane messages sent, by node",
-            m.sent_messages.clone(),
-        );
+        m.traffic.register(&mut r, "control-plane messages");
         r.register(
             "nodes",
             "Nodes of the job by state (alive, away, finished, lost, gone)",
@@ -88,28 +63,14 @@ impl SchedulerMetrics {
     /// Counts a message of `bytes` from `peer` and the `replies` messages of `reply_bytes` in
     /// all sent back (the opening of an event stream: none, its events count one by one).
     pub fn exchanged(&self, peer: &str, bytes: usize, replies: usize, reply_bytes: usize) {
-        let label = PeerLabel {
-            peer: peer.to_string(),
-        };
-        self.received_bytes
-            .get_or_create(&label)
-            .inc_by(bytes as u64);
-        self.received_messages.get_or_create(&label).inc();
-        self.sent_bytes
-            .get_or_create(&label)
-            .inc_by(reply_bytes as u64);
-        self.sent_messages
-            .get_or_create(&label)
-            .inc_by(replies as u64);
+        let c = self.traffic.peer(peer);
+        c.received(bytes);
+        c.sent(replies, reply_bytes);
     }
 
     /// Counts an unasked message of `bytes` sent to `peer` (an event).
     pub fn exchanged_out(&self, peer: &str, bytes: usize) {
-        let label = PeerLabel {
-            peer: peer.to_string(),
-        };
-        self.sent_bytes.get_or_create(&label).inc_by(bytes as u64);
-        self.sent_messages.get_or_create(&label).inc();
+        self.traffic.peer(peer).sent(1, bytes);
     }
 
     /// Sets how many nodes are in each state, and how many times one was lost so far.

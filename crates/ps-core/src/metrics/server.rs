@@ -10,7 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use super::PeerLabel;
+use super::{PeerCounters, Traffic};
 use crate::protocol::frame::Op;
 
 /// Every op by its wire number less one, with its label.
@@ -41,41 +41,11 @@ struct WorkerLabel {
     worker: String,
 }
 
-/// What one connection counts: frames and their bytes each way.
-#[derive(Clone, Default)]
-pub struct PeerCounters {
-    /// Bytes of frames read from the peer.
-    pub received_bytes: Counter,
-    /// Frames read from the peer.
-    pub received_messages: Counter,
-    /// Bytes of frames written to the peer.
-    pub sent_bytes: Counter,
-    /// Frames written to the peer.
-    pub sent_messages: Counter,
-}
-
-impl PeerCounters {
-    /// Counts a frame of `bytes` read.
-    pub fn received(&self, bytes: usize) {
-        self.received_bytes.inc_by(bytes as u64);
-        self.received_messages.inc();
-    }
-
-    /// Counts `frames` frames of `bytes` in all written.
-    pub fn sent(&self, frames: usize, bytes: usize) {
-        self.sent_bytes.inc_by(bytes as u64);
-        self.sent_messages.inc_by(frames as u64);
-    }
-}
-
 /// A server's metrics: traffic per peer, requests, sync rounds, memory held, connections.
 #[derive(Debug)]
 pub struct ServerMetrics {
     registry: Registry,
-    received_bytes: Family<PeerLabel, Counter>,
-    received_messages: Family<PeerLabel, Counter>,
-    sent_bytes: Family<PeerLabel, Counter>,
-    sent_messages: Family<PeerLabel, Counter>,
+    traffic: Traffic,
     /// Request entries by op, indexed as [`OPS`].
     requests: Vec<Counter>,
     rounds: Counter,
@@ -107,10 +77,6 @@ impl ServerMetrics {
     /// A server's metrics, all zero.
     pub fn new() -> ServerMetrics {
         let mut registry = Registry::with_prefix("mxrs");
-        let received_bytes = Family::<PeerLabel, Counter>::default();
-        let received_messages = Family::<PeerLabel, Counter>::default();
-        let sent_bytes = Family::<PeerLabel, Counter>::default();
-        let sent_messages = Family::<PeerLabel, Counter>::default();
         let by_op = Family::<OpLabel, Counter>::default();
         let requests = OPS
             .iter()
@@ -123,10 +89,7 @@ impl ServerMetrics {
         let round_seconds = Histogram::new(exponential_buckets(1e-4, 2.0, 20));
         let m = ServerMetrics {
             registry: Registry::default(),
-            received_bytes,
-            received_messages,
-            sent_bytes,
-            sent_messages,
+            traffic: Traffic::default(),
             requests,
             rounds: Counter::default(),
             round_seconds,
@@ -140,26 +103,7 @@ impl ServerMetrics {
             peers: Mutex::new(Vec::new()),
         };
         let r = &mut registry;
-        r.register(
-            "received_bytes",
-            "Bytes of data-plane frames read, by peer",
-            m.received_bytes.clone(),
-        );
-        r.register(
-            "received_messages",
-            "Data-plane frames read, by peer",
-            m.received_messages.clone(),
-        );
-        r.register(
-            "sent_bytes",
-            "Bytes of data-plane frames written, by peer",
-            m.sent_bytes.clone(),
-        );
-        r.register(
-            "sent_messages",
-            "Data-plane frames written, by peer",
-            m.sent_messages.clone(),
-        );
+        m.traffic.register(r, "data-plane frames");
         r.register(
             "requests",
             "Entries of workers' requests (one per key or slice of a key), by op",
@@ -215,15 +159,7 @@ impl ServerMetrics {
 
     /// The counters of the connection to `peer` (`worker 0`, `server 1`).
     pub fn peer(&self, peer: &str) -> PeerCounters {
-        let label = PeerLabel {
-            peer: peer.to_string(),
-        };
-        let counters = PeerCounters {
-            received_bytes: self.received_bytes.get_or_create(&label).clone(),
-            received_messages: self.received_messages.get_or_create(&label).clone(),
-            sent_bytes: self.sent_bytes.get_or_create(&label).clone(),
-            sent_messages: self.sent_messages.get_or_create(&label).clone(),
-        };
+        let counters = self.traffic.peer(peer);
         let mut peers = self.peers.lock();
         if !peers.iter().any(|(p, _)| p == peer) {
             peers.push((peer.to_string(), counters.clone()));
@@ -272,15 +208,6 @@ impl ServerMetrics {
     /// The text a scrape gets.
     pub fn render(&self) -> String {
         super::render(&self.registry)
-    }
-}
-
-impl std::fmt::Debug for PeerCounters {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PeerCounters")
-            .field("received_bytes", &self.received_bytes.get())
-            .field("sent_bytes", &self.sent_bytes.get())
-            .finish()
     }
 }
 
