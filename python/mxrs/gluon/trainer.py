@@ -7,9 +7,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _report, timeline
 from .. import kvstore as kvs
 from .. import optimizer as opt
-from .. import _report, timeline
 from ..base import InvalidUsageError, MXNetError
 from ..context import Context
 from ..ndarray import _pending
