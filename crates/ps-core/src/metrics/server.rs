@@ -13,22 +13,22 @@ use prometheus_client::registry::Registry;
 use super::{PeerCounters, Traffic};
 use crate::protocol::frame::Op;
 
-/// Every op by its wire number less one, with its label.
-const OPS: [(Op, &str); 14] = [
-    (Op::Hello, "hello"),
-    (Op::Init, "init"),
-    (Op::Push, "push"),
-    (Op::Pull, "pull"),
-    (Op::PushPull, "push_pull"),
-    (Op::SetOptimizer, "set_optimizer"),
-    (Op::SetParams, "set_params"),
-    (Op::SaveStates, "save_states"),
-    (Op::LoadStates, "load_states"),
-    (Op::Bye, "bye"),
-    (Op::Stats, "stats"),
-    (Op::Replicate, "replicate"),
-    (Op::PushRows, "push_rows"),
-    (Op::PullRows, "pull_rows"),
+/// The label of every op, by its wire number less one (`Op::Hello` is 1).
+const OPS: [&str; 14] = [
+    "hello",
+    "init",
+    "push",
+    "pull",
+    "push_pull",
+    "set_optimizer",
+    "set_params",
+    "save_states",
+    "load_states",
+    "bye",
+    "stats",
+    "replicate",
+    "push_rows",
+    "pull_rows",
 ];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -80,7 +80,7 @@ impl ServerMetrics {
         let by_op = Family::<OpLabel, Counter>::default();
         let requests = OPS
             .iter()
-            .map(|(_, op)| {
+            .map(|op| {
                 let op = op.to_string();
                 by_op.get_or_create(&OpLabel { op }).clone()
             })

@@ -464,10 +464,11 @@ async fn forward(
         mut notices,
     } = subscription;
     let mut queue: std::collections::VecDeque<Notice> = backlog.into();
+    // The node's name in the metrics: a member by now, so it stays the same.
+    let name = shared.job().node_name(node_id);
     loop {
         if let Some(notice) = queue.pop_front() {
             let event = to_event(notice);
-            let name = shared.job().node_name(node_id);
             shared
                 .metrics
                 .exchanged_out(&name, prost::Message::encoded_len(&event));
