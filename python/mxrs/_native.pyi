@@ -85,3 +85,83 @@ def compress_roundtrip(
     kind: str, threshold: float, grad: np.ndarray, residual: np.ndarray | None = None
 ) -> np.ndarray: ...
 def node_main(role: str, argv: Sequence[str]) -> int: ...
+
+# oneDNN's kernels (mxrs.kernels.onednn): float32, C-contiguous arrays; KernelError on misuse,
+# KernelUnsupportedError where oneDNN has no implementation.
+def onednn_load(path: str) -> str: ...
+
+class OnednnConv:
+    def __init__(
+        self,
+        src: Sequence[int],
+        weights: Sequence[int],
+        groups: int,
+        bias: bool,
+        stride: Sequence[int],
+        dilate: Sequence[int],
+        pad: Sequence[int],
+        training: bool,
+    ) -> None: ...
+    @property
+    def dst_shape(self) -> list[int]: ...
+    @property
+    def implementation(self) -> str: ...
+    def forward(
+        self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, y: np.ndarray
+    ) -> None: ...
+    def backward(
+        self,
+        x: np.ndarray,
+        w: np.ndarray,
+        gy: np.ndarray,
+        gx: np.ndarray | None,
+        gw: np.ndarray | None,
+        gb: np.ndarray | None,
+    ) -> None: ...
+
+class OnednnPool:
+    def __init__(
+        self,
+        src: Sequence[int],
+        kind: str,
+        kernel: Sequence[int],
+        stride: Sequence[int],
+        pad_l: Sequence[int],
+        pad_r: Sequence[int],
+        training: bool,
+    ) -> None: ...
+    @property
+    def dst_shape(self) -> list[int]: ...
+    @property
+    def implementation(self) -> str: ...
+    @property
+    def workspace_bytes(self) -> int: ...
+    def forward(self, x: np.ndarray, y: np.ndarray, ws: np.ndarray | None) -> None: ...
+    def backward(self, gy: np.ndarray, ws: np.ndarray | None, gx: np.ndarray) -> None: ...
+
+class OnednnBatchNorm:
+    def __init__(
+        self, shape: Sequence[int], eps: float, use_global: bool, training: bool
+    ) -> None: ...
+    @property
+    def implementation(self) -> str: ...
+    def forward(
+        self,
+        x: np.ndarray,
+        scale: np.ndarray,
+        shift: np.ndarray,
+        mean: np.ndarray,
+        var: np.ndarray,
+        y: np.ndarray,
+    ) -> None: ...
+    def backward(
+        self,
+        x: np.ndarray,
+        gy: np.ndarray,
+        scale: np.ndarray,
+        mean: np.ndarray,
+        var: np.ndarray,
+        gx: np.ndarray,
+        gscale: np.ndarray,
+        gshift: np.ndarray,
+    ) -> None: ...

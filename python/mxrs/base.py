@@ -14,6 +14,8 @@ __all__ = [
     "ShapeMismatchError",
     "NodeLostError",
     "AuthenticationError",
+    "KernelError",
+    "KernelUnsupportedError",
     "InvalidUsageError",
     "InvalidShapeError",
 ]
@@ -44,6 +46,15 @@ class NodeLostError(KVStoreError):
 
 class AuthenticationError(KVStoreError):
     """A connection could not prove it belongs to the job (wrong or missing secret)."""
+
+
+class KernelError(MXNetError):
+    """A compute kernel library (oneDNN) failed, or could not serve an operator's shape."""
+
+
+class KernelUnsupportedError(KernelError):
+    """The kernel library has no implementation for these shapes and attributes; mxrs then
+    computes the operator with its NumPy kernels."""
 
 
 class InvalidUsageError(MXNetError, AssertionError):

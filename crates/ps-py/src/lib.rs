@@ -9,6 +9,7 @@
 //! - `runtime`: the process-wide tokio runtime (rebuilt in forked children).
 //! - `arrays`: NumPy arrays as byte views, without copies.
 //! - `items`: a request's Python arguments read and checked (arrays lent, destinations, row ids).
+//! - `onednn`: oneDNN's CPU kernels (convolution, pooling, batch norm) on NumPy arrays.
 //! - `codec`: gradient compression for arrays in this process (the 'device' KVStore).
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
@@ -20,6 +21,7 @@ mod errors;
 mod exit;
 mod items;
 mod kvstore;
+mod onednn;
 mod roles;
 mod runtime;
 
@@ -35,5 +37,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(roles::node_main, m)?)?;
     m.add_function(wrap_pyfunction!(exit::exit_with_status, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
+    m.add_class::<onednn::OnednnConv>()?;
+    m.add_class::<onednn::OnednnPool>()?;
+    m.add_class::<onednn::OnednnBatchNorm>()?;
     Ok(())
 }

@@ -1,27 +1,22 @@
-"""Convolution and pooling over 1, 2 or 3 spatial dimensions, vectorised.
+"""Convolution and pooling over 1, 2 or 3 spatial dimensions: MXNet's operators.
 
-Convolution gathers every receptive field with one strided view of the (padded) input and one
-copy into a ``(C*prod(K), N*prod(O))`` column matrix, then does one GEMM per group (a single
-batched matmul). The backward pass is two GEMMs and a scatter of the column gradient back onto the
-input, looping only over the kernel offsets, each step a strided add over the whole batch.
-Deconvolution (``deconv.py``) reuses the same gather and scatter the other way round.
-
-Pooling is separable: each window is reduced along its last axis (K strided passes over the whole
-batch), then along the axis before it, and so on. Max pooling's gradient goes to the first
-maximum of each window in row-major order, as MXNet's does. Channel-last pooling layouts
-(``NWC``, ``NHWC``, ``NDHWC``) run as the channels-first op between two transposes.
-
-The same code runs on NumPy and CuPy; inputs are ``(N, C, *spatial)``.
+This module checks shapes and attributes and keeps MXNet's semantics (its output sizes,
+pooling conventions and layouts); the arithmetic is a kernel of :mod:`mxrs.kernels`, oneDNN's
+on float32 CPU arrays or the portable NumPy/CuPy code otherwise. Channel-last pooling layouts
+(``NWC``, ``NHWC``, ``NDHWC``) run as the channels-first op between two transposes. Inputs are
+``(N, C, *spatial)``.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .. import kernels
 from ..base import MXNetError
+from ..kernels import ConvGeometry
+from ..kernels._types import PoolGeometry
 from ._op import Op, apply
 
 if TYPE_CHECKING:
@@ -65,103 +60,31 @@ def _check_conv_layout(op, layout, nd):
     raise MXNetError(f"{op} of {nd + 2}-D data supports layout {_FIRST[nd]}, not {layout}")
 
 
-def _padded(xp, x, pads, fill, extra=None):
-    """Return ``x`` padded by ``pads`` on each spatial side (plus ``extra`` at the high end)."""
-    extra = extra or (0,) * len(pads)
-    if not (any(pads) or any(extra)):
-        return x
-    shape = x.shape[:2] + tuple(
-        s + 2 * p + e for s, p, e in zip(x.shape[2:], pads, extra, strict=True)
-    )
-    out = xp.full(shape, fill, dtype=x.dtype)
-    out[
-        (slice(None),) * 2 + tuple(slice(p, p + s) for p, s in zip(pads, x.shape[2:], strict=True))
-    ] = x
-    return out
-
-
-def _windows(be, xpad, kernel, stride, dilate, out):
-    """Strided view ``(C, *kernel, N, *out)`` of every receptive field of ``xpad``."""
-    s = xpad.strides
-    n, c = xpad.shape[:2]
-    shape = (c, *kernel, n, *out)
-    strides = (
-        s[1],
-        *(si * d for si, d in zip(s[2:], dilate, strict=True)),
-        s[0],
-        *(si * st for si, st in zip(s[2:], stride, strict=True)),
-    )
-    return be.as_strided(xpad, shape, strides)
-
-
-def _scatter(xp, dcols, shape, stride, dilate, out):
-    """Add the columns ``dcols`` ``(C, *kernel, N, *out)`` back into zeros of ``shape``
-    ``(C, N, *padded)``: the adjoint of :func:`_windows`."""
-    kernel = dcols.shape[1 : 1 + len(out)]
-    dst = xp.zeros(shape, dtype=dcols.dtype)
-    for tap in itertools.product(*(range(k) for k in kernel)):
-        key = tuple(
-            slice(t * d, t * d + s * (o - 1) + 1, s)
-            for t, d, s, o in zip(tap, dilate, stride, out, strict=True)
-        )
-        dst[(slice(None), slice(None)) + key] += dcols[(slice(None),) + tap]
-    return dst
-
-
-def _to_first(a, nd):
-    """Move axis 0 of ``a`` to axis 1 (``(F, N, ...)`` -> ``(N, F, ...)``), contiguous."""
-    return a.transpose((1, 0) + tuple(range(2, nd + 2)))
-
-
 class _Conv(Op):
     def forward(self, x, w, *b, stride, pad, dilate, groups):
-        xp = self.xp
-        n, c = x.shape[:2]
+        c = x.shape[1]
         f, cg = w.shape[:2]
-        kernel, nd = w.shape[2:], x.ndim - 2
+        kernel = w.shape[2:]
         if c != cg * groups or f % groups:
             raise MXNetError(
                 f"Convolution: input has {c} channels, weight {w.shape} with "
                 f"num_group={groups} expects {cg * groups}"
             )
-        xpad = _padded(xp, x, pad, 0)
-        padded = xpad.shape[2:]
+        padded = tuple(s + 2 * p for s, p in zip(x.shape[2:], pad, strict=True))
         out = tuple(
             (p - d * (k - 1) - 1) // s + 1
             for p, k, s, d in zip(padded, kernel, stride, dilate, strict=True)
         )
         if min(out) <= 0:
             raise MXNetError(f"Convolution: kernel {kernel} larger than padded input {padded}")
-        ksize = cg * math.prod(kernel)
-        view = _windows(self.be, xpad, kernel, stride, dilate, out)
-        cols = view.reshape(groups, ksize, n * math.prod(out))
-        w3 = w.reshape(groups, f // groups, ksize)
-        y = xp.matmul(w3, cols).reshape((f, n) + out)
-        if b:
-            y += b[0].reshape((f,) + (1,) * (nd + 1))
-        self.cols, self.w3 = cols, w3
-        self.geom = (x.shape, w.shape, stride, pad, dilate, padded, out)
-        return xp.ascontiguousarray(_to_first(y, nd))
+        k = kernels.select("Convolution", self.be, x.dtype)
+        geom = ConvGeometry(stride, pad, dilate, groups)
+        y, self.grad = k.convolution(x, w, b[0] if b else None, geom, out, True in self.needs)
+        return y
 
     def backward(self, g):
-        xp = self.xp
-        xshape, wshape, stride, pad, dilate, padded, out = self.geom
-        (n, c), nd, f = xshape[:2], len(out), wshape[0]
-        groups = self.w3.shape[0]
-        g3 = xp.ascontiguousarray(_to_first(g, nd)).reshape(groups, f // groups, -1)
-        needs = self.needs
-        gx = gw = gb = None
-        if needs[1]:
-            gw = xp.matmul(g3, self.cols.transpose(0, 2, 1)).reshape(wshape)
-        if len(needs) == 3 and needs[2]:
-            gb = g3.reshape(f, -1).sum(axis=1)
-        if needs[0]:
-            dcols = xp.matmul(self.w3.transpose(0, 2, 1), g3)
-            dcols = dcols.reshape((c,) + wshape[2:] + (n,) + out)
-            dxp = _scatter(xp, dcols, (c, n) + padded, stride, dilate, out)
-            crop = tuple(slice(p, p + s) for p, s in zip(pad, xshape[2:], strict=True))
-            gx = xp.ascontiguousarray(_to_first(dxp[(slice(None),) * 2 + crop], nd))
-        return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
+        gx, gw, gb = self.grad(g, self.needs)
+        return (gx, gw, gb) if len(self.needs) == 3 else (gx, gw)
 
 
 def Convolution(
@@ -225,30 +148,9 @@ def Convolution(
     )
 
 
-def _counts(size, k, s, out, lo, hi):
-    """Per output position, how many of its ``k`` taps at stride ``s`` fall in ``[lo, hi)``."""
-    return [max(0, min(o * s + k, hi) - max(o * s, lo)) for o in range(out)]
-
-
-def _tap(ndim, axis, t, s, n):
-    """Index selecting tap ``t`` of ``n`` windows at stride ``s`` along ``axis``."""
-    key = [slice(None)] * ndim
-    key[axis] = slice(t, t + s * (n - 1) + 1, s)
-    return tuple(key)
-
-
 class _Pool(Op):
-    """Separable pooling: reduce each window along its last axis, then the one before, ...
-
-    A window's max (or sum) is the max (or sum) over its rows of the per-row results, so the
-    forward pass is ``K`` strided passes per spatial axis. Max pooling's backward pass routes the
-    gradient, axis by axis, to the first maximal entry: the first maximum in row-major order, as
-    MXNet picks.
-    """
-
     def forward(self, x, kernel, stride, pad, pool_type, full, count_include_pad):
-        xp = self.xp
-        nd, sizes = len(kernel), x.shape[2:]
+        sizes = x.shape[2:]
         rnd = (lambda a, b: -(-a // b)) if full else (lambda a, b: a // b)
         out = tuple(
             rnd(h + 2 * p - k, s) + 1 for h, k, s, p in zip(sizes, kernel, stride, pad, strict=True)
@@ -262,85 +164,13 @@ class _Pool(Op):
             max(0, (o - 1) * s + k - (h + 2 * p))
             for o, s, k, h, p in zip(out, stride, kernel, sizes, pad, strict=True)
         )
-        is_max = pool_type == "max"
-        stages = [_padded(xp, x, pad, -xp.inf if is_max else 0, extra)]
-        for axis in range(nd + 1, 1, -1):
-            i = axis - 2
-            stages.append(self._reduce(stages[-1], axis, kernel[i], stride[i], out[i], is_max))
-        res = stages[-1]
-        self.geom = (x.shape, kernel, stride, pad, out)
-        self.is_max = is_max
-        self.shapes = [a.shape for a in stages]
-        self.stages = stages if (self.needs[0] and is_max) else None
-        self.scale = None
-        if pool_type == "avg":
-            lo, hi = (0, 2) if count_include_pad else (1, 1)
-            prod = 1
-            for i, (h, k, s, o, p) in enumerate(zip(sizes, kernel, stride, out, pad, strict=True)):
-                c = _counts(h, k, s, o, lo * p, hi * p + h)
-                prod = prod * xp.asarray(c).reshape((-1,) + (1,) * (nd - 1 - i))
-            self.scale = 1 / xp.asarray(prod, dtype=x.dtype)
-            res *= self.scale
-        return res
-
-    def _reduce(self, x, axis, k, s, n, is_max):
-        xp = self.xp
-        if k == 1:
-            return x[_tap(x.ndim, axis, 0, s, n)].copy()
-        fn = xp.maximum if is_max else xp.add
-        out = fn(x[_tap(x.ndim, axis, 0, s, n)], x[_tap(x.ndim, axis, 1, s, n)])
-        for t in range(2, k):
-            fn(out, x[_tap(x.ndim, axis, t, s, n)], out=out)
-        return out
-
-    def _route(self, g, shape, axis, k, s, n, src, best):
-        """Spread ``g`` over the ``k`` taps along ``axis`` into a zero array of ``shape``."""
-        xp = self.xp
-        dx = xp.zeros(shape, dtype=g.dtype)
-        overlap = s < k
-        taken = None
-        for t in range(k):
-            key = _tap(len(shape), axis, t, s, n)
-            if not self.is_max:
-                if overlap:
-                    dx[key] += g
-                else:
-                    dx[key] = g
-                continue
-            if t == k - 1:
-                m = None if taken is None else ~taken
-            else:
-                m = src[key] == best
-                if taken is not None:
-                    m &= ~taken
-                    taken |= m
-                else:
-                    taken = m
-            if overlap:
-                dx[key] += g if m is None else g * m
-            elif m is None:
-                dx[key] = g
-            else:
-                xp.multiply(g, m, out=dx[key])
-        return dx
+        geom = PoolGeometry(kernel, stride, pad, extra, pool_type, count_include_pad)
+        k = kernels.select("Pooling", self.be, x.dtype)
+        y, self.grad = k.pooling(x, geom, out, True in self.needs)
+        return y
 
     def backward(self, g):
-        xp = self.xp
-        xshape, kernel, stride, pad, out = self.geom
-        nd = len(kernel)
-        if self.scale is not None:
-            g = g * self.scale
-        # Stage j was reduced along axis nd + 1 - j into stage j + 1; undo them last to first.
-        for j in range(nd - 1, -1, -1):
-            i = nd - 1 - j
-            src = best = None
-            if self.stages is not None:
-                src, best = self.stages[j], self.stages[j + 1]
-            g = self._route(g, self.shapes[j], i + 2, kernel[i], stride[i], out[i], src, best)
-        if self.shapes[0] == xshape:
-            return g
-        crop = tuple(slice(p, p + h) for p, h in zip(pad, xshape[2:], strict=True))
-        return xp.ascontiguousarray(g[(slice(None),) * 2 + crop])
+        return self.grad(g, self.needs)[0]
 
 
 class _GlobalPool(Op):

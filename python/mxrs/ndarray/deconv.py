@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..base import MXNetError
+from ..kernels.portable import padded, scatter, to_first, windows
 from ._op import Op, apply, with_out
-from .conv import _check_conv_layout, _padded, _scatter, _spatial_dims, _to_first, _tuple, _windows
+from .conv import _check_conv_layout, _spatial_dims, _tuple
 
 if TYPE_CHECKING:
     from .ndarray import NDArray
@@ -42,12 +43,12 @@ class _Deconv(Op):
         if min(out) <= 0:
             raise MXNetError(f"Deconvolution: padding {pad} leaves an empty output {out}")
         buf = tuple(max(fl, p + o) for fl, p, o in zip(full, pad, out, strict=True))
-        x3 = xp.ascontiguousarray(_to_first(x, nd)).reshape(groups, cg, -1)
+        x3 = xp.ascontiguousarray(to_first(x, nd)).reshape(groups, cg, -1)
         w3 = w.reshape(groups, cg, fg * math.prod(kernel))
         dcols = xp.matmul(w3.transpose(0, 2, 1), x3).reshape((f,) + kernel + (n,) + insz)
-        ybuf = _scatter(xp, dcols, (f, n) + buf, stride, dilate, insz)
+        ybuf = scatter(xp, dcols, (f, n) + buf, stride, dilate, insz)
         crop = tuple(slice(p, p + o) for p, o in zip(pad, out, strict=True))
-        y = xp.ascontiguousarray(_to_first(ybuf[(slice(None),) * 2 + crop], nd))
+        y = xp.ascontiguousarray(to_first(ybuf[(slice(None),) * 2 + crop], nd))
         if b:
             y += b[0].reshape((f,) + (1,) * nd)
         self.x3, self.w3 = x3, w3
@@ -63,12 +64,12 @@ class _Deconv(Op):
         gx = gw = gb = None
         if needs[0] or needs[1]:
             extra = tuple(b - p - o for b, p, o in zip(buf, pad, out, strict=True))
-            gpad = _padded(xp, g, pad, 0, extra)
-            view = _windows(self.be, gpad, wshape[2:], stride, dilate, insz)
+            gpad = padded(xp, g, pad, 0, extra)
+            view = windows(self.be, gpad, wshape[2:], stride, dilate, insz)
             cols = view.reshape(groups, -1, n * math.prod(insz))
             if needs[0]:
                 gx3 = xp.matmul(self.w3, cols).reshape((c, n) + insz)
-                gx = xp.ascontiguousarray(_to_first(gx3, nd))
+                gx = xp.ascontiguousarray(to_first(gx3, nd))
             if needs[1]:
                 gw = xp.matmul(self.x3, cols.transpose(0, 2, 1)).reshape(wshape)
         if len(needs) == 3 and needs[2]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import _state
 from ..base import ContextError, MXNetError
 from ._op import Op, apply, as_method, axis_index
@@ -302,33 +303,21 @@ class _BatchNorm(Op):
     def forward(
         self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv, output_mean_var
     ):
-        xp = self.xp
-        axes = tuple(i for i in range(x.ndim) if i != axis)
-        bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
         # An empty batch (a device's share of a short last batch) has no statistics of its
         # own: it is normalised with the moving ones, which it leaves as they are.
         use_global = use_global or x.size == 0
-        self.axes, self.bshape, self.fix, self.use_global = axes, bshape, fix_gamma, use_global
-        g = xp.ones_like(gamma) if fix_gamma else gamma
-        if use_global:
-            mean, var = mm._data, mv._data
-        else:
-            mean = x.mean(axis=axes)
-            xc = x - mean.reshape(bshape)
-            var = (xc * xc).mean(axis=axes)
-            if momentum is not None:
-                self.update = (momentum, ((mm, mean), (mv, var)))
-        inv = 1.0 / xp.sqrt(var + eps)
-        self.xhat = (x - mean.reshape(bshape)) * inv.reshape(bshape)
-        self.scale = (g * inv).reshape(bshape)
-        self.g = g
-        y = self.xhat * g.reshape(bshape) + beta.reshape(bshape)
+        self.fix = fix_gamma
+        g = self.xp.ones_like(gamma) if fix_gamma else gamma
+        k = kernels.select("BatchNorm", self.be, x.dtype)
+        stats = (mm._data, mv._data) if use_global else None
+        y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, True in self.needs)
+        if not use_global and momentum is not None:
+            self.update = (momentum, ((mm, mean), (mv, var)))
         if output_mean_var:
             return y, mean, var
         return y
 
     def backward(self, gy, *unused):
-        xp, axes = self.xp, self.axes
         update = getattr(self, "update", None)
         if update is not None:  # as MXNet 1.9.1: the running statistics move in backward
             momentum, pairs = update
@@ -337,21 +326,9 @@ class _BatchNorm(Op):
                 aux._data += (1 - momentum) * stat
         if gy is None:
             return None, None, None
-        gbeta = gy.sum(axis=axes)
-        ggamma = (gy * self.xhat).sum(axis=axes)
-        gx = None
-        if self.needs[0]:
-            if self.use_global:
-                gx = gy * self.scale
-            else:
-                m = gy.size // gbeta.size
-                gx = self.scale * (
-                    gy
-                    - (gbeta / m).reshape(self.bshape)
-                    - self.xhat * (ggamma / m).reshape(self.bshape)
-                )
+        gx, ggamma, gbeta = self.grad(gy, self.needs)
         if self.fix:
-            ggamma = xp.zeros_like(ggamma)
+            ggamma = self.xp.zeros_like(ggamma)
         return gx, ggamma, gbeta
 
 

@@ -1,0 +1,167 @@
+//! Batch normalisation over axis 1 of `(N, C, ...)` data: the batch's statistics (or given
+//! ones), the normalised output with scale and shift, and the gradients of all three.
+
+use crate::ffi;
+use crate::prim::{MemDesc, Memory, PrimDesc, Primitive};
+use crate::{Dnnl, DnnlError};
+
+/// One batch normalisation's primitives, built once for a shape.
+pub struct BatchNorm {
+    channels: usize,
+    data: MemDesc,
+    stat: MemDesc,
+    fwd: Primitive,
+    bwd: Option<Primitive>,
+    global: bool,
+    implementation: String,
+}
+
+impl std::fmt::Debug for BatchNorm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "BatchNorm({} channels, {})",
+            self.channels, self.implementation
+        )
+    }
+}
+
+/// The per-channel arrays of one call.
+#[derive(Debug)]
+pub struct Stats<'a> {
+    pub scale: &'a [f32],
+    pub shift: &'a [f32],
+    /// Batch statistics are written here, or given statistics read from here (`global`).
+    pub mean: &'a mut [f32],
+    pub var: &'a mut [f32],
+}
+
+impl BatchNorm {
+    /// `dims` is `(N, C, ...)`; `global` normalises with given statistics instead of the
+    /// batch's; `training` builds the backward primitive too.
+    pub fn new(
+        d: &'static Dnnl,
+        dims: &[i64],
+        eps: f32,
+        global: bool,
+        training: bool,
+    ) -> Result<BatchNorm, DnnlError> {
+        if dims.len() < 2 || dims.len() > 6 || dims.iter().any(|&v| v < 1) {
+            return Err(DnnlError::Input(format!("batch norm of data {dims:?}")));
+        }
+        let data = MemDesc::plain(d, dims)?;
+        let stat = MemDesc::plain(d, &[dims[1]])?;
+        let mut flags = ffi::USE_SCALE | ffi::USE_SHIFT;
+        if global {
+            flags |= ffi::USE_GLOBAL_STATS;
+        }
+        let prop = if training {
+            ffi::FORWARD_TRAINING
+        } else {
+            ffi::FORWARD_INFERENCE
+        };
+        let detail = || format!("data {dims:?}");
+        let null = std::ptr::null();
+        let fwd_pd = PrimDesc::create(d, "batch normalization", &detail, |raw| {
+            // SAFETY: the descriptors are live.
+            unsafe {
+                (d.api.dnnl_batch_normalization_forward_primitive_desc_create)(
+                    raw, d.engine, prop, data.raw, data.raw, eps, flags, null,
+                )
+            }
+        })?;
+        let bwd = if training {
+            let pd = PrimDesc::create(d, "batch normalization gradient", &detail, |raw| {
+                // SAFETY: as above; `fwd_pd` is the live hint.
+                unsafe {
+                    (d.api
+                        .dnnl_batch_normalization_backward_primitive_desc_create)(
+                        raw,
+                        d.engine,
+                        ffi::BACKWARD,
+                        data.raw,
+                        data.raw,
+                        data.raw,
+                        eps,
+                        flags,
+                        fwd_pd.raw,
+                        null,
+                    )
+                }
+            })?;
+            Some(Primitive::new(&pd)?)
+        } else {
+            None
+        };
+        Ok(BatchNorm {
+            channels: dims[1] as usize,
+            implementation: fwd_pd.implementation(),
+            fwd: Primitive::new(&fwd_pd)?,
+            data,
+            stat,
+            bwd,
+            global,
+        })
+    }
+
+    /// The implementation oneDNN chose.
+    pub fn implementation(&self) -> &str {
+        &self.implementation
+    }
+
+    /// Normalises `x` into `y`.
+    pub fn forward(&self, x: &[f32], y: &mut [f32], s: Stats<'_>) -> Result<(), DnnlError> {
+        let xm = Memory::lend(&self.data, x)?;
+        let ym = Memory::lend_mut(&self.data, y)?;
+        let scale = Memory::lend(&self.stat, s.scale)?;
+        let shift = Memory::lend(&self.stat, s.shift)?;
+        let mean = Memory::lend_mut(&self.stat, s.mean)?;
+        let var = Memory::lend_mut(&self.stat, s.var)?;
+        self.fwd.run(&[
+            (ffi::ARG_SRC, &xm),
+            (ffi::ARG_DST, &ym),
+            (ffi::ARG_SCALE, &scale),
+            (ffi::ARG_SHIFT, &shift),
+            (ffi::ARG_MEAN, &mean),
+            (ffi::ARG_VARIANCE, &var),
+        ])
+    }
+
+    /// The gradients of the data (`gx`), the scale and the shift for `gy`, given the forward
+    /// pass's input and statistics.
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        x: &[f32],
+        gy: &[f32],
+        s: Stats<'_>,
+        gx: &mut [f32],
+        gscale: &mut [f32],
+        gshift: &mut [f32],
+    ) -> Result<(), DnnlError> {
+        let Some(bwd) = &self.bwd else {
+            return Err(DnnlError::Input(
+                "the gradient of a batch norm built for inference".into(),
+            ));
+        };
+        let _ = self.global;
+        let xm = Memory::lend(&self.data, x)?;
+        let gym = Memory::lend(&self.data, gy)?;
+        let gxm = Memory::lend_mut(&self.data, gx)?;
+        let scale = Memory::lend(&self.stat, s.scale)?;
+        let mean = Memory::lend_mut(&self.stat, s.mean)?;
+        let var = Memory::lend_mut(&self.stat, s.var)?;
+        let gsc = Memory::lend_mut(&self.stat, gscale)?;
+        let gsh = Memory::lend_mut(&self.stat, gshift)?;
+        bwd.run(&[
+            (ffi::ARG_SRC, &xm),
+            (ffi::ARG_DIFF_DST, &gym),
+            (ffi::ARG_SCALE, &scale),
+            (ffi::ARG_MEAN, &mean),
+            (ffi::ARG_VARIANCE, &var),
+            (ffi::ARG_DIFF_SRC, &gxm),
+            (ffi::ARG_DIFF_SCALE, &gsc),
+            (ffi::ARG_DIFF_SHIFT, &gsh),
+        ])
+    }
+}

@@ -1,0 +1,361 @@
+//! Convolution over 1, 2 or 3 spatial dimensions: forward, and the gradients of the data, the
+//! weights and the bias, as MXNet's `Convolution` defines them (symmetric padding, MXNet's
+//! dilation where 1 is dense, grouped channels).
+
+use crate::ffi::{self, Dim};
+use crate::prim::{MemDesc, Port, PrimDesc, Primitive};
+use crate::{Dnnl, DnnlError};
+
+/// The shapes and attributes one convolution kernel is built for.
+#[derive(Debug, Clone)]
+pub struct ConvSpec {
+    /// `(N, C, *spatial)`.
+    pub src: Vec<i64>,
+    /// MXNet's weight shape `(F, C / groups, *kernel)`.
+    pub weights: Vec<i64>,
+    pub groups: i64,
+    pub bias: bool,
+    pub stride: Vec<i64>,
+    /// MXNet's dilation: 1 for a dense kernel.
+    pub dilate: Vec<i64>,
+    pub pad: Vec<i64>,
+    /// Build the gradients too (a forward pass for training).
+    pub training: bool,
+}
+
+impl ConvSpec {
+    /// The output shape `(N, F, *out)`, or an error naming what does not fit.
+    pub fn dst(&self) -> Result<Vec<i64>, DnnlError> {
+        let nd = self.src.len().wrapping_sub(2);
+        let ok = (1..=3).contains(&nd)
+            && self.weights.len() == nd + 2
+            && [&self.stride, &self.dilate, &self.pad]
+                .iter()
+                .all(|v| v.len() == nd)
+            && self.groups >= 1
+            && self.weights[0] % self.groups == 0
+            && self.src[1] == self.weights[1] * self.groups
+            && self.stride.iter().chain(&self.dilate).all(|&v| v >= 1)
+            && self.pad.iter().all(|&p| p >= 0)
+            && self.src.iter().chain(&self.weights).all(|&v| v >= 1);
+        if !ok {
+            return Err(DnnlError::Input(format!(
+                "a convolution that does not fit: {self:?}"
+            )));
+        }
+        let mut dst = vec![self.src[0], self.weights[0]];
+        for i in 0..nd {
+            let span = self.dilate[i] * (self.weights[i + 2] - 1) + 1;
+            let o = (self.src[i + 2] + 2 * self.pad[i] - span) / self.stride[i] + 1;
+            if o < 1 {
+                return Err(DnnlError::Input(format!(
+                    "kernel larger than the padded input: {self:?}"
+                )));
+            }
+            dst.push(o);
+        }
+        Ok(dst)
+    }
+
+    /// oneDNN's weight dims: `(groups, F / groups, C / groups, *kernel)` when grouped.
+    fn dnnl_weights(&self) -> Vec<i64> {
+        if self.groups == 1 {
+            return self.weights.clone();
+        }
+        let mut w = vec![self.groups, self.weights[0] / self.groups];
+        w.extend_from_slice(&self.weights[1..]);
+        w
+    }
+}
+
+/// The geometry arrays every convolution call takes.
+struct Geometry {
+    strides: ffi::Dims,
+    dilates: ffi::Dims,
+    pad: ffi::Dims,
+}
+
+struct BackwardData {
+    prim: Primitive,
+    diff_dst: Port,
+    weights: Port,
+    diff_src: Port,
+}
+
+struct BackwardWeights {
+    prim: Primitive,
+    src: Port,
+    diff_dst: Port,
+    diff_weights: Port,
+    diff_bias: Option<MemDesc>,
+}
+
+/// One convolution's primitives, built once for its [`ConvSpec`].
+pub struct Conv {
+    spec: ConvSpec,
+    dst: Vec<i64>,
+    fwd: Primitive,
+    src: Port,
+    weights: Port,
+    bias: Option<MemDesc>,
+    out: Port,
+    bwd_data: Option<BackwardData>,
+    bwd_weights: Option<BackwardWeights>,
+    implementation: String,
+}
+
+impl std::fmt::Debug for Conv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Conv({:?} -> {:?}, {})",
+            self.spec.src, self.dst, self.implementation
+        )
+    }
+}
+
+impl Conv {
+    /// Creates the forward primitive (and, for training, both backward ones).
+    pub fn new(d: &'static Dnnl, spec: ConvSpec) -> Result<Conv, DnnlError> {
+        let dst = spec.dst()?;
+        let wdims = spec.dnnl_weights();
+        let nd = spec.src.len() - 2;
+        let dil: Vec<i64> = spec.dilate.iter().map(|v| v - 1).collect();
+        let g = Geometry {
+            strides: crate::prim::dims_of(&spec.stride)?,
+            dilates: crate::prim::dims_of(&dil)?,
+            pad: crate::prim::dims_of(&spec.pad)?,
+        };
+        let detail = || format!("{spec:?}");
+        let any = |dims: &[Dim]| MemDesc::any(d, dims);
+        let bias_dims = [spec.weights[0]];
+        let bias = spec
+            .bias
+            .then(|| MemDesc::plain(d, &bias_dims))
+            .transpose()?;
+        let prop = if spec.training {
+            ffi::FORWARD_TRAINING
+        } else {
+            ffi::FORWARD_INFERENCE
+        };
+        let (s_any, w_any, d_any) = (any(&spec.src)?, any(&wdims)?, any(&dst)?);
+        let null = std::ptr::null();
+        let fwd_pd = PrimDesc::create(d, "convolution", &detail, |raw| {
+            // SAFETY: every descriptor is live; the geometry arrays hold `nd` values each.
+            unsafe {
+                (d.api.dnnl_convolution_forward_primitive_desc_create)(
+                    raw,
+                    d.engine,
+                    prop,
+                    ffi::CONVOLUTION_DIRECT,
+                    s_any.raw,
+                    w_any.raw,
+                    bias.as_ref().map_or(null, |b| b.raw),
+                    d_any.raw,
+                    g.strides.as_ptr(),
+                    g.dilates.as_ptr(),
+                    g.pad.as_ptr(),
+                    g.pad.as_ptr(),
+                    null,
+                )
+            }
+        })?;
+        let implementation = fwd_pd.implementation();
+        let src = Port::input(d, &spec.src, fwd_pd.md_of(ffi::QUERY_SRC_MD)?)?;
+        let weights = Port::input(d, &wdims, fwd_pd.md_of(ffi::QUERY_WEIGHTS_MD)?)?;
+        let out = Port::output(d, &dst, fwd_pd.md_of(ffi::QUERY_DST_MD)?)?;
+        let fwd = Primitive::new(&fwd_pd)?;
+        let (mut bwd_data, mut bwd_weights) = (None, None);
+        if spec.training {
+            let data_pd = PrimDesc::create(d, "convolution data gradient", &detail, |raw| {
+                // SAFETY: as above; `fwd_pd` is the live hint.
+                unsafe {
+                    (d.api.dnnl_convolution_backward_data_primitive_desc_create)(
+                        raw,
+                        d.engine,
+                        ffi::CONVOLUTION_DIRECT,
+                        s_any.raw,
+                        w_any.raw,
+                        d_any.raw,
+                        g.strides.as_ptr(),
+                        g.dilates.as_ptr(),
+                        g.pad.as_ptr(),
+                        g.pad.as_ptr(),
+                        fwd_pd.raw,
+                        null,
+                    )
+                }
+            })?;
+            bwd_data = Some(BackwardData {
+                diff_dst: Port::input(d, &dst, data_pd.md_of(ffi::QUERY_DIFF_DST_MD)?)?,
+                weights: Port::input(d, &wdims, data_pd.md_of(ffi::QUERY_WEIGHTS_MD)?)?,
+                diff_src: Port::output(d, &spec.src, data_pd.md_of(ffi::QUERY_DIFF_SRC_MD)?)?,
+                prim: Primitive::new(&data_pd)?,
+            });
+            let weights_pd = PrimDesc::create(d, "convolution weight gradient", &detail, |raw| {
+                // SAFETY: as above.
+                unsafe {
+                    (d.api
+                        .dnnl_convolution_backward_weights_primitive_desc_create)(
+                        raw,
+                        d.engine,
+                        ffi::CONVOLUTION_DIRECT,
+                        s_any.raw,
+                        w_any.raw,
+                        bias.as_ref().map_or(null, |b| b.raw),
+                        d_any.raw,
+                        g.strides.as_ptr(),
+                        g.dilates.as_ptr(),
+                        g.pad.as_ptr(),
+                        g.pad.as_ptr(),
+                        fwd_pd.raw,
+                        null,
+                    )
+                }
+            })?;
+            bwd_weights = Some(BackwardWeights {
+                src: Port::input(d, &spec.src, weights_pd.md_of(ffi::QUERY_SRC_MD)?)?,
+                diff_dst: Port::input(d, &dst, weights_pd.md_of(ffi::QUERY_DIFF_DST_MD)?)?,
+                diff_weights: Port::output(
+                    d,
+                    &wdims,
+                    weights_pd.md_of(ffi::QUERY_DIFF_WEIGHTS_MD)?,
+                )?,
+                diff_bias: spec
+                    .bias
+                    .then(|| MemDesc::plain(d, &bias_dims))
+                    .transpose()?,
+                prim: Primitive::new(&weights_pd)?,
+            });
+        }
+        let _ = nd;
+        Ok(Conv {
+            spec,
+            dst,
+            fwd,
+            src,
+            weights,
+            bias,
+            out,
+            bwd_data,
+            bwd_weights,
+            implementation,
+        })
+    }
+
+    /// The output shape.
+    pub fn dst_dims(&self) -> &[i64] {
+        &self.dst
+    }
+
+    /// The implementation oneDNN chose for the forward pass (e.g. `jit:avx512_core`).
+    pub fn implementation(&self) -> &str {
+        &self.implementation
+    }
+
+    /// `y = conv(x, w) + b`.
+    pub fn forward(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        b: Option<&[f32]>,
+        y: &mut [f32],
+    ) -> Result<(), DnnlError> {
+        let xm = self.src.feed(x)?;
+        let wm = self.weights.feed(w)?;
+        let bm = match (&self.bias, b) {
+            (Some(md), Some(b)) => Some(crate::prim::Memory::lend(md, b)?),
+            (None, None) => None,
+            _ => {
+                return Err(DnnlError::Input(
+                    "bias given to a kernel built without one".into(),
+                ));
+            }
+        };
+        let sink = self.out.sink(y)?;
+        let mut args = vec![
+            (ffi::ARG_SRC, &xm),
+            (ffi::ARG_WEIGHTS, &wm),
+            (ffi::ARG_DST, &sink.mem),
+        ];
+        if let Some(bm) = &bm {
+            args.push((ffi::ARG_BIAS, bm));
+        }
+        self.fwd.run(&args)?;
+        drop(args);
+        sink.finish()
+    }
+
+    /// The gradients of the data (`gx`), the weights (`gw`) and the bias (`gb`) for the
+    /// output gradient `gy`; each is computed only when asked for.
+    pub fn backward(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        gy: &[f32],
+        gx: Option<&mut [f32]>,
+        gw: Option<&mut [f32]>,
+        gb: Option<&mut [f32]>,
+    ) -> Result<(), DnnlError> {
+        let (Some(bd), Some(bw)) = (&self.bwd_data, &self.bwd_weights) else {
+            return Err(DnnlError::Input(
+                "the gradient of a convolution kernel built for inference".into(),
+            ));
+        };
+        if gb.is_some() && bw.diff_bias.is_none() {
+            return Err(DnnlError::Input(
+                "a bias gradient from a kernel without bias".into(),
+            ));
+        }
+        if let Some(gx) = gx {
+            let gym = bd.diff_dst.feed(gy)?;
+            let wm = bd.weights.feed(w)?;
+            let sink = bd.diff_src.sink(gx)?;
+            bd.prim.run(&[
+                (ffi::ARG_DIFF_DST, &gym),
+                (ffi::ARG_WEIGHTS, &wm),
+                (ffi::ARG_DIFF_SRC, &sink.mem),
+            ])?;
+            sink.finish()?;
+        }
+        if gw.is_none() && gb.is_none() {
+            return Ok(());
+        }
+        let xm = bw.src.feed(x)?;
+        let gym = bw.diff_dst.feed(gy)?;
+        // The primitive writes every gradient it was built for: lend scratch where not asked.
+        let mut w_scratch = Vec::new();
+        let gw = match gw {
+            Some(gw) => gw,
+            None => {
+                w_scratch.resize(w.len(), 0.0);
+                &mut w_scratch[..]
+            }
+        };
+        let mut b_scratch = Vec::new();
+        let gb = match (gb, &bw.diff_bias) {
+            (Some(gb), _) => Some(gb),
+            (None, Some(_)) => {
+                b_scratch.resize(self.spec.weights[0] as usize, 0.0);
+                Some(&mut b_scratch[..])
+            }
+            (None, None) => None,
+        };
+        let sink = bw.diff_weights.sink(gw)?;
+        let gbm = match (&bw.diff_bias, gb) {
+            (Some(md), Some(gb)) => Some(crate::prim::Memory::lend_mut(md, gb)?),
+            _ => None,
+        };
+        let mut args = vec![
+            (ffi::ARG_SRC, &xm),
+            (ffi::ARG_DIFF_DST, &gym),
+            (ffi::ARG_DIFF_WEIGHTS, &sink.mem),
+        ];
+        if let Some(gbm) = &gbm {
+            args.push((ffi::ARG_DIFF_BIAS, gbm));
+        }
+        bw.prim.run(&args)?;
+        drop(args);
+        sink.finish()
+    }
+}

@@ -1,0 +1,390 @@
+//! Owned oneDNN handles (memory descriptors, primitive descriptors, primitives, memory
+//! objects) and [`Port`], a primitive's tensor argument between the caller's dense row-major
+//! buffer and the layout the primitive computes in.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::marker::PhantomData;
+
+use crate::ffi::{self, Dim, Handle};
+use crate::{Dnnl, DnnlError};
+
+/// `dims` as oneDNN's fixed-size array, or an error for too many.
+pub(crate) fn dims_of(dims: &[i64]) -> Result<ffi::Dims, DnnlError> {
+    let mut out = [0; ffi::MAX_NDIMS];
+    if dims.is_empty() || dims.len() > ffi::MAX_NDIMS {
+        return Err(DnnlError::Input(format!("{} dimensions", dims.len())));
+    }
+    out[..dims.len()].copy_from_slice(dims);
+    Ok(out)
+}
+
+/// An owned memory descriptor.
+pub(crate) struct MemDesc {
+    d: &'static Dnnl,
+    pub(crate) raw: Handle,
+}
+
+impl MemDesc {
+    fn with_tag(d: &'static Dnnl, dims: &[Dim], tag: c_int) -> Result<MemDesc, DnnlError> {
+        let a = dims_of(dims)?;
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: `a` holds `dims.len()` dims; `raw` receives a new descriptor.
+        let s = unsafe {
+            (d.api.dnnl_memory_desc_create_with_tag)(
+                &mut raw,
+                dims.len() as c_int,
+                a.as_ptr(),
+                ffi::F32,
+                tag,
+            )
+        };
+        d.check("dnnl_memory_desc_create_with_tag", s)?;
+        Ok(MemDesc { d, raw })
+    }
+
+    /// The dense row-major `f32` layout of `dims`.
+    pub(crate) fn plain(d: &'static Dnnl, dims: &[Dim]) -> Result<MemDesc, DnnlError> {
+        let tag = *ffi::PLAIN_TAG
+            .get(dims.len().wrapping_sub(1))
+            .ok_or_else(|| DnnlError::Input(format!("{} dimensions", dims.len())))?;
+        MemDesc::with_tag(d, dims, tag)
+    }
+
+    /// `f32` data of `dims` in whatever layout the primitive prefers.
+    pub(crate) fn any(d: &'static Dnnl, dims: &[Dim]) -> Result<MemDesc, DnnlError> {
+        MemDesc::with_tag(d, dims, ffi::FORMAT_ANY)
+    }
+
+    /// True when both describe the same layout of the same data.
+    pub(crate) fn same(&self, other: &MemDesc) -> bool {
+        // SAFETY: both descriptors are live.
+        unsafe { (self.d.api.dnnl_memory_desc_equal)(self.raw, other.raw) != 0 }
+    }
+
+    /// Bytes a buffer of this descriptor takes.
+    pub(crate) fn bytes(&self) -> usize {
+        // SAFETY: the descriptor is live.
+        unsafe { (self.d.api.dnnl_memory_desc_get_size)(self.raw) }
+    }
+}
+
+impl Drop for MemDesc {
+    fn drop(&mut self) {
+        // SAFETY: this descriptor is owned here and not used after.
+        unsafe { (self.d.api.dnnl_memory_desc_destroy)(self.raw) };
+    }
+}
+
+/// An owned primitive descriptor.
+pub(crate) struct PrimDesc {
+    d: &'static Dnnl,
+    pub(crate) raw: Handle,
+}
+
+impl PrimDesc {
+    /// Runs a `*_primitive_desc_create` call; "unimplemented" becomes [`DnnlError::Unsupported`]
+    /// naming `what` and `detail`.
+    pub(crate) fn create(
+        d: &'static Dnnl,
+        what: &'static str,
+        detail: &dyn Fn() -> String,
+        make: impl FnOnce(*mut Handle) -> ffi::Status,
+    ) -> Result<PrimDesc, DnnlError> {
+        let mut raw: Handle = std::ptr::null_mut();
+        let s = make(&mut raw);
+        if s == 3 || s == 2 {
+            return Err(DnnlError::Unsupported {
+                what,
+                detail: detail(),
+            });
+        }
+        d.check(what, s)?;
+        Ok(PrimDesc { d, raw })
+    }
+
+    /// A copy of the descriptor of argument `what` (a `QUERY_*_MD`), or None if it has none.
+    pub(crate) fn md(&self, what: c_int) -> Result<Option<MemDesc>, DnnlError> {
+        // SAFETY: the primitive descriptor is live; the result is owned by it (or null).
+        let q = unsafe { (self.d.api.dnnl_primitive_desc_query_md)(self.raw, what, 0) };
+        if q.is_null() {
+            return Ok(None);
+        }
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: `q` is a live descriptor owned by the primitive descriptor.
+        let s = unsafe { (self.d.api.dnnl_memory_desc_clone)(&mut raw, q) };
+        self.d.check("dnnl_memory_desc_clone", s)?;
+        let md = MemDesc { d: self.d, raw };
+        Ok((md.bytes() > 0).then_some(md))
+    }
+
+    /// Like [`PrimDesc::md`] for an argument every such primitive has.
+    pub(crate) fn md_of(&self, what: c_int) -> Result<MemDesc, DnnlError> {
+        self.md(what)?.ok_or(DnnlError::Call {
+            call: "dnnl_primitive_desc_query_md",
+            status: 2,
+        })
+    }
+
+    /// The implementation oneDNN picked, e.g. `jit:avx512_core`.
+    pub(crate) fn implementation(&self) -> String {
+        let mut s: *const c_char = std::ptr::null();
+        let out: *mut *const c_char = &mut s;
+        // SAFETY: impl_info_str writes a pointer to a string owned by the descriptor.
+        let st = unsafe {
+            (self.d.api.dnnl_primitive_desc_query)(
+                self.raw,
+                ffi::QUERY_IMPL_INFO_STR,
+                0,
+                out.cast::<c_void>(),
+            )
+        };
+        if st != ffi::SUCCESS || s.is_null() {
+            return String::from("unknown");
+        }
+        // SAFETY: a NUL-terminated string that lives as long as the descriptor.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for PrimDesc {
+    fn drop(&mut self) {
+        // SAFETY: owned here and not used after.
+        unsafe { (self.d.api.dnnl_primitive_desc_destroy)(self.raw) };
+    }
+}
+
+/// An owned primitive, ready to run.
+pub(crate) struct Primitive {
+    d: &'static Dnnl,
+    raw: Handle,
+}
+
+impl Primitive {
+    pub(crate) fn new(pd: &PrimDesc) -> Result<Primitive, DnnlError> {
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: the primitive descriptor is live; `raw` receives the primitive.
+        let s = unsafe { (pd.d.api.dnnl_primitive_create)(&mut raw, pd.raw) };
+        pd.d.check("dnnl_primitive_create", s)?;
+        Ok(Primitive { d: pd.d, raw })
+    }
+
+    /// Runs the primitive on `args` and waits for it.
+    pub(crate) fn run(&self, args: &[(c_int, &Memory<'_>)]) -> Result<(), DnnlError> {
+        let args: Vec<ffi::ExecArg> = args
+            .iter()
+            .map(|(arg, m)| ffi::ExecArg {
+                arg: *arg,
+                memory: m.raw,
+            })
+            .collect();
+        let stream = self.d.stream.lock();
+        // SAFETY: the primitive, the stream and every memory object are live; the memory
+        // objects' buffers outlive this call (their owners hold them across it) and fit their
+        // descriptors (checked when they were wrapped).
+        let s = unsafe {
+            (self.d.api.dnnl_primitive_execute)(
+                self.raw,
+                *stream,
+                args.len() as c_int,
+                args.as_ptr(),
+            )
+        };
+        self.d.check("dnnl_primitive_execute", s)?;
+        // SAFETY: the stream is live and held.
+        let s = unsafe { (self.d.api.dnnl_stream_wait)(*stream) };
+        self.d.check("dnnl_stream_wait", s)
+    }
+}
+
+impl Drop for Primitive {
+    fn drop(&mut self) {
+        // SAFETY: owned here and not used after.
+        unsafe { (self.d.api.dnnl_primitive_destroy)(self.raw) };
+    }
+}
+
+// SAFETY: oneDNN primitives and descriptors are immutable once created and may be executed
+// or queried from any thread; mxrs runs them through the one stream under its mutex.
+unsafe impl Send for Primitive {}
+// SAFETY: as for Send.
+unsafe impl Sync for Primitive {}
+// SAFETY: a primitive descriptor is immutable once created.
+unsafe impl Send for PrimDesc {}
+// SAFETY: as for Send.
+unsafe impl Sync for PrimDesc {}
+// SAFETY: a memory descriptor is immutable once created.
+unsafe impl Send for MemDesc {}
+// SAFETY: as for Send.
+unsafe impl Sync for MemDesc {}
+
+/// A memory object: a caller's buffer lent for one call, or one oneDNN allocated.
+pub(crate) struct Memory<'a> {
+    d: &'static Dnnl,
+    raw: Handle,
+    /// A lent buffer stays borrowed while oneDNN may touch it.
+    _buf: PhantomData<&'a mut [f32]>,
+}
+
+impl<'a> Memory<'a> {
+    /// The caller's `data` seen through `md`; oneDNN only reads it.
+    pub(crate) fn lend(md: &MemDesc, data: &'a [f32]) -> Result<Memory<'a>, DnnlError> {
+        Memory::check_len(md, data.len())?;
+        Memory::create(md, data.as_ptr().cast_mut().cast())
+    }
+
+    /// The caller's `data` seen through `md`, for oneDNN to write.
+    pub(crate) fn lend_mut(md: &MemDesc, data: &'a mut [f32]) -> Result<Memory<'a>, DnnlError> {
+        Memory::check_len(md, data.len())?;
+        Memory::create(md, data.as_mut_ptr().cast())
+    }
+
+    /// The caller's `bytes` (a workspace) seen through `md`, for oneDNN to read and write.
+    pub(crate) fn lend_bytes(md: &MemDesc, bytes: &'a mut [u8]) -> Result<Memory<'a>, DnnlError> {
+        if bytes.len() != md.bytes() {
+            return Err(DnnlError::Input(format!(
+                "a workspace of {} bytes where the kernel needs {}",
+                bytes.len(),
+                md.bytes()
+            )));
+        }
+        Memory::create(md, bytes.as_mut_ptr().cast())
+    }
+
+    /// A buffer of `md` that oneDNN allocates and frees with the object.
+    pub(crate) fn alloc(md: &MemDesc) -> Result<Memory<'a>, DnnlError> {
+        Memory::create(md, ffi::MEMORY_ALLOCATE)
+    }
+
+    fn check_len(md: &MemDesc, len: usize) -> Result<(), DnnlError> {
+        let want = md.bytes() / 4;
+        if len != want {
+            return Err(DnnlError::Input(format!(
+                "a buffer of {len} elements where the kernel needs {want}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn create(md: &MemDesc, handle: Handle) -> Result<Memory<'a>, DnnlError> {
+        let d = md.d;
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: `md` and the engine are live; `handle` is either a buffer of at least
+        // `md.bytes()` bytes (checked by the callers that lend one) or MEMORY_ALLOCATE.
+        let s = unsafe { (d.api.dnnl_memory_create)(&mut raw, md.raw, d.engine, handle) };
+        d.check("dnnl_memory_create", s)?;
+        Ok(Memory {
+            d,
+            raw,
+            _buf: PhantomData,
+        })
+    }
+}
+
+impl Drop for Memory<'_> {
+    fn drop(&mut self) {
+        // SAFETY: owned here and not used after; a lent buffer stays the caller's.
+        unsafe { (self.d.api.dnnl_memory_destroy)(self.raw) };
+    }
+}
+
+/// A reorder from one layout to another.
+fn reorder(d: &'static Dnnl, from: &MemDesc, to: &MemDesc) -> Result<Primitive, DnnlError> {
+    let pd = PrimDesc::create(d, "reorder", &|| String::from("these layouts"), |raw| {
+        // SAFETY: both descriptors and the engine are live; no attributes.
+        unsafe {
+            (d.api.dnnl_reorder_primitive_desc_create)(
+                raw,
+                from.raw,
+                d.engine,
+                to.raw,
+                d.engine,
+                std::ptr::null(),
+            )
+        }
+    })?;
+    Primitive::new(&pd)
+}
+
+/// One tensor argument of a primitive: the caller's dense layout, the layout the primitive
+/// chose, and the reorder between them when they differ.
+pub(crate) struct Port {
+    pub(crate) user: MemDesc,
+    pub(crate) inner: MemDesc,
+    reorder: Option<Primitive>,
+}
+
+impl Port {
+    /// An argument the primitive reads: the caller's data is reordered in when needed.
+    pub(crate) fn input(d: &'static Dnnl, dims: &[Dim], inner: MemDesc) -> Result<Port, DnnlError> {
+        let user = MemDesc::plain(d, dims)?;
+        let reorder = (!user.same(&inner))
+            .then(|| reorder(d, &user, &inner))
+            .transpose()?;
+        Ok(Port {
+            user,
+            inner,
+            reorder,
+        })
+    }
+
+    /// An argument the primitive writes: reordered out to the caller's buffer when needed.
+    pub(crate) fn output(
+        d: &'static Dnnl,
+        dims: &[Dim],
+        inner: MemDesc,
+    ) -> Result<Port, DnnlError> {
+        let user = MemDesc::plain(d, dims)?;
+        let reorder = (!user.same(&inner))
+            .then(|| reorder(d, &inner, &user))
+            .transpose()?;
+        Ok(Port {
+            user,
+            inner,
+            reorder,
+        })
+    }
+
+    /// The memory the primitive reads `data` from.
+    pub(crate) fn feed<'a>(&self, data: &'a [f32]) -> Result<Memory<'a>, DnnlError> {
+        let user = Memory::lend(&self.user, data)?;
+        match &self.reorder {
+            None => Ok(user),
+            Some(r) => {
+                let inner = Memory::alloc(&self.inner)?;
+                r.run(&[(ffi::ARG_FROM, &user), (ffi::ARG_TO, &inner)])?;
+                Ok(inner)
+            }
+        }
+    }
+
+    /// The memory the primitive writes into, then [`Sink::finish`] to land it in `data`.
+    pub(crate) fn sink<'a>(&'a self, data: &'a mut [f32]) -> Result<Sink<'a>, DnnlError> {
+        let user = Memory::lend_mut(&self.user, data)?;
+        Ok(match &self.reorder {
+            None => Sink {
+                mem: user,
+                out: None,
+            },
+            Some(r) => Sink {
+                mem: Memory::alloc(&self.inner)?,
+                out: Some((user, r)),
+            },
+        })
+    }
+}
+
+/// Where a primitive writes one output (see [`Port::sink`]).
+pub(crate) struct Sink<'a> {
+    pub(crate) mem: Memory<'a>,
+    out: Option<(Memory<'a>, &'a Primitive)>,
+}
+
+impl Sink<'_> {
+    /// Reorders the result into the caller's buffer when the primitive wrote elsewhere.
+    pub(crate) fn finish(self) -> Result<(), DnnlError> {
+        if let Some((user, r)) = &self.out {
+            r.run(&[(ffi::ARG_FROM, &self.mem), (ffi::ARG_TO, user)])?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+"""What a kernel provider offers, as the operators see it: narrow protocols over raw arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+#: ``grad(out_grad, needs) -> per-input gradients`` (None where not needed), the closure a
+#: forward kernel returns for the backward pass.
+Grad = Callable[[Any, tuple[bool, ...]], tuple[Any, ...]]
+
+
+class ConvGeometry(NamedTuple):
+    """A convolution's attributes, one value per spatial axis (MXNet's dilation: 1 is dense)."""
+
+    stride: tuple[int, ...]
+    pad: tuple[int, ...]
+    dilate: tuple[int, ...]
+    groups: int
+
+
+class PoolGeometry(NamedTuple):
+    """A pooling window's attributes; ``extra`` pads the high end ('full' convention)."""
+
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    pad: tuple[int, ...]
+    extra: tuple[int, ...]
+    pool_type: str
+    count_include_pad: bool
+
+
+class ConvKernels(Protocol):
+    """A provider of convolution."""
+
+    name: str
+
+    def convolution(
+        self, x: Any, w: Any, b: Any | None, geom: ConvGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """``(N, F, *out)`` output of ``x`` (N, C, *spatial) and ``w`` (F, C/groups, *kernel)
+        (plus bias ``b``), and the closure giving ``(gx, gw, gb)``."""
+        ...
+
+
+class PoolKernels(Protocol):
+    """A provider of windowed pooling."""
+
+    name: str
+
+    def pooling(
+        self, x: Any, geom: PoolGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """Pooled ``(N, C, *out)`` output of ``x`` and the closure giving ``(gx,)``."""
+        ...
+
+
+class NormKernels(Protocol):
+    """A provider of batch normalisation."""
+
+    name: str
+
+    def batch_norm(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        axis: int,
+        train: bool,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """``(y, mean, var, grad)``: ``x`` normalised over every axis but ``axis`` with the
+        given ``stats`` (mean, variance), or with the batch's mean and biased variance when
+        ``stats`` is None, then scaled by ``gamma`` and shifted by ``beta``; ``grad`` gives
+        ``(gx, ggamma, gbeta)``."""
+        ...

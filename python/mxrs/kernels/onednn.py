@@ -1,0 +1,217 @@
+"""The oneDNN provider: oneDNN's CPU primitives for float32 convolution, pooling and batch
+normalisation.
+
+oneDNN is loaded from the ``onednn-cpu-gomp`` package (``libdnnl.so.3`` in the environment's
+``lib``), or from ``MXRS_ONEDNN_LIBRARY``, by the Rust extension (``mxrs._native``), which
+builds each kernel's primitives once per shape and attributes and runs them without the GIL.
+Kernels are cached here, at most :data:`CACHE_SIZE` of them, least recently used first out.
+A shape oneDNN has no implementation for is computed by the portable kernel, and remembered.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import OrderedDict
+from typing import Any
+
+import numpy
+
+from .. import _native
+from .._backend import NUMPY
+from ..base import KernelError, KernelUnsupportedError
+from . import portable
+from ._types import ConvGeometry, Grad, PoolGeometry
+
+__all__ = ["OnednnKernels", "CACHE_SIZE", "library_candidates"]
+
+#: Kernels kept built at once (each holds its primitives; a model has a few dozen shapes).
+CACHE_SIZE = 512
+
+_LIB = "libdnnl.so.3"
+
+
+def library_candidates() -> list[str]:
+    """Where oneDNN is looked for, in order."""
+    env = os.environ.get("MXRS_ONEDNN_LIBRARY")
+    if env:
+        return [env]
+    dirs = []
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
+        d = os.path.join(prefix, "lib")
+        if d not in dirs:
+            dirs.append(d)
+    return [os.path.join(d, _LIB) for d in dirs if os.path.exists(os.path.join(d, _LIB))] + [_LIB]
+
+
+def _load() -> str:
+    if not sys.platform.startswith("linux"):
+        raise KernelError(f"oneDNN's wheel is built for Linux, not {sys.platform}")
+    errors = []
+    for path in library_candidates():
+        try:
+            return _native.onednn_load(path)
+        except KernelError as err:
+            errors.append(str(err))
+    raise KernelError(
+        "oneDNN could not be loaded (pip install onednn-cpu-gomp, or set MXRS_ONEDNN_LIBRARY): "
+        + "; ".join(errors)
+    )
+
+
+class OnednnKernels:
+    """oneDNN's convolution, pooling and batch norm on contiguous float32 NumPy arrays."""
+
+    name = "onednn"
+
+    def __init__(self) -> None:
+        self.version = _load()
+        self._cache: OrderedDict[tuple, Any] = OrderedDict()
+        self._fallback = portable.for_backend(NUMPY)
+        self._impls: set[str] = set()
+
+    def describe(self) -> dict[str, Any]:
+        """oneDNN's version and the implementations its kernels picked so far."""
+        return {"version": self.version, "implementations": sorted(self._impls)}
+
+    def _kernel(self, key: tuple, make: Any) -> Any:
+        """The cached kernel of ``key``, built by ``make()``; None where oneDNN has none."""
+        cache = self._cache
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        try:
+            k = make()
+            self._impls.add(k.implementation)
+        except KernelUnsupportedError:
+            k = None
+        cache[key] = k
+        if len(cache) > CACHE_SIZE:
+            cache.popitem(last=False)
+        return k
+
+    def convolution(
+        self, x: Any, w: Any, b: Any, geom: ConvGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """oneDNN's direct convolution; see :class:`mxrs.kernels.ConvKernels`."""
+        stride, pad, dilate, groups = geom
+        key = ("conv", x.shape, w.shape, b is not None, geom, train)
+        k = self._kernel(
+            key,
+            lambda: _native.OnednnConv(
+                list(x.shape),
+                list(w.shape),
+                groups,
+                b is not None,
+                list(stride),
+                list(dilate),
+                list(pad),
+                train,
+            ),
+        )
+        if k is None:
+            return self._fallback.convolution(x, w, b, geom, out, train)
+        x = numpy.ascontiguousarray(x)
+        w = numpy.ascontiguousarray(w)
+        if b is not None:
+            b = numpy.ascontiguousarray(b)
+        y = numpy.empty(tuple(k.dst_shape), numpy.float32)
+        k.forward(x, w, b, y)
+        has_bias = b is not None
+        if not train:
+            x = w = None
+
+        def grad(g, needs):
+            if x is None:
+                raise KernelError("this convolution ran for inference; record it to train")
+            gx = numpy.empty_like(x) if needs[0] else None
+            gw = numpy.empty_like(w) if needs[1] else None
+            gb = numpy.empty(w.shape[0], numpy.float32) if has_bias and needs[2] else None
+            k.backward(x, w, numpy.ascontiguousarray(g, numpy.float32), gx, gw, gb)
+            return gx, gw, gb
+
+        return y, grad
+
+    def pooling(
+        self, x: Any, geom: PoolGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """oneDNN's pooling; see :class:`mxrs.kernels.PoolKernels`.
+
+        MXNet's 'sum' pooling, and average pooling that counts padding under the 'full'
+        convention (whose extra high-end cells MXNet does not count), run on the portable
+        kernel."""
+        kernel, stride, pad, extra, pool_type, include = geom
+        kind = {"max": "max", "avg": "avg_include" if include else "avg_exclude"}.get(pool_type)
+        if kind is None or (kind == "avg_include" and any(extra)):
+            return self._fallback.pooling(x, geom, out, train)
+        pad_r = [p + e for p, e in zip(pad, extra, strict=True)]
+        shape = x.shape
+        key = ("pool", shape, geom, train)
+        k = self._kernel(
+            key,
+            lambda: _native.OnednnPool(
+                list(shape), kind, list(kernel), list(stride), list(pad), pad_r, train
+            ),
+        )
+        if k is None:
+            return self._fallback.pooling(x, geom, out, train)
+        x = numpy.ascontiguousarray(x)
+        y = numpy.empty(tuple(k.dst_shape), numpy.float32)
+        ws = numpy.empty(k.workspace_bytes, numpy.uint8) if k.workspace_bytes else None
+        k.forward(x, y, ws)
+        del x
+
+        def grad(g, needs):
+            gx = numpy.empty(shape, numpy.float32)
+            k.backward(numpy.ascontiguousarray(g, numpy.float32), ws, gx)
+            return (gx,)
+
+        return y, grad
+
+    def batch_norm(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        axis: int,
+        train: bool,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """oneDNN's batch normalisation over axis 1; see :class:`mxrs.kernels.NormKernels`."""
+        if axis != 1 or x.ndim < 2 or x.ndim > 6 or x.size == 0:
+            return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
+        glob = stats is not None
+        key = ("bnorm", x.shape, float(eps), glob, train)
+        k = self._kernel(
+            key, lambda: _native.OnednnBatchNorm(list(x.shape), float(eps), glob, train)
+        )
+        if k is None:
+            return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
+        x = numpy.ascontiguousarray(x)
+        f32 = numpy.float32
+        gamma = numpy.ascontiguousarray(gamma, f32)
+        beta = numpy.ascontiguousarray(beta, f32)
+        if stats is not None:
+            mean = numpy.array(stats[0], f32)
+            var = numpy.array(stats[1], f32)
+        else:
+            mean = numpy.empty(x.shape[1], f32)
+            var = numpy.empty(x.shape[1], f32)
+        y = numpy.empty_like(x)
+        k.forward(x, gamma, beta, mean, var, y)
+        if not train:
+            x = None
+
+        def grad(gy, needs):
+            if x is None:
+                raise KernelError("this batch norm ran for inference; record it to train")
+            gx = numpy.empty_like(x)
+            ggamma = numpy.empty_like(gamma)
+            gbeta = numpy.empty_like(gamma)
+            m, v = mean.copy(), var.copy()
+            gy = numpy.ascontiguousarray(gy, f32)
+            k.backward(x, gy, gamma, m, v, gx, ggamma, gbeta)
+            return (gx if needs[0] else None), ggamma, gbeta
+
+        return y, mean, var, grad

@@ -1,0 +1,280 @@
+"""The portable kernels: NumPy or CuPy code, written once for both array libraries.
+
+Convolution gathers every receptive field with one strided view of the (padded) input and one
+copy into a ``(C*prod(K), N*prod(O))`` column matrix, then does one GEMM per group (a single
+batched matmul). The backward pass is two GEMMs and a scatter of the column gradient back onto
+the input, looping only over the kernel offsets, each step a strided add over the whole batch.
+Deconvolution reuses the same gather and scatter the other way round.
+
+Pooling is separable: each window is reduced along its last axis (K strided passes over the
+whole batch), then along the axis before it, and so on. Max pooling's gradient goes to the
+first maximum of each window in row-major order, as MXNet's does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy
+
+from ._types import ConvGeometry, Grad, PoolGeometry
+
+__all__ = ["FLOAT32", "Portable", "for_backend", "padded", "windows", "scatter", "to_first"]
+
+FLOAT32 = numpy.dtype(numpy.float32)
+
+
+def padded(xp, x, pads, fill, extra=None):
+    """Return ``x`` padded by ``pads`` on each spatial side (plus ``extra`` at the high end)."""
+    extra = extra or (0,) * len(pads)
+    if not (any(pads) or any(extra)):
+        return x
+    shape = x.shape[:2] + tuple(
+        s + 2 * p + e for s, p, e in zip(x.shape[2:], pads, extra, strict=True)
+    )
+    out = xp.full(shape, fill, dtype=x.dtype)
+    out[
+        (slice(None),) * 2 + tuple(slice(p, p + s) for p, s in zip(pads, x.shape[2:], strict=True))
+    ] = x
+    return out
+
+
+def windows(be, xpad, kernel, stride, dilate, out):
+    """Strided view ``(C, *kernel, N, *out)`` of every receptive field of ``xpad``."""
+    s = xpad.strides
+    n, c = xpad.shape[:2]
+    shape = (c, *kernel, n, *out)
+    strides = (
+        s[1],
+        *(si * d for si, d in zip(s[2:], dilate, strict=True)),
+        s[0],
+        *(si * st for si, st in zip(s[2:], stride, strict=True)),
+    )
+    return be.as_strided(xpad, shape, strides)
+
+
+def scatter(xp, dcols, shape, stride, dilate, out):
+    """Add the columns ``dcols`` ``(C, *kernel, N, *out)`` back into zeros of ``shape``
+    ``(C, N, *padded)``: the adjoint of :func:`windows`."""
+    kernel = dcols.shape[1 : 1 + len(out)]
+    dst = xp.zeros(shape, dtype=dcols.dtype)
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        key = tuple(
+            slice(t * d, t * d + s * (o - 1) + 1, s)
+            for t, d, s, o in zip(tap, dilate, stride, out, strict=True)
+        )
+        dst[(slice(None), slice(None)) + key] += dcols[(slice(None),) + tap]
+    return dst
+
+
+def to_first(a, nd):
+    """Move axis 0 of ``a`` to axis 1 (``(F, N, ...)`` -> ``(N, F, ...)``), as a view."""
+    return a.transpose((1, 0) + tuple(range(2, nd + 2)))
+
+
+def _counts(k, s, out, lo, hi):
+    """Per output position, how many of its ``k`` taps at stride ``s`` fall in ``[lo, hi)``."""
+    return [max(0, min(o * s + k, hi) - max(o * s, lo)) for o in range(out)]
+
+
+def _tap(ndim, axis, t, s, n):
+    """Index selecting tap ``t`` of ``n`` windows at stride ``s`` along ``axis``."""
+    key = [slice(None)] * ndim
+    key[axis] = slice(t, t + s * (n - 1) + 1, s)
+    return tuple(key)
+
+
+class Portable:
+    """The NumPy or CuPy kernels of one backend (``mxrs._backend``)."""
+
+    def __init__(self, backend: Any) -> None:
+        self.be = backend
+        self.xp = backend.xp
+        self.name = backend.name
+
+    def convolution(
+        self, x: Any, w: Any, b: Any, geom: ConvGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """im2col + one batched GEMM; see the module docstring."""
+        xp = self.xp
+        stride, pad, dilate, groups = geom
+        n, c = x.shape[:2]
+        f, cg = w.shape[:2]
+        kernel, nd = w.shape[2:], x.ndim - 2
+        xpad = padded(xp, x, pad, 0)
+        pshape = xpad.shape[2:]
+        ksize = cg * math.prod(kernel)
+        cols = windows(self.be, xpad, kernel, stride, dilate, out).reshape(
+            groups, ksize, n * math.prod(out)
+        )
+        w3 = w.reshape(groups, f // groups, ksize)
+        y = xp.matmul(w3, cols).reshape((f, n) + out)
+        if b is not None:
+            y += b.reshape((f,) + (1,) * (nd + 1))
+        y = xp.ascontiguousarray(to_first(y, nd))
+        xshape, wshape = x.shape, w.shape
+        del x, w, xpad
+
+        def grad(g, needs):
+            g3 = xp.ascontiguousarray(to_first(g, nd)).reshape(groups, f // groups, -1)
+            gx = gw = gb = None
+            if needs[1]:
+                gw = xp.matmul(g3, cols.transpose(0, 2, 1)).reshape(wshape)
+            if len(needs) == 3 and needs[2]:
+                gb = g3.reshape(f, -1).sum(axis=1)
+            if needs[0]:
+                dcols = xp.matmul(w3.transpose(0, 2, 1), g3)
+                dcols = dcols.reshape((c,) + wshape[2:] + (n,) + out)
+                dxp = scatter(xp, dcols, (c, n) + pshape, stride, dilate, out)
+                crop = tuple(slice(p, p + s) for p, s in zip(pad, xshape[2:], strict=True))
+                gx = xp.ascontiguousarray(to_first(dxp[(slice(None),) * 2 + crop], nd))
+            return gx, gw, gb
+
+        return y, grad
+
+    def pooling(
+        self, x: Any, geom: PoolGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """Separable pooling: reduce each window along its last axis, then the one before...
+
+        A window's max (or sum) is the max (or sum) over its rows of the per-row results, so
+        the forward pass is ``K`` strided passes per spatial axis. Max pooling's backward pass
+        routes the gradient, axis by axis, to the first maximal entry: the first maximum in
+        row-major order, as MXNet picks.
+        """
+        xp = self.xp
+        kernel, stride, pad, extra, pool_type, count_include_pad = geom
+        nd, sizes, xshape = len(kernel), x.shape[2:], x.shape
+        is_max = pool_type == "max"
+        stages = [padded(xp, x, pad, -xp.inf if is_max else 0, extra)]
+        for axis in range(nd + 1, 1, -1):
+            i = axis - 2
+            stages.append(_reduce(xp, stages[-1], axis, kernel[i], stride[i], out[i], is_max))
+        res = stages[-1]
+        shapes = [a.shape for a in stages]
+        scale = None
+        if pool_type == "avg":
+            lo, hi = (0, 2) if count_include_pad else (1, 1)
+            prod = 1
+            for i, (h, k, s, o, p) in enumerate(zip(sizes, kernel, stride, out, pad, strict=True)):
+                c = _counts(k, s, o, lo * p, hi * p + h)
+                prod = prod * xp.asarray(c).reshape((-1,) + (1,) * (nd - 1 - i))
+            scale = 1 / xp.asarray(prod, dtype=x.dtype)
+            res *= scale
+        if not (train and is_max):
+            stages = []
+        del x
+
+        def grad(g, needs):
+            if scale is not None:
+                g = g * scale
+            # Stage j was reduced along axis nd + 1 - j into stage j + 1; undo them in reverse.
+            for j in range(nd - 1, -1, -1):
+                i = nd - 1 - j
+                src = best = None
+                if stages:
+                    src, best = stages[j], stages[j + 1]
+                g = _route(xp, is_max, g, shapes[j], i + 2, kernel[i], stride[i], out[i], src, best)
+            if shapes[0] == xshape:
+                return (g,)
+            crop = tuple(slice(p, p + h) for p, h in zip(pad, xshape[2:], strict=True))
+            return (xp.ascontiguousarray(g[(slice(None),) * 2 + crop]),)
+
+        return res, grad
+
+    def batch_norm(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        axis: int,
+        train: bool,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """Batch normalisation in array operations; see :class:`mxrs.kernels.NormKernels`."""
+        xp = self.xp
+        axes = tuple(i for i in range(x.ndim) if i != axis)
+        bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
+        if stats is not None:
+            mean, var = stats
+        else:
+            mean = x.mean(axis=axes)
+            xc = x - mean.reshape(bshape)
+            var = (xc * xc).mean(axis=axes)
+        inv = 1.0 / xp.sqrt(var + eps)
+        xhat = (x - mean.reshape(bshape)) * inv.reshape(bshape)
+        scale = (gamma * inv).reshape(bshape)
+        y = xhat * gamma.reshape(bshape) + beta.reshape(bshape)
+        batch = stats is None
+        del x
+
+        def grad(gy, needs):
+            gbeta = gy.sum(axis=axes)
+            ggamma = (gy * xhat).sum(axis=axes)
+            gx = None
+            if needs[0]:
+                if not batch:
+                    gx = gy * scale
+                else:
+                    m = gy.size // gbeta.size
+                    gx = scale * (
+                        gy - (gbeta / m).reshape(bshape) - xhat * (ggamma / m).reshape(bshape)
+                    )
+            return gx, ggamma, gbeta
+
+        return y, mean, var, grad
+
+
+def _reduce(xp, x, axis, k, s, n, is_max):
+    if k == 1:
+        return x[_tap(x.ndim, axis, 0, s, n)].copy()
+    fn = xp.maximum if is_max else xp.add
+    out = fn(x[_tap(x.ndim, axis, 0, s, n)], x[_tap(x.ndim, axis, 1, s, n)])
+    for t in range(2, k):
+        fn(out, x[_tap(x.ndim, axis, t, s, n)], out=out)
+    return out
+
+
+def _route(xp, is_max, g, shape, axis, k, s, n, src, best):
+    """Spread ``g`` over the ``k`` taps along ``axis`` into a zero array of ``shape``."""
+    dx = xp.zeros(shape, dtype=g.dtype)
+    overlap = s < k
+    taken = None
+    for t in range(k):
+        key = _tap(len(shape), axis, t, s, n)
+        if not is_max:
+            if overlap:
+                dx[key] += g
+            else:
+                dx[key] = g
+            continue
+        if t == k - 1:
+            m = None if taken is None else ~taken
+        else:
+            m = src[key] == best
+            if taken is not None:
+                m &= ~taken
+                taken |= m
+            else:
+                taken = m
+        if overlap:
+            dx[key] += g if m is None else g * m
+        elif m is None:
+            dx[key] = g
+        else:
+            xp.multiply(g, m, out=dx[key])
+    return dx
+
+
+_providers: dict[int, Portable] = {}
+
+
+def for_backend(backend: Any) -> Portable:
+    """The portable provider of ``backend`` (one per backend object)."""
+    k = _providers.get(id(backend))
+    if k is None:
+        k = _providers[id(backend)] = Portable(backend)
+    return k

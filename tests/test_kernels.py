@@ -1,0 +1,328 @@
+"""The kernel seam: oneDNN's kernels against the portable NumPy ones (forward and every
+gradient, to float32 tolerance), the fallbacks, the choice of provider and its errors.
+
+oneDNN is a dependency of mxrs on x86-64 Linux, so it must load here; the tests that need it
+fail (not skip) where it does not.
+"""
+
+import os
+import subprocess
+import sys
+
+import mxrs as mx
+import numpy as np
+import pytest
+from mxrs import _native, autograd, kernels
+from mxrs.base import KernelError
+from mxrs.gluon.model_zoo import vision
+
+pytestmark = pytest.mark.skipif(
+    not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"),
+    reason="oneDNN's wheel is for x86-64 Linux",
+)
+
+PROVIDERS = ("numpy", "onednn")
+
+
+def close(a, b, rtol=2e-5, atol=2e-5):
+    """``a`` equals ``b`` to float32 tolerance, scaled by ``b``'s magnitude."""
+    scale = max(1.0, float(np.abs(b).max()))
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol * scale)
+
+
+def run_both(fn):
+    """``fn()`` under each provider: {provider: list of numpy results}."""
+    out = {}
+    for p in PROVIDERS:
+        with kernels.use(p):
+            out[p] = [np.asarray(r) for r in fn()]
+    return out
+
+
+def grads_of(op, arrays, seed=0):
+    """Output and each input's gradient of ``op(*arrays)`` for a random output gradient."""
+    rng = np.random.default_rng(seed)
+    xs = [mx.nd.array(a) for a in arrays]
+    for x in xs:
+        x.attach_grad()
+    with autograd.record():
+        y = op(*xs)
+    gy = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(mx.nd.array(gy))
+    return [y.asnumpy()] + [x.grad.asnumpy() for x in xs]
+
+
+CONV = [
+    # (data shape, weight shape, groups, stride, pad, dilate, bias)
+    ((2, 3, 9, 9), (4, 3, 3, 3), 1, (1, 1), (1, 1), (1, 1), True),
+    ((2, 4, 9, 8), (6, 2, 3, 2), 2, (2, 1), (1, 2), (1, 2), True),
+    ((2, 8, 7, 7), (8, 1, 3, 3), 8, (2, 2), (1, 1), (1, 1), False),  # depthwise
+    ((3, 16, 6, 6), (32, 16, 1, 1), 1, (2, 2), (0, 0), (1, 1), True),
+    ((2, 3, 11), (5, 3, 4), 1, (2,), (1,), (2,), True),
+    ((2, 4, 5, 6, 7), (8, 2, 3, 2, 3), 2, (1, 2, 1), (1, 0, 1), (1, 1, 2), False),
+    ((4, 32, 8, 8), (32, 32, 3, 3), 1, (1, 1), (1, 1), (1, 1), False),  # blocked layouts
+]
+
+
+@pytest.mark.parametrize("xs, ws, groups, stride, pad, dilate, bias", CONV)
+def test_convolution_matches_numpy(xs, ws, groups, stride, pad, dilate, bias):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+
+    def op(x, w, *b):
+        return mx.nd.Convolution(
+            x,
+            w,
+            b[0] if b else None,
+            kernel=ws[2:],
+            stride=stride,
+            pad=pad,
+            dilate=dilate,
+            num_filter=ws[0],
+            num_group=groups,
+            no_bias=not b,
+        )
+
+    arrays = (x, w, b) if bias else (x, w)
+    r = run_both(lambda: grads_of(op, arrays))
+    assert len(r["onednn"]) == len(arrays) + 1
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want)
+
+
+def test_convolution_runs_on_onednn():
+    with kernels.use("onednn"):
+        assert kernels.provider_name("Convolution") == "onednn"
+        x = mx.nd.ones((1, 16, 8, 8))
+        w = mx.nd.ones((16, 16, 3, 3))
+        y = mx.nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=16, no_bias=True)
+        # the centre sees 16 channels x 9 taps of ones, a corner 16 x 4
+        assert y[0, 0, 4, 4].asscalar() == 144 and y[0, 0, 0, 0].asscalar() == 64
+        info = kernels.describe()
+    assert info["provider"] == "onednn" and info["version"].startswith("3.")
+    assert info["implementations"], info
+
+
+POOL = [
+    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max"),
+    dict(kernel=(2, 2), stride=(2, 2), pool_type="max"),
+    dict(kernel=(3, 3), stride=(2, 2), pad=(0, 0), pool_type="max", pooling_convention="full"),
+    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg"),
+    dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type="avg", count_include_pad=False),
+    dict(
+        kernel=(3, 3),
+        stride=(2, 2),
+        pad=(1, 1),
+        pool_type="avg",
+        count_include_pad=False,
+        pooling_convention="full",
+    ),
+    # served by the portable kernel: sum, and 'full' averages that count padding
+    dict(kernel=(2, 2), stride=(2, 2), pool_type="sum"),
+    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg", pooling_convention="full"),
+    dict(kernel=(3,), stride=(2,), pool_type="max"),
+    dict(kernel=(2, 3, 2), stride=(1, 2, 2), pad=(1, 1, 0), pool_type="avg"),
+    dict(kernel=(2, 2, 2), stride=(2, 2, 2), pool_type="max"),
+]
+
+
+@pytest.mark.parametrize("kw", POOL, ids=lambda kw: "-".join(str(v) for v in kw.values()))
+def test_pooling_matches_numpy(kw):
+    nd = len(kw["kernel"])
+    shape = {1: (2, 5, 9), 2: (2, 5, 8, 9), 3: (2, 3, 5, 6, 7)}[nd]
+    rng = np.random.default_rng(2)
+    # many ties, as after a ReLU: the gradient goes to the first maximum either way
+    x = np.maximum(rng.standard_normal(shape), 0).astype(np.float32)
+    r = run_both(lambda: grads_of(lambda a: mx.nd.Pooling(a, **kw), (x,)))
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want)
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 5, 5), (8, 3), (2, 4, 3, 3, 3)])
+@pytest.mark.parametrize("use_global", [False, True])
+@pytest.mark.parametrize("fix_gamma", [False, True])
+def test_batch_norm_matches_numpy(shape, use_global, fix_gamma):
+    rng = np.random.default_rng(3)
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    gamma = rng.standard_normal(c).astype(np.float32)
+    beta = rng.standard_normal(c).astype(np.float32)
+    mean0 = rng.standard_normal(c).astype(np.float32)
+    var0 = (rng.random(c) + 0.5).astype(np.float32)
+
+    def run():
+        mm, mv = mx.nd.array(mean0), mx.nd.array(var0)
+
+        def op(x, g, b):
+            return mx.nd.BatchNorm(
+                x, g, b, mm, mv, fix_gamma=fix_gamma, use_global_stats=use_global, eps=1e-3
+            )
+
+        return grads_of(op, (x, gamma, beta)) + [mm.asnumpy(), mv.asnumpy()]
+
+    r = run_both(run)
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want, rtol=1e-4, atol=1e-4)
+    # the moving statistics moved (training) or stayed (global), on both providers alike
+    moved = not np.allclose(r["onednn"][-2], mean0)
+    assert moved != use_global
+
+
+def test_batch_norm_on_another_axis_and_inference():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    g, b = np.ones(5, np.float32), np.zeros(5, np.float32)
+    m, v = np.zeros(5, np.float32), np.ones(5, np.float32)
+
+    def run():
+        args = [mx.nd.array(a) for a in (x, g, b, m, v)]
+        y_axis = mx.nd.BatchNorm(*args, axis=2, fix_gamma=False)
+        y_infer = mx.nd.BatchNorm(
+            *[mx.nd.array(a) for a in (x[:, :, 0], g[:4], b[:4])],
+            mx.nd.array(m[:4]),
+            mx.nd.array(v[:4]),
+            use_global_stats=True,
+        )
+        return [y_axis.asnumpy(), y_infer.asnumpy()]
+
+    r = run_both(run)
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want)
+    # inference with moving statistics 0 and 1: x / sqrt(1 + eps)
+    close(r["onednn"][1], x[:, :, 0] / np.sqrt(1 + 1e-3))
+
+
+def test_other_dtypes_use_the_portable_kernels():
+    from mxrs._backend import NUMPY
+
+    with kernels.use("onednn"):
+        assert kernels.select("Convolution", NUMPY, np.dtype(np.float32)).name == "onednn"
+        assert kernels.select("Convolution", NUMPY, np.dtype(np.float64)).name == "numpy"
+        assert kernels.select("Dot", NUMPY, np.dtype(np.float32)).name == "numpy"
+        x = mx.nd.ones((1, 2, 4, 4), dtype="float64")
+        w = mx.nd.ones((3, 2, 3, 3), dtype="float64")
+        y = mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=3, no_bias=True)
+        assert y.dtype == np.float64 and float(y.asnumpy().max()) == 18.0
+    with kernels.use("numpy"):
+        assert kernels.select("Convolution", NUMPY, np.dtype(np.float32)).name == "numpy"
+
+
+@pytest.mark.parametrize(
+    "name", ["resnet18_v1", "resnet18_v2", "mobilenet0.25", "mobilenetv2_0.25"]
+)
+def test_model_zoo_training_step_matches_numpy(name):
+    """A model's output and every parameter's gradient agree between the providers.
+
+    Gradients that are zero in exact arithmetic (a convolution's bias before a batch norm) are
+    rounding noise on both sides, so every tensor is compared at the scale of the largest
+    gradient of the model; ReLU6's clipping turns a rounding difference near its bounds into
+    a gradient routed differently, hence 5e-4 of that scale.
+    """
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    label = mx.nd.array(rng.integers(0, 10, 8))
+
+    def run():
+        mx.random.seed(7)
+        net = vision.get_model(name, classes=10)
+        net.initialize(mx.init.Xavier())
+        net.hybridize()
+        loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+        with autograd.record():
+            out = net(mx.nd.array(x))
+            loss = loss_fn(out, label)
+        loss.backward()
+        grads = [p.grad() for p in net.collect_params().values() if p.grad_req != "null"]
+        return [out.asnumpy()] + [g.asnumpy() for g in grads]
+
+    r = run_both(run)
+    assert len(r["onednn"]) > 10
+    close(r["onednn"][0], r["numpy"][0], rtol=1e-4, atol=1e-4)
+    scale = max(float(np.abs(g).max()) for g in r["numpy"][1:])
+    for got, want in zip(r["onednn"][1:], r["numpy"][1:], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=5e-4 * scale)
+
+
+def test_kernel_rejects_buffers_that_do_not_fit():
+    kernels.use("onednn").__enter__()  # loads oneDNN
+    k = _native.OnednnConv([1, 2, 4, 4], [3, 2, 3, 3], 1, False, [1, 1], [1, 1], [0, 0], True)
+    assert list(k.dst_shape) == [1, 3, 2, 2]
+    x = np.ones((1, 2, 4, 4), np.float32)
+    w = np.ones((3, 2, 3, 3), np.float32)
+    y = np.empty((1, 3, 2, 2), np.float32)
+    k.forward(x, w, None, y)
+    assert (y == 18).all()
+    with pytest.raises(KernelError, match="buffer of 31 elements where the kernel needs 32"):
+        k.forward(np.ones(31, np.float32), w, None, y)
+    with pytest.raises(KernelError, match="C-contiguous"):
+        k.forward(np.ones((1, 2, 4, 8), np.float32)[..., ::2], w, None, y)
+    with pytest.raises(KernelError, match="bias given to a kernel built without one"):
+        k.forward(x, w, np.ones(3, np.float32), y)
+    with pytest.raises(TypeError):
+        k.forward(x.astype(np.float64), w, None, y)
+    with pytest.raises(KernelError, match="does not fit"):
+        _native.OnednnConv([1, 3, 4, 4], [3, 2, 3, 3], 1, False, [1, 1], [1, 1], [0, 0], True)
+    with pytest.raises(KernelError, match="larger than the padded input"):
+        _native.OnednnConv([1, 2, 2, 2], [3, 2, 3, 3], 1, False, [1, 1], [1, 1], [0, 0], False)
+    infer = _native.OnednnConv([1, 2, 4, 4], [3, 2, 3, 3], 1, False, [1, 1], [1, 1], [0, 0], False)
+    with pytest.raises(KernelError, match="built for inference"):
+        infer.backward(x, w, y, np.empty_like(x), None, None)
+    with pytest.raises(KernelError, match="no pooling kind"):
+        _native.OnednnPool([1, 2, 4, 4], "median", [2, 2], [2, 2], [0, 0], [0, 0], False)
+
+
+def run_python(code, **env):
+    """Runs ``code`` in a fresh interpreter with ``env`` added; (exit status, stdout+stderr)."""
+    full = dict(os.environ)
+    full.pop("MXRS_KERNELS", None)
+    full.update(env)
+    p = subprocess.run(
+        [sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=120
+    )
+    return p.returncode, p.stdout + p.stderr
+
+
+CONV_ONCE = """
+import mxrs as mx, warnings
+warnings.simplefilter("always")
+x = mx.nd.ones((1, 1, 3, 3)); w = mx.nd.ones((1, 1, 3, 3))
+for _ in range(3):
+    y = mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=1, no_bias=True)
+print("result", y.asscalar(), mx.kernels.provider_name())
+"""
+
+
+def test_default_is_onednn():
+    rc, out = run_python(CONV_ONCE)
+    assert rc == 0 and "result 9.0 onednn" in out, out
+    assert "Warning" not in out
+
+
+def test_numpy_by_hand():
+    rc, out = run_python(CONV_ONCE, MXRS_KERNELS="numpy")
+    assert rc == 0 and "result 9.0 numpy" in out, out
+
+
+def test_missing_library_falls_back_once_with_the_reason():
+    rc, out = run_python(CONV_ONCE, MXRS_ONEDNN_LIBRARY="/nonexistent/libdnnl.so.3")
+    assert rc == 0 and "result 9.0 numpy" in out, out
+    assert out.count("RuntimeWarning: mxrs computes with NumPy: oneDNN could not be loaded") == 1
+    assert "/nonexistent/libdnnl.so.3" in out
+
+
+def test_onednn_by_hand_without_the_library_is_an_error():
+    rc, out = run_python(
+        CONV_ONCE, MXRS_KERNELS="onednn", MXRS_ONEDNN_LIBRARY="/nonexistent/libdnnl.so.3"
+    )
+    assert rc == 1
+    assert "KernelError: MXRS_KERNELS=onednn, but oneDNN could not be loaded" in out, out
+
+
+def test_unknown_provider_is_an_error():
+    rc, out = run_python(CONV_ONCE, MXRS_KERNELS="mkl")
+    assert rc == 1 and "MXRS_KERNELS='mkl': choose one of auto, numpy, onednn" in out, out
+    with pytest.raises(KernelError, match="unknown kernel provider 'mkl'"):
+        with kernels.use("mkl"):
+            pass
