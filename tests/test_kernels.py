@@ -194,6 +194,62 @@ def test_batch_norm_on_another_axis_and_inference():
     close(r["onednn"][1], x[:, :, 0] / np.sqrt(1 + 1e-3))
 
 
+def test_batch_norm_statistics_without_recording():
+    """In train mode but not recorded, the batch's mean and variance still come out."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((6, 5, 4, 4)) * 2 + 3).astype(np.float32)
+
+    def run():
+        args = [mx.nd.ones(5), mx.nd.zeros(5), mx.nd.zeros(5), mx.nd.ones(5)]
+        with autograd.train_mode():
+            y, mean, var = mx.nd.BatchNorm(mx.nd.array(x), *args, output_mean_var=True)
+        return [y.asnumpy(), mean.asnumpy(), var.asnumpy()]
+
+    r = run_both(run)
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want)
+    close(r["onednn"][1], x.mean(axis=(0, 2, 3)))
+    close(r["onednn"][2], x.var(axis=(0, 2, 3)))
+
+
+@pytest.mark.parametrize("kind", ["relu", "sigmoid", "tanh", "softrelu"])
+def test_activations_match_numpy_with_nan_and_infinities(kind):
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(3 * 4096) * 4).astype(np.float32)  # above ACTIVATION_MIN
+    x[:7] = [np.nan, 0.0, -0.0, np.inf, -np.inf, 100.0, -100.0]
+    x = x.reshape(3, 64, 64)
+    gy = rng.standard_normal(x.shape).astype(np.float32)
+
+    def run():
+        a = mx.nd.array(x)
+        a.attach_grad()
+        with autograd.record():
+            y = getattr(mx.nd, kind)(a)
+        y.backward(mx.nd.array(gy))
+        return [y.asnumpy(), a.grad.asnumpy()]
+
+    with np.errstate(invalid="ignore"):
+        r = run_both(run)
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+    if kind == "relu":  # NaN in, NaN out and a NaN gradient, as MXNet's ReLU gives
+        assert np.isnan(r["onednn"][0][0, 0, 0]) and np.isnan(r["onednn"][1][0, 0, 0])
+
+
+def test_kernels_that_ran_for_inference_have_no_gradient():
+    k = kernels.onednn.OnednnKernels()
+    x = np.ones((1, 2, 4, 4), np.float32)
+    w = np.ones((3, 2, 3, 3), np.float32)
+    geom = kernels.ConvGeometry((1, 1), (0, 0), (1, 1), 1)
+    y, grad = k.convolution(x, w, None, geom, (2, 2), train=False)
+    assert (y == 18).all()
+    with pytest.raises(KernelError, match="convolution ran for inference"):
+        grad(y, (True, True))
+    y, grad = k.activation(np.ones(8192, np.float32), "relu", train=False)
+    with pytest.raises(KernelError, match="activation ran for inference"):
+        grad(y, (True,))
+
+
 def test_other_dtypes_use_the_portable_kernels():
     from mxrs._backend import NUMPY
 

@@ -55,7 +55,8 @@ impl BatchNorm {
         if global {
             flags |= ffi::USE_GLOBAL_STATS;
         }
-        let prop = if training {
+        // Only a training pass writes the batch's statistics out.
+        let prop = if training || !global {
             ffi::FORWARD_TRAINING
         } else {
             ffi::FORWARD_INFERENCE

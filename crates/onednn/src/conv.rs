@@ -307,12 +307,20 @@ impl Conv {
                 "a bias gradient from a kernel without bias".into(),
             ));
         }
-        if let Some(gx) = gx {
-            let gym = bd.diff_dst.feed(gy)?;
+        // The output gradient, reordered once where both passes want the same layout.
+        let shared = gx.is_some()
+            && (gw.is_some() || gb.is_some())
+            && bd.diff_dst.inner.same(&bw.diff_dst.inner);
+        let gy_data = if gx.is_some() {
+            Some(bd.diff_dst.feed(gy)?)
+        } else {
+            None
+        };
+        if let (Some(gx), Some(gym)) = (gx, &gy_data) {
             let wm = bd.weights.feed(w)?;
             let sink = bd.diff_src.sink(gx)?;
             bd.prim.run(&[
-                (ffi::ARG_DIFF_DST, &gym),
+                (ffi::ARG_DIFF_DST, gym),
                 (ffi::ARG_WEIGHTS, &wm),
                 (ffi::ARG_DIFF_SRC, &sink.mem),
             ])?;
@@ -321,8 +329,15 @@ impl Conv {
         if gw.is_none() && gb.is_none() {
             return Ok(());
         }
+        let own;
+        let gym = match (&gy_data, shared) {
+            (Some(m), true) => m,
+            _ => {
+                own = bw.diff_dst.feed(gy)?;
+                &own
+            }
+        };
         let xm = bw.src.feed(x)?;
-        let gym = bw.diff_dst.feed(gy)?;
         // The primitive writes every gradient it was built for: lend scratch where not asked.
         let mut w_scratch = Vec::new();
         let gw = match gw {
@@ -348,7 +363,7 @@ impl Conv {
         };
         let mut args = vec![
             (ffi::ARG_SRC, &xm),
-            (ffi::ARG_DIFF_DST, &gym),
+            (ffi::ARG_DIFF_DST, gym),
             (ffi::ARG_DIFF_WEIGHTS, &sink.mem),
         ];
         if let Some(gbm) = &gbm {

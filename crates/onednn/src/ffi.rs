@@ -50,6 +50,11 @@ pub const POOLING_MAX: c_int = 511;
 pub const POOLING_AVG_INCLUDE_PADDING: c_int = 767;
 pub const POOLING_AVG_EXCLUDE_PADDING: c_int = 1023;
 
+pub const ELTWISE_RELU_USE_DST: c_int = 256;
+pub const ELTWISE_TANH_USE_DST: c_int = 257;
+pub const ELTWISE_LOGISTIC_USE_DST: c_int = 260;
+pub const ELTWISE_SOFT_RELU: c_int = 39;
+
 // dnnl_normalization_flags_t
 pub const USE_GLOBAL_STATS: c_uint = 1;
 pub const USE_SCALE: c_uint = 2;
@@ -169,6 +174,13 @@ api! {
     dnnl_convolution_backward_weights_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
         *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
+    ) -> Status;
+    dnnl_eltwise_forward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle, f32, f32, ConstHandle,
+    ) -> Status;
+    dnnl_eltwise_backward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, f32, f32, ConstHandle,
+        ConstHandle,
     ) -> Status;
     dnnl_pooling_forward_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle,

@@ -3,6 +3,7 @@
 
 use mxrs_onednn::bnorm::{BatchNorm, Stats};
 use mxrs_onednn::conv::{Conv, ConvSpec};
+use mxrs_onednn::eltwise::{Activation, Eltwise};
 use mxrs_onednn::pool::{Pool, PoolKind, PoolSpec};
 use mxrs_onednn::{DnnlError, load};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
@@ -319,5 +320,63 @@ impl OnednnBatchNorm {
         let gshift = view_mut(&mut gshift, "beta gradient")?;
         py.detach(|| self.norm.backward(x, gy, s, gx, gscale, gshift))
             .map_err(to_py)
+    }
+}
+
+/// One activation over buffers of `len` elements: `OnednnActivation(kind, len, training)`,
+/// `kind` one of "relu", "sigmoid", "tanh", "softrelu".
+#[pyclass(frozen, module = "mxrs._native")]
+pub(crate) struct OnednnActivation {
+    op: Eltwise,
+}
+
+#[pymethods]
+impl OnednnActivation {
+    #[new]
+    fn new(py: Python<'_>, kind: &str, len: i64, training: bool) -> PyResult<OnednnActivation> {
+        let d = loaded()?;
+        let kind = match kind {
+            "relu" => Activation::Relu,
+            "sigmoid" => Activation::Sigmoid,
+            "tanh" => Activation::Tanh,
+            "softrelu" => Activation::SoftRelu,
+            other => return Err(KernelError::new_err(format!("no activation {other:?}"))),
+        };
+        let op = py
+            .detach(|| Eltwise::new(d, kind, len, training))
+            .map_err(to_py)?;
+        Ok(OnednnActivation { op })
+    }
+
+    /// The implementation oneDNN chose.
+    #[getter]
+    fn implementation(&self) -> String {
+        self.op.implementation().to_string()
+    }
+
+    /// Writes `f(x)` into `y`.
+    fn forward(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        mut y: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let x = view(&x, "data")?;
+        let y = view_mut(&mut y, "output")?;
+        py.detach(|| self.op.forward(x, y)).map_err(to_py)
+    }
+
+    /// Writes the input gradient `gx` for `gy`; `data` is the forward output (relu, sigmoid,
+    /// tanh) or input (softrelu).
+    fn backward(
+        &self,
+        py: Python<'_>,
+        data: PyReadonlyArrayDyn<'_, f32>,
+        gy: PyReadonlyArrayDyn<'_, f32>,
+        mut gx: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let (data, gy) = (view(&data, "data")?, view(&gy, "gradient")?);
+        let gx = view_mut(&mut gx, "data gradient")?;
+        py.detach(|| self.op.backward(data, gy, gx)).map_err(to_py)
     }
 }

@@ -27,10 +27,11 @@ from typing import Any
 
 from ..base import KernelError
 from . import portable
-from ._types import ConvGeometry, ConvKernels, NormKernels, PoolGeometry, PoolKernels
+from ._types import ActKernels, ConvGeometry, ConvKernels, NormKernels, PoolGeometry, PoolKernels
 
 __all__ = [
     "ONEDNN_OPS",
+    "ActKernels",
     "ConvGeometry",
     "ConvKernels",
     "PoolGeometry",
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 #: Operators the oneDNN provider serves (float32 on the CPU).
-ONEDNN_OPS = frozenset({"Convolution", "Pooling", "BatchNorm"})
+ONEDNN_OPS = frozenset({"Convolution", "Pooling", "BatchNorm", "Activation"})
 
 _CHOICES = ("auto", "numpy", "onednn")
 

@@ -75,3 +75,13 @@ class NormKernels(Protocol):
         ``stats`` is None, then scaled by ``gamma`` and shifted by ``beta``; ``grad`` gives
         ``(gx, ggamma, gbeta)``."""
         ...
+
+
+class ActKernels(Protocol):
+    """A provider of elementwise activations: 'relu', 'sigmoid', 'tanh', 'softrelu'."""
+
+    name: str
+
+    def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
+        """``kind(x)`` and the closure giving ``(gx,)``."""
+        ...

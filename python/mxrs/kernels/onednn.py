@@ -1,5 +1,5 @@
-"""The oneDNN provider: oneDNN's CPU primitives for float32 convolution, pooling and batch
-normalisation.
+"""The oneDNN provider: oneDNN's CPU primitives for float32 convolution, pooling, batch
+normalisation and activations.
 
 oneDNN is loaded from the ``onednn-cpu-gomp`` package (``libdnnl.so.3`` in the environment's
 ``lib``), or from ``MXRS_ONEDNN_LIBRARY``, by the Rust extension (``mxrs._native``), which
@@ -27,6 +27,9 @@ __all__ = ["OnednnKernels", "CACHE_SIZE", "library_candidates"]
 
 #: Kernels kept built at once (each holds its primitives; a model has a few dozen shapes).
 CACHE_SIZE = 512
+
+#: Activations of smaller arrays run on NumPy (a oneDNN call costs a few microseconds).
+ACTIVATION_MIN = 4096
 
 _LIB = "libdnnl.so.3"
 
@@ -57,6 +60,15 @@ def _load() -> str:
         "oneDNN could not be loaded (pip install onednn-cpu-gomp, or set MXRS_ONEDNN_LIBRARY): "
         + "; ".join(errors)
     )
+
+
+def _inference_only(what: str) -> Grad:
+    """The gradient closure of a kernel that ran without recording: an error if called."""
+
+    def grad(g: Any, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        raise KernelError(f"this {what} ran for inference; record it to train")
+
+    return grad
 
 
 class OnednnKernels:
@@ -119,11 +131,9 @@ class OnednnKernels:
         k.forward(x, w, b, y)
         has_bias = b is not None
         if not train:
-            x = w = None
+            return y, _inference_only("convolution")
 
         def grad(g, needs):
-            if x is None:
-                raise KernelError("this convolution ran for inference; record it to train")
             gx = numpy.empty_like(x) if needs[0] else None
             gw = numpy.empty_like(w) if needs[1] else None
             gb = numpy.empty(w.shape[0], numpy.float32) if has_bias and needs[2] else None
@@ -168,6 +178,41 @@ class OnednnKernels:
 
         return y, grad
 
+    def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
+        """oneDNN's activation gradients (and sigmoid's forward pass) over the whole buffer.
+
+        ReLU and tanh run forward on NumPy, as fast on one thread, and NumPy's ReLU passes NaN
+        on as MXNet's does (oneDNN's gives 0); a NaN output then gets a NaN gradient. Softrelu,
+        whose oneDNN form loses digits far into the negative tail, and arrays of fewer than
+        :data:`ACTIVATION_MIN` elements stay on NumPy."""
+        if kind not in ("relu", "sigmoid", "tanh") or x.size < ACTIVATION_MIN:
+            return self._fallback.activation(x, kind, train)
+        n = x.size
+        k = self._kernel(("act", kind, n, train), lambda: _native.OnednnActivation(kind, n, train))
+        if k is None:
+            return self._fallback.activation(x, kind, train)
+        if kind == "sigmoid":
+            x = numpy.ascontiguousarray(x)
+            y = numpy.empty_like(x)
+            k.forward(x, y)
+        elif kind == "relu":
+            y = numpy.maximum(x, 0)
+        else:
+            y = numpy.tanh(x)
+        if not train:
+            return y, _inference_only("activation")
+
+        def grad(g, needs):
+            gx = numpy.empty_like(y)
+            k.backward(y, numpy.ascontiguousarray(g, numpy.float32), gx)
+            # y >= 0 or NaN, so its sum is NaN exactly when some element is
+            if kind == "relu" and numpy.isnan(numpy.sum(y)):
+                nan = numpy.isnan(y)
+                gx[nan] = y[nan]
+            return (gx,)
+
+        return y, grad
+
     def batch_norm(
         self,
         x: Any,
@@ -201,11 +246,9 @@ class OnednnKernels:
         y = numpy.empty_like(x)
         k.forward(x, gamma, beta, mean, var, y)
         if not train:
-            x = None
+            return y, mean, var, _inference_only("batch norm")
 
         def grad(gy, needs):
-            if x is None:
-                raise KernelError("this batch norm ran for inference; record it to train")
             gx = numpy.empty_like(x)
             ggamma = numpy.empty_like(gamma)
             gbeta = numpy.empty_like(gamma)

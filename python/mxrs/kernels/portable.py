@@ -227,6 +227,40 @@ class Portable:
 
         return y, mean, var, grad
 
+    def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
+        """ReLU, sigmoid, tanh or softrelu in array operations."""
+        xp = self.xp
+        if kind == "relu":
+            y = xp.maximum(x, 0)
+
+            def grad(g, needs):
+                # NaN in, NaN gradient out, as MXNet's kernel gives.
+                return (xp.where(xp.isnan(y), y, g * (y > 0)),)
+
+        elif kind == "sigmoid":
+            y = xp.tanh(x * 0.5)
+            y += 1
+            y *= 0.5
+
+            def grad(g, needs):
+                return (g * (y * (1 - y)),)
+
+        elif kind == "tanh":
+            y = xp.tanh(x)
+
+            def grad(g, needs):
+                return (g * (1 - y * y),)
+
+        elif kind == "softrelu":
+            y = xp.logaddexp(0, x)
+
+            def grad(g, needs):
+                return (g * (0.5 * (1 + xp.tanh(x * 0.5))),)
+
+        else:
+            raise ValueError(f"unknown activation {kind!r}")
+        return y, grad
+
 
 def _reduce(xp, x, axis, k, s, n, is_max):
     if k == 1:

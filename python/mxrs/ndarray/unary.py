@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import kernels
 from ..base import MXNetError
 from ._op import Op, apply, as_method, unbroadcast
 
@@ -175,47 +176,34 @@ class _NoGrad(Op):
         return None
 
 
-class _Relu(Op):
+class _Activation(Op):
+    """An activation whose arithmetic a kernel provider serves (:mod:`mxrs.kernels`)."""
+
+    kind = ""
+
     def forward(self, x):
-        self.y = y = self.xp.maximum(x, 0)
+        k = kernels.select("Activation", self.be, x.dtype)
+        y, self.grad = k.activation(x, self.kind, True in self.needs)
         return y
 
     def backward(self, g):
-        # NaN in, NaN gradient out, as MXNet's kernel gives.
-        return self.xp.where(self.xp.isnan(self.y), self.y, g * (self.y > 0))
+        return self.grad(g, self.needs)[0]
 
 
-class _Sigmoid(Op):
-    def forward(self, x):
-        xp = self.xp
-        y = xp.tanh(x * 0.5)
-        y += 1
-        y *= 0.5
-        self.y = y
-        return y
-
-    def backward(self, g):
-        y = self.y
-        return g * (y * (1 - y))
+class _Relu(_Activation):
+    kind = "relu"
 
 
-class _Tanh(Op):
-    def forward(self, x):
-        self.y = self.xp.tanh(x)
-        return self.y
-
-    def backward(self, g):
-        y = self.y
-        return g * (1 - y * y)
+class _Sigmoid(_Activation):
+    kind = "sigmoid"
 
 
-class _Softrelu(Op):
-    def forward(self, x):
-        self.x = x
-        return self.xp.logaddexp(0, x)
+class _Tanh(_Activation):
+    kind = "tanh"
 
-    def backward(self, g):
-        return g * (0.5 * (1 + self.xp.tanh(self.x * 0.5)))
+
+class _Softrelu(_Activation):
+    kind = "softrelu"
 
 
 class _Softsign(Op):
