@@ -310,9 +310,15 @@ def test_kernel_rejects_buffers_that_do_not_fit():
     y = np.empty((1, 3, 2, 2), np.float32)
     k.forward(x, w, None, y)
     assert (y == 18).all()
-    with pytest.raises(KernelError, match="buffer of 31 elements where the kernel needs 32"):
-        k.forward(np.ones(31, np.float32), w, None, y)
-    with pytest.raises(KernelError, match="C-contiguous"):
+    with pytest.raises(
+        KernelError, match=r"strides \[24, 12, 3, 1\] do not lay out \[1, 2, 4, 4\]"
+    ):
+        k.forward(np.ones((1, 2, 4, 3), np.float32), w, None, y)
+    with pytest.raises(KernelError, match=r"array of 1 dimensions where the kernel takes \[1, 2"):
+        k.forward(np.ones(32, np.float32), w, None, y)
+    with pytest.raises(KernelError, match="buffer of 17 elements where the kernel needs 54"):
+        k.forward(x, np.ones(17, np.float32), None, y)
+    with pytest.raises(KernelError, match="must be a dense float32 array"):
         k.forward(np.ones((1, 2, 4, 8), np.float32)[..., ::2], w, None, y)
     with pytest.raises(KernelError, match="bias given to a kernel built without one"):
         k.forward(x, w, np.ones(3, np.float32), y)
@@ -326,7 +332,9 @@ def test_kernel_rejects_buffers_that_do_not_fit():
     with pytest.raises(KernelError, match="built for inference"):
         infer.backward(x, w, y, np.empty_like(x), None, None)
     with pytest.raises(KernelError, match="no pooling kind"):
-        _native.OnednnPool([1, 2, 4, 4], "median", [2, 2], [2, 2], [0, 0], [0, 0], False)
+        _native.OnednnPool(
+            [1, 2, 4, 4], [32, 16, 4, 1], "median", [2, 2], [2, 2], [0, 0], [0, 0], False
+        )
 
 
 def run_python(code, **env):

@@ -123,6 +123,7 @@ class OnednnPool:
     def __init__(
         self,
         src: Sequence[int],
+        src_strides: Sequence[int],
         kind: str,
         kernel: Sequence[int],
         stride: Sequence[int],
@@ -141,7 +142,12 @@ class OnednnPool:
 
 class OnednnBatchNorm:
     def __init__(
-        self, shape: Sequence[int], eps: float, use_global: bool, training: bool
+        self,
+        shape: Sequence[int],
+        strides: Sequence[int],
+        eps: float,
+        use_global: bool,
+        training: bool,
     ) -> None: ...
     @property
     def implementation(self) -> str: ...

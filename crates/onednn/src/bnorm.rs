@@ -2,12 +2,14 @@
 //! ones), the normalised output with scale and shift, and the gradients of all three.
 
 use crate::ffi;
-use crate::prim::{MemDesc, Memory, PrimDesc, Primitive};
+use crate::prim::{MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, same_layout};
 use crate::{Dnnl, DnnlError};
 
 /// One batch normalisation's primitives, built once for a shape.
 pub struct BatchNorm {
     channels: usize,
+    dims: Vec<i64>,
+    strides: Vec<i64>,
     data: MemDesc,
     stat: MemDesc,
     fwd: Primitive,
@@ -37,11 +39,13 @@ pub struct Stats<'a> {
 }
 
 impl BatchNorm {
-    /// `dims` is `(N, C, ...)`; `global` normalises with given statistics instead of the
+    /// `dims` is `(N, C, ...)` laid out by `strides` (every data argument shares that
+    /// layout); `global` normalises with given statistics instead of the
     /// batch's; `training` builds the backward primitive too.
     pub fn new(
         d: &'static Dnnl,
         dims: &[i64],
+        strides: &[i64],
         eps: f32,
         global: bool,
         training: bool,
@@ -49,7 +53,7 @@ impl BatchNorm {
         if dims.len() < 2 || dims.len() > 6 || dims.iter().any(|&v| v < 1) {
             return Err(DnnlError::Input(format!("batch norm of data {dims:?}")));
         }
-        let data = MemDesc::plain(d, dims)?;
+        let data = MemDesc::strided(d, dims, strides)?;
         let stat = MemDesc::plain(d, &[dims[1]])?;
         let mut flags = ffi::USE_SCALE | ffi::USE_SHIFT;
         if global {
@@ -96,6 +100,8 @@ impl BatchNorm {
         };
         Ok(BatchNorm {
             channels: dims[1] as usize,
+            dims: dims.to_vec(),
+            strides: strides.to_vec(),
             implementation: fwd_pd.implementation(),
             fwd: Primitive::new(&fwd_pd)?,
             data,
@@ -110,10 +116,24 @@ impl BatchNorm {
         &self.implementation
     }
 
-    /// Normalises `x` into `y`.
-    pub fn forward(&self, x: &[f32], y: &mut [f32], s: Stats<'_>) -> Result<(), DnnlError> {
-        let xm = Memory::lend(&self.data, x)?;
-        let ym = Memory::lend_mut(&self.data, y)?;
+    fn check(&self, strides: &[&[i64]]) -> Result<(), DnnlError> {
+        match strides
+            .iter()
+            .find(|st| !same_layout(&self.dims, &self.strides, st))
+        {
+            None => Ok(()),
+            Some(st) => Err(DnnlError::Input(format!(
+                "batch norm built for strides {:?}, given {st:?}",
+                self.strides
+            ))),
+        }
+    }
+
+    /// Normalises `x` into `y` (both in the kernel's layout).
+    pub fn forward(&self, x: Tensor<'_>, y: TensorMut<'_>, s: Stats<'_>) -> Result<(), DnnlError> {
+        self.check(&[x.strides, y.strides])?;
+        let xm = Memory::lend(&self.data, x.data)?;
+        let ym = Memory::lend_mut(&self.data, y.data)?;
         let scale = Memory::lend(&self.stat, s.scale)?;
         let shift = Memory::lend(&self.stat, s.shift)?;
         let mean = Memory::lend_mut(&self.stat, s.mean)?;
@@ -129,14 +149,14 @@ impl BatchNorm {
     }
 
     /// The gradients of the data (`gx`), the scale and the shift for `gy`, given the forward
-    /// pass's input and statistics.
+    /// pass's input and statistics (every data argument in the kernel's layout).
     #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
-        x: &[f32],
-        gy: &[f32],
+        x: Tensor<'_>,
+        gy: Tensor<'_>,
         s: Stats<'_>,
-        gx: &mut [f32],
+        gx: TensorMut<'_>,
         gscale: &mut [f32],
         gshift: &mut [f32],
     ) -> Result<(), DnnlError> {
@@ -146,9 +166,10 @@ impl BatchNorm {
             ));
         };
         let _ = self.global;
-        let xm = Memory::lend(&self.data, x)?;
-        let gym = Memory::lend(&self.data, gy)?;
-        let gxm = Memory::lend_mut(&self.data, gx)?;
+        self.check(&[x.strides, gy.strides, gx.strides])?;
+        let xm = Memory::lend(&self.data, x.data)?;
+        let gym = Memory::lend(&self.data, gy.data)?;
+        let gxm = Memory::lend_mut(&self.data, gx.data)?;
         let scale = Memory::lend(&self.stat, s.scale)?;
         let mean = Memory::lend_mut(&self.stat, s.mean)?;
         let var = Memory::lend_mut(&self.stat, s.var)?;

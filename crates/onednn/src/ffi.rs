@@ -148,6 +148,8 @@ api! {
     dnnl_stream_create: fn(*mut Handle, Handle, c_uint) -> Status;
     dnnl_stream_wait: fn(Handle) -> Status;
     dnnl_memory_desc_create_with_tag: fn(*mut Handle, c_int, *const Dim, c_int, c_int) -> Status;
+    dnnl_memory_desc_create_with_strides: fn(*mut Handle, c_int, *const Dim, c_int, *const Dim)
+        -> Status;
     dnnl_memory_desc_clone: fn(*mut Handle, ConstHandle) -> Status;
     dnnl_memory_desc_destroy: fn(Handle) -> Status;
     dnnl_memory_desc_equal: fn(ConstHandle, ConstHandle) -> c_int;

@@ -22,6 +22,8 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
+pub use prim::{Tensor, TensorMut, channels_last_strides, plain_strides};
+
 /// What can go wrong with oneDNN.
 #[derive(Debug, thiserror::Error)]
 pub enum DnnlError {

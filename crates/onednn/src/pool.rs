@@ -2,7 +2,9 @@
 //! MXNet's padding (symmetric, plus extra at the high end for its 'full' convention).
 
 use crate::ffi;
-use crate::prim::{MemDesc, Memory, Port, PrimDesc, Primitive, dims_of};
+use crate::prim::{
+    MemDesc, Memory, Port, PrimDesc, Primitive, Tensor, TensorMut, dims_of, same_layout,
+};
 use crate::{Dnnl, DnnlError};
 
 /// How a window is reduced.
@@ -20,6 +22,9 @@ pub enum PoolKind {
 pub struct PoolSpec {
     /// `(N, C, *spatial)`.
     pub src: Vec<i64>,
+    /// The input's strides in elements (row-major, channels-last, ...): the primitive
+    /// computes in this layout.
+    pub src_strides: Vec<i64>,
     pub kind: PoolKind,
     pub kernel: Vec<i64>,
     pub stride: Vec<i64>,
@@ -62,6 +67,7 @@ impl PoolSpec {
 
 /// One pooling's primitives, built once for its [`PoolSpec`].
 pub struct Pool {
+    spec: PoolSpec,
     dst: Vec<i64>,
     fwd: Primitive,
     src: MemDesc,
@@ -91,7 +97,7 @@ impl Pool {
         let dilation = dims_of(&vec![0; nd])?;
         let (pad_l, pad_r) = (dims_of(&spec.pad_l)?, dims_of(&spec.pad_r)?);
         let detail = || format!("{spec:?}");
-        let src = MemDesc::plain(d, &spec.src)?;
+        let src = MemDesc::strided(d, &spec.src, &spec.src_strides)?;
         let d_any = MemDesc::any(d, &dst)?;
         let prop = if spec.training {
             ffi::FORWARD_TRAINING
@@ -126,7 +132,7 @@ impl Pool {
             None
         };
         let bwd = if spec.training {
-            let gsrc = MemDesc::plain(d, &spec.src)?;
+            let gsrc = MemDesc::strided(d, &spec.src, &spec.src_strides)?;
             let bwd_pd = PrimDesc::create(d, "pooling gradient", &detail, |raw| {
                 // SAFETY: as above; `fwd_pd` is the live hint.
                 unsafe {
@@ -153,6 +159,7 @@ impl Pool {
             None
         };
         Ok(Pool {
+            spec,
             out: Port::output(d, &dst, out_md)?,
             fwd: Primitive::new(&fwd_pd)?,
             src,
@@ -178,15 +185,26 @@ impl Pool {
         self.workspace.as_ref().map_or(0, MemDesc::bytes)
     }
 
+    fn check_src(&self, strides: &[i64]) -> Result<(), DnnlError> {
+        if !same_layout(&self.spec.src, &self.spec.src_strides, strides) {
+            return Err(DnnlError::Input(format!(
+                "pooling built for strides {:?}, given {strides:?}",
+                self.spec.src_strides
+            )));
+        }
+        Ok(())
+    }
+
     /// Pools `x` into `y`; a training kernel with a workspace fills `ws` for [`Pool::backward`].
     pub fn forward(
         &self,
-        x: &[f32],
-        y: &mut [f32],
+        x: Tensor<'_>,
+        y: TensorMut<'_>,
         ws: Option<&mut [u8]>,
     ) -> Result<(), DnnlError> {
-        let xm = Memory::lend(&self.src, x)?;
-        let sink = self.out.sink(y)?;
+        self.check_src(x.strides)?;
+        let xm = Memory::lend(&self.src, x.data)?;
+        let sink = self.out.sink(y.data, y.strides)?;
         let wsm = match (&self.workspace, ws) {
             (Some(md), Some(ws)) => Some(Memory::lend_bytes(md, ws)?),
             (None, None) => None,
@@ -204,17 +222,17 @@ impl Pool {
     /// The input gradient `gx` for the output gradient `gy` (and the forward pass's `ws`).
     pub fn backward(
         &self,
-        gy: &[f32],
+        gy: Tensor<'_>,
         ws: Option<&mut [u8]>,
-        gx: &mut [f32],
+        gx: TensorMut<'_>,
     ) -> Result<(), DnnlError> {
         let Some((prim, gy_port, gx_port)) = &self.bwd else {
             return Err(DnnlError::Input(
                 "the gradient of a pooling built for inference".into(),
             ));
         };
-        let gym = gy_port.feed(gy)?;
-        let sink = gx_port.sink(gx)?;
+        let gym = gy_port.feed(gy.data, gy.strides)?;
+        let sink = gx_port.sink(gx.data, gx.strides)?;
         let wsm = match (&self.workspace, ws) {
             (Some(md), Some(ws)) => Some(Memory::lend_bytes(md, ws)?),
             (None, None) => None,

@@ -4,6 +4,9 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::marker::PhantomData;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use crate::ffi::{self, Dim, Handle};
 use crate::{Dnnl, DnnlError};
@@ -16,6 +19,59 @@ pub(crate) fn dims_of(dims: &[i64]) -> Result<ffi::Dims, DnnlError> {
     }
     out[..dims.len()].copy_from_slice(dims);
     Ok(out)
+}
+
+/// A caller's dense `f32` buffer and its strides in elements (any permutation of a row-major
+/// layout: NCHW, NHWC, ...).
+#[derive(Debug, Clone, Copy)]
+pub struct Tensor<'a> {
+    pub data: &'a [f32],
+    pub strides: &'a [i64],
+}
+
+/// A caller's dense `f32` buffer to write, and its strides in elements.
+#[derive(Debug)]
+pub struct TensorMut<'a> {
+    pub data: &'a mut [f32],
+    pub strides: &'a [i64],
+}
+
+/// The strides (in elements) of dense row-major data of `dims`.
+pub fn plain_strides(dims: &[Dim]) -> Vec<Dim> {
+    let mut st = vec![1; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        st[i] = st[i + 1] * dims[i + 1].max(1);
+    }
+    st
+}
+
+/// The strides of channels-last data of `(N, C, *spatial)` dims: C varies fastest.
+pub fn channels_last_strides(dims: &[Dim]) -> Vec<Dim> {
+    if dims.len() < 3 {
+        return plain_strides(dims);
+    }
+    // the order N, *spatial, C as a row-major array, read back in (N, C, *spatial) order
+    let mut order: Vec<usize> = vec![0];
+    order.extend(2..dims.len());
+    order.push(1);
+    let permuted: Vec<Dim> = order.iter().map(|&i| dims[i]).collect();
+    let pst = plain_strides(&permuted);
+    let mut st = vec![0; dims.len()];
+    for (k, &i) in order.iter().enumerate() {
+        st[i] = pst[k];
+    }
+    st
+}
+
+/// True when two stride lists address the same elements of `dims` (dims of size 1 are never
+/// stepped along, so their strides do not matter).
+pub fn same_layout(dims: &[Dim], a: &[Dim], b: &[Dim]) -> bool {
+    a.len() == dims.len()
+        && b.len() == dims.len()
+        && dims
+            .iter()
+            .zip(a.iter().zip(b))
+            .all(|(&n, (x, y))| n == 1 || x == y)
 }
 
 /// An owned memory descriptor.
@@ -48,6 +104,39 @@ impl MemDesc {
             .get(dims.len().wrapping_sub(1))
             .ok_or_else(|| DnnlError::Input(format!("{} dimensions", dims.len())))?;
         MemDesc::with_tag(d, dims, tag)
+    }
+
+    /// Dense `f32` data of `dims` laid out by `strides` (in elements).
+    pub(crate) fn strided(
+        d: &'static Dnnl,
+        dims: &[Dim],
+        strides: &[Dim],
+    ) -> Result<MemDesc, DnnlError> {
+        let a = dims_of(dims)?;
+        let st = dims_of(strides)?;
+        if strides.len() != dims.len() {
+            return Err(DnnlError::Input(format!(
+                "strides {strides:?} for dims {dims:?}"
+            )));
+        }
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: `a` and `st` hold `dims.len()` values; `raw` receives a new descriptor.
+        let s = unsafe {
+            (d.api.dnnl_memory_desc_create_with_strides)(
+                &mut raw,
+                dims.len() as c_int,
+                a.as_ptr(),
+                ffi::F32,
+                st.as_ptr(),
+            )
+        };
+        d.check("dnnl_memory_desc_create_with_strides", s)?;
+        Ok(MemDesc { d, raw })
+    }
+
+    /// Channels-last `f32` data of `(N, C, *spatial)` dims (`nwc`, `nhwc`, `ndhwc`).
+    pub(crate) fn channels_last(d: &'static Dnnl, dims: &[Dim]) -> Result<MemDesc, DnnlError> {
+        MemDesc::strided(d, dims, &channels_last_strides(dims))
     }
 
     /// `f32` data of `dims` in whatever layout the primitive prefers.
@@ -305,49 +394,138 @@ fn reorder(d: &'static Dnnl, from: &MemDesc, to: &MemDesc) -> Result<Primitive, 
     Primitive::new(&pd)
 }
 
-/// One tensor argument of a primitive: the caller's dense layout, the layout the primitive
-/// chose, and the reorder between them when they differ.
-pub(crate) struct Port {
-    pub(crate) user: MemDesc,
-    pub(crate) inner: MemDesc,
+/// A caller's layout of one argument and the reorder between it and the primitive's.
+struct Layout {
+    strides: Vec<Dim>,
+    user: MemDesc,
     reorder: Option<Primitive>,
 }
 
+/// Layouts a port remembers (a model passes one or two per argument).
+const LAYOUTS: usize = 8;
+
+/// One tensor argument of a primitive: the layout the primitive computes in, and the
+/// caller's dense layouts of it (row-major, channels-last, any permutation), each with the
+/// reorder between the two when they differ.
+pub(crate) struct Port {
+    d: &'static Dnnl,
+    dims: Vec<Dim>,
+    pub(crate) inner: MemDesc,
+    /// The inner layout's strides when it is a dense layout a caller can hold.
+    inner_strides: Option<Vec<Dim>>,
+    /// True when the primitive writes this argument (reorders run inner -> caller).
+    output: bool,
+    layouts: Mutex<Vec<Arc<Layout>>>,
+}
+
 impl Port {
-    /// An argument the primitive reads: the caller's data is reordered in when needed.
-    pub(crate) fn input(d: &'static Dnnl, dims: &[Dim], inner: MemDesc) -> Result<Port, DnnlError> {
-        let user = MemDesc::plain(d, dims)?;
-        let reorder = (!user.same(&inner))
-            .then(|| reorder(d, &user, &inner))
-            .transpose()?;
+    fn new(
+        d: &'static Dnnl,
+        dims: &[Dim],
+        inner: MemDesc,
+        output: bool,
+    ) -> Result<Port, DnnlError> {
+        let inner_strides = [plain_strides(dims), channels_last_strides(dims)]
+            .into_iter()
+            .find(|st| MemDesc::strided(d, dims, st).is_ok_and(|md| md.same(&inner)));
         Ok(Port {
-            user,
+            d,
+            dims: dims.to_vec(),
             inner,
-            reorder,
+            inner_strides,
+            output,
+            layouts: Mutex::new(Vec::new()),
         })
     }
 
-    /// An argument the primitive writes: reordered out to the caller's buffer when needed.
+    /// An argument the primitive reads.
+    pub(crate) fn input(d: &'static Dnnl, dims: &[Dim], inner: MemDesc) -> Result<Port, DnnlError> {
+        Port::new(d, dims, inner, false)
+    }
+
+    /// An argument the primitive writes.
     pub(crate) fn output(
         d: &'static Dnnl,
         dims: &[Dim],
         inner: MemDesc,
     ) -> Result<Port, DnnlError> {
-        let user = MemDesc::plain(d, dims)?;
-        let reorder = (!user.same(&inner))
-            .then(|| reorder(d, &inner, &user))
-            .transpose()?;
-        Ok(Port {
-            user,
-            inner,
-            reorder,
-        })
+        Port::new(d, dims, inner, true)
     }
 
-    /// The memory the primitive reads `data` from.
-    pub(crate) fn feed<'a>(&self, data: &'a [f32]) -> Result<Memory<'a>, DnnlError> {
-        let user = Memory::lend(&self.user, data)?;
-        match &self.reorder {
+    /// True when data laid out by `strides` is already in the primitive's layout; an error
+    /// for data of another number of dimensions.
+    fn direct(&self, strides: &[Dim]) -> Result<bool, DnnlError> {
+        if strides.len() != self.dims.len() {
+            return Err(DnnlError::Input(format!(
+                "an array of {} dimensions where the kernel takes {:?}",
+                strides.len(),
+                self.dims
+            )));
+        }
+        let mut axes: Vec<(Dim, Dim)> = strides
+            .iter()
+            .zip(&self.dims)
+            .filter(|(_, n)| **n > 1)
+            .map(|(s, n)| (*s, *n))
+            .collect();
+        axes.sort_unstable();
+        let mut next = 1;
+        for (s, n) in axes {
+            if s != next {
+                return Err(DnnlError::Input(format!(
+                    "strides {strides:?} do not lay out {:?} densely",
+                    self.dims
+                )));
+            }
+            next *= n;
+        }
+        Ok(self
+            .inner_strides
+            .as_ref()
+            .is_some_and(|st| same_layout(&self.dims, st, strides)))
+    }
+
+    /// The caller's layout `strides`, with its reorder (built on first use).
+    fn layout(&self, strides: &[Dim]) -> Result<Arc<Layout>, DnnlError> {
+        let mut layouts = self.layouts.lock();
+        if let Some(l) = layouts
+            .iter()
+            .find(|l| same_layout(&self.dims, &l.strides, strides))
+        {
+            return Ok(l.clone());
+        }
+        let user = MemDesc::strided(self.d, &self.dims, strides)?;
+        let reorder = if user.same(&self.inner) {
+            None
+        } else if self.output {
+            Some(reorder(self.d, &self.inner, &user)?)
+        } else {
+            Some(reorder(self.d, &user, &self.inner)?)
+        };
+        let l = Arc::new(Layout {
+            strides: strides.to_vec(),
+            user,
+            reorder,
+        });
+        if layouts.len() == LAYOUTS {
+            layouts.remove(0);
+        }
+        layouts.push(l.clone());
+        Ok(l)
+    }
+
+    /// The memory the primitive reads `data` (laid out by `strides`) from.
+    pub(crate) fn feed<'a>(
+        &self,
+        data: &'a [f32],
+        strides: &[Dim],
+    ) -> Result<Memory<'a>, DnnlError> {
+        if self.direct(strides)? {
+            return Memory::lend(&self.inner, data);
+        }
+        let l = self.layout(strides)?;
+        let user = Memory::lend(&l.user, data)?;
+        match &l.reorder {
             None => Ok(user),
             Some(r) => {
                 let inner = Memory::alloc(&self.inner)?;
@@ -357,17 +535,29 @@ impl Port {
         }
     }
 
-    /// The memory the primitive writes into, then [`Sink::finish`] to land it in `data`.
-    pub(crate) fn sink<'a>(&'a self, data: &'a mut [f32]) -> Result<Sink<'a>, DnnlError> {
-        let user = Memory::lend_mut(&self.user, data)?;
-        Ok(match &self.reorder {
+    /// The memory the primitive writes into, then [`Sink::finish`] to land it in `data`
+    /// (laid out by `strides`).
+    pub(crate) fn sink<'a>(
+        &self,
+        data: &'a mut [f32],
+        strides: &[Dim],
+    ) -> Result<Sink<'a>, DnnlError> {
+        if self.direct(strides)? {
+            return Ok(Sink {
+                mem: Memory::lend_mut(&self.inner, data)?,
+                out: None,
+            });
+        }
+        let l = self.layout(strides)?;
+        let user = Memory::lend_mut(&l.user, data)?;
+        Ok(match &l.reorder {
             None => Sink {
                 mem: user,
                 out: None,
             },
-            Some(r) => Sink {
+            Some(_) => Sink {
                 mem: Memory::alloc(&self.inner)?,
-                out: Some((user, r)),
+                out: Some((user, l)),
             },
         })
     }
@@ -376,13 +566,15 @@ impl Port {
 /// Where a primitive writes one output (see [`Port::sink`]).
 pub(crate) struct Sink<'a> {
     pub(crate) mem: Memory<'a>,
-    out: Option<(Memory<'a>, &'a Primitive)>,
+    out: Option<(Memory<'a>, Arc<Layout>)>,
 }
 
 impl Sink<'_> {
     /// Reorders the result into the caller's buffer when the primitive wrote elsewhere.
     pub(crate) fn finish(self) -> Result<(), DnnlError> {
-        if let Some((user, r)) = &self.out {
+        if let Some((user, l)) = &self.out
+            && let Some(r) = &l.reorder
+        {
             r.run(&[(ffi::ARG_FROM, &self.mem), (ffi::ARG_TO, user)])?;
         }
         Ok(())

@@ -5,7 +5,7 @@ use mxrs_onednn::bnorm::{BatchNorm, Stats};
 use mxrs_onednn::conv::{Conv, ConvSpec};
 use mxrs_onednn::eltwise::{Activation, Eltwise};
 use mxrs_onednn::pool::{Pool, PoolKind, PoolSpec};
-use mxrs_onednn::{DnnlError, load};
+use mxrs_onednn::{DnnlError, Tensor, TensorMut, load};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
 use pyo3::prelude::*;
 
@@ -28,6 +28,91 @@ fn view<'a>(a: &'a PyReadonlyArrayDyn<'_, f32>, what: &str) -> PyResult<&'a [f32
 fn view_mut<'a>(a: &'a mut PyReadwriteArrayDyn<'_, f32>, what: &str) -> PyResult<&'a mut [f32]> {
     a.as_slice_mut()
         .map_err(|_| KernelError::new_err(format!("{what} must be a C-contiguous float32 array")))
+}
+
+/// The strides (in elements) of an array of `shape` and `strides` (in elements) whose
+/// elements fill one block of memory in some axis order (row-major, channels-last, ...),
+/// else None.
+fn dense_strides(shape: &[usize], strides: &[isize]) -> Option<Vec<i64>> {
+    let mut axes: Vec<(isize, usize)> = strides
+        .iter()
+        .zip(shape)
+        .filter(|(_, n)| **n > 1)
+        .map(|(s, n)| (*s, *n))
+        .collect();
+    axes.sort_unstable();
+    let mut next = 1isize;
+    for (s, n) in axes {
+        if s != next {
+            return None;
+        }
+        next = next.checked_mul(n as isize)?;
+    }
+    // Axes of size 1 are never stepped along, and NumPy gives them any stride: give them the
+    // one a row-major array would have next to their inner neighbour, so that two arrays with
+    // one element order have equal strides.
+    let mut out: Vec<i64> = strides.iter().map(|&s| s as i64).collect();
+    for i in (0..out.len()).rev() {
+        if shape[i] == 1 {
+            out[i] = out.get(i + 1).map_or(1, |s| s * shape[i + 1] as i64);
+        }
+    }
+    Some(out)
+}
+
+fn not_dense(what: &str) -> PyErr {
+    KernelError::new_err(format!(
+        "{what} must be a dense float32 array (row-major or another axis order)"
+    ))
+}
+
+/// A dense array's elements as one buffer, with its strides.
+struct Dense<'a> {
+    data: &'a [f32],
+    strides: Vec<i64>,
+}
+
+impl Dense<'_> {
+    fn t(&self) -> Tensor<'_> {
+        Tensor {
+            data: self.data,
+            strides: &self.strides,
+        }
+    }
+}
+
+/// A dense array to write, as one buffer with its strides.
+struct DenseMut<'a> {
+    data: &'a mut [f32],
+    strides: Vec<i64>,
+}
+
+impl DenseMut<'_> {
+    fn t(&mut self) -> TensorMut<'_> {
+        TensorMut {
+            data: self.data,
+            strides: &self.strides,
+        }
+    }
+}
+
+fn dense<'a>(a: &'a PyReadonlyArrayDyn<'_, f32>, what: &str) -> PyResult<Dense<'a>> {
+    let v = a.as_array();
+    let strides = dense_strides(v.shape(), v.strides()).ok_or_else(|| not_dense(what))?;
+    // SAFETY: the array is borrowed for 'a, and its elements fill exactly `len` consecutive
+    // floats from its first one (checked above: positive strides of a dense axis order).
+    let data = unsafe { std::slice::from_raw_parts(v.as_ptr(), v.len()) };
+    Ok(Dense { data, strides })
+}
+
+fn dense_mut<'a>(a: &'a mut PyReadwriteArrayDyn<'_, f32>, what: &str) -> PyResult<DenseMut<'a>> {
+    let mut v = a.as_array_mut();
+    let strides = dense_strides(v.shape(), v.strides()).ok_or_else(|| not_dense(what))?;
+    let len = v.len();
+    // SAFETY: the array is borrowed mutably for 'a, and its elements fill exactly `len`
+    // consecutive floats from its first one (checked above).
+    let data = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr(), len) };
+    Ok(DenseMut { data, strides })
 }
 
 fn loaded() -> PyResult<&'static mxrs_onednn::Dnnl> {
@@ -108,10 +193,11 @@ impl OnednnConv {
         b: Option<PyReadonlyArrayDyn<'_, f32>>,
         mut y: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
-        let (x, w) = (view(&x, "data")?, view(&w, "weight")?);
+        let (x, w) = (dense(&x, "data")?, view(&w, "weight")?);
         let b = b.as_ref().map(|b| view(b, "bias")).transpose()?;
-        let y = view_mut(&mut y, "output")?;
-        py.detach(|| self.conv.forward(x, w, b, y)).map_err(to_py)
+        let mut y = dense_mut(&mut y, "output")?;
+        py.detach(|| self.conv.forward(x.t(), w, b, y.t()))
+            .map_err(to_py)
     }
 
     /// Writes the gradients asked for (`gx`, `gw`, `gb`: arrays or None) given `gy`.
@@ -128,13 +214,13 @@ impl OnednnConv {
         mut gb: Option<PyReadwriteArrayDyn<'_, f32>>,
     ) -> PyResult<()> {
         let (x, w, gy) = (
-            view(&x, "data")?,
+            dense(&x, "data")?,
             view(&w, "weight")?,
-            view(&gy, "gradient")?,
+            dense(&gy, "gradient")?,
         );
-        let gx = gx
+        let mut gx = gx
             .as_mut()
-            .map(|a| view_mut(a, "data gradient"))
+            .map(|a| dense_mut(a, "data gradient"))
             .transpose()?;
         let gw = gw
             .as_mut()
@@ -144,13 +230,17 @@ impl OnednnConv {
             .as_mut()
             .map(|a| view_mut(a, "bias gradient"))
             .transpose()?;
-        py.detach(|| self.conv.backward(x, w, gy, gx, gw, gb))
-            .map_err(to_py)
+        py.detach(|| {
+            let gx = gx.as_mut().map(DenseMut::t);
+            self.conv.backward(x.t(), w, gy.t(), gx, gw, gb)
+        })
+        .map_err(to_py)
     }
 }
 
-/// One pooling: `OnednnPool(src, kind, kernel, stride, pad_l, pad_r, training)`, `kind` one
-/// of "max", "avg_include", "avg_exclude".
+/// One pooling: `OnednnPool(src, src_strides, kind, kernel, stride, pad_l, pad_r, training)`
+/// for input of shape `src` laid out by `src_strides` (elements), `kind` one of "max",
+/// "avg_include", "avg_exclude".
 #[pyclass(frozen, module = "mxrs._native")]
 pub(crate) struct OnednnPool {
     pool: Pool,
@@ -163,6 +253,7 @@ impl OnednnPool {
     fn new(
         py: Python<'_>,
         src: Vec<i64>,
+        src_strides: Vec<i64>,
         kind: &str,
         kernel: Vec<i64>,
         stride: Vec<i64>,
@@ -179,6 +270,7 @@ impl OnednnPool {
         };
         let spec = PoolSpec {
             src,
+            src_strides,
             kind,
             kernel,
             stride,
@@ -217,10 +309,11 @@ impl OnednnPool {
         mut y: PyReadwriteArrayDyn<'_, f32>,
         mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
     ) -> PyResult<()> {
-        let x = view(&x, "data")?;
-        let y = view_mut(&mut y, "output")?;
+        let x = dense(&x, "data")?;
+        let mut y = dense_mut(&mut y, "output")?;
         let ws = ws.as_mut().map(view_bytes).transpose()?;
-        py.detach(|| self.pool.forward(x, y, ws)).map_err(to_py)
+        py.detach(|| self.pool.forward(x.t(), y.t(), ws))
+            .map_err(to_py)
     }
 
     /// Writes the input gradient `gx` for `gy`.
@@ -232,14 +325,16 @@ impl OnednnPool {
         mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
         mut gx: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
-        let gy = view(&gy, "gradient")?;
-        let gx = view_mut(&mut gx, "data gradient")?;
+        let gy = dense(&gy, "gradient")?;
+        let mut gx = dense_mut(&mut gx, "data gradient")?;
         let ws = ws.as_mut().map(view_bytes).transpose()?;
-        py.detach(|| self.pool.backward(gy, ws, gx)).map_err(to_py)
+        py.detach(|| self.pool.backward(gy.t(), ws, gx.t()))
+            .map_err(to_py)
     }
 }
 
-/// One batch normalisation over axis 1: `OnednnBatchNorm(shape, eps, use_global, training)`.
+/// One batch normalisation over axis 1: `OnednnBatchNorm(shape, strides, eps, use_global,
+/// training)` for data of `shape` laid out by `strides` (elements).
 #[pyclass(frozen, module = "mxrs._native")]
 pub(crate) struct OnednnBatchNorm {
     norm: BatchNorm,
@@ -251,13 +346,14 @@ impl OnednnBatchNorm {
     fn new(
         py: Python<'_>,
         shape: Vec<i64>,
+        strides: Vec<i64>,
         eps: f32,
         use_global: bool,
         training: bool,
     ) -> PyResult<OnednnBatchNorm> {
         let d = loaded()?;
         let norm = py
-            .detach(|| BatchNorm::new(d, &shape, eps, use_global, training))
+            .detach(|| BatchNorm::new(d, &shape, &strides, eps, use_global, training))
             .map_err(to_py)?;
         Ok(OnednnBatchNorm { norm })
     }
@@ -282,15 +378,16 @@ impl OnednnBatchNorm {
         mut var: PyReadwriteArrayDyn<'_, f32>,
         mut y: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
-        let x = view(&x, "data")?;
+        let x = dense(&x, "data")?;
         let s = Stats {
             scale: view(&scale, "gamma")?,
             shift: view(&shift, "beta")?,
             mean: view_mut(&mut mean, "mean")?,
             var: view_mut(&mut var, "variance")?,
         };
-        let y = view_mut(&mut y, "output")?;
-        py.detach(|| self.norm.forward(x, y, s)).map_err(to_py)
+        let mut y = dense_mut(&mut y, "output")?;
+        py.detach(|| self.norm.forward(x.t(), y.t(), s))
+            .map_err(to_py)
     }
 
     /// Writes the gradients of the data, the scale and the shift for `gy`.
@@ -308,18 +405,30 @@ impl OnednnBatchNorm {
         mut gscale: PyReadwriteArrayDyn<'_, f32>,
         mut gshift: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
-        let (x, gy) = (view(&x, "data")?, view(&gy, "gradient")?);
+        let (x, gy) = (dense(&x, "data")?, dense(&gy, "gradient")?);
         let s = Stats {
             scale: view(&scale, "gamma")?,
             shift: &[],
             mean: view_mut(&mut mean, "mean")?,
             var: view_mut(&mut var, "variance")?,
         };
-        let gx = view_mut(&mut gx, "data gradient")?;
+        let mut gx = dense_mut(&mut gx, "data gradient")?;
         let gscale = view_mut(&mut gscale, "gamma gradient")?;
         let gshift = view_mut(&mut gshift, "beta gradient")?;
-        py.detach(|| self.norm.backward(x, gy, s, gx, gscale, gshift))
+        py.detach(|| self.norm.backward(x.t(), gy.t(), s, gx.t(), gscale, gshift))
             .map_err(to_py)
+    }
+}
+
+/// An error unless every array (of one shape) lays its elements out in the same order: an
+/// activation runs over raw buffers.
+fn same_order(strides: &[&Vec<i64>]) -> PyResult<()> {
+    if strides.windows(2).all(|w| w[0] == w[1]) {
+        Ok(())
+    } else {
+        Err(KernelError::new_err(format!(
+            "an activation's arrays must share one layout, got strides {strides:?}"
+        )))
     }
 }
 
@@ -361,9 +470,10 @@ impl OnednnActivation {
         x: PyReadonlyArrayDyn<'_, f32>,
         mut y: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
-        let x = view(&x, "data")?;
-        let y = view_mut(&mut y, "output")?;
-        py.detach(|| self.op.forward(x, y)).map_err(to_py)
+        let x = dense(&x, "data")?;
+        let y = dense_mut(&mut y, "output")?;
+        same_order(&[&x.strides, &y.strides])?;
+        py.detach(|| self.op.forward(x.data, y.data)).map_err(to_py)
     }
 
     /// Writes the input gradient `gx` for `gy`; `data` is the forward output (relu, sigmoid,
@@ -375,8 +485,10 @@ impl OnednnActivation {
         gy: PyReadonlyArrayDyn<'_, f32>,
         mut gx: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
-        let (data, gy) = (view(&data, "data")?, view(&gy, "gradient")?);
-        let gx = view_mut(&mut gx, "data gradient")?;
-        py.detach(|| self.op.backward(data, gy, gx)).map_err(to_py)
+        let (data, gy) = (dense(&data, "data")?, dense(&gy, "gradient")?);
+        let gx = dense_mut(&mut gx, "data gradient")?;
+        same_order(&[&data.strides, &gy.strides, &gx.strides])?;
+        py.detach(|| self.op.backward(data.data, gy.data, gx.data))
+            .map_err(to_py)
     }
 }

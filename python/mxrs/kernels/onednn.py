@@ -62,6 +62,51 @@ def _load() -> str:
     )
 
 
+def _dense(a: Any) -> Any:
+    """``a`` if its elements fill one block in some axis order (what oneDNN takes with its
+    strides: row-major, channels-last, ...), else a row-major float32 copy."""
+    if a.dtype != numpy.float32:
+        return numpy.ascontiguousarray(a, numpy.float32)
+    if a.flags.c_contiguous:
+        return a
+    expect = a.itemsize
+    for stride, n in sorted((s, n) for s, n in zip(a.strides, a.shape, strict=True) if n > 1):
+        if stride != expect:
+            return numpy.ascontiguousarray(a)
+        expect *= n
+    return a
+
+
+def _strides(a: Any) -> list[int]:
+    return [s // a.itemsize for s in a.strides]
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` (of one shape) step through memory alike."""
+    return all(sa == sb for sa, sb, n in zip(a.strides, b.strides, a.shape, strict=True) if n > 1)
+
+
+def _in_layout_of(ref: Any, a: Any) -> Any:
+    """``a`` (of ``ref``'s shape) laid out as ``ref`` is: itself, or a copy."""
+    a = _dense(a)
+    if _same_layout(a, ref):
+        return a
+    out = numpy.empty_like(ref)
+    out[...] = a
+    return out
+
+
+def _channels_last(shape: tuple[int, ...]) -> Any:
+    """An uninitialised float32 array of ``(N, C, *spatial)`` ``shape``, C varying fastest."""
+    nd = len(shape) - 2
+    buf = numpy.empty((shape[0], *shape[2:], shape[1]), numpy.float32)
+    return buf.transpose((0, nd + 1) + tuple(range(1, nd + 1)))
+
+
+def _is_channels_last(a: Any) -> bool:
+    return a.ndim >= 3 and a.strides[1] == a.itemsize and not a.flags.c_contiguous
+
+
 def _inference_only(what: str) -> Grad:
     """The gradient closure of a kernel that ran without recording: an error if called."""
 
@@ -105,7 +150,8 @@ class OnednnKernels:
     def convolution(
         self, x: Any, w: Any, b: Any, geom: ConvGeometry, out: tuple[int, ...], train: bool
     ) -> tuple[Any, Grad]:
-        """oneDNN's direct convolution; see :class:`mxrs.kernels.ConvKernels`."""
+        """oneDNN's direct convolution; see :class:`mxrs.kernels.ConvKernels`. The output is
+        channels-last in memory."""
         stride, pad, dilate, groups = geom
         key = ("conv", x.shape, w.shape, b is not None, geom, train)
         k = self._kernel(
@@ -123,11 +169,13 @@ class OnednnKernels:
         )
         if k is None:
             return self._fallback.convolution(x, w, b, geom, out, train)
-        x = numpy.ascontiguousarray(x)
-        w = numpy.ascontiguousarray(w)
+        x = _dense(x)
+        w = numpy.ascontiguousarray(w, numpy.float32)
         if b is not None:
-            b = numpy.ascontiguousarray(b)
-        y = numpy.empty(tuple(k.dst_shape), numpy.float32)
+            b = numpy.ascontiguousarray(b, numpy.float32)
+        # channels-last, the layout the convolution computes in; the next oneDNN op reads it
+        # as it is, and NumPy ops see an ordinary (N, F, *out) array
+        y = _channels_last(tuple(k.dst_shape))
         k.forward(x, w, b, y)
         has_bias = b is not None
         if not train:
@@ -137,7 +185,7 @@ class OnednnKernels:
             gx = numpy.empty_like(x) if needs[0] else None
             gw = numpy.empty_like(w) if needs[1] else None
             gb = numpy.empty(w.shape[0], numpy.float32) if has_bias and needs[2] else None
-            k.backward(x, w, numpy.ascontiguousarray(g, numpy.float32), gx, gw, gb)
+            k.backward(x, w, _dense(g), gx, gw, gb)
             return gx, gw, gb
 
         return y, grad
@@ -155,25 +203,27 @@ class OnednnKernels:
         if kind is None or (kind == "avg_include" and any(extra)):
             return self._fallback.pooling(x, geom, out, train)
         pad_r = [p + e for p, e in zip(pad, extra, strict=True)]
-        shape = x.shape
-        key = ("pool", shape, geom, train)
+        x = _dense(x)
+        shape, strides = x.shape, _strides(x)
+        key = ("pool", shape, tuple(strides), geom, train)
         k = self._kernel(
             key,
             lambda: _native.OnednnPool(
-                list(shape), kind, list(kernel), list(stride), list(pad), pad_r, train
+                list(shape), strides, kind, list(kernel), list(stride), list(pad), pad_r, train
             ),
         )
         if k is None:
             return self._fallback.pooling(x, geom, out, train)
-        x = numpy.ascontiguousarray(x)
-        y = numpy.empty(tuple(k.dst_shape), numpy.float32)
+        dst = tuple(k.dst_shape)
+        last = _is_channels_last(x)
+        y = _channels_last(dst) if last else numpy.empty(dst, numpy.float32)
         ws = numpy.empty(k.workspace_bytes, numpy.uint8) if k.workspace_bytes else None
         k.forward(x, y, ws)
         del x
 
         def grad(g, needs):
-            gx = numpy.empty(shape, numpy.float32)
-            k.backward(numpy.ascontiguousarray(g, numpy.float32), ws, gx)
+            gx = _channels_last(shape) if last else numpy.empty(shape, numpy.float32)
+            k.backward(_dense(g), ws, gx)
             return (gx,)
 
         return y, grad
@@ -192,7 +242,7 @@ class OnednnKernels:
         if k is None:
             return self._fallback.activation(x, kind, train)
         if kind == "sigmoid":
-            x = numpy.ascontiguousarray(x)
+            x = _dense(x)
             y = numpy.empty_like(x)
             k.forward(x, y)
         elif kind == "relu":
@@ -203,8 +253,11 @@ class OnednnKernels:
             return y, _inference_only("activation")
 
         def grad(g, needs):
-            gx = numpy.empty_like(y)
-            k.backward(y, numpy.ascontiguousarray(g, numpy.float32), gx)
+            # the kernel runs over raw buffers: the output, its gradient and the result share
+            # one layout (a dense y, as NumPy's elementwise results keep their input's)
+            data = _dense(y)
+            gx = numpy.empty_like(data)
+            k.backward(data, _in_layout_of(data, g), gx)
             # y >= 0 or NaN, so its sum is NaN exactly when some element is
             if kind == "relu" and numpy.isnan(numpy.sum(y)):
                 nan = numpy.isnan(y)
@@ -227,13 +280,15 @@ class OnednnKernels:
         if axis != 1 or x.ndim < 2 or x.ndim > 6 or x.size == 0:
             return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
         glob = stats is not None
-        key = ("bnorm", x.shape, float(eps), glob, train)
+        x = _dense(x)
+        strides = _strides(x)
+        key = ("bnorm", x.shape, tuple(strides), float(eps), glob, train)
         k = self._kernel(
-            key, lambda: _native.OnednnBatchNorm(list(x.shape), float(eps), glob, train)
+            key,
+            lambda: _native.OnednnBatchNorm(list(x.shape), strides, float(eps), glob, train),
         )
         if k is None:
             return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
-        x = numpy.ascontiguousarray(x)
         f32 = numpy.float32
         gamma = numpy.ascontiguousarray(gamma, f32)
         beta = numpy.ascontiguousarray(beta, f32)
@@ -253,8 +308,7 @@ class OnednnKernels:
             ggamma = numpy.empty_like(gamma)
             gbeta = numpy.empty_like(gamma)
             m, v = mean.copy(), var.copy()
-            gy = numpy.ascontiguousarray(gy, f32)
-            k.backward(x, gy, gamma, m, v, gx, ggamma, gbeta)
+            k.backward(x, _in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta)
             return (gx if needs[0] else None), ggamma, gbeta
 
         return y, mean, var, grad
