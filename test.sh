@@ -26,3 +26,8 @@ ruff check .
 ruff format --check .
 mypy
 pytest -q
+# The operator tests again on the portable NumPy kernels (the run above computes convolution,
+# pooling, batch norm and activations on oneDNN where it loads)
+MXRS_KERNELS=numpy pytest -q tests/test_ops_conv.py tests/test_ops_nn.py tests/test_ops_unary.py \
+    tests/test_gluon_nn.py tests/test_norm_pad_layers.py tests/test_conv3d_transpose_layouts.py \
+    tests/test_model_zoo.py tests/test_mxnet_checkpoints.py tests/test_autograd_higher.py

@@ -105,6 +105,42 @@ def test_convolution_runs_on_onednn():
     assert info["implementations"], info
 
 
+DECONV = [
+    # (data shape, weight shape, groups, stride, pad, dilate, adj, bias)
+    ((2, 4, 5, 5), (4, 3, 3, 3), 1, (2, 2), (1, 1), (1, 1), (1, 0), True),
+    ((2, 4, 5, 6), (4, 2, 3, 2), 2, (2, 1), (1, 0), (1, 2), (0, 0), True),
+    ((2, 3, 7), (3, 5, 4), 1, (3,), (1,), (1,), (1,), False),
+    ((1, 4, 3, 4, 3), (4, 1, 2, 3, 2), 4, (2, 1, 2), (0, 1, 0), (1, 1, 2), (0, 0, 0), True),
+    # adj beyond pad: a negative padding to oneDNN, so the portable kernel serves it
+    ((2, 2, 4, 4), (2, 3, 3, 3), 1, (2, 2), (0, 0), (1, 1), (1, 1), False),
+]
+
+
+@pytest.mark.parametrize("xs, ws, groups, stride, pad, dilate, adj, bias", DECONV)
+def test_deconvolution_kernels_match_numpy(xs, ws, groups, stride, pad, dilate, adj, bias):
+    from mxrs._backend import NUMPY
+    from mxrs.kernels import onednn
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[1] * groups).astype(np.float32) if bias else None
+    geom = kernels.ConvGeometry(stride, pad, dilate, groups)
+    out = tuple(
+        s * (i - 1) + d * (k - 1) + 1 - 2 * p + a
+        for i, k, s, d, p, a in zip(xs[2:], ws[2:], stride, dilate, pad, adj, strict=True)
+    )
+    needs = (True, True, True) if bias else (True, True)
+    results = []
+    for k in (kernels.portable.for_backend(NUMPY), onednn.OnednnKernels()):
+        y, grad = k.deconvolution(x, w, b, geom, adj, out, True)
+        gy = np.random.default_rng(9).standard_normal(y.shape).astype(np.float32)
+        results.append([y] + [g for g in grad(gy, needs) if g is not None])
+    assert results[0][0].shape == (xs[0], ws[1] * groups, *out)
+    for got, want in zip(results[1], results[0], strict=True):
+        close(got, want)
+
+
 POOL = [
     dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max"),
     dict(kernel=(2, 2), stride=(2, 2), pool_type="max"),

@@ -101,6 +101,7 @@ class OnednnConv:
         dilate: Sequence[int],
         pad: Sequence[int],
         training: bool,
+        adj: Sequence[int] | None = None,
     ) -> None: ...
     @property
     def dst_shape(self) -> list[int]: ...

@@ -1,6 +1,7 @@
-//! Convolution over 1, 2 or 3 spatial dimensions: forward, and the gradients of the data, the
-//! weights and the bias, as MXNet's `Convolution` defines them (symmetric padding, MXNet's
-//! dilation where 1 is dense, grouped channels).
+//! Convolution and deconvolution (transposed convolution) over 1, 2 or 3 spatial dimensions:
+//! forward, and the gradients of the data, the weights and the bias, as MXNet's `Convolution`
+//! and `Deconvolution` define them (symmetric padding, MXNet's dilation where 1 is dense,
+//! grouped channels; a deconvolution's `adj` extra output at the high end).
 //!
 //! The primitives compute in the channels-last layout (`nwc`, `nhwc`, `ndhwc`), where oneDNN
 //! 3.2's fastest AVX-512 convolutions run: the output is written channels-last, so the next
@@ -16,7 +17,8 @@ use crate::{Dnnl, DnnlError};
 pub struct ConvSpec {
     /// `(N, C, *spatial)`.
     pub src: Vec<i64>,
-    /// MXNet's weight shape `(F, C / groups, *kernel)`.
+    /// MXNet's weight shape: `(F, C / groups, *kernel)`, or `(C, F / groups, *kernel)` when
+    /// `transposed`.
     pub weights: Vec<i64>,
     pub groups: i64,
     pub bias: bool,
@@ -26,20 +28,32 @@ pub struct ConvSpec {
     pub pad: Vec<i64>,
     /// Build the gradients too (a forward pass for training).
     pub training: bool,
+    /// A deconvolution: the transpose of the convolution these attributes describe.
+    pub transposed: bool,
+    /// A deconvolution's extra output at the high end of each axis (each below its stride).
+    pub adj: Vec<i64>,
 }
 
 impl ConvSpec {
     /// The output shape `(N, F, *out)`, or an error naming what does not fit.
     pub fn dst(&self) -> Result<Vec<i64>, DnnlError> {
         let nd = self.src.len().wrapping_sub(2);
+        let (c, f) = (self.src.get(1).copied().unwrap_or(0), self.filters());
+        let per_group = if self.transposed {
+            self.weights[0] == c
+        } else {
+            self.weights[1] * self.groups == c
+        };
         let ok = (1..=3).contains(&nd)
             && self.weights.len() == nd + 2
             && [&self.stride, &self.dilate, &self.pad]
                 .iter()
                 .all(|v| v.len() == nd)
+            && (!self.transposed || self.adj.len() == nd)
             && self.groups >= 1
-            && self.weights[0] % self.groups == 0
-            && self.src[1] == self.weights[1] * self.groups
+            && c % self.groups == 0
+            && f % self.groups == 0
+            && per_group
             && self.stride.iter().chain(&self.dilate).all(|&v| v >= 1)
             && self.pad.iter().all(|&p| p >= 0)
             && self.src.iter().chain(&self.weights).all(|&v| v >= 1);
@@ -48,10 +62,14 @@ impl ConvSpec {
                 "a convolution that does not fit: {self:?}"
             )));
         }
-        let mut dst = vec![self.src[0], self.weights[0]];
+        let mut dst = vec![self.src[0], f];
         for i in 0..nd {
             let span = self.dilate[i] * (self.weights[i + 2] - 1) + 1;
-            let o = (self.src[i + 2] + 2 * self.pad[i] - span) / self.stride[i] + 1;
+            let o = if self.transposed {
+                self.stride[i] * (self.src[i + 2] - 1) + span - 2 * self.pad[i] + self.adj[i]
+            } else {
+                (self.src[i + 2] + 2 * self.pad[i] - span) / self.stride[i] + 1
+            };
             if o < 1 {
                 return Err(DnnlError::Input(format!(
                     "kernel larger than the padded input: {self:?}"
@@ -62,14 +80,52 @@ impl ConvSpec {
         Ok(dst)
     }
 
-    /// oneDNN's weight dims: `(groups, F / groups, C / groups, *kernel)` when grouped.
-    fn dnnl_weights(&self) -> Vec<i64> {
-        if self.groups == 1 {
-            return self.weights.clone();
+    /// Output channels.
+    fn filters(&self) -> i64 {
+        if self.transposed {
+            self.weights.get(1).map_or(0, |w| w * self.groups)
+        } else {
+            self.weights.first().copied().unwrap_or(0)
         }
-        let mut w = vec![self.groups, self.weights[0] / self.groups];
-        w.extend_from_slice(&self.weights[1..]);
-        w
+    }
+
+    /// The high-end padding: a deconvolution's `adj` extends its output there.
+    fn pad_r(&self) -> Vec<i64> {
+        if self.transposed {
+            self.pad.iter().zip(&self.adj).map(|(p, a)| p - a).collect()
+        } else {
+            self.pad.clone()
+        }
+    }
+
+    /// oneDNN's weight dims, `(F, C, *kernel)` or `(groups, F / groups, C / groups, *kernel)`,
+    /// and the strides of MXNet's row-major weights in them (a deconvolution's weights are
+    /// stored with C and F swapped).
+    fn dnnl_weights(&self) -> (Vec<i64>, Vec<i64>) {
+        let (c, f, g) = (self.src[1], self.filters(), self.groups);
+        let kernel = &self.weights[2..];
+        let k: i64 = kernel.iter().product();
+        let kst = plain_strides(kernel);
+        let mut dims = if g == 1 {
+            vec![f, c]
+        } else {
+            vec![g, f / g, c / g]
+        };
+        dims.extend_from_slice(kernel);
+        let (fg, cg) = (f / g, c / g);
+        // strides of the (F/g, C/g) pair: F-major for a convolution, C-major transposed
+        let (sf, sc) = if self.transposed {
+            (k, fg * k)
+        } else {
+            (cg * k, k)
+        };
+        let mut st = if g == 1 {
+            vec![sf, sc]
+        } else {
+            vec![fg * cg * k, sf, sc]
+        };
+        st.extend(kst);
+        (dims, st)
     }
 }
 
@@ -78,6 +134,7 @@ struct Geometry {
     strides: ffi::Dims,
     dilates: ffi::Dims,
     pad: ffi::Dims,
+    pad_r: ffi::Dims,
 }
 
 struct BackwardData {
@@ -106,7 +163,7 @@ pub struct Conv {
     out: Port,
     bwd_data: Option<BackwardData>,
     bwd_weights: Option<BackwardWeights>,
-    /// The weights' row-major strides, in oneDNN's dims (grouped: one more axis).
+    /// The strides of MXNet's row-major weights in oneDNN's weight dims.
     wstrides: Vec<i64>,
     implementation: String,
 }
@@ -125,17 +182,42 @@ impl Conv {
     /// Creates the forward primitive (and, for training, both backward ones).
     pub fn new(d: &'static Dnnl, spec: ConvSpec) -> Result<Conv, DnnlError> {
         let dst = spec.dst()?;
-        let wdims = spec.dnnl_weights();
+        let (wdims, wstrides) = spec.dnnl_weights();
+        let pad_r = spec.pad_r();
+        if pad_r.iter().any(|&p| p < 0) {
+            return Err(DnnlError::Unsupported {
+                what: "deconvolution",
+                detail: format!("adj {:?} beyond pad {:?}", spec.adj, spec.pad),
+            });
+        }
+        let (alg, fwd_fn, data_fn, weights_fn) = if spec.transposed {
+            (
+                ffi::DECONVOLUTION_DIRECT,
+                d.api.dnnl_deconvolution_forward_primitive_desc_create,
+                d.api.dnnl_deconvolution_backward_data_primitive_desc_create,
+                d.api
+                    .dnnl_deconvolution_backward_weights_primitive_desc_create,
+            )
+        } else {
+            (
+                ffi::CONVOLUTION_DIRECT,
+                d.api.dnnl_convolution_forward_primitive_desc_create,
+                d.api.dnnl_convolution_backward_data_primitive_desc_create,
+                d.api
+                    .dnnl_convolution_backward_weights_primitive_desc_create,
+            )
+        };
         let nd = spec.src.len() - 2;
         let dil: Vec<i64> = spec.dilate.iter().map(|v| v - 1).collect();
         let g = Geometry {
             strides: crate::prim::dims_of(&spec.stride)?,
             dilates: crate::prim::dims_of(&dil)?,
             pad: crate::prim::dims_of(&spec.pad)?,
+            pad_r: crate::prim::dims_of(&pad_r)?,
         };
         let detail = || format!("{spec:?}");
         let any = |dims: &[Dim]| MemDesc::any(d, dims);
-        let bias_dims = [spec.weights[0]];
+        let bias_dims = [spec.filters()];
         let bias = spec
             .bias
             .then(|| MemDesc::plain(d, &bias_dims))
@@ -154,11 +236,11 @@ impl Conv {
         let fwd_pd = PrimDesc::create(d, "convolution", &detail, |raw| {
             // SAFETY: every descriptor is live; the geometry arrays hold `nd` values each.
             unsafe {
-                (d.api.dnnl_convolution_forward_primitive_desc_create)(
+                fwd_fn(
                     raw,
                     d.engine,
                     prop,
-                    ffi::CONVOLUTION_DIRECT,
+                    alg,
                     s_any.raw,
                     w_any.raw,
                     bias.as_ref().map_or(null, |b| b.raw),
@@ -166,7 +248,7 @@ impl Conv {
                     g.strides.as_ptr(),
                     g.dilates.as_ptr(),
                     g.pad.as_ptr(),
-                    g.pad.as_ptr(),
+                    g.pad_r.as_ptr(),
                     null,
                 )
             }
@@ -181,17 +263,17 @@ impl Conv {
             let data_pd = PrimDesc::create(d, "convolution data gradient", &detail, |raw| {
                 // SAFETY: as above; `fwd_pd` is the live hint.
                 unsafe {
-                    (d.api.dnnl_convolution_backward_data_primitive_desc_create)(
+                    data_fn(
                         raw,
                         d.engine,
-                        ffi::CONVOLUTION_DIRECT,
+                        alg,
                         s_any.raw,
                         w_any.raw,
                         d_any.raw,
                         g.strides.as_ptr(),
                         g.dilates.as_ptr(),
                         g.pad.as_ptr(),
-                        g.pad.as_ptr(),
+                        g.pad_r.as_ptr(),
                         fwd_pd.raw,
                         null,
                     )
@@ -206,11 +288,10 @@ impl Conv {
             let weights_pd = PrimDesc::create(d, "convolution weight gradient", &detail, |raw| {
                 // SAFETY: as above.
                 unsafe {
-                    (d.api
-                        .dnnl_convolution_backward_weights_primitive_desc_create)(
+                    weights_fn(
                         raw,
                         d.engine,
-                        ffi::CONVOLUTION_DIRECT,
+                        alg,
                         s_any.raw,
                         w_any.raw,
                         bias.as_ref().map_or(null, |b| b.raw),
@@ -218,7 +299,7 @@ impl Conv {
                         g.strides.as_ptr(),
                         g.dilates.as_ptr(),
                         g.pad.as_ptr(),
-                        g.pad.as_ptr(),
+                        g.pad_r.as_ptr(),
                         fwd_pd.raw,
                         null,
                     )
@@ -250,7 +331,7 @@ impl Conv {
             out,
             bwd_data,
             bwd_weights,
-            wstrides: plain_strides(&wdims),
+            wstrides,
             implementation,
         })
     }
@@ -363,7 +444,7 @@ impl Conv {
         let gb = match (gb, &bw.diff_bias) {
             (Some(gb), _) => Some(gb),
             (None, Some(_)) => {
-                b_scratch.resize(self.spec.weights[0] as usize, 0.0);
+                b_scratch.resize(self.spec.filters() as usize, 0.0);
                 Some(&mut b_scratch[..])
             }
             (None, None) => None,

@@ -46,6 +46,7 @@ pub const BACKWARD: c_int = 128;
 
 // dnnl_alg_kind_t
 pub const CONVOLUTION_DIRECT: c_int = 1;
+pub const DECONVOLUTION_DIRECT: c_int = 10;
 pub const POOLING_MAX: c_int = 511;
 pub const POOLING_AVG_INCLUDE_PADDING: c_int = 767;
 pub const POOLING_AVG_EXCLUDE_PADDING: c_int = 1023;
@@ -174,6 +175,18 @@ api! {
         *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
     ) -> Status;
     dnnl_convolution_backward_weights_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
+        *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
+    ) -> Status;
+    dnnl_deconvolution_forward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
+        *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle,
+    ) -> Status;
+    dnnl_deconvolution_backward_data_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle,
+        *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
+    ) -> Status;
+    dnnl_deconvolution_backward_weights_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
         *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
     ) -> Status;

@@ -134,8 +134,9 @@ pub(crate) fn onednn_load(path: &str) -> PyResult<String> {
     Ok(format!("{a}.{b}.{c}"))
 }
 
-/// One convolution: `OnednnConv(src, weights, groups, bias, stride, dilate, pad, training)`
-/// with MXNet's shapes and attributes.
+/// One convolution, `OnednnConv(src, weights, groups, bias, stride, dilate, pad, training)`,
+/// with MXNet's shapes and attributes; with `adj` (one value per axis) a deconvolution, whose
+/// weights are MXNet's `(C, F / groups, *kernel)`.
 #[pyclass(frozen, module = "mxrs._native")]
 pub(crate) struct OnednnConv {
     conv: Conv,
@@ -144,6 +145,7 @@ pub(crate) struct OnednnConv {
 #[pymethods]
 impl OnednnConv {
     #[new]
+    #[pyo3(signature = (src, weights, groups, bias, stride, dilate, pad, training, adj = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -155,6 +157,7 @@ impl OnednnConv {
         dilate: Vec<i64>,
         pad: Vec<i64>,
         training: bool,
+        adj: Option<Vec<i64>>,
     ) -> PyResult<OnednnConv> {
         let d = loaded()?;
         let spec = ConvSpec {
@@ -166,6 +169,8 @@ impl OnednnConv {
             dilate,
             pad,
             training,
+            transposed: adj.is_some(),
+            adj: adj.unwrap_or_default(),
         };
         let conv = py.detach(|| Conv::new(d, spec)).map_err(to_py)?;
         Ok(OnednnConv { conv })

@@ -27,13 +27,22 @@ from typing import Any
 
 from ..base import KernelError
 from . import portable
-from ._types import ActKernels, ConvGeometry, ConvKernels, NormKernels, PoolGeometry, PoolKernels
+from ._types import (
+    ActKernels,
+    ConvGeometry,
+    ConvKernels,
+    DeconvKernels,
+    NormKernels,
+    PoolGeometry,
+    PoolKernels,
+)
 
 __all__ = [
     "ONEDNN_OPS",
     "ActKernels",
     "ConvGeometry",
     "ConvKernels",
+    "DeconvKernels",
     "PoolGeometry",
     "PoolKernels",
     "NormKernels",
@@ -44,7 +53,7 @@ __all__ = [
 ]
 
 #: Operators the oneDNN provider serves (float32 on the CPU).
-ONEDNN_OPS = frozenset({"Convolution", "Pooling", "BatchNorm", "Activation"})
+ONEDNN_OPS = frozenset({"Convolution", "Deconvolution", "Pooling", "BatchNorm", "Activation"})
 
 _CHOICES = ("auto", "numpy", "onednn")
 

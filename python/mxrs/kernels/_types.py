@@ -43,6 +43,27 @@ class ConvKernels(Protocol):
         ...
 
 
+class DeconvKernels(Protocol):
+    """A provider of deconvolution (transposed convolution)."""
+
+    name: str
+
+    def deconvolution(
+        self,
+        x: Any,
+        w: Any,
+        b: Any | None,
+        geom: ConvGeometry,
+        adj: tuple[int, ...],
+        out: tuple[int, ...],
+        train: bool,
+    ) -> tuple[Any, Grad]:
+        """``(N, F, *out)`` output of ``x`` (N, C, *spatial) and ``w`` (C, F/groups, *kernel)
+        (plus bias ``b``): the transpose of the convolution ``geom`` describes, with ``adj``
+        extra output at the high end; and the closure giving ``(gx, gw, gb)``."""
+        ...
+
+
 class PoolKernels(Protocol):
     """A provider of windowed pooling."""
 

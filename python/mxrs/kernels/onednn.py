@@ -169,6 +169,10 @@ class OnednnKernels:
         )
         if k is None:
             return self._fallback.convolution(x, w, b, geom, out, train)
+        return self._run_conv(k, x, w, b, train, "convolution")
+
+    def _run_conv(self, k: Any, x: Any, w: Any, b: Any, train: bool, what: str) -> Any:
+        """Runs convolution or deconvolution kernel ``k``: the output and its gradient."""
         x = _dense(x)
         w = numpy.ascontiguousarray(w, numpy.float32)
         if b is not None:
@@ -179,16 +183,48 @@ class OnednnKernels:
         k.forward(x, w, b, y)
         has_bias = b is not None
         if not train:
-            return y, _inference_only("convolution")
+            return y, _inference_only(what)
 
         def grad(g, needs):
             gx = numpy.empty_like(x) if needs[0] else None
             gw = numpy.empty_like(w) if needs[1] else None
-            gb = numpy.empty(w.shape[0], numpy.float32) if has_bias and needs[2] else None
+            gb = numpy.empty(y.shape[1], numpy.float32) if has_bias and needs[2] else None
             k.backward(x, w, _dense(g), gx, gw, gb)
             return gx, gw, gb
 
         return y, grad
+
+    def deconvolution(
+        self,
+        x: Any,
+        w: Any,
+        b: Any,
+        geom: ConvGeometry,
+        adj: tuple[int, ...],
+        out: tuple[int, ...],
+        train: bool,
+    ) -> tuple[Any, Grad]:
+        """oneDNN's deconvolution; see :class:`mxrs.kernels.DeconvKernels`. An ``adj`` beyond
+        ``pad`` (a negative high-end padding to oneDNN) runs on the portable kernel."""
+        stride, pad, dilate, groups = geom
+        key = ("deconv", x.shape, w.shape, b is not None, geom, adj, train)
+        k = self._kernel(
+            key,
+            lambda: _native.OnednnConv(
+                list(x.shape),
+                list(w.shape),
+                groups,
+                b is not None,
+                list(stride),
+                list(dilate),
+                list(pad),
+                train,
+                list(adj),
+            ),
+        )
+        if k is None:
+            return self._fallback.deconvolution(x, w, b, geom, adj, out, train)
+        return self._run_conv(k, x, w, b, train, "deconvolution")
 
     def pooling(
         self, x: Any, geom: PoolGeometry, out: tuple[int, ...], train: bool

@@ -134,6 +134,59 @@ class Portable:
 
         return y, grad
 
+    def deconvolution(
+        self,
+        x: Any,
+        w: Any,
+        b: Any,
+        geom: ConvGeometry,
+        adj: tuple[int, ...],
+        out: tuple[int, ...],
+        train: bool,
+    ) -> tuple[Any, Grad]:
+        """One batched GEMM ``weight^T @ data`` per group, its columns scattered onto the padded
+        output (the adjoint of the convolution's window gather), cropped by ``pad``; the
+        backward pass is a convolution: the output gradient's windows gathered into columns,
+        one GEMM for the data gradient and one for the weight's."""
+        xp = self.xp
+        stride, pad, dilate, groups = geom
+        (n, c), insz, nd = x.shape[:2], x.shape[2:], x.ndim - 2
+        fg, kernel = w.shape[1], w.shape[2:]
+        f, cg = fg * groups, c // groups
+        full = tuple(
+            s * (i - 1) + d * (k - 1) + 1
+            for i, k, s, d in zip(insz, kernel, stride, dilate, strict=True)
+        )
+        buf = tuple(max(fl, p + o) for fl, p, o in zip(full, pad, out, strict=True))
+        x3 = xp.ascontiguousarray(to_first(x, nd)).reshape(groups, cg, -1)
+        w3 = w.reshape(groups, cg, fg * math.prod(kernel))
+        dcols = xp.matmul(w3.transpose(0, 2, 1), x3).reshape((f,) + kernel + (n,) + insz)
+        ybuf = scatter(xp, dcols, (f, n) + buf, stride, dilate, insz)
+        crop = tuple(slice(p, p + o) for p, o in zip(pad, out, strict=True))
+        y = xp.ascontiguousarray(to_first(ybuf[(slice(None),) * 2 + crop], nd))
+        if b is not None:
+            y += b.reshape((f,) + (1,) * nd)
+        wshape = w.shape
+        del x, w, dcols, ybuf
+
+        def grad(g, needs):
+            gx = gw = gb = None
+            if needs[0] or needs[1]:
+                extra = tuple(bf - p - o for bf, p, o in zip(buf, pad, out, strict=True))
+                gpad = padded(xp, g, pad, 0, extra)
+                view = windows(self.be, gpad, wshape[2:], stride, dilate, insz)
+                cols = view.reshape(groups, -1, n * math.prod(insz))
+                if needs[0]:
+                    gx3 = xp.matmul(w3, cols).reshape((c, n) + insz)
+                    gx = xp.ascontiguousarray(to_first(gx3, nd))
+                if needs[1]:
+                    gw = xp.matmul(x3, cols.transpose(0, 2, 1)).reshape(wshape)
+            if len(needs) == 3 and needs[2]:
+                gb = g.sum(axis=(0,) + tuple(range(2, nd + 2)))
+            return gx, gw, gb
+
+        return y, grad
+
     def pooling(
         self, x: Any, geom: PoolGeometry, out: tuple[int, ...], train: bool
     ) -> tuple[Any, Grad]:
