@@ -21,6 +21,7 @@ from .. import _native
 from .._backend import NUMPY
 from ..base import KernelError, KernelUnsupportedError
 from . import portable
+from ._layout import channels_last, dense, in_layout_of, is_channels_last, strides_of
 from ._types import ConvGeometry, Grad, PoolGeometry
 
 __all__ = ["OnednnKernels", "CACHE_SIZE", "library_candidates"]
@@ -62,51 +63,6 @@ def _load() -> str:
     )
 
 
-def _dense(a: Any) -> Any:
-    """``a`` if its elements fill one block in some axis order (what oneDNN takes with its
-    strides: row-major, channels-last, ...), else a row-major float32 copy."""
-    if a.dtype != numpy.float32:
-        return numpy.ascontiguousarray(a, numpy.float32)
-    if a.flags.c_contiguous:
-        return a
-    expect = a.itemsize
-    for stride, n in sorted((s, n) for s, n in zip(a.strides, a.shape, strict=True) if n > 1):
-        if stride != expect:
-            return numpy.ascontiguousarray(a)
-        expect *= n
-    return a
-
-
-def _strides(a: Any) -> list[int]:
-    return [s // a.itemsize for s in a.strides]
-
-
-def _same_layout(a: Any, b: Any) -> bool:
-    """True when ``a`` and ``b`` (of one shape) step through memory alike."""
-    return all(sa == sb for sa, sb, n in zip(a.strides, b.strides, a.shape, strict=True) if n > 1)
-
-
-def _in_layout_of(ref: Any, a: Any) -> Any:
-    """``a`` (of ``ref``'s shape) laid out as ``ref`` is: itself, or a copy."""
-    a = _dense(a)
-    if _same_layout(a, ref):
-        return a
-    out = numpy.empty_like(ref)
-    out[...] = a
-    return out
-
-
-def _channels_last(shape: tuple[int, ...]) -> Any:
-    """An uninitialised float32 array of ``(N, C, *spatial)`` ``shape``, C varying fastest."""
-    nd = len(shape) - 2
-    buf = numpy.empty((shape[0], *shape[2:], shape[1]), numpy.float32)
-    return buf.transpose((0, nd + 1) + tuple(range(1, nd + 1)))
-
-
-def _is_channels_last(a: Any) -> bool:
-    return a.ndim >= 3 and a.strides[1] == a.itemsize and not a.flags.c_contiguous
-
-
 def _inference_only(what: str) -> Grad:
     """The gradient closure of a kernel that ran without recording: an error if called."""
 
@@ -117,7 +73,8 @@ def _inference_only(what: str) -> Grad:
 
 
 class OnednnKernels:
-    """oneDNN's convolution, pooling and batch norm on contiguous float32 NumPy arrays."""
+    """oneDNN's convolution, deconvolution, pooling, batch norm and activations on dense
+    float32 NumPy arrays (any axis order: see :mod:`mxrs.kernels._layout`)."""
 
     name = "onednn"
 
@@ -173,13 +130,13 @@ class OnednnKernels:
 
     def _run_conv(self, k: Any, x: Any, w: Any, b: Any, train: bool, what: str) -> Any:
         """Runs convolution or deconvolution kernel ``k``: the output and its gradient."""
-        x = _dense(x)
+        x = dense(x)
         w = numpy.ascontiguousarray(w, numpy.float32)
         if b is not None:
             b = numpy.ascontiguousarray(b, numpy.float32)
         # channels-last, the layout the convolution computes in; the next oneDNN op reads it
         # as it is, and NumPy ops see an ordinary (N, F, *out) array
-        y = _channels_last(tuple(k.dst_shape))
+        y = channels_last(tuple(k.dst_shape))
         k.forward(x, w, b, y)
         has_bias = b is not None
         if not train:
@@ -189,7 +146,7 @@ class OnednnKernels:
             gx = numpy.empty_like(x) if needs[0] else None
             gw = numpy.empty_like(w) if needs[1] else None
             gb = numpy.empty(y.shape[1], numpy.float32) if has_bias and needs[2] else None
-            k.backward(x, w, _dense(g), gx, gw, gb)
+            k.backward(x, w, dense(g), gx, gw, gb)
             return gx, gw, gb
 
         return y, grad
@@ -239,8 +196,8 @@ class OnednnKernels:
         if kind is None or (kind == "avg_include" and any(extra)):
             return self._fallback.pooling(x, geom, out, train)
         pad_r = [p + e for p, e in zip(pad, extra, strict=True)]
-        x = _dense(x)
-        shape, strides = x.shape, _strides(x)
+        x = dense(x)
+        shape, strides = x.shape, strides_of(x)
         key = ("pool", shape, tuple(strides), geom, train)
         k = self._kernel(
             key,
@@ -251,15 +208,15 @@ class OnednnKernels:
         if k is None:
             return self._fallback.pooling(x, geom, out, train)
         dst = tuple(k.dst_shape)
-        last = _is_channels_last(x)
-        y = _channels_last(dst) if last else numpy.empty(dst, numpy.float32)
+        last = is_channels_last(x)
+        y = channels_last(dst) if last else numpy.empty(dst, numpy.float32)
         ws = numpy.empty(k.workspace_bytes, numpy.uint8) if k.workspace_bytes else None
         k.forward(x, y, ws)
         del x
 
         def grad(g, needs):
-            gx = _channels_last(shape) if last else numpy.empty(shape, numpy.float32)
-            k.backward(_dense(g), ws, gx)
+            gx = channels_last(shape) if last else numpy.empty(shape, numpy.float32)
+            k.backward(dense(g), ws, gx)
             return (gx,)
 
         return y, grad
@@ -278,7 +235,7 @@ class OnednnKernels:
         if k is None:
             return self._fallback.activation(x, kind, train)
         if kind == "sigmoid":
-            x = _dense(x)
+            x = dense(x)
             y = numpy.empty_like(x)
             k.forward(x, y)
         elif kind == "relu":
@@ -291,9 +248,9 @@ class OnednnKernels:
         def grad(g, needs):
             # the kernel runs over raw buffers: the output, its gradient and the result share
             # one layout (a dense y, as NumPy's elementwise results keep their input's)
-            data = _dense(y)
+            data = dense(y)
             gx = numpy.empty_like(data)
-            k.backward(data, _in_layout_of(data, g), gx)
+            k.backward(data, in_layout_of(data, g), gx)
             # y >= 0 or NaN, so its sum is NaN exactly when some element is
             if kind == "relu" and numpy.isnan(numpy.sum(y)):
                 nan = numpy.isnan(y)
@@ -316,8 +273,8 @@ class OnednnKernels:
         if axis != 1 or x.ndim < 2 or x.ndim > 6 or x.size == 0:
             return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
         glob = stats is not None
-        x = _dense(x)
-        strides = _strides(x)
+        x = dense(x)
+        strides = strides_of(x)
         key = ("bnorm", x.shape, tuple(strides), float(eps), glob, train)
         k = self._kernel(
             key,
@@ -344,7 +301,7 @@ class OnednnKernels:
             ggamma = numpy.empty_like(gamma)
             gbeta = numpy.empty_like(gamma)
             m, v = mean.copy(), var.copy()
-            k.backward(x, _in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta)
+            k.backward(x, in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta)
             return (gx if needs[0] else None), ggamma, gbeta
 
         return y, mean, var, grad
