@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every side-by-side benchmark of mxrs and Apache MXNet 1.9.1, in one run on this machine; each
 # rewrites its section of bench/RESULTS.md, and scaling.py draws the charts from their numbers.
-# Takes about an hour on 2 cores. Needs the package registries once (pip, and apt for iperf3).
+# Takes about two hours on 2 cores (compute.py alone about an hour). Needs the package
+# registries once (pip, and apt for iperf3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,5 @@ $py bench/train_mxnet.py --write
 if [ -d ../shared/mxnet-examples ]; then $py bench/symbolic.py --write; fi
 $py bench/sparse.py --write
 $py bench/run_lenet.py --repeats 5 --threads 1 2 --write
+$py bench/compute.py --repeats 3 --threads 1 2 --openblas both --write
 $py bench/scaling.py --write
