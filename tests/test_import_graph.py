@@ -15,18 +15,40 @@ import pytest
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "python" / "mxrs"
 
 OP_MODULES = [
+    "contrib",
+    "contrib_box",
+    "contrib_ops",
+    "contrib_resize",
     "conv",
+    "ctc",
+    "deconv",
     "elementwise",
+    "gather",
+    "grad_graph",
+    "grad_linear",
     "indexing",
+    "layout",
+    "leaky",
+    "localnorm",
+    "logical",
+    "lossfns",
+    "mathfns",
     "matmul",
     "nn",
+    "norms",
     "operators",
+    "output",
+    "padding",
     "reduce",
+    "reductions",
+    "sequence",
     "shape",
     "unary",
+    "upsampling",
     "_op",
     "_core",
     "_rng",
+    "_special",
     "_transfer",
 ]
 
@@ -132,6 +154,36 @@ def test_the_layers_below_the_ndarray_class_do_not_import_it():
     for name in OP_MODULES:
         deps = graph[f"mxrs.ndarray.{name}"]
         assert "mxrs.ndarray.ndarray" not in deps and "mxrs.ndarray" not in deps, name
+
+
+def _imports_the_ndarray_class(path, name):
+    """Whether module ``name`` (at ``path``) imports the NDArray class or its module anywhere,
+    ``if TYPE_CHECKING:`` blocks included."""
+    here = name.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            if any(a.name == "mxrs.ndarray.ndarray" for a in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            pkg = ".".join(base + ([node.module] if node.module else []))
+            names = {a.name for a in node.names}
+            if pkg == "mxrs.ndarray.ndarray" or (pkg == "mxrs.ndarray" and "NDArray" in names):
+                return True
+            if pkg == "mxrs.ndarray" and "ndarray" in names:
+                return True
+    return False
+
+
+def test_op_modules_never_name_the_ndarray_class():
+    """Op modules type their arrays with ``ArrayCore`` (and ``ArrayT``), never with NDArray, not
+    even under ``TYPE_CHECKING``: the class sits above them."""
+    mods = _modules(SOURCE)
+    creation = "mxrs.ndarray.creation"  # above the class: it makes NDArrays
+    assert _imports_the_ndarray_class(mods[creation][0], creation)
+    for name in OP_MODULES:
+        path, _ = mods[f"mxrs.ndarray.{name}"]
+        assert not _imports_the_ndarray_class(path, f"mxrs.ndarray.{name}"), name
 
 
 def _tree(tmp_path, files):

@@ -10,10 +10,10 @@ stacked along a new axis 0. The array operators live in ``contrib_ops`` (``boole
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import InvalidShapeError, MXNetError
-from ._core import ArrayCore
+from ._core import ArrayCore, ArrayT
 from ._op import with_out
 from .contrib_box import box_iou, box_nms, box_non_maximum_suppression
 from .contrib_ops import (
@@ -32,9 +32,6 @@ from .contrib_ops import (
 from .contrib_resize import AdaptiveAvgPooling2D, BilinearResize2D
 from .creation import zeros
 from .shape import concat, stack
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "foreach",
@@ -60,15 +57,15 @@ __all__ = [
 
 
 # ----------------------------------------------------------------- control flow
-def _flatten(args: Any, what: str) -> tuple[list[NDArray], Any]:
+def _flatten(args: Any, what: str) -> tuple[list[ArrayCore], Any]:
     """The NDArrays of a nested list, and its format for :func:`_regroup` (0: one array)."""
     if isinstance(args, ArrayCore):
-        return [args], 0  # type: ignore[list-item]
+        return [args], 0
     if not isinstance(args, (list, tuple)):
         raise MXNetError(
             f"{what} must be an NDArray or a (nested) list of NDArrays, not {type(args).__name__}"
         )
-    flat: list[NDArray] = []
+    flat: list[ArrayCore] = []
     fmt = []
     for a in args:
         f, sub = _flatten(a, what)
@@ -77,7 +74,7 @@ def _flatten(args: Any, what: str) -> tuple[list[NDArray], Any]:
     return flat, fmt
 
 
-def _regroup(flat: list[NDArray], fmt: Any) -> tuple[Any, list[NDArray]]:
+def _regroup(flat: list[ArrayT], fmt: Any) -> tuple[Any, list[ArrayT]]:
     """Rebuild the nesting ``fmt`` from ``flat``; returns it and the arrays left over."""
     if isinstance(fmt, int):
         return flat[0], flat[1:]
@@ -144,7 +141,7 @@ def foreach(body: Callable[..., Any], data: Any, init_states: Any) -> tuple[Any,
             f"foreach: the data arrays differ in length along axis 0: {lengths}"
         )
     states = init_states
-    steps: list[list[NDArray]] = []
+    steps: list[list[ArrayCore]] = []
     fmt: Any = None
     for i in range(lengths.pop()):
         eles = data[i] if single else [d[i] for d in data]
@@ -209,7 +206,7 @@ def while_loop(
     lv = [loop_vars] if single else loop_vars
     if not isinstance(lv, (list, tuple)) or len(lv) == 0:
         raise MXNetError("while_loop: loop_vars must hold at least one NDArray")
-    steps: list[list[NDArray]] = []
+    steps: list[list[ArrayCore]] = []
     fmt: Any = None
     while len(steps) < limit and _truth(cond(*lv), "while_loop: the value of cond"):
         step_output, new_vars = func(*lv)

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import kernels
 from ..base import MXNetError
 from ..kernels import ConvGeometry
 from ..kernels._types import PoolGeometry
+from ._core import ArrayT
 from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["Convolution", "Pooling"]
 
@@ -88,9 +86,9 @@ class _Conv(Op):
 
 
 def Convolution(
-    data: NDArray,
-    weight: NDArray,
-    bias: NDArray | None = None,
+    data: ArrayT,
+    weight: ArrayT,
+    bias: ArrayT | None = None,
     kernel: int | Sequence[int] | None = None,
     stride: int | Sequence[int] | None = None,
     dilate: int | Sequence[int] | None = None,
@@ -100,7 +98,7 @@ def Convolution(
     no_bias: bool = False,
     layout: str | None = None,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """1-, 2- or 3-D convolution (cross-correlation) of ``(N, C, *spatial)`` data.
 
     Parameters
@@ -189,7 +187,7 @@ class _GlobalPool(Op):
 
 
 def Pooling(
-    data: NDArray,
+    data: ArrayT,
     kernel: int | Sequence[int] | None = None,
     pool_type: str = "max",
     global_pool: bool = False,
@@ -199,7 +197,7 @@ def Pooling(
     count_include_pad: bool = True,
     layout: str | None = None,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """1-, 2- or 3-D max, average or sum pooling of ``(N, C, *spatial)`` data.
 
     Parameters

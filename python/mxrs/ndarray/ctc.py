@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
+from ._core import ArrayT
 from ._op import Op, apply
-from .ndarray import NDArray
 
 __all__ = ["CTCLoss", "ctc_loss"]
 
@@ -144,14 +144,14 @@ class _CTC(Op):
 
 
 def CTCLoss(
-    data: NDArray,
-    label: NDArray,
-    data_lengths: NDArray | None = None,
-    label_lengths: NDArray | None = None,
+    data: ArrayT,
+    label: ArrayT,
+    data_lengths: ArrayT | None = None,
+    label_lengths: ArrayT | None = None,
     use_data_lengths: bool = False,
     use_label_lengths: bool = False,
     blank_label: str = "first",
-) -> NDArray:
+) -> ArrayT:
     """CTC loss per sample of activations ``data`` ``(T, N, C)`` and labels ``(N, L)``.
 
     Parameters

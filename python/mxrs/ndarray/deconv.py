@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import MXNetError
 from ..kernels.portable import padded, scatter, to_first, windows
+from ._core import ArrayT
 from ._op import Op, apply, with_out
 from .conv import _check_conv_layout, _spatial_dims, _tuple
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["Deconvolution", "deconvolution"]
 
@@ -92,9 +90,9 @@ def _target_pad(target, insz, kernel, stride, dilate):
 
 @with_out
 def Deconvolution(
-    data: NDArray,
-    weight: NDArray,
-    bias: NDArray | None = None,
+    data: ArrayT,
+    weight: ArrayT,
+    bias: ArrayT | None = None,
     kernel: int | Sequence[int] | None = None,
     stride: int | Sequence[int] | None = None,
     dilate: int | Sequence[int] | None = None,
@@ -106,7 +104,7 @@ def Deconvolution(
     no_bias: bool = True,
     layout: str | None = None,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """1-, 2- or 3-D transposed convolution of ``(N, C, *spatial)`` data.
 
     Parameters

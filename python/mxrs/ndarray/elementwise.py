@@ -11,17 +11,14 @@ from __future__ import annotations
 import builtins
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayCore
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, unbroadcast
 from ._transfer import to_raw
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "add",
@@ -301,22 +298,22 @@ def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
     )
 
 
-def add(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def add(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs + rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Add, _AddS, _AddS)
 
 
-def subtract(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def subtract(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs - rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Sub, _AddS, _RSubS, neg=True)
 
 
-def multiply(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def multiply(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs * rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Mul, _MulS, _MulS)
 
 
-def divide(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def divide(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs / rhs`` with broadcasting; integer arrays divided by a scalar truncate."""
     if (
         isinstance(lhs, ArrayCore)
@@ -344,22 +341,22 @@ class _DivIntS(Op):
         return None
 
 
-def modulo(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def modulo(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return the remainder of ``lhs / rhs`` with the sign of ``rhs``, as Python's ``%``."""
     return _binary(lhs, rhs, _Mod, _ModS, _RModS)
 
 
-def power(base: NDArray | float, exp: NDArray | float) -> NDArray:
+def power(base: ArrayT | float, exp: ArrayT | float) -> ArrayT:
     """Return ``base ** exp`` with broadcasting; either side may be a scalar."""
     return _binary(base, exp, _Pow, _PowS, _RPowS)
 
 
-def maximum(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def maximum(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return the elementwise maximum; ties send the gradient to ``lhs``."""
     return _binary(lhs, rhs, _Maximum, _MaxS, _MaxS)
 
 
-def minimum(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def minimum(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return the elementwise minimum; ties send the gradient to ``lhs``."""
     return _binary(lhs, rhs, _Minimum, _MinS, _MinS)
 
@@ -372,32 +369,32 @@ def _compare(lhs, rhs, fn, rfn):
     return apply(_CompareS, (rhs,), s=_scalar(lhs), fn=rfn)
 
 
-def equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs == rhs`` else 0, in ``lhs``'s dtype."""
     return _compare(lhs, rhs, _eq, _eq)
 
 
-def not_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def not_equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs != rhs`` else 0."""
     return _compare(lhs, rhs, _ne, _ne)
 
 
-def greater(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def greater(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs > rhs`` else 0."""
     return _compare(lhs, rhs, _gt, _lt)
 
 
-def greater_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def greater_equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs >= rhs`` else 0."""
     return _compare(lhs, rhs, _ge, _le)
 
 
-def lesser(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def lesser(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs < rhs`` else 0."""
     return _compare(lhs, rhs, _lt, _gt)
 
 
-def lesser_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def lesser_equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs <= rhs`` else 0."""
     return _compare(lhs, rhs, _le, _ge)
 
@@ -426,7 +423,7 @@ def _le(a, b):
     return a <= b
 
 
-def add_n(*args: NDArray) -> NDArray:
+def add_n(*args: ArrayT) -> ArrayT:
     """Return the elementwise sum of the NDArrays ``args`` (all of one shape)."""
     if not args:
         raise MXNetError("add_n needs at least one NDArray")

@@ -11,16 +11,14 @@ linear op whose gradient gathers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
 from . import indexing, shape
+from ._core import ArrayT
 from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "gather_nd",
@@ -32,7 +30,7 @@ __all__ = [
 ]
 
 
-def _nd_key(op: str, data_shape: Sequence[int], indices: NDArray) -> tuple[Any, ...]:
+def _nd_key(op: str, data_shape: Sequence[int], indices: ArrayT) -> tuple[Any, ...]:
     """The index tuple of ``indices`` (shape ``(M, ...)``) into an array of ``data_shape``."""
     if indices.ndim == 0:
         raise MXNetError(f"{op}: indices must have at least one dimension")
@@ -56,7 +54,7 @@ def _nd_key(op: str, data_shape: Sequence[int], indices: NDArray) -> tuple[Any, 
         return tuple(idx[i] for i in range(m))
 
 
-def gather_nd(data: NDArray, indices: NDArray) -> NDArray:
+def gather_nd(data: ArrayT, indices: ArrayT) -> ArrayT:
     """Gather elements or slices of ``data`` at the columns of ``indices``.
 
     The output has shape ``indices.shape[1:] + data.shape[M:]`` with ``M = indices.shape[0]``.
@@ -84,7 +82,7 @@ class _ScatterNd(Op):
         return g[self.key]
 
 
-def scatter_nd(data: NDArray, indices: NDArray, shape: Sequence[int]) -> NDArray:
+def scatter_nd(data: ArrayT, indices: ArrayT, shape: Sequence[int]) -> ArrayT:
     """Scatter ``data`` into a new zero array of ``shape`` at the columns of ``indices``.
 
     The inverse of :func:`gather_nd`: ``data`` has shape ``indices.shape[1:] + shape[M:]``.
@@ -134,7 +132,7 @@ class _IndexMath(Op):
         return None
 
 
-def ravel_multi_index(data: NDArray, shape: Sequence[int]) -> NDArray:
+def ravel_multi_index(data: ArrayT, shape: Sequence[int]) -> ArrayT:
     """Turn the columns of ``data`` (shape ``(len(shape), ...)``) into flat indices of an array
     of ``shape``, in ``data``'s dtype (indices are not checked against ``shape``).
 
@@ -152,7 +150,7 @@ def ravel_multi_index(data: NDArray, shape: Sequence[int]) -> NDArray:
     return apply(_IndexMath, (data,), shape=shape_t, to_flat=True)
 
 
-def unravel_index(data: NDArray, shape: Sequence[int]) -> NDArray:
+def unravel_index(data: ArrayT, shape: Sequence[int]) -> ArrayT:
     """Turn flat indices into multi-indices of an array of ``shape``: the result has shape
     ``(len(shape),) + data.shape`` and ``data``'s dtype.
 
@@ -165,7 +163,7 @@ def unravel_index(data: NDArray, shape: Sequence[int]) -> NDArray:
     return apply(_IndexMath, (data,), shape=shape_t, to_flat=False)
 
 
-def batch_take(a: NDArray, indices: NDArray) -> NDArray:
+def batch_take(a: ArrayT, indices: ArrayT) -> ArrayT:
     """Take one element per row: ``out[i] = a[i, indices[i]]``, indices clipped into range.
 
     ``a`` is read as rows of its last axis, one row per index (``a.size / a.shape[-1]`` must
@@ -190,7 +188,7 @@ def batch_take(a: NDArray, indices: NDArray) -> NDArray:
     return shape.reshape(picked, indices.shape)
 
 
-def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
+def onehot_encode(indices: ArrayT, out: ArrayT) -> ArrayT:
     """Write the one-hot rows of ``indices`` into ``out`` (shape ``(len(indices), depth)``) and
     return ``out``. MXNet's older spelling of :func:`one_hot`."""
     if out.ndim != 2 or indices.ndim != 1 or out.shape[0] != indices.shape[0]:

@@ -14,13 +14,12 @@ import numpy as np
 
 from .._sparse_rows import SparseRows, sum_rows
 from ..base import MXNetError
-from ._core import ArrayCore
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, axis_index
 from ._transfer import move_data
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = ["getitem", "setitem", "take", "Embedding", "pick", "one_hot"]
 
@@ -74,14 +73,14 @@ class _AdvancedIndex(Op):
         return dx
 
 
-def getitem(x: NDArray, key: Any) -> NDArray:
+def getitem(x: ArrayT, key: Any) -> ArrayT:
     """Return ``x[key]`` (recorded by autograd)."""
     key = _convert_key(x, key)
     op = _BasicIndex if _is_basic(key) else _AdvancedIndex
     return apply(op, (x,), key=key)
 
 
-def setitem(x: NDArray, key: Any, value: Any) -> None:
+def setitem(x: ArrayT, key: Any, value: Any) -> None:
     """Write ``value`` (scalar, array_like or NDArray, broadcast as needed) into ``x[key]``.
 
     An NDArray value on another context is copied over, as ``copyto`` would.
@@ -138,7 +137,7 @@ class _Take(Op):
         return dx.reshape(shape), None
 
 
-def take(a: NDArray, indices: NDArray, axis: int = 0, mode: str = "clip") -> NDArray:
+def take(a: ArrayT, indices: ArrayT, axis: int = 0, mode: str = "clip") -> ArrayT:
     """Gather slices of ``a`` along ``axis`` at ``indices``.
 
     Parameters
@@ -173,14 +172,14 @@ class _TakeRows(Op):
 
 
 def Embedding(
-    data: NDArray,
-    weight: NDArray,
+    data: ArrayT,
+    weight: ArrayT,
     input_dim: int | None = None,
     output_dim: int | None = None,
     dtype: DTypeLike = "float32",
     sparse_grad: bool = False,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Look up rows of ``weight`` (shape ``(input_dim, output_dim)``) at indices ``data``.
 
     The output has shape ``data.shape + (output_dim,)``; indices are clipped into range. With
@@ -226,8 +225,8 @@ class _Pick(Op):
 
 
 def pick(
-    data: NDArray, index: NDArray, axis: int = -1, keepdims: bool = False, mode: str = "clip"
-) -> NDArray:
+    data: ArrayT, index: ArrayT, axis: int = -1, keepdims: bool = False, mode: str = "clip"
+) -> ArrayT:
     """Pick one entry per position along ``axis``: ``out[i] = data[i, index[i]]`` for 2-D.
 
     Parameters
@@ -257,24 +256,24 @@ class _OneHot(Op):
 
 
 def one_hot(
-    indices: NDArray,
+    indices: ArrayT,
     depth: int,
     on_value: float = 1.0,
     off_value: float = 0.0,
     dtype: DTypeLike = "float32",
-) -> NDArray:
+) -> ArrayT:
     """Return one-hot rows of length ``depth`` for ``indices`` (out-of-range rows stay off)."""
     return apply(
         _OneHot, (indices,), depth=int(depth), on=on_value, off=off_value, dtype=np.dtype(dtype)
     )
 
 
-class IndexingMethods:
+class IndexingMethods(ArrayCore):
     """Indexing as NDArray methods: ``x[key]``, ``x[key] = v``, ``take``, ``pick``, ``one_hot``."""
 
     __slots__ = ()
 
-    def __getitem__(self: Any, key: Any) -> NDArray:
+    def __getitem__(self: ArrayT, key: Any) -> ArrayT:
         return getitem(self, key)
 
     def __setitem__(self: Any, key: Any, value: Any) -> None:

@@ -9,17 +9,15 @@ slice_like, depth_to_space, space_to_depth) inherit those ops' gradients, and ``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import InvalidShapeError, MXNetError
 from . import shape
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, axis_index
 from .padding import pad as _pad
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "diag",
@@ -78,7 +76,7 @@ class _DiagTake(Op):
         return dx
 
 
-def diag(data: NDArray, k: int = 0, axis1: int = 0, axis2: int = 1) -> NDArray:
+def diag(data: ArrayT, k: int = 0, axis1: int = 0, axis2: int = 1) -> ArrayT:
     """Build a diagonal matrix from a 1-D array, or take a diagonal of an N-D array.
 
     Parameters
@@ -111,8 +109,8 @@ def diag(data: NDArray, k: int = 0, axis1: int = 0, axis2: int = 1) -> NDArray:
 
 # ----------------------------------------------------------------- axes
 def moveaxis(
-    tensor: NDArray, source: int | Sequence[int], destination: int | Sequence[int]
-) -> NDArray:
+    tensor: ArrayT, source: int | Sequence[int], destination: int | Sequence[int]
+) -> ArrayT:
     """Move axes ``source`` to positions ``destination`` (ints or sequences of one length).
 
     Examples
@@ -136,8 +134,8 @@ def moveaxis(
 
 
 def broadcast_axis(
-    data: NDArray, axis: int | Sequence[int] = (), size: int | Sequence[int] = ()
-) -> NDArray:
+    data: ArrayT, axis: int | Sequence[int] = (), size: int | Sequence[int] = ()
+) -> ArrayT:
     """Broadcast length-1 axes ``axis`` to the lengths ``size``.
 
     Examples
@@ -164,7 +162,7 @@ def broadcast_axis(
 broadcast_axes = broadcast_axis
 
 
-def slice_like(data: NDArray, shape_like: NDArray, axes: int | Sequence[int] = ()) -> NDArray:
+def slice_like(data: ArrayT, shape_like: ArrayT, axes: int | Sequence[int] = ()) -> ArrayT:
     """Slice ``data`` from the start to ``shape_like``'s lengths on ``axes`` (all axes when
     empty, which needs both arrays to have the same number of dimensions).
 
@@ -204,12 +202,12 @@ class _SizeOf(Op):
         return None
 
 
-def shape_array(data: NDArray) -> NDArray:
+def shape_array(data: ArrayT) -> ArrayT:
     """Return ``data``'s shape as a 1-D int64 array."""
     return apply(_SizeOf, (data,), what="shape")
 
 
-def size_array(data: NDArray) -> NDArray:
+def size_array(data: ArrayT) -> ArrayT:
     """Return ``data``'s number of elements as a one-element int64 array."""
     return apply(_SizeOf, (data,), what="size")
 
@@ -235,11 +233,11 @@ class _SplitAt(Op):
 
 
 def split_v2(
-    ary: NDArray,
+    ary: ArrayT,
     indices_or_sections: int | Sequence[int],
     axis: int = 0,
     squeeze_axis: bool = False,
-) -> NDArray | list[NDArray]:
+) -> ArrayT | list[ArrayT]:
     """Split ``ary`` along ``axis`` into equal sections, or at the sorted ``indices``.
 
     Parameters
@@ -286,7 +284,7 @@ def split_v2(
 
 
 # ----------------------------------------------------------------- depth and space
-def _check_4d(op: str, data: NDArray, block_size: int) -> int:
+def _check_4d(op: str, data: ArrayT, block_size: int) -> int:
     if data.ndim != 4:
         raise MXNetError(f"{op} needs a 4-d (N, C, H, W) array, not {data.ndim}-d")
     b = int(block_size)
@@ -295,7 +293,7 @@ def _check_4d(op: str, data: NDArray, block_size: int) -> int:
     return b
 
 
-def depth_to_space(data: NDArray, block_size: int) -> NDArray:
+def depth_to_space(data: ArrayT, block_size: int) -> ArrayT:
     """Move blocks of ``block_size^2`` channels into ``block_size x block_size`` spatial blocks:
     ``(N, C, H, W)`` becomes ``(N, C / b^2, H * b, W * b)``."""
     b = _check_4d("depth_to_space", data, block_size)
@@ -309,7 +307,7 @@ def depth_to_space(data: NDArray, block_size: int) -> NDArray:
     return shape.reshape(x, (n, c // (b * b), h * b, w * b))
 
 
-def space_to_depth(data: NDArray, block_size: int) -> NDArray:
+def space_to_depth(data: ArrayT, block_size: int) -> ArrayT:
     """The inverse of :func:`depth_to_space`: ``(N, C, H, W)`` becomes
     ``(N, C * b^2, H / b, W / b)``."""
     b = _check_4d("space_to_depth", data, block_size)
@@ -323,7 +321,7 @@ def space_to_depth(data: NDArray, block_size: int) -> NDArray:
     return shape.reshape(x, (n, c * b * b, h // b, w // b))
 
 
-class LayoutMethods:
+class LayoutMethods(ArrayCore):
     """The layout ops MXNet's NDArray has as methods, with ``pad``."""
 
     __slots__ = ()

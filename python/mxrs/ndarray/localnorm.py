@@ -8,13 +8,11 @@ still divides ``alpha`` by ``nsize``: ``out = x / (knorm + alpha / nsize * sum(x
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import MXNetError
+from ._core import ArrayT
 from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["L2Normalization", "LRN"]
 
@@ -34,7 +32,7 @@ class _L2Norm(Op):
         return (g - y * (g * y).sum(axis=self.axes, keepdims=True)) / self.norm
 
 
-def L2Normalization(data: NDArray, eps: float = 1e-10, mode: str = "instance") -> NDArray:
+def L2Normalization(data: ArrayT, eps: float = 1e-10, mode: str = "instance") -> ArrayT:
     """Divide ``data`` by its L2 norm: ``x / sqrt(sum(x^2) + eps)``.
 
     Parameters
@@ -90,12 +88,12 @@ class _LRN(Op):
 
 
 def LRN(
-    data: NDArray,
+    data: ArrayT,
     alpha: float = 1e-4,
     beta: float = 0.75,
     knorm: float = 2.0,
     nsize: int | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Local response normalisation across the channels (axis 1) of ``(N, C, ...)`` data.
 
     Parameters

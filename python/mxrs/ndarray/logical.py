@@ -9,9 +9,9 @@ They pass no gradient. ``broadcast_hypot`` is ``sqrt(lhs^2 + rhs^2)`` with its g
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._core import ArrayCore
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, unbroadcast
 from .elementwise import (
     _compare,
@@ -26,9 +26,6 @@ from .elementwise import (
     not_equal,
     subtract,
 )
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "logical_and",
@@ -76,7 +73,7 @@ def _logical(lhs: Any, rhs: Any, fn: Callable[[Any, Any], Any]) -> Any:
     return _compare(lhs, rhs, fn, fn)
 
 
-def logical_and(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def logical_and(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where both ``lhs`` and ``rhs`` are non-zero, else 0, with broadcasting.
 
     Examples
@@ -87,12 +84,12 @@ def logical_and(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
     return _logical(lhs, rhs, _and)
 
 
-def logical_or(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def logical_or(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs`` or ``rhs`` is non-zero, else 0, with broadcasting."""
     return _logical(lhs, rhs, _or)
 
 
-def logical_xor(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def logical_xor(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where exactly one of ``lhs`` and ``rhs`` is non-zero, else 0."""
     return _logical(lhs, rhs, _xor)
 
@@ -137,7 +134,7 @@ class _Hypot(Op):
         )
 
 
-def broadcast_hypot(lhs: NDArray, rhs: NDArray) -> NDArray:
+def broadcast_hypot(lhs: ArrayT, rhs: ArrayT) -> ArrayT:
     """Return ``sqrt(lhs^2 + rhs^2)`` with broadcasting, computed without overflow.
 
     Examples

@@ -7,19 +7,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..base import MXNetError
+from ._core import ArrayT
 from ._op import Op, apply
 from .nn import _Identity
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["identity", "BlockGrad", "stop_gradient", "smooth_l1"]
 
 
-def identity(data: NDArray) -> NDArray:
+def identity(data: ArrayT) -> ArrayT:
     """Return a copy of ``data`` (the gradient passes unchanged)."""
     return apply(_Identity, (data,))
 
@@ -32,7 +28,7 @@ class _BlockGrad(Op):
         return None
 
 
-def BlockGrad(data: NDArray) -> NDArray:
+def BlockGrad(data: ArrayT) -> ArrayT:
     """Return a copy of ``data`` that passes no gradient back (also ``stop_gradient``).
 
     Examples
@@ -63,7 +59,7 @@ class _SmoothL1(Op):
         return g * d.astype(g.dtype, copy=False)
 
 
-def smooth_l1(data: NDArray, scalar: float) -> NDArray:
+def smooth_l1(data: ArrayT, scalar: float) -> ArrayT:
     """The smooth L1 function with ``sigma = scalar``, elementwise.
 
     ``0.5 * (sigma * x)^2`` where ``|x| < 1 / sigma^2``, else ``|x| - 0.5 / sigma^2``.

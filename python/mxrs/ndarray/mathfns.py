@@ -15,6 +15,7 @@ import numpy as np
 
 from ..base import MXNetError
 from . import _special, unary
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method
 from .nn import softmax as _softmax
 from .reduce import argsort as _argsort
@@ -22,7 +23,6 @@ from .reduce import sort as _sort
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = [
     "arcsin",
@@ -260,97 +260,97 @@ class _HardSigmoid(Op):
         return g * (self.inside * self.alpha).astype(g.dtype)
 
 
-def arcsin(data: NDArray) -> NDArray:
+def arcsin(data: ArrayT) -> ArrayT:
     """Return the inverse sine elementwise (NaN outside [-1, 1])."""
     return apply(_Arcsin, (data,))
 
 
-def arccos(data: NDArray) -> NDArray:
+def arccos(data: ArrayT) -> ArrayT:
     """Return the inverse cosine elementwise (NaN outside [-1, 1])."""
     return apply(_Arccos, (data,))
 
 
-def arctan(data: NDArray) -> NDArray:
+def arctan(data: ArrayT) -> ArrayT:
     """Return the inverse tangent elementwise."""
     return apply(_Arctan, (data,))
 
 
-def arcsinh(data: NDArray) -> NDArray:
+def arcsinh(data: ArrayT) -> ArrayT:
     """Return the inverse hyperbolic sine elementwise."""
     return apply(_Arcsinh, (data,))
 
 
-def arccosh(data: NDArray) -> NDArray:
+def arccosh(data: ArrayT) -> ArrayT:
     """Return the inverse hyperbolic cosine elementwise (NaN below 1)."""
     return apply(_Arccosh, (data,))
 
 
-def arctanh(data: NDArray) -> NDArray:
+def arctanh(data: ArrayT) -> ArrayT:
     """Return the inverse hyperbolic tangent elementwise (NaN outside [-1, 1])."""
     return apply(_Arctanh, (data,))
 
 
-def sinh(data: NDArray) -> NDArray:
+def sinh(data: ArrayT) -> ArrayT:
     """Return the hyperbolic sine elementwise."""
     return apply(_Sinh, (data,))
 
 
-def cosh(data: NDArray) -> NDArray:
+def cosh(data: ArrayT) -> ArrayT:
     """Return the hyperbolic cosine elementwise."""
     return apply(_Cosh, (data,))
 
 
-def tan(data: NDArray) -> NDArray:
+def tan(data: ArrayT) -> ArrayT:
     """Return the tangent elementwise (gradient ``1 + tan(x)^2``)."""
     return apply(_Tan, (data,))
 
 
-def degrees(data: NDArray) -> NDArray:
+def degrees(data: ArrayT) -> ArrayT:
     """Convert radians to degrees: ``data * 180 / pi``."""
     return apply(_Scale, (data,), factor=180.0 / math.pi)
 
 
-def radians(data: NDArray) -> NDArray:
+def radians(data: ArrayT) -> ArrayT:
     """Convert degrees to radians: ``data * pi / 180``."""
     return apply(_Scale, (data,), factor=math.pi / 180.0)
 
 
-def log2(data: NDArray) -> NDArray:
+def log2(data: ArrayT) -> ArrayT:
     """Return the base-2 logarithm elementwise."""
     return apply(_Log2, (data,))
 
 
-def log10(data: NDArray) -> NDArray:
+def log10(data: ArrayT) -> ArrayT:
     """Return the base-10 logarithm elementwise."""
     return apply(_Log10, (data,))
 
 
-def cbrt(data: NDArray) -> NDArray:
+def cbrt(data: ArrayT) -> ArrayT:
     """Return the cube root elementwise (negative for negative inputs)."""
     return apply(_Cbrt, (data,))
 
 
-def rcbrt(data: NDArray) -> NDArray:
+def rcbrt(data: ArrayT) -> ArrayT:
     """Return ``1 / cbrt(data)`` elementwise."""
     return apply(_Rcbrt, (data,))
 
 
-def fix(data: NDArray) -> NDArray:
+def fix(data: ArrayT) -> ArrayT:
     """Round toward zero, as :func:`trunc` (zero gradient)."""
     return apply(_ZeroGrad, (data,), fn="fix")
 
 
-def erf(data: NDArray) -> NDArray:
+def erf(data: ArrayT) -> ArrayT:
     """Return the Gauss error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``."""
     return apply(_Erf, (data,))
 
 
-def erfinv(data: NDArray) -> NDArray:
+def erfinv(data: ArrayT) -> ArrayT:
     """Return the inverse error function: +-inf at +-1, NaN outside [-1, 1]."""
     return apply(_Erfinv, (data,))
 
 
-def gamma(data: NDArray) -> NDArray:
+def gamma(data: ArrayT) -> ArrayT:
     """Return the gamma function elementwise (NaN at the negative integers, inf at 0).
 
     Examples
@@ -361,23 +361,23 @@ def gamma(data: NDArray) -> NDArray:
     return apply(_Gamma, (data,))
 
 
-def gammaln(data: NDArray) -> NDArray:
+def gammaln(data: ArrayT) -> ArrayT:
     """Return ``log |gamma(data)|`` elementwise (inf at 0 and the negative integers)."""
     return apply(_Gammaln, (data,))
 
 
-def hard_sigmoid(data: NDArray, alpha: float = 0.2, beta: float = 0.5) -> NDArray:
+def hard_sigmoid(data: ArrayT, alpha: float = 0.2, beta: float = 0.5) -> ArrayT:
     """Return ``clip(alpha * data + beta, 0, 1)``; the gradient is ``alpha`` strictly inside."""
     return apply(_HardSigmoid, (data,), alpha=float(alpha), beta=float(beta))
 
 
 def softmin(
-    data: NDArray,
+    data: ArrayT,
     axis: int = -1,
     temperature: float | None = None,
     dtype: DTypeLike | None = None,
     use_length: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Softmin along ``axis``: ``exp(-x/T) / sum(exp(-x/T))``, :func:`softmax` of ``-data``.
 
     Parameters
@@ -397,12 +397,12 @@ def softmin(
     return _softmax(unary.negative(data), axis=axis, temperature=temperature)
 
 
-def logical_not(data: NDArray) -> NDArray:
+def logical_not(data: ArrayT) -> ArrayT:
     """Return 1 where ``data`` is zero, else 0, in ``data``'s dtype (zero gradient)."""
     return apply(_ZeroGrad, (data,), fn="not")
 
 
-class MathMethods:
+class MathMethods(ArrayCore):
     """The math functions MXNet's NDArray has as methods, with ``rint``, ``trunc``, ``sort``,
     ``argsort`` and ``softmin``."""
 

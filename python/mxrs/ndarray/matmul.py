@@ -6,15 +6,13 @@ BLAS as transposed views, not copies.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
+from ._core import ArrayT
 from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["dot", "batch_dot", "FullyConnected"]
 
@@ -48,12 +46,12 @@ class _Dot(Op):
 
 
 def dot(
-    lhs: NDArray,
-    rhs: NDArray,
+    lhs: ArrayT,
+    rhs: ArrayT,
     transpose_a: bool = False,
     transpose_b: bool = False,
     forward_stype: str | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Dot product: contracts the last axis of ``lhs`` with the first axis of ``rhs``.
 
     For 2-D arrays this is the matrix product; ``transpose_a``/``transpose_b`` reverse the axes
@@ -89,12 +87,12 @@ class _BatchDot(Op):
 
 
 def batch_dot(
-    lhs: NDArray,
-    rhs: NDArray,
+    lhs: ArrayT,
+    rhs: ArrayT,
     transpose_a: bool = False,
     transpose_b: bool = False,
     forward_stype: str | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Batched matrix product of ``(B, N, K)`` and ``(B, K, M)`` arrays: ``(B, N, M)``."""
     return apply(_BatchDot, (lhs, rhs), ta=transpose_a, tb=transpose_b)
 
@@ -123,14 +121,14 @@ class _FC(Op):
 
 
 def FullyConnected(
-    data: NDArray,
-    weight: NDArray,
-    bias: NDArray | None = None,
+    data: ArrayT,
+    weight: ArrayT,
+    bias: ArrayT | None = None,
     num_hidden: int | None = None,
     no_bias: bool = False,
     flatten: bool = True,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Fully connected layer: ``data @ weight.T + bias``.
 
     Parameters

@@ -53,7 +53,6 @@ def _wrap(data: Any, ctx: Context) -> NDArray:
 
 
 class NDArray(
-    ArrayCore,
     Operators,
     UnaryMethods,
     ReduceMethods,
@@ -63,6 +62,7 @@ class NDArray(
     MathMethods,
     LayoutMethods,
     ReductionMethods,
+    ArrayCore,
 ):
     """A multi-dimensional array on a device context.
 

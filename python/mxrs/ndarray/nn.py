@@ -12,19 +12,17 @@ batch's in the backward pass, so only a recorded forward that is differentiated 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .. import kernels
 from ..autograd import _state
 from ..base import ContextError, MXNetError
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, axis_index
 from ._rng import generator
 from .reduce import sum as _sum
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "softmax",
@@ -74,8 +72,8 @@ class _LogSoftmax(Op):
 
 
 def softmax(
-    data: NDArray, axis: int = -1, temperature: float | None = None, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, axis: int = -1, temperature: float | None = None, **kwargs: Any
+) -> ArrayT:
     """Softmax along ``axis``: ``exp(x/T) / sum(exp(x/T))``.
 
     Parameters
@@ -88,13 +86,13 @@ def softmax(
 
 
 def log_softmax(
-    data: NDArray, axis: int = -1, temperature: float | None = None, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, axis: int = -1, temperature: float | None = None, **kwargs: Any
+) -> ArrayT:
     """Logarithm of :func:`softmax`, computed stably."""
     return apply(_LogSoftmax, (data,), axis=axis, temperature=float(temperature or 1.0))
 
 
-def SoftmaxActivation(data: NDArray, mode: str = "instance") -> NDArray:
+def SoftmaxActivation(data: ArrayT, mode: str = "instance") -> ArrayT:
     """Softmax over axis 1 ('channel') or over each flattened instance ('instance')."""
     if mode == "channel":
         return softmax(data, axis=1)
@@ -158,13 +156,13 @@ class _SoftmaxCE(Op):
 
 
 def softmax_ce_loss(
-    pred: NDArray,
-    label: NDArray,
+    pred: ArrayT,
+    label: ArrayT,
     axis: int = -1,
     sparse_label: bool = True,
     from_logits: bool = False,
     keepdims: bool = True,
-) -> NDArray:
+) -> ArrayT:
     """Fused softmax cross-entropy per position (mxrs extension used by Gluon's loss).
 
     Computes ``-pick(log_softmax(pred, axis), label, axis)`` (sparse labels) or
@@ -190,7 +188,7 @@ def softmax_ce_loss(
     )
 
 
-def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
+def softmax_cross_entropy(data: ArrayT, label: ArrayT) -> ArrayT:
     """Total cross-entropy of ``softmax(data)`` against class indices ``label``, shape (1,).
 
     Examples
@@ -235,15 +233,15 @@ class _SoftmaxOutput(Op):
 
 
 def SoftmaxOutput(
-    data: NDArray,
-    label: NDArray,
+    data: ArrayT,
+    label: ArrayT,
     grad_scale: float = 1.0,
     ignore_label: float = -1.0,
     multi_output: bool = False,
     use_ignore: bool = False,
     normalization: str = "null",
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Softmax forward whose backward is the cross-entropy gradient ``softmax - one_hot(label)``
     (scaled by ``grad_scale``, ignoring the incoming gradient, as MXNet's output layer)."""
     return apply(
@@ -279,8 +277,8 @@ class _Dropout(Op):
 
 
 def Dropout(
-    data: NDArray, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (), **kwargs: Any
-) -> NDArray:
+    data: ArrayT, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (), **kwargs: Any
+) -> ArrayT:
     """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
     Active only in training mode unless ``mode='always'``; otherwise returns a copy of ``data``.
@@ -333,11 +331,11 @@ class _BatchNorm(Op):
 
 
 def BatchNorm(
-    data: NDArray,
-    gamma: NDArray,
-    beta: NDArray,
-    moving_mean: NDArray,
-    moving_var: NDArray,
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
+    moving_mean: ArrayT,
+    moving_var: ArrayT,
     eps: float = 1e-3,
     momentum: float = 0.9,
     fix_gamma: bool = True,
@@ -345,7 +343,7 @@ def BatchNorm(
     output_mean_var: bool = False,
     axis: int = 1,
     **kwargs: Any,
-) -> NDArray | list[NDArray]:
+) -> ArrayT | list[ArrayT]:
     """Batch normalisation over every axis but ``axis``.
 
     In training mode (and without ``use_global_stats``) normalises with the batch mean and
@@ -416,20 +414,20 @@ class _LayerNorm(Op):
 
 
 def LayerNorm(
-    data: NDArray,
-    gamma: NDArray,
-    beta: NDArray,
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
     axis: int = -1,
     eps: float = 1e-5,
     output_mean_var: bool = False,
-) -> NDArray | list[NDArray]:
+) -> ArrayT | list[ArrayT]:
     """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
     if output_mean_var:
         raise MXNetError("LayerNorm(output_mean_var=True) is not supported")
     return apply(_LayerNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps))
 
 
-class SoftmaxMethods:
+class SoftmaxMethods(ArrayCore):
     """The softmax family as NDArray methods."""
 
     __slots__ = ()

@@ -11,15 +11,13 @@ is cast back.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
+from ._core import ArrayT
 from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["InstanceNorm", "GroupNorm"]
 
@@ -62,7 +60,7 @@ class _GroupedNorm(Op):
         return gx, ggamma, gbeta
 
 
-def _check_param(op: str, name: str, param: NDArray, size: int, what: str) -> None:
+def _check_param(op: str, name: str, param: ArrayT, size: int, what: str) -> None:
     if tuple(param.shape) != (size,):
         raise MXNetError(
             f"{op}: {name} must have shape ({size},), one value per {what}, got "
@@ -70,7 +68,7 @@ def _check_param(op: str, name: str, param: NDArray, size: int, what: str) -> No
         )
 
 
-def _check_data(op: str, data: NDArray) -> None:
+def _check_data(op: str, data: ArrayT) -> None:
     if data.ndim < 3:
         raise MXNetError(
             f"{op} needs data of rank >= 3, (batch, channel, spatial...), got shape "
@@ -79,8 +77,8 @@ def _check_data(op: str, data: NDArray) -> None:
 
 
 def InstanceNorm(
-    data: NDArray, gamma: NDArray, beta: NDArray, eps: float = 1e-3, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, gamma: ArrayT, beta: ArrayT, eps: float = 1e-3, **kwargs: Any
+) -> ArrayT:
     """Instance normalisation: each (sample, channel) of ``data`` is normalised over the
     spatial axes, ``(x - mean) / sqrt(var + eps) * gamma + beta``.
 
@@ -108,14 +106,14 @@ def InstanceNorm(
 
 
 def GroupNorm(
-    data: NDArray,
-    gamma: NDArray,
-    beta: NDArray,
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
     num_groups: int = 1,
     eps: float = 1e-5,
     output_mean_var: bool = False,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Group normalisation: the channels of each sample are split into ``num_groups`` groups,
     each normalised over its channels and spatial axes, then scaled by ``gamma`` and shifted
     by ``beta`` of its group.

@@ -9,13 +9,11 @@ number of outputs per example; ``MakeLoss`` turns any array into a loss whose gr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import MXNetError
+from ._core import ArrayT
 from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "LinearRegressionOutput",
@@ -48,28 +46,28 @@ class _Regression(Op):
         return gx, (self.xp.zeros_like(self.label) if self.needs[1] else None)
 
 
-def _regression(kind: str, data: NDArray, label: NDArray, grad_scale: float) -> NDArray:
+def _regression(kind: str, data: ArrayT, label: ArrayT, grad_scale: float) -> ArrayT:
     return apply(_Regression, (data, label), kind=kind, grad_scale=float(grad_scale))
 
 
 def LinearRegressionOutput(
-    data: NDArray, label: NDArray, grad_scale: float = 1.0, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, label: ArrayT, grad_scale: float = 1.0, **kwargs: Any
+) -> ArrayT:
     """Identity forward; backward ``grad_scale / m * (data - label)`` (squared loss), with
     ``m`` the outputs per example; the incoming gradient is ignored."""
     return _regression("Linear", data, label, grad_scale)
 
 
 def LogisticRegressionOutput(
-    data: NDArray, label: NDArray, grad_scale: float = 1.0, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, label: ArrayT, grad_scale: float = 1.0, **kwargs: Any
+) -> ArrayT:
     """``sigmoid(data)`` forward; backward ``grad_scale / m * (sigmoid(data) - label)``."""
     return _regression("Logistic", data, label, grad_scale)
 
 
 def MAERegressionOutput(
-    data: NDArray, label: NDArray, grad_scale: float = 1.0, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, label: ArrayT, grad_scale: float = 1.0, **kwargs: Any
+) -> ArrayT:
     """Identity forward; backward ``grad_scale / m * sign(data - label)`` (absolute loss)."""
     return _regression("MAE", data, label, grad_scale)
 
@@ -96,12 +94,12 @@ class _MakeLoss(Op):
 
 
 def MakeLoss(
-    data: NDArray,
+    data: ArrayT,
     grad_scale: float = 1.0,
     valid_thresh: float = 0.0,
     normalization: str = "null",
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Mark ``data`` as a loss: identity forward, backward ``grad_scale`` everywhere; with
     ``normalization='batch'`` divided by the number of rows (the size without the last axis),
     with ``'valid'`` by the number of entries above ``valid_thresh``. The incoming gradient is

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..base import MXNetError
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, axis_index
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = [
     "sum",
@@ -155,11 +155,11 @@ class _ArgExtreme(Op):
 
 
 def sum(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Sum over ``axis`` (all axes when None).
 
     Parameters
@@ -180,31 +180,31 @@ def sum(
 
 
 def nansum(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Sum over ``axis`` treating NaN as zero; parameters as :func:`sum`."""
     return apply(_NanSum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
 def mean(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Average over ``axis``; parameters as :func:`sum`."""
     return apply(_Mean, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
 def max(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Maximum over ``axis``; every tied maximum receives the gradient. Parameters as
     :func:`sum`."""
     return apply(
@@ -213,11 +213,11 @@ def max(
 
 
 def min(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Minimum over ``axis``; parameters as :func:`max`."""
     return apply(
         _Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims, fn="min"
@@ -225,30 +225,30 @@ def min(
 
 
 def prod(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Product over ``axis``; parameters as :func:`sum`."""
     return apply(_Prod, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
 def norm(
-    data: NDArray, ord: int = 2, axis: int | Sequence[int] | None = None, keepdims: bool = False
-) -> NDArray:
+    data: ArrayT, ord: int = 2, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> ArrayT:
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements when None)."""
     if ord not in (1, 2):
         raise MXNetError(f"norm supports ord=1 and ord=2, not {ord!r}")
     return apply(_Norm, (data,), axes=_axes(data.ndim, axis), keepdims=keepdims, ord=ord)
 
 
-def argmax(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+def argmax(data: ArrayT, axis: int | None = None, keepdims: bool = False) -> ArrayT:
     """Index of the maximum along ``axis`` (of the flattened array when None), as float32."""
     return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmax")
 
 
-def argmin(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+def argmin(data: ArrayT, axis: int | None = None, keepdims: bool = False) -> ArrayT:
     """Index of the minimum along ``axis`` (of the flattened array when None), as float32."""
     return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmin")
 
@@ -293,13 +293,13 @@ class _TopK(Op):
 
 
 def topk(
-    data: NDArray,
+    data: ArrayT,
     axis: int = -1,
     k: int = 1,
     ret_typ: str = "indices",
     is_ascend: bool = False,
     dtype: DTypeLike = "float32",
-) -> NDArray | list[NDArray]:
+) -> ArrayT | list[ArrayT]:
     """The ``k`` largest (or, with ``is_ascend``, smallest) entries along ``axis``.
 
     Parameters
@@ -324,21 +324,21 @@ def topk(
     )
 
 
-def sort(data: NDArray, axis: int = -1, is_ascend: bool = True) -> NDArray:
+def sort(data: ArrayT, axis: int = -1, is_ascend: bool = True) -> ArrayT:
     """Sort along ``axis`` (ascending by default); differentiable."""
-    return cast("NDArray", topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend))
+    return cast("ArrayT", topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend))
 
 
 def argsort(
-    data: NDArray, axis: int = -1, is_ascend: bool = True, dtype: DTypeLike = "float32"
-) -> NDArray:
+    data: ArrayT, axis: int = -1, is_ascend: bool = True, dtype: DTypeLike = "float32"
+) -> ArrayT:
     """Indices that sort ``data`` along ``axis``, as ``dtype``."""
     return cast(
-        "NDArray", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
+        "ArrayT", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
     )
 
 
-class ReduceMethods:
+class ReduceMethods(ArrayCore):
     """The reductions as NDArray methods: ``x.sum(axis=1)`` is ``nd.sum(x, axis=1)``."""
 
     __slots__ = ()

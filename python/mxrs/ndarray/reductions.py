@@ -15,12 +15,12 @@ import numpy as np
 
 from ..base import MXNetError
 from . import elementwise, reduce, shape, unary
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, axis_index
 from .nn import _Identity
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = ["nanprod", "moments", "argmax_channel", "cumsum", "khatri_rao"]
 
@@ -45,11 +45,11 @@ class _NanProd(Op):
 
 
 def nanprod(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Product over ``axis`` treating NaN as one; parameters as :func:`sum`.
 
     Examples
@@ -62,8 +62,8 @@ def nanprod(
 
 
 def moments(
-    data: NDArray, axes: int | Sequence[int] | None = None, keepdims: bool = False
-) -> list[NDArray]:
+    data: ArrayT, axes: int | Sequence[int] | None = None, keepdims: bool = False
+) -> list[ArrayT]:
     """Mean and (biased) variance over ``axes``: ``[mean, var]``.
 
     Integer data gives integer moments, as in MXNet: the mean is truncated, and the variance
@@ -93,7 +93,7 @@ def moments(
     return [mean, var]
 
 
-def argmax_channel(data: NDArray) -> NDArray:
+def argmax_channel(data: ArrayT) -> ArrayT:
     """Index of the maximum along axis 1, as float32 (no gradient).
 
     Examples
@@ -120,7 +120,7 @@ class _Cumsum(Op):
         return rev.reshape(self.shape).astype(self.dtype, copy=False)
 
 
-def cumsum(a: NDArray, axis: int | None = None, dtype: DTypeLike | None = None) -> NDArray:
+def cumsum(a: ArrayT, axis: int | None = None, dtype: DTypeLike | None = None) -> ArrayT:
     """Cumulative sum along ``axis`` (of the flattened array when None).
 
     Parameters
@@ -139,7 +139,7 @@ def cumsum(a: NDArray, axis: int | None = None, dtype: DTypeLike | None = None) 
     return apply(_Cumsum, (a,), axis=ax, dtype=dt)
 
 
-def khatri_rao(*args: NDArray) -> NDArray:
+def khatri_rao(*args: ArrayT) -> ArrayT:
     """The column-wise Kronecker product of matrices with one number of columns ``k``.
 
     For ``A`` of shape ``(m, k)`` and ``B`` of shape ``(n, k)`` the result has shape
@@ -169,7 +169,7 @@ def khatri_rao(*args: NDArray) -> NDArray:
     return out
 
 
-class ReductionMethods:
+class ReductionMethods(ArrayCore):
     """``nanprod`` and ``argmax_channel`` as NDArray methods."""
 
     __slots__ = ()

@@ -8,16 +8,14 @@ remaining ones, -3 merges two, -4 splits one into the next two values (one of wh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..autograd import _state as _autograd_state
 from ..base import MXNetError
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, axis_index, unbroadcast
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = [
     "reshape",
@@ -94,8 +92,8 @@ def _infer_shape(src: Sequence[int], spec: Sequence[int], reverse: bool = False)
 
 
 def reshape(
-    data: NDArray, shape: int | Sequence[int], reverse: bool = False, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, shape: int | Sequence[int], reverse: bool = False, **kwargs: Any
+) -> ArrayT:
     """Return ``data`` with a new shape (a view where possible).
 
     Parameters
@@ -121,12 +119,12 @@ def reshape(
 Reshape = reshape
 
 
-def reshape_like(lhs: NDArray, rhs: NDArray) -> NDArray:
+def reshape_like(lhs: ArrayT, rhs: ArrayT) -> ArrayT:
     """Return ``lhs`` reshaped to ``rhs``'s shape."""
     return reshape(lhs, rhs.shape)
 
 
-def flatten(data: NDArray) -> NDArray:
+def flatten(data: ArrayT) -> ArrayT:
     """Collapse all axes but the first: shape ``(N, d1 * d2 * ...)``."""
     n = data.shape[0] if data.ndim else 1
     rest = int(np.prod(data.shape[1:], dtype=np.int64))  # not -1: an empty batch has no size
@@ -145,7 +143,7 @@ class _Transpose(Op):
         return g.transpose(self.inv)
 
 
-def transpose(data: NDArray, axes: Sequence[int] | None = None) -> NDArray:
+def transpose(data: ArrayT, axes: Sequence[int] | None = None) -> ArrayT:
     """Permute axes (reverse them when ``axes`` is None or empty)."""
     if not axes:
         axes = tuple(range(data.ndim))[::-1]
@@ -154,14 +152,14 @@ def transpose(data: NDArray, axes: Sequence[int] | None = None) -> NDArray:
     return apply(_Transpose, (data,), axes=axes)
 
 
-def swapaxes(data: NDArray, dim1: int = 0, dim2: int = 0) -> NDArray:
+def swapaxes(data: ArrayT, dim1: int = 0, dim2: int = 0) -> ArrayT:
     """Exchange axes ``dim1`` and ``dim2``."""
     axes = list(range(data.ndim))
     axes[dim1], axes[dim2] = axes[dim2], axes[dim1]
     return transpose(data, tuple(axes))
 
 
-def expand_dims(data: NDArray, axis: int) -> NDArray:
+def expand_dims(data: ArrayT, axis: int) -> ArrayT:
     """Insert a length-1 axis at position ``axis``."""
     ndim = data.ndim + 1
     axis = axis_index(axis, ndim)
@@ -169,7 +167,7 @@ def expand_dims(data: NDArray, axis: int) -> NDArray:
     return apply(_Reshape, (data,), shape=shape)
 
 
-def squeeze(data: NDArray, axis: int | Sequence[int] | None = None) -> NDArray:
+def squeeze(data: ArrayT, axis: int | Sequence[int] | None = None) -> ArrayT:
     """Remove length-1 axes (only those in ``axis`` when given); a result of no axes is (1,)."""
     if axis is None:
         shape = tuple(s for s in data.shape if s != 1)
@@ -191,7 +189,7 @@ class _BroadcastTo(Op):
         return unbroadcast(g, self.shape)
 
 
-def broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
+def broadcast_to(data: ArrayT, shape: Sequence[int]) -> ArrayT:
     """Broadcast ``data`` to ``shape``; a 0 in ``shape`` keeps that dimension."""
     shape = tuple(d if s == 0 else s for s, d in zip(shape, data.shape, strict=False)) + tuple(
         shape[data.ndim :]
@@ -199,7 +197,7 @@ def broadcast_to(data: NDArray, shape: Sequence[int]) -> NDArray:
     return apply(_BroadcastTo, (data,), shape=shape)
 
 
-def broadcast_like(lhs: NDArray, rhs: NDArray) -> NDArray:
+def broadcast_like(lhs: ArrayT, rhs: ArrayT) -> ArrayT:
     """Broadcast ``lhs`` to ``rhs``'s shape."""
     return apply(_BroadcastTo, (lhs,), shape=rhs.shape)
 
@@ -215,7 +213,7 @@ class _Concat(Op):
         return tuple(p if n else None for p, n in zip(parts, self.needs, strict=True))
 
 
-def concat(*data: NDArray, dim: int = 1, **kwargs: Any) -> NDArray:
+def concat(*data: ArrayT, dim: int = 1, **kwargs: Any) -> ArrayT:
     """Join arrays along axis ``dim`` (default 1, as MXNet).
 
     Examples
@@ -241,7 +239,7 @@ class _Stack(Op):
         return tuple(xp.take(g, i, axis=self.axis) if n else None for i, n in enumerate(self.needs))
 
 
-def stack(*data: NDArray, axis: int = 0, **kwargs: Any) -> NDArray:
+def stack(*data: ArrayT, axis: int = 0, **kwargs: Any) -> ArrayT:
     """Join arrays of one shape along a new axis ``axis``."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
@@ -275,8 +273,8 @@ class _Split(Op):
 
 
 def split(
-    data: NDArray, num_outputs: int, axis: int = 1, squeeze_axis: bool = False
-) -> NDArray | list[NDArray]:
+    data: ArrayT, num_outputs: int, axis: int = 1, squeeze_axis: bool = False
+) -> ArrayT | list[ArrayT]:
     """Split into ``num_outputs`` equal parts along ``axis`` (default 1, as MXNet).
 
     Returns a list of arrays, or the array itself when ``num_outputs`` is 1.
@@ -306,11 +304,11 @@ class _Slice(Op):
 
 
 def slice(
-    data: NDArray,
+    data: ArrayT,
     begin: Sequence[int | None],
     end: Sequence[int | None],
     step: Sequence[int | None] | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Take ``data[begin:end:step]`` per axis; ``None`` entries mean the whole axis.
 
     Examples
@@ -323,7 +321,7 @@ def slice(
     return apply(_Slice, (data,), key=key)
 
 
-def slice_axis(data: NDArray, axis: int, begin: int, end: int | None) -> NDArray:
+def slice_axis(data: ArrayT, axis: int, begin: int, end: int | None) -> ArrayT:
     """Take ``begin:end`` along one axis (``end=None`` means to the end)."""
     axis = axis_index(axis, data.ndim)
     key = (np.s_[:],) * axis + (np.s_[begin:end],)
@@ -344,7 +342,7 @@ class _Tile(Op):
         return g.reshape(split).sum(axis=tuple(range(0, len(split), 2))).reshape(self.shape)
 
 
-def tile(data: NDArray, reps: Sequence[int]) -> NDArray:
+def tile(data: ArrayT, reps: Sequence[int]) -> ArrayT:
     """Repeat the whole array ``reps`` times per axis."""
     return apply(_Tile, (data,), reps=tuple(reps))
 
@@ -362,7 +360,7 @@ class _Repeat(Op):
         return g.reshape(shape).sum(axis=a + 1)
 
 
-def repeat(data: NDArray, repeats: int, axis: int | None = None) -> NDArray:
+def repeat(data: ArrayT, repeats: int, axis: int | None = None) -> ArrayT:
     """Repeat each element ``repeats`` times along ``axis`` (of the flattened array if None)."""
     return apply(
         _Repeat,
@@ -381,7 +379,7 @@ class _Flip(Op):
         return self.xp.flip(g, axis=self.axes)
 
 
-def flip(data: NDArray, axis: int | Sequence[int]) -> NDArray:
+def flip(data: ArrayT, axis: int | Sequence[int]) -> ArrayT:
     """Reverse the order of elements along ``axis`` (an int or a tuple)."""
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     return apply(_Flip, (data,), axes=tuple(axis_index(a, data.ndim) for a in axes))
@@ -390,17 +388,17 @@ def flip(data: NDArray, axis: int | Sequence[int]) -> NDArray:
 reverse = flip
 
 
-class ShapeMethods:
+class ShapeMethods(ArrayCore):
     """The shape operations as NDArray methods, with ``x.T`` and ``x.reshape(*shape)``."""
 
     __slots__ = ()
 
     @property
-    def T(self: Any) -> NDArray:
+    def T(self: ArrayT) -> ArrayT:
         """NDArray: the array with its axes reversed."""
         return transpose(self)
 
-    def reshape(self: Any, *shape: Any, **kwargs: Any) -> NDArray:
+    def reshape(self: ArrayT, *shape: Any, **kwargs: Any) -> ArrayT:
         """Return the array with a new shape; see :func:`mxrs.nd.reshape` for special codes."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import MXNetError
+from ._core import ArrayCore, ArrayT
 from ._op import Op, apply, as_method, unbroadcast
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = [
     "negative",
@@ -262,117 +262,117 @@ class _Cast(Op):
         return g.astype(self.src)
 
 
-def negative(data: NDArray) -> NDArray:
+def negative(data: ArrayT) -> ArrayT:
     """Return ``-data``."""
     return apply(_Neg, (data,))
 
 
-def exp(data: NDArray) -> NDArray:
+def exp(data: ArrayT) -> ArrayT:
     """Return ``e ** data`` elementwise."""
     return apply(_Exp, (data,))
 
 
-def log(data: NDArray) -> NDArray:
+def log(data: ArrayT) -> ArrayT:
     """Return the natural logarithm elementwise."""
     return apply(_Log, (data,))
 
 
-def sqrt(data: NDArray) -> NDArray:
+def sqrt(data: ArrayT) -> ArrayT:
     """Return the square root elementwise."""
     return apply(_Sqrt, (data,))
 
 
-def rsqrt(data: NDArray) -> NDArray:
+def rsqrt(data: ArrayT) -> ArrayT:
     """Return ``1 / sqrt(data)`` elementwise."""
     return apply(_Rsqrt, (data,))
 
 
-def square(data: NDArray) -> NDArray:
+def square(data: ArrayT) -> ArrayT:
     """Return ``data * data`` elementwise."""
     return apply(_Square, (data,))
 
 
-def abs(data: NDArray) -> NDArray:
+def abs(data: ArrayT) -> ArrayT:
     """Return the absolute value elementwise (gradient ``sign(data)``, 0 at 0)."""
     return apply(_Abs, (data,))
 
 
-def sign(data: NDArray) -> NDArray:
+def sign(data: ArrayT) -> ArrayT:
     """Return -1, 0 or 1 by the sign of each element (zero gradient)."""
     return apply(_NoGrad, (data,), fn="sign")
 
 
-def floor(data: NDArray) -> NDArray:
+def floor(data: ArrayT) -> ArrayT:
     """Return the floor elementwise (zero gradient)."""
     return apply(_NoGrad, (data,), fn="floor")
 
 
-def ceil(data: NDArray) -> NDArray:
+def ceil(data: ArrayT) -> ArrayT:
     """Return the ceiling elementwise (zero gradient)."""
     return apply(_NoGrad, (data,), fn="ceil")
 
 
-def round(data: NDArray) -> NDArray:
+def round(data: ArrayT) -> ArrayT:
     """Round to the nearest integer, halves away from zero (zero gradient)."""
     return apply(_NoGrad, (data,), fn="round")
 
 
-def rint(data: NDArray) -> NDArray:
+def rint(data: ArrayT) -> ArrayT:
     """Round to the nearest integer, halves to even (zero gradient)."""
     return apply(_NoGrad, (data,), fn="rint")
 
 
-def trunc(data: NDArray) -> NDArray:
+def trunc(data: ArrayT) -> ArrayT:
     """Round toward zero (zero gradient)."""
     return apply(_NoGrad, (data,), fn="trunc")
 
 
-def reciprocal(data: NDArray) -> NDArray:
+def reciprocal(data: ArrayT) -> ArrayT:
     """Return ``1 / data`` elementwise."""
     return apply(_Reciprocal, (data,))
 
 
-def log1p(data: NDArray) -> NDArray:
+def log1p(data: ArrayT) -> ArrayT:
     """Return ``log(1 + data)`` elementwise."""
     return apply(_Log1p, (data,))
 
 
-def expm1(data: NDArray) -> NDArray:
+def expm1(data: ArrayT) -> ArrayT:
     """Return ``exp(data) - 1`` elementwise."""
     return apply(_Expm1, (data,))
 
 
-def sin(data: NDArray) -> NDArray:
+def sin(data: ArrayT) -> ArrayT:
     """Return the sine elementwise."""
     return apply(_Sin, (data,))
 
 
-def cos(data: NDArray) -> NDArray:
+def cos(data: ArrayT) -> ArrayT:
     """Return the cosine elementwise."""
     return apply(_Cos, (data,))
 
 
-def relu(data: NDArray) -> NDArray:
+def relu(data: ArrayT) -> ArrayT:
     """Return ``max(data, 0)`` elementwise."""
     return apply(_Relu, (data,))
 
 
-def sigmoid(data: NDArray) -> NDArray:
+def sigmoid(data: ArrayT) -> ArrayT:
     """Return ``1 / (1 + exp(-data))`` elementwise (computed without overflow)."""
     return apply(_Sigmoid, (data,))
 
 
-def tanh(data: NDArray) -> NDArray:
+def tanh(data: ArrayT) -> ArrayT:
     """Return the hyperbolic tangent elementwise."""
     return apply(_Tanh, (data,))
 
 
-def softrelu(data: NDArray) -> NDArray:
+def softrelu(data: ArrayT) -> ArrayT:
     """Return ``log(1 + exp(data))`` elementwise (computed without overflow)."""
     return apply(_Softrelu, (data,))
 
 
-def softsign(data: NDArray) -> NDArray:
+def softsign(data: ArrayT) -> ArrayT:
     """Return ``data / (1 + |data|)`` elementwise."""
     return apply(_Softsign, (data,))
 
@@ -386,7 +386,7 @@ _ACTIVATIONS = {
 }
 
 
-def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
+def Activation(data: ArrayT, act_type: str = "relu", **kwargs: Any) -> ArrayT:
     """Apply the activation ``act_type``: 'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'."""
     try:
         fn = _ACTIVATIONS[act_type]
@@ -397,12 +397,12 @@ def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
     return fn(data)
 
 
-def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
+def clip(data: ArrayT, a_min: float, a_max: float) -> ArrayT:
     """Clip values to ``[a_min, a_max]``; the gradient passes where ``a_min <= x <= a_max``."""
     return apply(_Clip, (data,), a_min=a_min, a_max=a_max)
 
 
-def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
+def where(condition: ArrayT, x: ArrayT, y: ArrayT) -> ArrayT:
     """Return ``x`` where ``condition`` is non-zero, else ``y``.
 
     ``condition`` has ``x``'s shape, or is 1-D and selects whole rows along the first axis.
@@ -410,27 +410,27 @@ def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
     return apply(_Where, (condition, x, y))
 
 
-def cast(data: NDArray, dtype: DTypeLike) -> NDArray:
+def cast(data: ArrayT, dtype: DTypeLike) -> ArrayT:
     """Return ``data`` converted to ``dtype`` (the gradient converts back)."""
     return apply(_Cast, (data,), dtype=np.dtype(dtype))
 
 
-class UnaryMethods:
+class UnaryMethods(ArrayCore):
     """One-input math as NDArray methods, with ``-x``, ``abs(x)`` and ``astype``."""
 
     __slots__ = ()
     _data: Any  # ArrayCore's slot, on the NDArray this mixin is part of
 
-    def __neg__(self: Any) -> NDArray:
+    def __neg__(self: ArrayT) -> ArrayT:
         return negative(self)
 
-    def __pos__(self: Any) -> NDArray:
+    def __pos__(self: ArrayT) -> ArrayT:
         return self
 
-    def __abs__(self: Any) -> NDArray:
+    def __abs__(self: ArrayT) -> ArrayT:
         return abs(self)
 
-    def astype(self: Any, dtype: DTypeLike, copy: bool = True) -> NDArray:
+    def astype(self: ArrayT, dtype: DTypeLike, copy: bool = True) -> ArrayT:
         """Return the array converted to ``dtype`` (``self`` when unchanged and ``copy=False``)."""
         dt = np.dtype(dtype)
         if not copy and dt == self._data.dtype:

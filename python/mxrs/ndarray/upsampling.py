@@ -10,20 +10,18 @@ convolution by the given weight (one ``(1, k, k)`` filter per channel, ``k = 2 s
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import MXNetError
 from . import shape
+from ._core import ArrayT
 from .deconv import Deconvolution
 from .elementwise import add_n
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
 
 __all__ = ["UpSampling"]
 
 
-def _nearest(x: NDArray, out_hw: tuple[int, int], i: int) -> NDArray:
+def _nearest(x: ArrayT, out_hw: tuple[int, int], i: int) -> ArrayT:
     h, w = x.shape[2], x.shape[3]
     if out_hw[0] % h or out_hw[1] % w:
         raise MXNetError(
@@ -39,7 +37,7 @@ def _nearest(x: NDArray, out_hw: tuple[int, int], i: int) -> NDArray:
 
 
 def UpSampling(
-    *data: NDArray,
+    *data: ArrayT,
     scale: int,
     sample_type: str,
     num_filter: int = 0,
@@ -47,7 +45,7 @@ def UpSampling(
     num_args: int | None = None,
     workspace: int = 512,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Upsample 4-d ``(N, C, H, W)`` arrays by the whole factor ``scale``.
 
     Parameters
