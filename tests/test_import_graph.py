@@ -45,11 +45,12 @@ OP_MODULES = [
     "shape",
     "unary",
     "upsampling",
-    "_op",
-    "_core",
-    "_rng",
-    "_special",
-    "_transfer",
+    "core",
+    "core.array",
+    "core.op",
+    "core.rng",
+    "core.special",
+    "core.transfer",
 ]
 
 

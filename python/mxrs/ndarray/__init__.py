@@ -3,8 +3,8 @@
 Layout
 ------
 Imports go one way, from the bottom of this list to the top: the op modules never import the
-NDArray class (they make results from their inputs, see ``_core``), and the NDArray class is put
-together from the op modules' method mixins.
+NDArray class (they make results from their inputs, see ``core.array``), and the NDArray class is
+put together from the op modules' method mixins.
 
 creation
     ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``save``/``load``,
@@ -17,7 +17,7 @@ ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
-mathfns, _special
+mathfns
     ``arcsin ... arctanh, sinh, cosh, tan, degrees, log2, cbrt, fix, erf, erfinv, gamma,
     gammaln, hard_sigmoid, softmin, logical_not``; the special functions they compute with.
 logical
@@ -59,15 +59,10 @@ leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
 contrib, contrib_ops, contrib_box, contrib_resize
     ``mx.nd.contrib``: ``foreach, while_loop, cond, boolean_mask, BilinearResize2D, box_nms``...
-_transfer
-    Moving data between contexts (and the recorded copy behind ``copyto``), raw data from
-    array-likes.
-_rng
-    One random generator per context.
-_op
-    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
-_core
-    ``ArrayCore``: the slots and read-only attributes of an NDArray.
+core/
+    Below every op: ``ArrayCore`` (the slots and read-only attributes of an NDArray), the
+    primitive-op base class and :func:`apply`, the dispatcher every op goes through; moving data
+    between contexts; one random generator per context; special functions on raw arrays.
 
 Below the package: ``mxrs._backend`` (NumPy or CuPy: the only code that tells the two libraries
 apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays only by their slots).
@@ -163,7 +158,7 @@ def _take_out() -> None:
         unary,
         upsampling,
     )
-    from ._op import with_out
+    from .core.op import with_out
 
     mods = (conv, ctc, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
         gather,

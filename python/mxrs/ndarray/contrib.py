@@ -13,8 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..base import InvalidShapeError, MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import with_out
 from .contrib_box import box_iou, box_nms, box_non_maximum_suppression
 from .contrib_ops import (
     allclose,
@@ -30,6 +28,8 @@ from .contrib_ops import (
     quadratic,
 )
 from .contrib_resize import AdaptiveAvgPooling2D, BilinearResize2D
+from .core.array import ArrayCore, ArrayT
+from .core.op import with_out
 from .creation import zeros
 from .shape import concat, stack
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..base import InvalidShapeError, MXNetError
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = ["box_iou", "box_nms", "box_non_maximum_suppression"]
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..base import InvalidShapeError, MXNetError
 from ..context import Context
-from ._core import ArrayT
-from ._op import Op, apply, axis_index
+from .core.array import ArrayT
+from .core.op import Op, apply, axis_index
 
 __all__ = [
     "boolean_mask",

@@ -17,8 +17,8 @@ from .. import kernels
 from ..base import MXNetError
 from ..kernels import ConvGeometry
 from ..kernels._types import PoolGeometry
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = ["Convolution", "Pooling"]
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..base import MXNetError
 from ..kernels.portable import padded, scatter, to_first, windows
-from ._core import ArrayT
-from ._op import Op, apply, with_out
 from .conv import _check_conv_layout, _spatial_dims, _tuple
+from .core.array import ArrayT
+from .core.op import Op, apply, with_out
 
 __all__ = ["Deconvolution", "deconvolution"]
 

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, unbroadcast
-from ._transfer import to_raw
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, unbroadcast
+from .core.transfer import to_raw
 
 __all__ = [
     "add",

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..base import MXNetError
 from . import indexing, shape
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = [
     "gather_nd",

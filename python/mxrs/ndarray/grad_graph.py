@@ -48,8 +48,8 @@ from . import (
     shape,
     unary,
 )
-from ._op import Op, apply, unbroadcast
-from ._transfer import _ToContext, to_context
+from .core.op import Op, apply, unbroadcast
+from .core.transfer import _ToContext, to_context
 from .grad_linear import LINEAR, LinearBackward, const, linear, linear_again
 
 __all__ = ["rule"]
@@ -82,7 +82,7 @@ def rule(node: Any) -> Rule:
 
 def _unbroadcast(g: Any, to: tuple[int, ...]) -> Any:
     """Sum recorded gradient ``g`` over the axes that broadcasting expanded to reach ``to``
-    (``_op.unbroadcast`` on an NDArray records its sum and reshape)."""
+    (``core.op.unbroadcast`` on an NDArray records its sum and reshape)."""
     return unbroadcast(g, tuple(to))
 
 

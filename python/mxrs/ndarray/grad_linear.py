@@ -24,7 +24,7 @@ from . import (
     shape,
     unary,
 )
-from ._op import Op, apply
+from .core.op import Op, apply
 
 __all__ = ["LINEAR", "LinearBackward", "linear", "linear_again", "const"]
 

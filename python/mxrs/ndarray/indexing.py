@@ -14,9 +14,9 @@ import numpy as np
 
 from .._sparse_rows import SparseRows, sum_rows
 from ..base import MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, axis_index
-from ._transfer import move_data
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
+from .core.transfer import move_data
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike

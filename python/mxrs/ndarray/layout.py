@@ -15,8 +15,8 @@ import numpy as np
 
 from ..base import InvalidShapeError, MXNetError
 from . import shape
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, axis_index
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
 from .padding import pad as _pad
 
 __all__ = [

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayT
-from ._op import Op, apply, unbroadcast
+from .core.array import ArrayT
+from .core.op import Op, apply, unbroadcast
 
 __all__ = ["LeakyReLU"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import MXNetError
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = ["L2Normalization", "LRN"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, unbroadcast
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, unbroadcast
 from .elementwise import (
     _compare,
     add,

@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 from ..base import MXNetError
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 from .nn import _Identity
 
 __all__ = ["identity", "BlockGrad", "stop_gradient", "smooth_l1"]

@@ -3,7 +3,7 @@ cube roots, fix, the error and gamma functions, hard_sigmoid, softmin and logica
 
 As in MXNet, the result has the input's dtype: an integer array is computed in float64 and
 truncated back (``nd.degrees`` of int 1 is 57). erf, erfinv, gamma and gammaln come from
-:mod:`._special` (computed in float64); the rest use the array library's own functions.
+:mod:`.core.special` (computed in float64); the rest use the array library's own functions.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import MXNetError
-from . import _special, unary
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method
+from . import unary
+from .core import special as _special
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method
 from .nn import softmax as _softmax
 from .reduce import argsort as _argsort
 from .reduce import sort as _sort

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = ["dot", "batch_dot", "FullyConnected"]
 

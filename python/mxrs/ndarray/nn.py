@@ -19,9 +19,9 @@ import numpy as np
 from .. import kernels
 from ..autograd import _state
 from ..base import ContextError, MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, axis_index
-from ._rng import generator
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
+from .core.rng import generator
 from .reduce import sum as _sum
 
 __all__ = [

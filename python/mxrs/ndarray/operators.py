@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd import _state
 from ..base import ContextError
-from ._core import ArrayCore, ArrayT
+from .core.array import ArrayCore, ArrayT
 from .elementwise import (
     add,
     divide,

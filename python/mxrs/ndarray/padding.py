@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base import MXNetError
-from ._core import ArrayT
-from ._op import Op, apply
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = ["pad", "Pad"]
 

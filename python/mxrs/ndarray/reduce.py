@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, axis_index
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..base import MXNetError
 from . import elementwise, reduce, shape, unary
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, axis_index
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
 from .nn import _Identity
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..autograd import _state as _autograd_state
 from ..base import MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, axis_index, unbroadcast
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index, unbroadcast
 
 __all__ = [
     "reshape",

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayCore, ArrayT
-from ._op import Op, apply, as_method, unbroadcast
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, unbroadcast
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike

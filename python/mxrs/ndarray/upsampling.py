@@ -14,7 +14,7 @@ from typing import Any
 
 from ..base import MXNetError
 from . import shape
-from ._core import ArrayT
+from .core.array import ArrayT
 from .deconv import Deconvolution
 from .elementwise import add_n
 

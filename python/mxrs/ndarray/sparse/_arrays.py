@@ -18,7 +18,7 @@ import numpy as np
 from ..._sparse_rows import SparseRows
 from ...base import MXNetError
 from ...context import Context
-from .._transfer import move_data
+from ..core.transfer import move_data
 from ..ndarray import NDArray, _wrap
 from . import _storage as st
 

@@ -1,4 +1,4 @@
-"""Which operators keep a sparse input sparse, and how (``mxrs.ndarray._op.sparse_rules``).
+"""Which operators keep a sparse input sparse, and how (``mxrs.ndarray.core.op.sparse_rules``).
 
 As in MXNet: an elementwise function with ``f(0) = 0`` (``-x``, ``x * s``, ``x / s``, ``sqrt``,
 ``square``, ``abs``, ``sign``, ``relu``, rounding, ``clip`` around 0, casts...) maps the stored
@@ -24,7 +24,7 @@ from .. import indexing as ix
 from .. import mathfns as mf
 from .. import matmul as mm
 from .. import unary as un
-from .._op import Op, sparse_rules
+from ..core.op import Op, sparse_rules
 from . import _storage as st
 from ._arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, make_csr, make_rsp
 

@@ -3,7 +3,9 @@
 The op modules (``elementwise``, ``reduce``, ...) work on this core alone: they test operands
 with ``isinstance(x, ArrayCore)`` and make their results with ``x._new(data, ctx)`` from an input
 array, so none of them imports the :class:`~mxrs.ndarray.NDArray` class, which is put together
-above them from this core and the op modules' method mixins.
+above them from this core and the op modules' method mixins. Their annotations say the same:
+an op takes and gives back ``ArrayT`` (a type variable bound to this class), and the method
+mixins subclass this class; no op module names NDArray, not even for the type checker.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from ..context import Context
-    from ._op import Op
+    from ...context import Context
+    from .op import Op
 
 __all__ = ["ArrayCore", "ArrayT"]
 

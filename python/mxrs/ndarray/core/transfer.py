@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..autograd import _state
-from ._core import ArrayCore, ArrayT
-from ._op import Op
+from ...autograd import _state
+from .array import ArrayCore, ArrayT
+from .op import Op
 
 if TYPE_CHECKING:
-    from .._typing import DTypeLike
-    from ..context import Context
+    from ..._typing import DTypeLike
+    from ...context import Context
 
 __all__ = ["move_data", "to_context", "to_raw"]
 
