@@ -52,9 +52,9 @@ norms, padding
     ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
 deconv
     ``Deconvolution`` (transposed convolution).
-grad_graph, grad_linear
+grad/
     The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
-    (``grad_linear``: that of the linear ops, to any order).
+    (``grad.linear``: that of the linear ops, to any order).
 leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
 contrib, contrib_ops, contrib_box, contrib_resize
@@ -70,7 +70,6 @@ apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays onl
 
 from . import (
     contrib,  # noqa: F401
-    grad_graph,  # noqa: F401  (gives autograd the ops' create_graph rules)
     random,  # noqa: F401
     sparse,  # noqa: F401
 )
@@ -80,6 +79,7 @@ from .ctc import *  # noqa: F403
 from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .gather import *  # noqa: F403
+from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
 from .indexing import Embedding, one_hot, pick, take  # noqa: F401
 from .layout import *  # noqa: F403
 from .leaky import LeakyReLU

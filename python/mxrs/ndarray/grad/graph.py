@@ -4,7 +4,7 @@ A primitive op's own ``backward`` works on raw arrays, so the gradients it retur
 to autograd. For higher-order gradients every op on the path needs a backward written with
 recorded NDArray operations; :func:`rule` returns it. Three kinds of op have one:
 
-linear ops (``grad_linear``)
+linear ops (``grad.linear``)
     (reshape, transpose, broadcast_to, sum, mean, slice, indexing, concat, stack, split, tile,
     repeat, flip, pad, add, subtract, negation, scaling, cast, identity, context copies.) Their
     backward ``g -> J^T g`` is itself linear; it runs as the op :class:`LinearBackward`, whose
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import _install_graph_rules
-from ..base import MXNetError
-from . import elementwise as ew
-from . import (
+from ...autograd import _install_graph_rules
+from ...base import MXNetError
+from .. import elementwise as ew
+from .. import (
     gather,
     layout,
     leaky,
@@ -48,9 +48,9 @@ from . import (
     shape,
     unary,
 )
-from .core.op import Op, apply, unbroadcast
-from .core.transfer import _ToContext, to_context
-from .grad_linear import LINEAR, LinearBackward, const, linear, linear_again
+from ..core.op import Op, apply, unbroadcast
+from ..core.transfer import _ToContext, to_context
+from .linear import LINEAR, LinearBackward, const, linear, linear_again
 
 __all__ = ["rule"]
 

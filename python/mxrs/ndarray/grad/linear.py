@@ -1,4 +1,4 @@
-"""Higher-order gradients of linear ops (part of ``grad_graph``).
+"""Higher-order gradients of linear ops (part of ``grad.graph``).
 
 A linear op's backward ``g -> J^T g`` is itself linear. It runs as the op
 :class:`LinearBackward`, whose own backward applies the original op again (``J gg``), whose
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import elementwise as ew
-from . import (
+from .. import elementwise as ew
+from .. import (
     gather,
     indexing,
     layout,
@@ -24,7 +24,7 @@ from . import (
     shape,
     unary,
 )
-from .core.op import Op, apply
+from ..core.op import Op, apply
 
 __all__ = ["LINEAR", "LinearBackward", "linear", "linear_again", "const"]
 
