@@ -16,9 +16,10 @@ SOURCE = pathlib.Path(__file__).resolve().parent.parent / "python" / "mxrs"
 
 OP_MODULES = [
     "contrib",
-    "contrib_box",
-    "contrib_ops",
-    "contrib_resize",
+    "contrib.box",
+    "contrib.control_flow",
+    "contrib.ops",
+    "contrib.resize",
     "conv",
     "ctc",
     "deconv",

@@ -57,7 +57,7 @@ grad/
     (``grad.linear``: that of the linear ops, to any order).
 leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
-contrib, contrib_ops, contrib_box, contrib_resize
+contrib/
     ``mx.nd.contrib``: ``foreach, while_loop, cond, boolean_mask, BilinearResize2D, box_nms``...
 core/
     Below every op: ``ArrayCore`` (the slots and read-only attributes of an NDArray), the

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..base import InvalidShapeError, MXNetError
-from .core.array import ArrayT
-from .core.op import Op, apply
+from ...base import InvalidShapeError, MXNetError
+from ..core.array import ArrayT
+from ..core.op import Op, apply
 
 __all__ = ["BilinearResize2D", "AdaptiveAvgPooling2D"]
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..base import InvalidShapeError, MXNetError
-from ..context import Context
-from .core.array import ArrayT
-from .core.op import Op, apply, axis_index
+from ...base import InvalidShapeError, MXNetError
+from ...context import Context
+from ..core.array import ArrayT
+from ..core.op import Op, apply, axis_index
 
 __all__ = [
     "boolean_mask",

@@ -1,10 +1,7 @@
-"""``mx.nd.contrib``: MXNet 1.x's contributed operators (also ``mx.contrib.nd``).
+"""Control flow of ``mx.nd.contrib``: ``foreach``, ``while_loop`` and ``cond``.
 
-Control flow (``foreach``, ``while_loop``, ``cond``) runs imperatively, calling the user's
-functions on NDArrays, so autograd records whatever they compute; the per-step outputs are
-stacked along a new axis 0. The array operators live in ``contrib_ops`` (``boolean_mask``,
-``index_copy``, ``arange_like``, ``quadratic``, ``allclose``...), the box operators in
-``contrib_box`` and the image resizing ones in ``contrib_resize``; this module gathers them.
+They run imperatively, calling the user's functions on NDArrays, so autograd records whatever
+they compute; the per-step outputs are stacked along a new axis 0.
 """
 
 from __future__ import annotations
@@ -12,51 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..base import InvalidShapeError, MXNetError
-from .contrib_box import box_iou, box_nms, box_non_maximum_suppression
-from .contrib_ops import (
-    allclose,
-    arange_like,
-    boolean_mask,
-    div_sqrt_dim,
-    gradientmultiplier,
-    index_array,
-    index_copy,
-    isfinite,
-    isinf,
-    isnan,
-    quadratic,
-)
-from .contrib_resize import AdaptiveAvgPooling2D, BilinearResize2D
-from .core.array import ArrayCore, ArrayT
-from .core.op import with_out
-from .creation import zeros
-from .shape import concat, stack
+from ...base import InvalidShapeError, MXNetError
+from ..core.array import ArrayCore, ArrayT
+from ..creation import zeros
+from ..shape import concat, stack
 
-__all__ = [
-    "foreach",
-    "while_loop",
-    "cond",
-    "boolean_mask",
-    "arange_like",
-    "index_copy",
-    "index_array",
-    "div_sqrt_dim",
-    "quadratic",
-    "gradientmultiplier",
-    "isfinite",
-    "isnan",
-    "isinf",
-    "allclose",
-    "BilinearResize2D",
-    "AdaptiveAvgPooling2D",
-    "box_iou",
-    "box_nms",
-    "box_non_maximum_suppression",
-]
+__all__ = ["foreach", "while_loop", "cond"]
 
 
-# ----------------------------------------------------------------- control flow
 def _flatten(args: Any, what: str) -> tuple[list[ArrayCore], Any]:
     """The NDArrays of a nested list, and its format for :func:`_regroup` (0: one array)."""
     if isinstance(args, ArrayCore):
@@ -246,15 +206,3 @@ def cond(pred: Any, then_func: Callable[[], Any], else_func: Callable[[], Any]) 
     array([42.], dtype=float32)
     """
     return then_func() if _truth(pred, "cond: pred") else else_func()
-
-
-def _take_out() -> None:
-    """Let the operators take MXNet's ``out=`` and ``name=`` keywords."""
-    space = globals()
-    for name in __all__:
-        if name not in ("foreach", "while_loop", "cond", "box_non_maximum_suppression"):
-            space[name] = with_out(space[name])
-    space["box_non_maximum_suppression"] = space["box_nms"]
-
-
-_take_out()

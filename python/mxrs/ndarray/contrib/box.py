@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ..base import InvalidShapeError, MXNetError
-from .core.array import ArrayT
-from .core.op import Op, apply
+from ...base import InvalidShapeError, MXNetError
+from ..core.array import ArrayT
+from ..core.op import Op, apply
 
 __all__ = ["box_iou", "box_nms", "box_non_maximum_suppression"]
 
