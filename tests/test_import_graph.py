@@ -32,7 +32,6 @@ OP_MODULES = [
     "layout",
     "leaky",
     "localnorm",
-    "logical",
     "lossfns",
     "mathfns",
     "matmul",

@@ -20,8 +20,6 @@ operators
 mathfns
     ``arcsin ... arctanh, sinh, cosh, tan, degrees, log2, cbrt, fix, erf, erfinv, gamma,
     gammaln, hard_sigmoid, softmin, logical_not``; the special functions they compute with.
-logical
-    ``logical_and/or/xor``, the ``broadcast_*`` comparisons, ``broadcast_hypot``.
 layout
     ``diag, moveaxis, broadcast_axis, slice_like, shape_array, split_v2, depth_to_space``...
 gather
@@ -32,8 +30,11 @@ lossfns
     ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
 sequence, localnorm, upsampling
     ``SequenceMask, SequenceLast, SequenceReverse``; ``L2Normalization, LRN``; ``UpSampling``.
-elementwise, unary
-    Arithmetic with broadcasting, comparisons, math functions, activations, clip, where.
+elementwise
+    Ops of two arrays: arithmetic with broadcasting, comparisons, ``logical_and/or/xor``, the
+    ``broadcast_*`` spellings, ``broadcast_hypot``.
+unary
+    Ops of one array: math functions, activations, clip, where, cast.
 reduce
     ``sum, mean, max, min, prod, norm, argmax, argmin, topk, sort``.
 shape
@@ -84,7 +85,6 @@ from .indexing import Embedding, one_hot, pick, take  # noqa: F401
 from .layout import *  # noqa: F403
 from .leaky import LeakyReLU
 from .localnorm import *  # noqa: F403
-from .logical import *  # noqa: F403
 from .lossfns import *  # noqa: F403
 from .mathfns import *  # noqa: F403
 from .matmul import *  # noqa: F403
@@ -144,7 +144,6 @@ def _take_out() -> None:
         layout,
         leaky,
         localnorm,
-        logical,
         lossfns,
         mathfns,
         matmul,
@@ -164,7 +163,6 @@ def _take_out() -> None:
         gather,
         layout,
         localnorm,
-        logical,
         lossfns,
         mathfns,
         reductions,

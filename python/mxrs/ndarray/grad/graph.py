@@ -38,7 +38,6 @@ from .. import (
     layout,
     leaky,
     localnorm,
-    logical,
     lossfns,
     mathfns,
     matmul,
@@ -317,7 +316,7 @@ def _more_rules() -> dict[type, Rule]:
         m._Gammaln: lambda n, xs, gs: gs[0] * apply(m._Digamma, (xs[0],)),
         m._ZeroGrad: lambda n, xs, gs: None,
         m._HardSigmoid: _masked,
-        logical._Hypot: _hypot,
+        ew._Hypot: _hypot,
         lossfns._SmoothL1: _smooth_l1,
         lossfns._BlockGrad: lambda n, xs, gs: None,
         layout._SizeOf: lambda n, xs, gs: None,
@@ -329,7 +328,7 @@ def _more_rules() -> dict[type, Rule]:
 
 def _hypot(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     a, b = xs
-    gh = gs[0] / logical.broadcast_hypot(a, b)
+    gh = gs[0] / ew.broadcast_hypot(a, b)
     return _unbroadcast(gh * a, a.shape), _unbroadcast(gh * b, b.shape)
 
 
