@@ -33,7 +33,6 @@ OP_MODULES = [
     "leaky",
     "localnorm",
     "lossfns",
-    "mathfns",
     "matmul",
     "nn",
     "norms",

@@ -17,9 +17,6 @@ ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
-mathfns
-    ``arcsin ... arctanh, sinh, cosh, tan, degrees, log2, cbrt, fix, erf, erfinv, gamma,
-    gammaln, hard_sigmoid, softmin, logical_not``; the special functions they compute with.
 layout
     ``diag, moveaxis, broadcast_axis, slice_like, shape_array, split_v2, depth_to_space``...
 gather
@@ -34,7 +31,8 @@ elementwise
     Ops of two arrays: arithmetic with broadcasting, comparisons, ``logical_and/or/xor``, the
     ``broadcast_*`` spellings, ``broadcast_hypot``.
 unary
-    Ops of one array: math functions, activations, clip, where, cast.
+    Ops of one array: ``exp, log, sqrt, sin ... arctanh, erf, erfinv, gamma, gammaln, round,
+    fix``, activations (``relu, sigmoid, tanh, hard_sigmoid, Activation``), clip, where, cast.
 reduce
     ``sum, mean, max, min, prod, norm, argmax, argmin, topk, sort``.
 shape
@@ -86,7 +84,6 @@ from .layout import *  # noqa: F403
 from .leaky import LeakyReLU
 from .localnorm import *  # noqa: F403
 from .lossfns import *  # noqa: F403
-from .mathfns import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
@@ -145,7 +142,6 @@ def _take_out() -> None:
         leaky,
         localnorm,
         lossfns,
-        mathfns,
         matmul,
         nn,
         norms,
@@ -164,7 +160,6 @@ def _take_out() -> None:
         layout,
         localnorm,
         lossfns,
-        mathfns,
         reductions,
         sequence,
         upsampling,

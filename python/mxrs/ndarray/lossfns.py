@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..base import MXNetError
 from .core.array import ArrayT
 from .core.op import Op, apply
-from .nn import _Identity
+from .unary import _Identity
 
 __all__ = ["identity", "BlockGrad", "stop_gradient", "smooth_l1"]
 

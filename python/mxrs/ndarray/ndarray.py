@@ -21,7 +21,6 @@ from .core.array import ArrayCore
 from .core.transfer import move_data, to_context, to_raw
 from .indexing import IndexingMethods
 from .layout import LayoutMethods
-from .mathfns import MathMethods
 from .nn import SoftmaxMethods
 from .operators import Operators
 from .reduce import ReduceMethods
@@ -59,7 +58,6 @@ class NDArray(
     ShapeMethods,
     IndexingMethods,
     SoftmaxMethods,
-    MathMethods,
     LayoutMethods,
     ReductionMethods,
     ArrayCore,

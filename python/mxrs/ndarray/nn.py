@@ -1,5 +1,5 @@
-"""Neural-network layers that are not convolutions: softmax family, fused softmax cross-entropy,
-Dropout, BatchNorm and LayerNorm.
+"""Neural-network layers that are not convolutions: softmax family (softmin too), fused softmax
+cross-entropy, Dropout, BatchNorm and LayerNorm.
 
 Softmax and its cross-entropy are computed in one pass with the max subtracted, so they do not
 overflow; the fused cross-entropy's backward is ``softmax - one_hot`` without forming the one-hot.
@@ -12,21 +12,27 @@ batch's in the backward pass, so only a recorded forward that is differentiated 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import kernels
 from ..autograd import _state
 from ..base import ContextError, MXNetError
+from . import unary
 from .core.array import ArrayCore, ArrayT
 from .core.op import Op, apply, as_method, axis_index
 from .core.rng import generator
 from .reduce import sum as _sum
+from .unary import _Identity
+
+if TYPE_CHECKING:
+    from .._typing import DTypeLike
 
 __all__ = [
     "softmax",
     "log_softmax",
+    "softmin",
     "softmax_cross_entropy",
     "softmax_ce_loss",
     "SoftmaxOutput",
@@ -97,6 +103,32 @@ def SoftmaxActivation(data: ArrayT, mode: str = "instance") -> ArrayT:
     if mode == "channel":
         return softmax(data, axis=1)
     return softmax(data.reshape((data.shape[0], -1)), axis=-1).reshape(data.shape)
+
+
+def softmin(
+    data: ArrayT,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: DTypeLike | None = None,
+    use_length: bool = False,
+) -> ArrayT:
+    """Softmin along ``axis``: ``exp(-x/T) / sum(exp(-x/T))``, :func:`softmax` of ``-data``.
+
+    Parameters
+    ----------
+    axis : int, default -1
+    temperature : float, optional
+        Divides the input first; 1 when None.
+    dtype : {None, 'float16', 'float32', 'float64'}, optional
+        The output dtype (the computation runs in it); ``data``'s when None.
+    use_length : bool, default False
+        Must be False: ``nd.softmin`` takes no length input (as in MXNet).
+    """
+    if use_length:
+        raise MXNetError("softmin: use_length=True needs a length input, which nd.softmin lacks")
+    if dtype is not None and np.dtype(dtype) != data._data.dtype:
+        data = unary.cast(data, dtype)
+    return softmax(unary.negative(data), axis=axis, temperature=temperature)
 
 
 class _SoftmaxCE(Op):
@@ -253,14 +285,6 @@ def SoftmaxOutput(
         normalization=normalization,
         multi=multi_output,
     )
-
-
-class _Identity(Op):
-    def forward(self, x):
-        return x.copy()
-
-    def backward(self, g):
-        return g
 
 
 class _Dropout(Op):
@@ -433,3 +457,4 @@ class SoftmaxMethods(ArrayCore):
     __slots__ = ()
     softmax = as_method(softmax)
     log_softmax = as_method(log_softmax)
+    softmin = as_method(softmin)

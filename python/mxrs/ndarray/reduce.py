@@ -352,3 +352,5 @@ class ReduceMethods(ArrayCore):
     argmin = as_method(argmin)
     topk = as_method(topk)
     nansum = as_method(nansum)
+    sort = as_method(sort)
+    argsort = as_method(argsort)

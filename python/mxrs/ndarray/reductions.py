@@ -17,7 +17,7 @@ from ..base import MXNetError
 from . import elementwise, reduce, shape, unary
 from .core.array import ArrayCore, ArrayT
 from .core.op import Op, apply, as_method, axis_index
-from .nn import _Identity
+from .unary import _Identity
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike

@@ -16,7 +16,7 @@ import numpy as np
 from ..base import MXNetError
 from .core.array import ArrayT
 from .core.op import Op, apply
-from .nn import _Identity
+from .unary import _Identity
 
 __all__ = ["SequenceMask", "SequenceLast", "SequenceReverse"]
 

@@ -39,7 +39,6 @@ from .. import (
     leaky,
     localnorm,
     lossfns,
-    mathfns,
     matmul,
     nn,
     reduce,
@@ -288,8 +287,9 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 
 
 def _more_rules() -> dict[type, Rule]:
-    """Rules of the ops of mathfns, logical, lossfns, layout, gather, reductions, localnorm."""
-    m = mathfns
+    """Rules of more ops: the math functions of unary, broadcast_hypot, lossfns, layout, gather,
+    reductions, localnorm."""
+    m = unary
 
     def sq(x: Any) -> Any:
         return x * x

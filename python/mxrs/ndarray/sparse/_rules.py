@@ -21,7 +21,6 @@ from ... import _sparse_rows as sr
 from ...autograd import _state
 from .. import elementwise as ew
 from .. import indexing as ix
-from .. import mathfns as mf
 from .. import matmul as mm
 from .. import unary as un
 from ..core.op import Op, sparse_rules
@@ -78,13 +77,13 @@ for _cls in (
     ew._DivS,
     ew._DivIntS,
     ew._PowS,
-    mf._Arcsin,
-    mf._Arctan,
-    mf._Arcsinh,
-    mf._Arctanh,
-    mf._Sinh,
-    mf._Tan,
-    mf._Cbrt,
+    un._Arcsin,
+    un._Arctan,
+    un._Arcsinh,
+    un._Arctanh,
+    un._Sinh,
+    un._Tan,
+    un._Cbrt,
 ):
     sparse_rules[_cls] = _zero_preserving
 
