@@ -40,7 +40,6 @@ OP_MODULES = [
     "output",
     "padding",
     "reduce",
-    "reductions",
     "sequence",
     "shape",
     "unary",

@@ -21,8 +21,6 @@ layout
     ``diag, moveaxis, broadcast_axis, slice_like, shape_array, split_v2, depth_to_space``...
 gather
     ``gather_nd, scatter_nd, ravel_multi_index, unravel_index, batch_take, onehot_encode``.
-reductions
-    ``nanprod, moments, argmax_channel, cumsum, khatri_rao``.
 lossfns
     ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
 sequence, localnorm, upsampling
@@ -34,13 +32,14 @@ unary
     Ops of one array: ``exp, log, sqrt, sin ... arctanh, erf, erfinv, gamma, gammaln, round,
     fix``, activations (``relu, sigmoid, tanh, hard_sigmoid, Activation``), clip, where, cast.
 reduce
-    ``sum, mean, max, min, prod, norm, argmax, argmin, topk, sort``.
+    ``sum, mean, max, min, prod, nansum, nanprod, norm, moments, argmax, argmin,
+    argmax_channel, cumsum, topk, sort, argsort``.
 shape
     ``reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack, split, slice``...
 indexing
     ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot``.
 matmul
-    ``dot, batch_dot, FullyConnected``.
+    ``dot, batch_dot, FullyConnected, khatri_rao``.
 conv
     ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
 nn
@@ -90,8 +89,7 @@ from .nn import *  # noqa: F403
 from .norms import *  # noqa: F403
 from .output import *  # noqa: F403
 from .padding import *  # noqa: F403
-from .reduce import *  # noqa: F403
-from .reductions import *  # noqa: F403
+from .reduce import *  # noqa: F403  # noqa: F403
 from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sparse import cast_storage  # noqa: F401
@@ -147,7 +145,6 @@ def _take_out() -> None:
         norms,
         padding,
         reduce,
-        reductions,
         sequence,
         shape,
         unary,
@@ -160,7 +157,6 @@ def _take_out() -> None:
         layout,
         localnorm,
         lossfns,
-        reductions,
         sequence,
         upsampling,
     )

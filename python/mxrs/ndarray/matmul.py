@@ -1,7 +1,9 @@
-"""Matrix products: dot, batch_dot and the fully connected layer.
+"""Matrix products: dot, batch_dot, the fully connected layer and khatri_rao.
 
-Each is one GEMM forward and (at most) two GEMMs backward; transposed operands are passed to
-BLAS as transposed views, not copies.
+dot, batch_dot and FullyConnected are each one GEMM forward and (at most) two GEMMs backward;
+transposed operands are passed to BLAS as transposed views, not copies. khatri_rao (the
+column-wise Kronecker product) is built from recorded ops, so it differentiates (to any order)
+through them.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
+from . import elementwise, shape
 from .core.array import ArrayT
 from .core.op import Op, apply
+from .unary import _Identity
 
-__all__ = ["dot", "batch_dot", "FullyConnected"]
+__all__ = ["dot", "batch_dot", "FullyConnected", "khatri_rao"]
 
 
 class _Dot(Op):
@@ -146,3 +150,33 @@ def FullyConnected(
     if bias is None or no_bias:
         return apply(_FC, (data, weight), flatten=flatten)
     return apply(_FC, (data, weight, bias), flatten=flatten)
+
+
+def khatri_rao(*args: ArrayT) -> ArrayT:
+    """The column-wise Kronecker product of matrices with one number of columns ``k``.
+
+    For ``A`` of shape ``(m, k)`` and ``B`` of shape ``(n, k)`` the result has shape
+    ``(m * n, k)`` with row ``i * n + j`` equal to ``A[i] * B[j]``.
+
+    Examples
+    --------
+    >>> a, b = mx.nd.array([[1, -1], [2, -3]]), mx.nd.array([[1, 4], [2, 5], [3, 6]])
+    >>> mx.nd.khatri_rao(a, b).shape
+    (6, 2)
+    """
+    if not args:
+        raise MXNetError("khatri_rao needs at least one matrix")
+    if args[0].ndim != 2:
+        raise MXNetError(f"khatri_rao: the inputs must be matrices, not of shape {args[0].shape}")
+    k = args[0].shape[1]
+    for i, m in enumerate(args):
+        if m.ndim != 2 or m.shape[1] != k:
+            raise MXNetError(
+                f"khatri_rao: input {i} has shape {m.shape}; every input must be a matrix with "
+                f"{k} columns, as the first"
+            )
+    out: Any = apply(_Identity, (args[0],))
+    for m in args[1:]:
+        prod = elementwise.multiply(shape.expand_dims(out, 1), shape.expand_dims(m, 0))
+        out = shape.reshape(prod, (-1, k))
+    return out

@@ -24,7 +24,6 @@ from .layout import LayoutMethods
 from .nn import SoftmaxMethods
 from .operators import Operators
 from .reduce import ReduceMethods
-from .reductions import ReductionMethods
 from .shape import ShapeMethods
 from .unary import UnaryMethods
 
@@ -59,7 +58,6 @@ class NDArray(
     IndexingMethods,
     SoftmaxMethods,
     LayoutMethods,
-    ReductionMethods,
     ArrayCore,
 ):
     """A multi-dimensional array on a device context.

@@ -33,19 +33,7 @@ import numpy as np
 from ...autograd import _install_graph_rules
 from ...base import MXNetError
 from .. import elementwise as ew
-from .. import (
-    gather,
-    layout,
-    leaky,
-    localnorm,
-    lossfns,
-    matmul,
-    nn,
-    reduce,
-    reductions,
-    shape,
-    unary,
-)
+from .. import gather, layout, leaky, localnorm, lossfns, matmul, nn, reduce, shape, unary
 from ..core.op import Op, apply, unbroadcast
 from ..core.transfer import _ToContext, to_context
 from .linear import LINEAR, LinearBackward, const, linear, linear_again
@@ -287,8 +275,8 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 
 
 def _more_rules() -> dict[type, Rule]:
-    """Rules of more ops: the math functions of unary, broadcast_hypot, lossfns, layout, gather,
-    reductions, localnorm."""
+    """Rules of more ops: unary's math functions, broadcast_hypot, lossfns, layout, gather,
+    nanprod, localnorm."""
     m = unary
 
     def sq(x: Any) -> Any:
@@ -321,7 +309,7 @@ def _more_rules() -> dict[type, Rule]:
         lossfns._BlockGrad: lambda n, xs, gs: None,
         layout._SizeOf: lambda n, xs, gs: None,
         gather._IndexMath: lambda n, xs, gs: None,
-        reductions._NanProd: _nanprod,
+        reduce._NanProd: _nanprod,
         localnorm._L2Norm: _l2_normalization,
     }
 

@@ -11,17 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import elementwise as ew
-from .. import (
-    gather,
-    indexing,
-    layout,
-    padding,
-    reduce,
-    reductions,
-    sequence,
-    shape,
-    unary,
-)
+from .. import gather, indexing, layout, padding, reduce, sequence, shape, unary
 from ..core.op import Op, apply
 
 __all__ = ["LINEAR", "LinearBackward", "linear", "linear_again", "const"]
@@ -63,7 +53,7 @@ LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
         layout._DiagTake,
         layout._SplitAt,
         gather._ScatterNd,
-        reductions._Cumsum,
+        reduce._Cumsum,
         sequence._SeqLast,
         sequence._SeqReverse,
     )
