@@ -29,7 +29,6 @@ OP_MODULES = [
     "grad.graph",
     "grad.linear",
     "indexing",
-    "layout",
     "leaky",
     "localnorm",
     "lossfns",

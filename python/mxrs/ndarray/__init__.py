@@ -17,8 +17,6 @@ ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
-layout
-    ``diag, moveaxis, broadcast_axis, slice_like, shape_array, split_v2, depth_to_space``...
 gather
     ``gather_nd, scatter_nd, ravel_multi_index, unravel_index, batch_take, onehot_encode``.
 lossfns
@@ -35,7 +33,8 @@ reduce
     ``sum, mean, max, min, prod, nansum, nanprod, norm, moments, argmax, argmin,
     argmax_channel, cumsum, topk, sort, argsort``.
 shape
-    ``reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack, split, slice``...
+    ``reshape, transpose, moveaxis, expand_dims, squeeze, broadcast_to, broadcast_axis, concat,
+    stack, split, split_v2, slice, slice_like, tile, flip, diag, depth_to_space``...
 indexing
     ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot``.
 matmul
@@ -79,7 +78,6 @@ from .elementwise import *  # noqa: F403
 from .gather import *  # noqa: F403
 from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
 from .indexing import Embedding, one_hot, pick, take  # noqa: F401
-from .layout import *  # noqa: F403
 from .leaky import LeakyReLU
 from .localnorm import *  # noqa: F403
 from .lossfns import *  # noqa: F403
@@ -91,7 +89,7 @@ from .output import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403  # noqa: F403
 from .sequence import *  # noqa: F403
-from .shape import *  # noqa: F403
+from .shape import *  # noqa: F403  # noqa: F403
 from .sparse import cast_storage  # noqa: F401
 from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .unary import *  # noqa: F403
@@ -136,7 +134,6 @@ def _take_out() -> None:
         ctc,
         elementwise,
         gather,
-        layout,
         leaky,
         localnorm,
         lossfns,
@@ -154,7 +151,6 @@ def _take_out() -> None:
 
     mods = (conv, ctc, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
         gather,
-        layout,
         localnorm,
         lossfns,
         sequence,

@@ -20,7 +20,6 @@ from ..context import Context, current_context
 from .core.array import ArrayCore
 from .core.transfer import move_data, to_context, to_raw
 from .indexing import IndexingMethods
-from .layout import LayoutMethods
 from .nn import SoftmaxMethods
 from .operators import Operators
 from .reduce import ReduceMethods
@@ -57,7 +56,6 @@ class NDArray(
     ShapeMethods,
     IndexingMethods,
     SoftmaxMethods,
-    LayoutMethods,
     ArrayCore,
 ):
     """A multi-dimensional array on a device context.

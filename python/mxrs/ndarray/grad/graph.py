@@ -33,7 +33,7 @@ import numpy as np
 from ...autograd import _install_graph_rules
 from ...base import MXNetError
 from .. import elementwise as ew
-from .. import gather, layout, leaky, localnorm, lossfns, matmul, nn, reduce, shape, unary
+from .. import gather, leaky, localnorm, lossfns, matmul, nn, reduce, shape, unary
 from ..core.op import Op, apply, unbroadcast
 from ..core.transfer import _ToContext, to_context
 from .linear import LINEAR, LinearBackward, const, linear, linear_again
@@ -275,7 +275,7 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 
 
 def _more_rules() -> dict[type, Rule]:
-    """Rules of more ops: unary's math functions, broadcast_hypot, lossfns, layout, gather,
+    """Rules of more ops: unary's math functions, broadcast_hypot, lossfns, shape, gather,
     nanprod, localnorm."""
     m = unary
 
@@ -307,7 +307,7 @@ def _more_rules() -> dict[type, Rule]:
         ew._Hypot: _hypot,
         lossfns._SmoothL1: _smooth_l1,
         lossfns._BlockGrad: lambda n, xs, gs: None,
-        layout._SizeOf: lambda n, xs, gs: None,
+        shape._SizeOf: lambda n, xs, gs: None,
         gather._IndexMath: lambda n, xs, gs: None,
         reduce._NanProd: _nanprod,
         localnorm._L2Norm: _l2_normalization,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import elementwise as ew
-from .. import gather, indexing, layout, padding, reduce, sequence, shape, unary
+from .. import gather, indexing, padding, reduce, sequence, shape, unary
 from ..core.op import Op, apply
 
 __all__ = ["LINEAR", "LinearBackward", "linear", "linear_again", "const"]
@@ -49,9 +49,9 @@ LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
         indexing._BasicIndex,
         indexing._AdvancedIndex,
         unary._Scale,
-        layout._DiagMake,
-        layout._DiagTake,
-        layout._SplitAt,
+        shape._DiagMake,
+        shape._DiagTake,
+        shape._SplitAt,
         gather._ScatterNd,
         reduce._Cumsum,
         sequence._SeqLast,
