@@ -24,7 +24,6 @@ OP_MODULES = [
     "ctc",
     "deconv",
     "elementwise",
-    "gather",
     "grad",
     "grad.graph",
     "grad.linear",

@@ -17,8 +17,6 @@ ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
-gather
-    ``gather_nd, scatter_nd, ravel_multi_index, unravel_index, batch_take, onehot_encode``.
 lossfns
     ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
 sequence, localnorm, upsampling
@@ -36,7 +34,8 @@ shape
     ``reshape, transpose, moveaxis, expand_dims, squeeze, broadcast_to, broadcast_axis, concat,
     stack, split, split_v2, slice, slice_like, tile, flip, diag, depth_to_space``...
 indexing
-    ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot``.
+    ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot, gather_nd, scatter_nd,
+    batch_take, ravel_multi_index, unravel_index``.
 matmul
     ``dot, batch_dot, FullyConnected, khatri_rao``.
 conv
@@ -75,9 +74,19 @@ from .creation import *  # noqa: F403
 from .ctc import *  # noqa: F403
 from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
-from .gather import *  # noqa: F403
 from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
-from .indexing import Embedding, one_hot, pick, take  # noqa: F401
+from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArray's [])
+    Embedding,
+    batch_take,
+    gather_nd,
+    one_hot,
+    onehot_encode,
+    pick,
+    ravel_multi_index,
+    scatter_nd,
+    take,
+    unravel_index,
+)
 from .leaky import LeakyReLU
 from .localnorm import *  # noqa: F403
 from .lossfns import *  # noqa: F403
@@ -133,7 +142,6 @@ def _take_out() -> None:
         conv,
         ctc,
         elementwise,
-        gather,
         leaky,
         localnorm,
         lossfns,
@@ -150,7 +158,6 @@ def _take_out() -> None:
     from .core.op import with_out
 
     mods = (conv, ctc, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
-        gather,
         localnorm,
         lossfns,
         sequence,

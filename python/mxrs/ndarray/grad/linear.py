@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import elementwise as ew
-from .. import gather, indexing, padding, reduce, sequence, shape, unary
+from .. import indexing, padding, reduce, sequence, shape, unary
 from ..core.op import Op, apply
 
 __all__ = ["LINEAR", "LinearBackward", "linear", "linear_again", "const"]
@@ -52,7 +52,7 @@ LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
         shape._DiagMake,
         shape._DiagTake,
         shape._SplitAt,
-        gather._ScatterNd,
+        indexing._ScatterNd,
         reduce._Cumsum,
         sequence._SeqLast,
         sequence._SeqReverse,
