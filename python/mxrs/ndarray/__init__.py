@@ -19,8 +19,8 @@ operators
     Python's arithmetic, comparison and in-place operators of NDArray.
 lossfns
     ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
-sequence, localnorm, upsampling
-    ``SequenceMask, SequenceLast, SequenceReverse``; ``L2Normalization, LRN``; ``UpSampling``.
+sequence, localnorm
+    ``SequenceMask, SequenceLast, SequenceReverse``; ``L2Normalization, LRN``.
 elementwise
     Ops of two arrays: arithmetic with broadcasting, comparisons, ``logical_and/or/xor``, the
     ``broadcast_*`` spellings, ``broadcast_hypot``.
@@ -39,15 +39,14 @@ indexing
 matmul
     ``dot, batch_dot, FullyConnected, khatri_rao``.
 conv
-    ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
+    ``Convolution``, ``Pooling``, ``Deconvolution`` and ``UpSampling`` (the arithmetic is a
+    kernel of :mod:`mxrs.kernels`).
 nn
     Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
 output
     The symbolic API's output layers: ``LinearRegressionOutput``, ``MakeLoss``...
 norms, padding
     ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
-deconv
-    ``Deconvolution`` (transposed convolution).
 grad/
     The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
     (``grad.linear``: that of the linear ops, to any order).
@@ -69,10 +68,9 @@ from . import (
     random,  # noqa: F401
     sparse,  # noqa: F401
 )
-from .conv import *  # noqa: F403
+from .conv import *  # noqa: F403  # noqa: F403  # noqa: F403
 from .creation import *  # noqa: F403
 from .ctc import *  # noqa: F403
-from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
 from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArray's [])
@@ -103,7 +101,6 @@ from .sparse import cast_storage  # noqa: F401
 from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
-from .upsampling import *  # noqa: F403
 
 # Lower-case names of the layer operators (as ``mx.npx`` spells them) and legacy random names.
 convolution = Convolution  # noqa: F405
@@ -153,7 +150,6 @@ def _take_out() -> None:
         sequence,
         shape,
         unary,
-        upsampling,
     )
     from .core.op import with_out
 
@@ -161,7 +157,6 @@ def _take_out() -> None:
         localnorm,
         lossfns,
         sequence,
-        upsampling,
     )
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
