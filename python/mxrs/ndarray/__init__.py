@@ -19,8 +19,8 @@ operators
     Python's arithmetic, comparison and in-place operators of NDArray.
 lossfns
     ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
-sequence, localnorm
-    ``SequenceMask, SequenceLast, SequenceReverse``; ``L2Normalization, LRN``.
+sequence
+    ``SequenceMask, SequenceLast, SequenceReverse``.
 elementwise
     Ops of two arrays: arithmetic with broadcasting, comparisons, ``logical_and/or/xor``, the
     ``broadcast_*`` spellings, ``broadcast_hypot``.
@@ -42,11 +42,13 @@ conv
     ``Convolution``, ``Pooling``, ``Deconvolution`` and ``UpSampling`` (the arithmetic is a
     kernel of :mod:`mxrs.kernels`).
 nn
-    Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
+    The softmax family (``softmin``, fused softmax cross-entropy, ``SoftmaxOutput``), ``Dropout``.
 output
     The symbolic API's output layers: ``LinearRegressionOutput``, ``MakeLoss``...
-norms, padding
-    ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
+normalization
+    ``BatchNorm, LayerNorm, InstanceNorm, GroupNorm, L2Normalization, LRN``.
+padding
+    ``pad`` (constant, edge and reflection padding).
 grad/
     The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
     (``grad.linear``: that of the linear ops, to any order).
@@ -86,12 +88,11 @@ from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArr
     unravel_index,
 )
 from .leaky import LeakyReLU
-from .localnorm import *  # noqa: F403
 from .lossfns import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
-from .norms import *  # noqa: F403
+from .normalization import *  # noqa: F403
 from .output import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403  # noqa: F403
@@ -140,11 +141,10 @@ def _take_out() -> None:
         ctc,
         elementwise,
         leaky,
-        localnorm,
         lossfns,
         matmul,
         nn,
-        norms,
+        normalization,
         padding,
         reduce,
         sequence,
@@ -153,10 +153,20 @@ def _take_out() -> None:
     )
     from .core.op import with_out
 
-    mods = (conv, ctc, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
-        localnorm,
+    mods = (
+        conv,
+        ctc,
+        elementwise,
+        leaky,
         lossfns,
+        matmul,
+        nn,
+        normalization,
+        padding,
+        reduce,
         sequence,
+        shape,
+        unary,
     )
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}

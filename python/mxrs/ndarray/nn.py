@@ -1,12 +1,11 @@
-"""Neural-network layers that are not convolutions: softmax family (softmin too), fused softmax
-cross-entropy, Dropout, BatchNorm and LayerNorm.
+"""Neural-network layers that are not convolutions or normalisations: the softmax family
+(softmin too), fused softmax cross-entropy, SoftmaxOutput, and Dropout.
 
 Softmax and its cross-entropy are computed in one pass with the max subtracted, so they do not
 overflow; the fused cross-entropy's backward is ``softmax - one_hot`` without forming the one-hot.
 Dropout is active only in training mode (``autograd.record()`` or ``autograd.train_mode()``), or
-always with ``mode='always'``. BatchNorm normalises with batch statistics in training mode and
-uses the running statistics otherwise; as in MXNet 1.9.1, the running statistics move toward the
-batch's in the backward pass, so only a recorded forward that is differentiated updates them.
+always with ``mode='always'``. The normalisation layers (BatchNorm, LayerNorm...) are in
+:mod:`.normalization`.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import kernels
 from ..autograd import _state
-from ..base import ContextError, MXNetError
+from ..base import MXNetError
 from . import unary
 from .core.array import ArrayCore, ArrayT
 from .core.op import Op, apply, as_method, axis_index
@@ -38,8 +36,6 @@ __all__ = [
     "SoftmaxOutput",
     "SoftmaxActivation",
     "Dropout",
-    "BatchNorm",
-    "LayerNorm",
 ]
 
 
@@ -319,136 +315,6 @@ def Dropout(
         axes={axis_index(a, data.ndim) for a in axes},
         rng=generator(data._ctx),
     )
-
-
-class _BatchNorm(Op):
-    def forward(
-        self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv, output_mean_var
-    ):
-        # An empty batch (a device's share of a short last batch) has no statistics of its
-        # own: it is normalised with the moving ones, which it leaves as they are.
-        use_global = use_global or x.size == 0
-        self.fix = fix_gamma
-        g = self.xp.ones_like(gamma) if fix_gamma else gamma
-        k = kernels.select("BatchNorm", self.be, x.dtype)
-        stats = (mm._data, mv._data) if use_global else None
-        y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, True in self.needs)
-        if not use_global and momentum is not None:
-            self.update = (momentum, ((mm, mean), (mv, var)))
-        if output_mean_var:
-            return y, mean, var
-        return y
-
-    def backward(self, gy, *unused):
-        update = getattr(self, "update", None)
-        if update is not None:  # as MXNet 1.9.1: the running statistics move in backward
-            momentum, pairs = update
-            for aux, stat in pairs:
-                aux._data *= momentum
-                aux._data += (1 - momentum) * stat
-        if gy is None:
-            return None, None, None
-        gx, ggamma, gbeta = self.grad(gy, self.needs)
-        if self.fix:
-            ggamma = self.xp.zeros_like(ggamma)
-        return gx, ggamma, gbeta
-
-
-def BatchNorm(
-    data: ArrayT,
-    gamma: ArrayT,
-    beta: ArrayT,
-    moving_mean: ArrayT,
-    moving_var: ArrayT,
-    eps: float = 1e-3,
-    momentum: float = 0.9,
-    fix_gamma: bool = True,
-    use_global_stats: bool = False,
-    output_mean_var: bool = False,
-    axis: int = 1,
-    **kwargs: Any,
-) -> ArrayT | list[ArrayT]:
-    """Batch normalisation over every axis but ``axis``.
-
-    In training mode (and without ``use_global_stats``) normalises with the batch mean and
-    (biased) variance; otherwise uses the moving values. As MXNet 1.9.1 does, the backward pass of
-    a training-mode call updates ``moving_mean``/``moving_var`` in place:
-    ``moving = momentum * moving + (1 - momentum) * batch``. A call that is not recorded, or
-    whose output never gets a gradient, leaves them as they are.
-
-    Parameters
-    ----------
-    gamma, beta : NDArray
-        Scale and shift, one per channel.
-    moving_mean, moving_var : NDArray
-        Running statistics (auxiliary state, not differentiated).
-    eps : float, default 1e-3
-    momentum : float, default 0.9
-    fix_gamma : bool, default True
-        Treat gamma as 1 (its gradient is 0), as MXNet's operator does by default.
-    use_global_stats : bool, default False
-    output_mean_var : bool, default False
-        Also return the mean and variance used.
-    axis : int, default 1
-    """
-    for aux in (moving_mean, moving_var):
-        if aux._ctx != data._ctx:
-            raise ContextError(
-                f"BatchNorm: running statistics on {aux._ctx} for data on {data._ctx}"
-            )
-    use_global = bool(use_global_stats) or not _state.training
-    out = apply(
-        _BatchNorm,
-        (data, gamma, beta),
-        axis=axis_index(axis, data.ndim),
-        eps=float(eps),
-        momentum=None if use_global else float(momentum),
-        fix_gamma=bool(fix_gamma),
-        use_global=use_global,
-        mm=moving_mean,
-        mv=moving_var,
-        output_mean_var=output_mean_var,
-    )
-    return out
-
-
-class _LayerNorm(Op):
-    def forward(self, x, gamma, beta, axis, eps):
-        xp = self.xp
-        mean = x.mean(axis=axis, keepdims=True)
-        xc = x - mean
-        inv = 1.0 / xp.sqrt((xc * xc).mean(axis=axis, keepdims=True) + eps)
-        bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
-        self.xhat, self.inv, self.axis, self.bshape = xc * inv, inv, axis, bshape
-        self.gamma = gamma.reshape(bshape)
-        return self.xhat * self.gamma + beta.reshape(bshape)
-
-    def backward(self, g):
-        axis, xhat = self.axis, self.xhat
-        red = tuple(i for i in range(g.ndim) if i != axis)
-        gg = (g * xhat).sum(axis=red)
-        gb = g.sum(axis=red)
-        dxh = g * self.gamma
-        gx = self.inv * (
-            dxh
-            - dxh.mean(axis=axis, keepdims=True)
-            - xhat * (dxh * xhat).mean(axis=axis, keepdims=True)
-        )
-        return gx, gg, gb
-
-
-def LayerNorm(
-    data: ArrayT,
-    gamma: ArrayT,
-    beta: ArrayT,
-    axis: int = -1,
-    eps: float = 1e-5,
-    output_mean_var: bool = False,
-) -> ArrayT | list[ArrayT]:
-    """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
-    if output_mean_var:
-        raise MXNetError("LayerNorm(output_mean_var=True) is not supported")
-    return apply(_LayerNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps))
 
 
 class SoftmaxMethods(ArrayCore):

@@ -33,7 +33,7 @@ import numpy as np
 from ...autograd import _install_graph_rules
 from ...base import MXNetError
 from .. import elementwise as ew
-from .. import indexing, leaky, localnorm, lossfns, matmul, nn, reduce, shape, unary
+from .. import indexing, leaky, lossfns, matmul, nn, normalization, reduce, shape, unary
 from ..core.op import Op, apply, unbroadcast
 from ..core.transfer import _ToContext, to_context
 from .linear import LINEAR, LinearBackward, const, linear, linear_again
@@ -276,7 +276,7 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 
 def _more_rules() -> dict[type, Rule]:
     """Rules of more ops: unary's math functions, broadcast_hypot, lossfns, shape, indexing,
-    nanprod, localnorm."""
+    nanprod, L2Normalization."""
     m = unary
 
     def sq(x: Any) -> Any:
@@ -310,7 +310,7 @@ def _more_rules() -> dict[type, Rule]:
         shape._SizeOf: lambda n, xs, gs: None,
         indexing._IndexMath: lambda n, xs, gs: None,
         reduce._NanProd: _nanprod,
-        localnorm._L2Norm: _l2_normalization,
+        normalization._L2Norm: _l2_normalization,
     }
 
 
