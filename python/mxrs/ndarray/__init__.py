@@ -17,8 +17,9 @@ ndarray
     The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
-lossfns
-    ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
+losses
+    ``smooth_l1, CTCLoss``, the output layers (``LinearRegressionOutput, MakeLoss``...),
+    ``identity, BlockGrad`` (``stop_gradient``).
 sequence
     ``SequenceMask, SequenceLast, SequenceReverse``.
 elementwise
@@ -43,8 +44,6 @@ conv
     kernel of :mod:`mxrs.kernels`).
 nn
     The softmax family (``softmin``, fused softmax cross-entropy, ``SoftmaxOutput``), ``Dropout``.
-output
-    The symbolic API's output layers: ``LinearRegressionOutput``, ``MakeLoss``...
 normalization
     ``BatchNorm, LayerNorm, InstanceNorm, GroupNorm, L2Normalization, LRN``.
 padding
@@ -72,7 +71,6 @@ from . import (
 )
 from .conv import *  # noqa: F403  # noqa: F403  # noqa: F403
 from .creation import *  # noqa: F403
-from .ctc import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
 from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArray's [])
@@ -88,12 +86,11 @@ from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArr
     unravel_index,
 )
 from .leaky import LeakyReLU
-from .lossfns import *  # noqa: F403
+from .losses import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
 from .normalization import *  # noqa: F403
-from .output import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403  # noqa: F403
 from .sequence import *  # noqa: F403
@@ -138,10 +135,10 @@ def _take_out() -> None:
 
     from . import (
         conv,
-        ctc,
         elementwise,
+        indexing,
         leaky,
-        lossfns,
+        losses,
         matmul,
         nn,
         normalization,
@@ -155,10 +152,10 @@ def _take_out() -> None:
 
     mods = (
         conv,
-        ctc,
         elementwise,
+        indexing,
         leaky,
-        lossfns,
+        losses,
         matmul,
         nn,
         normalization,
@@ -171,6 +168,7 @@ def _take_out() -> None:
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
     names |= {"SwapAxis", "Cast", "sum_axis", "max_axis", "min_axis", "choose_element_0index"}
+    names -= set(losses.OUTPUT_LAYERS)  # the symbolic API's output layers take neither keyword
     space = globals()
     for name in names:
         fn = space.get(name)

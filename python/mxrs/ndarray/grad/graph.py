@@ -33,7 +33,7 @@ import numpy as np
 from ...autograd import _install_graph_rules
 from ...base import MXNetError
 from .. import elementwise as ew
-from .. import indexing, leaky, lossfns, matmul, nn, normalization, reduce, shape, unary
+from .. import indexing, leaky, losses, matmul, nn, normalization, reduce, shape, unary
 from ..core.op import Op, apply, unbroadcast
 from ..core.transfer import _ToContext, to_context
 from .linear import LINEAR, LinearBackward, const, linear, linear_again
@@ -275,8 +275,8 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 
 
 def _more_rules() -> dict[type, Rule]:
-    """Rules of more ops: unary's math functions, broadcast_hypot, lossfns, shape, indexing,
-    nanprod, L2Normalization."""
+    """Rules of more ops: unary's math functions, broadcast_hypot, smooth_l1, BlockGrad,
+    shape_array/size_array, index arithmetic, nanprod, L2Normalization."""
     m = unary
 
     def sq(x: Any) -> Any:
@@ -305,8 +305,8 @@ def _more_rules() -> dict[type, Rule]:
         m._ZeroGrad: lambda n, xs, gs: None,
         m._HardSigmoid: _masked,
         ew._Hypot: _hypot,
-        lossfns._SmoothL1: _smooth_l1,
-        lossfns._BlockGrad: lambda n, xs, gs: None,
+        losses._SmoothL1: _smooth_l1,
+        losses._BlockGrad: lambda n, xs, gs: None,
         shape._SizeOf: lambda n, xs, gs: None,
         indexing._IndexMath: lambda n, xs, gs: None,
         reduce._NanProd: _nanprod,
