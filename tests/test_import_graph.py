@@ -45,6 +45,10 @@ OP_MODULES = [
     "core.transfer",
 ]
 
+#: The modules of mxrs.ndarray that stand on the NDArray class: the class itself, what makes
+#: arrays, the sparse arrays (subclasses), the package namespace.
+ABOVE_THE_CLASS = ["", "ndarray", "creation", "serialize", "random", "_pending", "sparse"]
+
 
 def _modules(root):
     """{dotted name: (path, is_package)} for every .py file below ``root`` (a package)."""
@@ -166,6 +170,13 @@ def _imports_the_ndarray_class(path, name):
             if pkg == "mxrs.ndarray" and "ndarray" in names:
                 return True
     return False
+
+
+def test_every_module_of_ndarray_is_an_op_module_or_above_the_class():
+    prefix = "mxrs.ndarray"
+    names = {m[len(prefix) + 1 :] for m in _modules(SOURCE) if m.startswith(prefix)} | {""}
+    above = {n for n in names if n.split(".")[0] in ABOVE_THE_CLASS}
+    assert names - above == set(OP_MODULES)
 
 
 def test_op_modules_never_name_the_ndarray_class():

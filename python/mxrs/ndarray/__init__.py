@@ -2,63 +2,76 @@
 
 Layout
 ------
-Imports go one way, from the bottom of this list to the top: the op modules never import the
-NDArray class (they make results from their inputs, see ``core.array``), and the NDArray class is
-put together from the op modules' method mixins.
+Three layers, each importing only the ones below it (``tests/test_import_graph.py`` checks it).
 
-creation
-    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``save``/``load``,
-    ``waitall``.
-random
-    Sampling: ``seed, uniform, normal, randint, shuffle``.
-_pending
-    Arrays that KVStore requests are still reading or writing; where their errors surface.
-ndarray
-    The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
-operators
-    Python's arithmetic, comparison and in-place operators of NDArray.
-losses
-    ``smooth_l1, CTCLoss``, the output layers (``LinearRegressionOutput, MakeLoss``...),
-    ``identity, BlockGrad`` (``stop_gradient``).
-sequence
-    ``SequenceMask, SequenceLast, SequenceReverse``.
+**The core** (``core/``), below every op:
+
+core.array
+    ``ArrayCore``, the slots and read-only attributes of an NDArray, and ``ArrayT``, the type
+    the op modules give their operands and results.
+core.op
+    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
+core.transfer, core.rng, core.special
+    Moving data between contexts; one random generator per context; special functions.
+
+**The ops**, one module per concept. They make their results from their inputs and never name
+the NDArray class, not even for the type checker; the ``*Methods`` mixins they define make up
+the class above them.
+
 elementwise
     Ops of two arrays: arithmetic with broadcasting, comparisons, ``logical_and/or/xor``, the
     ``broadcast_*`` spellings, ``broadcast_hypot``.
 unary
     Ops of one array: ``exp, log, sqrt, sin ... arctanh, erf, erfinv, gamma, gammaln, round,
     fix``, activations (``relu, sigmoid, tanh, hard_sigmoid, Activation``), clip, where, cast.
+operators
+    Python's arithmetic, comparison and in-place operators of NDArray.
 reduce
     ``sum, mean, max, min, prod, nansum, nanprod, norm, moments, argmax, argmin,
     argmax_channel, cumsum, topk, sort, argsort``.
 shape
     ``reshape, transpose, moveaxis, expand_dims, squeeze, broadcast_to, broadcast_axis, concat,
     stack, split, split_v2, slice, slice_like, tile, flip, diag, depth_to_space``...
+padding
+    ``pad`` (constant, edge and reflection padding).
 indexing
     ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot, gather_nd, scatter_nd,
     batch_take, ravel_multi_index, unravel_index``.
 matmul
     ``dot, batch_dot, FullyConnected, khatri_rao``.
 conv
-    ``Convolution``, ``Pooling``, ``Deconvolution`` and ``UpSampling`` (the arithmetic is a
-    kernel of :mod:`mxrs.kernels`).
+    ``Convolution, Pooling, Deconvolution, UpSampling`` (the arithmetic is a kernel of
+    :mod:`mxrs.kernels`).
 nn
     The softmax family (``softmin``, fused softmax cross-entropy, ``SoftmaxOutput``), ``Dropout``.
+leaky
+    ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
 normalization
     ``BatchNorm, LayerNorm, InstanceNorm, GroupNorm, L2Normalization, LRN``.
-padding
-    ``pad`` (constant, edge and reflection padding).
+sequence
+    ``SequenceMask, SequenceLast, SequenceReverse``.
+losses
+    ``smooth_l1, CTCLoss``, the output layers (``LinearRegressionOutput, MakeLoss``...),
+    ``identity, BlockGrad`` (``stop_gradient``).
 grad/
     The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
     (``grad.linear``: that of the linear ops, to any order).
-leaky
-    ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
+
+**The class and what makes arrays**:
+
+ndarray
+    The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
+creation, serialize
+    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``waitall``;
+    ``save``/``load`` in MXNet's binary format.
+random
+    ``mx.nd.random``: ``seed, uniform, normal, randint, shuffle``...
+sparse/
+    ``mx.nd.sparse``: ``RowSparseNDArray``, ``CSRNDArray`` and their operators.
 contrib/
     ``mx.nd.contrib``: ``foreach, while_loop, cond, boolean_mask, BilinearResize2D, box_nms``...
-core/
-    Below every op: ``ArrayCore`` (the slots and read-only attributes of an NDArray), the
-    primitive-op base class and :func:`apply`, the dispatcher every op goes through; moving data
-    between contexts; one random generator per context; special functions on raw arrays.
+_pending
+    Arrays that KVStore requests are still reading or writing; where their errors surface.
 
 Below the package: ``mxrs._backend`` (NumPy or CuPy: the only code that tells the two libraries
 apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays only by their slots).
@@ -69,7 +82,7 @@ from . import (
     random,  # noqa: F401
     sparse,  # noqa: F401
 )
-from .conv import *  # noqa: F403  # noqa: F403  # noqa: F403
+from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
@@ -92,9 +105,9 @@ from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
-from .reduce import *  # noqa: F403  # noqa: F403
+from .reduce import *  # noqa: F403
 from .sequence import *  # noqa: F403
-from .shape import *  # noqa: F403  # noqa: F403
+from .shape import *  # noqa: F403
 from .sparse import cast_storage  # noqa: F401
 from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .unary import *  # noqa: F403
