@@ -15,20 +15,39 @@ import pytest
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "python" / "mxrs"
 
 OP_MODULES = [
+    "contrib",
+    "contrib.box",
+    "contrib.control_flow",
+    "contrib.ops",
+    "contrib.resize",
     "conv",
     "elementwise",
+    "grad",
+    "grad.graph",
+    "grad.linear",
     "indexing",
+    "leaky",
+    "losses",
     "matmul",
     "nn",
+    "normalization",
     "operators",
+    "padding",
     "reduce",
+    "sequence",
     "shape",
     "unary",
-    "_op",
-    "_core",
-    "_rng",
-    "_transfer",
+    "core",
+    "core.array",
+    "core.op",
+    "core.rng",
+    "core.special",
+    "core.transfer",
 ]
+
+#: The modules of mxrs.ndarray that stand on the NDArray class: the class itself, what makes
+#: arrays, the sparse arrays (subclasses), the package namespace.
+ABOVE_THE_CLASS = ["", "ndarray", "creation", "serialize", "random", "_pending", "sparse"]
 
 
 def _modules(root):
@@ -132,6 +151,43 @@ def test_the_layers_below_the_ndarray_class_do_not_import_it():
     for name in OP_MODULES:
         deps = graph[f"mxrs.ndarray.{name}"]
         assert "mxrs.ndarray.ndarray" not in deps and "mxrs.ndarray" not in deps, name
+
+
+def _imports_the_ndarray_class(path, name):
+    """Whether module ``name`` (at ``path``) imports the NDArray class or its module anywhere,
+    ``if TYPE_CHECKING:`` blocks included."""
+    here = name.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            if any(a.name == "mxrs.ndarray.ndarray" for a in node.names):
+                return True
+        elif isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            pkg = ".".join(base + ([node.module] if node.module else []))
+            names = {a.name for a in node.names}
+            if pkg == "mxrs.ndarray.ndarray" or (pkg == "mxrs.ndarray" and "NDArray" in names):
+                return True
+            if pkg == "mxrs.ndarray" and "ndarray" in names:
+                return True
+    return False
+
+
+def test_every_module_of_ndarray_is_an_op_module_or_above_the_class():
+    prefix = "mxrs.ndarray"
+    names = {m[len(prefix) + 1 :] for m in _modules(SOURCE) if m.startswith(prefix)} | {""}
+    above = {n for n in names if n.split(".")[0] in ABOVE_THE_CLASS}
+    assert names - above == set(OP_MODULES)
+
+
+def test_op_modules_never_name_the_ndarray_class():
+    """Op modules type their arrays with ``ArrayCore`` (and ``ArrayT``), never with NDArray, not
+    even under ``TYPE_CHECKING``: the class sits above them."""
+    mods = _modules(SOURCE)
+    creation = "mxrs.ndarray.creation"  # above the class: it makes NDArrays
+    assert _imports_the_ndarray_class(mods[creation][0], creation)
+    for name in OP_MODULES:
+        path, _ = mods[f"mxrs.ndarray.{name}"]
+        assert not _imports_the_ndarray_class(path, f"mxrs.ndarray.{name}"), name
 
 
 def _tree(tmp_path, files):

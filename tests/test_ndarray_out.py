@@ -27,6 +27,27 @@ def test_out_writes_the_result_into_the_array_given_and_returns_it():
         mx.nd.topk(x, k=1, ret_typ="both", out=vals)
 
 
+def test_every_operator_takes_out_but_these():
+    """Which functions of ``mx.nd`` take ``out=``: all operators but the symbolic API's output
+    layers, the creation and I/O functions and the lower-case layer aliases."""
+    import inspect
+
+    plain = set()
+    for name in dir(mx.nd):
+        fn = getattr(mx.nd, name)
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        if not (getattr(fn, "_takes_out", False) or "out" in inspect.signature(fn).parameters):
+            plain.add(name)
+    assert plain == {
+        "LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "MakeLoss",
+        "make_loss", "activation", "arange", "array", "batch_norm", "cast_storage", "convolution",
+        "dropout", "embedding", "empty", "eye", "full_like", "fully_connected", "layer_norm",
+        "leaky_relu", "linspace", "load", "ones_like", "pooling", "save", "shuffle", "waitall",
+        "zeros_like",
+    }  # fmt: skip
+
+
 def test_numpy_functions_call_the_arrays_own_methods():
     x = mx.nd.array([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]])
     np.testing.assert_array_equal(np.argmax(x, axis=1).asnumpy(), [1.0, 0.0])

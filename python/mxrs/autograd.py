@@ -210,7 +210,7 @@ def _run(
     act on early layers' gradients while the pass goes on through the rest).
 
     Gradients are raw arrays; with ``create_graph`` they are NDArrays computed with recorded
-    operations (``ndarray.grad_graph``), so they can be differentiated again."""
+    operations (``ndarray.grad.graph``), so they can be differentiated again."""
     if create_graph:
         with _Scope(True, None):
             _run_pass(heads, head_grads, retain_graph, on_final, True)
@@ -327,7 +327,7 @@ def _graph_backward(node: Any, gouts: list[Any]) -> Any:
         return _graph_rules(node)(node, list(node.inputs), gouts)
 
 
-#: Looks up an op's differentiable backward (installed by ``ndarray.grad_graph``: the tape sits
+#: Looks up an op's differentiable backward (installed by ``ndarray.grad.graph``: the tape sits
 #: below the op modules and does not import them).
 _graph_rules: Callable[[Any], Callable[..., Any]] | None = None
 
@@ -453,7 +453,7 @@ def grad(
         Defaults to ``create_graph``.
     create_graph : bool, default False
         Record the gradient computation. The ops that support it are listed in
-        ``mxrs.ndarray.grad_graph``; any other on the path raises :class:`MXNetError`.
+        ``mxrs.ndarray.grad.graph``; any other on the path raises :class:`MXNetError`.
 
     Returns
     -------

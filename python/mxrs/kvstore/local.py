@@ -15,7 +15,7 @@ from .. import _native
 from ..base import KVStoreError, MXNetError
 from ..context import Context, cpu
 from ..ndarray import sparse
-from ..ndarray._transfer import move_data
+from ..ndarray.core.transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
 from .base import (
     Key,

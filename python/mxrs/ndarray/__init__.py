@@ -2,72 +2,76 @@
 
 Layout
 ------
-Imports go one way, from the bottom of this list to the top: the op modules never import the
-NDArray class (they make results from their inputs, see ``_core``), and the NDArray class is put
-together from the op modules' method mixins.
+Three layers, each importing only the ones below it (``tests/test_import_graph.py`` checks it).
 
-creation
-    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``save``/``load``,
-    ``waitall``.
-random
-    Sampling: ``seed, uniform, normal, randint, shuffle``.
-_pending
-    Arrays that KVStore requests are still reading or writing; where their errors surface.
-ndarray
-    The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
+**The core** (``core/``), below every op:
+
+core.array
+    ``ArrayCore``, the slots and read-only attributes of an NDArray, and ``ArrayT``, the type
+    the op modules give their operands and results.
+core.op
+    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
+core.transfer, core.rng, core.special
+    Moving data between contexts; one random generator per context; special functions.
+
+**The ops**, one module per concept. They make their results from their inputs and never name
+the NDArray class, not even for the type checker; the ``*Methods`` mixins they define make up
+the class above them.
+
+elementwise
+    Ops of two arrays: arithmetic with broadcasting, comparisons, ``logical_and/or/xor``, the
+    ``broadcast_*`` spellings, ``broadcast_hypot``.
+unary
+    Ops of one array: ``exp, log, sqrt, sin ... arctanh, erf, erfinv, gamma, gammaln, round,
+    fix``, activations (``relu, sigmoid, tanh, hard_sigmoid, Activation``), clip, where, cast.
 operators
     Python's arithmetic, comparison and in-place operators of NDArray.
-mathfns, _special
-    ``arcsin ... arctanh, sinh, cosh, tan, degrees, log2, cbrt, fix, erf, erfinv, gamma,
-    gammaln, hard_sigmoid, softmin, logical_not``; the special functions they compute with.
-logical
-    ``logical_and/or/xor``, the ``broadcast_*`` comparisons, ``broadcast_hypot``.
-layout
-    ``diag, moveaxis, broadcast_axis, slice_like, shape_array, split_v2, depth_to_space``...
-gather
-    ``gather_nd, scatter_nd, ravel_multi_index, unravel_index, batch_take, onehot_encode``.
-reductions
-    ``nanprod, moments, argmax_channel, cumsum, khatri_rao``.
-lossfns
-    ``identity, BlockGrad`` (``stop_gradient``), ``smooth_l1``.
-sequence, localnorm, upsampling
-    ``SequenceMask, SequenceLast, SequenceReverse``; ``L2Normalization, LRN``; ``UpSampling``.
-elementwise, unary
-    Arithmetic with broadcasting, comparisons, math functions, activations, clip, where.
 reduce
-    ``sum, mean, max, min, prod, norm, argmax, argmin, topk, sort``.
+    ``sum, mean, max, min, prod, nansum, nanprod, norm, moments, argmax, argmin,
+    argmax_channel, cumsum, topk, sort, argsort``.
 shape
-    ``reshape, transpose, expand_dims, squeeze, broadcast_to, concat, stack, split, slice``...
+    ``reshape, transpose, moveaxis, expand_dims, squeeze, broadcast_to, broadcast_axis, concat,
+    stack, split, split_v2, slice, slice_like, tile, flip, diag, depth_to_space``...
+padding
+    ``pad`` (constant, edge and reflection padding).
 indexing
-    ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot``.
+    ``x[key]``, ``x[key] = v``, ``take, Embedding, pick, one_hot, gather_nd, scatter_nd,
+    batch_take, ravel_multi_index, unravel_index``.
 matmul
-    ``dot, batch_dot, FullyConnected``.
+    ``dot, batch_dot, FullyConnected, khatri_rao``.
 conv
-    ``Convolution`` and ``Pooling`` (im2col + GEMM, strided windows).
+    ``Convolution, Pooling, Deconvolution, UpSampling`` (the arithmetic is a kernel of
+    :mod:`mxrs.kernels`).
 nn
-    Softmax family, fused softmax cross-entropy, ``Dropout, BatchNorm, LayerNorm``.
-output
-    The symbolic API's output layers: ``LinearRegressionOutput``, ``MakeLoss``...
-norms, padding
-    ``InstanceNorm, GroupNorm``; ``pad`` (constant, edge and reflection padding).
-deconv
-    ``Deconvolution`` (transposed convolution).
-grad_graph, grad_linear
-    The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
-    (``grad_linear``: that of the linear ops, to any order).
+    The softmax family (``softmin``, fused softmax cross-entropy, ``SoftmaxOutput``), ``Dropout``.
 leaky
     ``LeakyReLU`` and its act_types (leaky, elu, selu, prelu, rrelu, gelu).
-contrib, contrib_ops, contrib_box, contrib_resize
+normalization
+    ``BatchNorm, LayerNorm, InstanceNorm, GroupNorm, L2Normalization, LRN``.
+sequence
+    ``SequenceMask, SequenceLast, SequenceReverse``.
+losses
+    ``smooth_l1, CTCLoss``, the output layers (``LinearRegressionOutput, MakeLoss``...),
+    ``identity, BlockGrad`` (``stop_gradient``).
+grad/
+    The ops' backward written with recorded operations, for ``autograd.grad(create_graph=True)``
+    (``grad.linear``: that of the linear ops, to any order).
+
+**The class and what makes arrays**:
+
+ndarray
+    The :class:`NDArray` class: the core, the op mixins, conversions, context moves, autograd.
+creation, serialize
+    ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``waitall``;
+    ``save``/``load`` in MXNet's binary format.
+random
+    ``mx.nd.random``: ``seed, uniform, normal, randint, shuffle``...
+sparse/
+    ``mx.nd.sparse``: ``RowSparseNDArray``, ``CSRNDArray`` and their operators.
+contrib/
     ``mx.nd.contrib``: ``foreach, while_loop, cond, boolean_mask, BilinearResize2D, box_nms``...
-_transfer
-    Moving data between contexts (and the recorded copy behind ``copyto``), raw data from
-    array-likes.
-_rng
-    One random generator per context.
-_op
-    The primitive-op base class and :func:`apply`, the dispatcher every op goes through.
-_core
-    ``ArrayCore``: the slots and read-only attributes of an NDArray.
+_pending
+    Arrays that KVStore requests are still reading or writing; where their errors surface.
 
 Below the package: ``mxrs._backend`` (NumPy or CuPy: the only code that tells the two libraries
 apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays only by their slots).
@@ -75,38 +79,39 @@ apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays onl
 
 from . import (
     contrib,  # noqa: F401
-    grad_graph,  # noqa: F401  (gives autograd the ops' create_graph rules)
     random,  # noqa: F401
     sparse,  # noqa: F401
 )
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
-from .ctc import *  # noqa: F403
-from .deconv import *  # noqa: F403
 from .elementwise import *  # noqa: F403
-from .gather import *  # noqa: F403
-from .indexing import Embedding, one_hot, pick, take  # noqa: F401
-from .layout import *  # noqa: F403
+from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
+from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArray's [])
+    Embedding,
+    batch_take,
+    gather_nd,
+    one_hot,
+    onehot_encode,
+    pick,
+    ravel_multi_index,
+    scatter_nd,
+    take,
+    unravel_index,
+)
 from .leaky import LeakyReLU
-from .localnorm import *  # noqa: F403
-from .logical import *  # noqa: F403
-from .lossfns import *  # noqa: F403
-from .mathfns import *  # noqa: F403
+from .losses import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
-from .norms import *  # noqa: F403
-from .output import *  # noqa: F403
+from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403
-from .reductions import *  # noqa: F403
 from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sparse import cast_storage  # noqa: F401
 from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
-from .upsampling import *  # noqa: F403
 
 # Lower-case names of the layer operators (as ``mx.npx`` spells them) and legacy random names.
 convolution = Convolution  # noqa: F405
@@ -143,42 +148,40 @@ def _take_out() -> None:
 
     from . import (
         conv,
-        ctc,
         elementwise,
-        gather,
-        layout,
+        indexing,
         leaky,
-        localnorm,
-        logical,
-        lossfns,
-        mathfns,
+        losses,
         matmul,
         nn,
-        norms,
+        normalization,
         padding,
         reduce,
-        reductions,
         sequence,
         shape,
         unary,
-        upsampling,
     )
-    from ._op import with_out
+    from .core.op import with_out
 
-    mods = (conv, ctc, elementwise, leaky, matmul, nn, norms, padding, reduce, shape, unary) + (
-        gather,
-        layout,
-        localnorm,
-        logical,
-        lossfns,
-        mathfns,
-        reductions,
+    mods = (
+        conv,
+        elementwise,
+        indexing,
+        leaky,
+        losses,
+        matmul,
+        nn,
+        normalization,
+        padding,
+        reduce,
         sequence,
-        upsampling,
+        shape,
+        unary,
     )
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
     names |= {"SwapAxis", "Cast", "sum_axis", "max_axis", "min_axis", "choose_element_0index"}
+    names -= set(losses.OUTPUT_LAYERS)  # the symbolic API's output layers take neither keyword
     space = globals()
     for name in names:
         fn = space.get(name)

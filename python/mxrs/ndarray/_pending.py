@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from ._core import ArrayCore
+from .core.array import ArrayCore
 from .ndarray import NDArray
 
 _DATA = ArrayCore.__dict__["_data"]  # the slot descriptor behind NDArray._data

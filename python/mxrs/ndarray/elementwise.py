@@ -1,9 +1,14 @@
-"""Elementwise operations: arithmetic with broadcasting, comparisons, math and activations.
+"""Elementwise ops of two arrays: arithmetic and comparisons with broadcasting, logic, hypot.
 
 Binary ops broadcast like NumPy and sum their gradients back to each input's shape. A Python
 scalar operand becomes an attribute of a scalar op (no array is made for it) and keeps the array's
 dtype. Comparisons return 0/1 arrays of the left operand's dtype, as MXNet does, and pass no
-gradient.
+gradient; the ``broadcast_*`` names are MXNet's other spellings of the same ops.
+
+``logical_and``, ``logical_or`` and ``logical_xor`` take NDArrays or numbers on either side,
+broadcast, and return 0/1 in the left array's dtype, as MXNet's comparisons do (a number meeting
+an integer array is truncated to that dtype first: ``logical_and(int_array, 0.5)`` is all 0).
+They pass no gradient. ``broadcast_hypot`` is ``sqrt(lhs^2 + rhs^2)`` with its gradient.
 """
 
 from __future__ import annotations
@@ -11,17 +16,14 @@ from __future__ import annotations
 import builtins
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
-from ._core import ArrayCore
-from ._op import Op, apply, unbroadcast
-from ._transfer import to_raw
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, unbroadcast
+from .core.transfer import to_raw
 
 __all__ = [
     "add",
@@ -53,6 +55,23 @@ __all__ = [
     "broadcast_power",
     "plus",
     "minus",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "broadcast_equal",
+    "broadcast_not_equal",
+    "broadcast_greater",
+    "broadcast_greater_equal",
+    "broadcast_lesser",
+    "broadcast_lesser_equal",
+    "broadcast_logical_and",
+    "broadcast_logical_or",
+    "broadcast_logical_xor",
+    "broadcast_hypot",
+    "broadcast_mod",
+    "broadcast_plus",
+    "broadcast_minus",
+    "true_divide",
 ]
 
 
@@ -301,22 +320,22 @@ def _binary(lhs, rhs, op, op_s, op_rs, neg=False):
     )
 
 
-def add(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def add(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs + rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Add, _AddS, _AddS)
 
 
-def subtract(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def subtract(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs - rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Sub, _AddS, _RSubS, neg=True)
 
 
-def multiply(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def multiply(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs * rhs`` with broadcasting; either side may be a scalar."""
     return _binary(lhs, rhs, _Mul, _MulS, _MulS)
 
 
-def divide(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def divide(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return ``lhs / rhs`` with broadcasting; integer arrays divided by a scalar truncate."""
     if (
         isinstance(lhs, ArrayCore)
@@ -344,22 +363,22 @@ class _DivIntS(Op):
         return None
 
 
-def modulo(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def modulo(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return the remainder of ``lhs / rhs`` with the sign of ``rhs``, as Python's ``%``."""
     return _binary(lhs, rhs, _Mod, _ModS, _RModS)
 
 
-def power(base: NDArray | float, exp: NDArray | float) -> NDArray:
+def power(base: ArrayT | float, exp: ArrayT | float) -> ArrayT:
     """Return ``base ** exp`` with broadcasting; either side may be a scalar."""
     return _binary(base, exp, _Pow, _PowS, _RPowS)
 
 
-def maximum(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def maximum(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return the elementwise maximum; ties send the gradient to ``lhs``."""
     return _binary(lhs, rhs, _Maximum, _MaxS, _MaxS)
 
 
-def minimum(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def minimum(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return the elementwise minimum; ties send the gradient to ``lhs``."""
     return _binary(lhs, rhs, _Minimum, _MinS, _MinS)
 
@@ -372,32 +391,32 @@ def _compare(lhs, rhs, fn, rfn):
     return apply(_CompareS, (rhs,), s=_scalar(lhs), fn=rfn)
 
 
-def equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs == rhs`` else 0, in ``lhs``'s dtype."""
     return _compare(lhs, rhs, _eq, _eq)
 
 
-def not_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def not_equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs != rhs`` else 0."""
     return _compare(lhs, rhs, _ne, _ne)
 
 
-def greater(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def greater(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs > rhs`` else 0."""
     return _compare(lhs, rhs, _gt, _lt)
 
 
-def greater_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def greater_equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs >= rhs`` else 0."""
     return _compare(lhs, rhs, _ge, _le)
 
 
-def lesser(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def lesser(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs < rhs`` else 0."""
     return _compare(lhs, rhs, _lt, _gt)
 
 
-def lesser_equal(lhs: NDArray | float, rhs: NDArray | float) -> NDArray:
+def lesser_equal(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
     """Return 1 where ``lhs <= rhs`` else 0."""
     return _compare(lhs, rhs, _le, _ge)
 
@@ -426,7 +445,7 @@ def _le(a, b):
     return a <= b
 
 
-def add_n(*args: NDArray) -> NDArray:
+def add_n(*args: ArrayT) -> ArrayT:
     """Return the elementwise sum of the NDArrays ``args`` (all of one shape)."""
     if not args:
         raise MXNetError("add_n needs at least one NDArray")
@@ -473,3 +492,100 @@ _SCALAR_OPS: dict[type[Op], Callable[[Any, Any], Any]] = {
     _Maximum: builtins.max,
     _Minimum: builtins.min,
 }
+
+
+def _and(a: Any, b: Any) -> Any:
+    return (a != 0) & (b != 0)
+
+
+def _or(a: Any, b: Any) -> Any:
+    return (a != 0) | (b != 0)
+
+
+def _xor(a: Any, b: Any) -> Any:
+    return (a != 0) ^ (b != 0)
+
+
+def _logical(lhs: Any, rhs: Any, fn: Callable[[Any, Any], Any]) -> Any:
+    lhs_arr, rhs_arr = isinstance(lhs, ArrayCore), isinstance(rhs, ArrayCore)
+    if not lhs_arr and not rhs_arr:
+        return int(bool(fn(lhs, rhs)))
+    if lhs_arr != rhs_arr:  # a number takes the array's dtype first
+        arr = lhs if lhs_arr else rhs
+        num = rhs if lhs_arr else lhs
+        if arr._data.dtype.kind in "iub":
+            num = int(num)
+        lhs, rhs = (arr, num) if lhs_arr else (num, arr)
+    return _compare(lhs, rhs, fn, fn)
+
+
+def logical_and(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
+    """Return 1 where both ``lhs`` and ``rhs`` are non-zero, else 0, with broadcasting.
+
+    Examples
+    --------
+    >>> mx.nd.logical_and(mx.nd.array([0, 1, 2]), mx.nd.array([1, 0, 2])).asnumpy()
+    array([0., 0., 1.], dtype=float32)
+    """
+    return _logical(lhs, rhs, _and)
+
+
+def logical_or(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
+    """Return 1 where ``lhs`` or ``rhs`` is non-zero, else 0, with broadcasting."""
+    return _logical(lhs, rhs, _or)
+
+
+def logical_xor(lhs: ArrayT | float, rhs: ArrayT | float) -> ArrayT:
+    """Return 1 where exactly one of ``lhs`` and ``rhs`` is non-zero, else 0."""
+    return _logical(lhs, rhs, _xor)
+
+
+def _alias(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` as MXNet's operator ``name``, which takes two arrays that broadcast."""
+
+    def op(lhs: Any, rhs: Any) -> Any:
+        return fn(lhs, rhs)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Same as :func:`{fn.__name__}`: ``lhs`` and ``rhs`` broadcast to one shape."
+    return op
+
+
+broadcast_equal = _alias(equal, "broadcast_equal")
+broadcast_not_equal = _alias(not_equal, "broadcast_not_equal")
+broadcast_greater = _alias(greater, "broadcast_greater")
+broadcast_greater_equal = _alias(greater_equal, "broadcast_greater_equal")
+broadcast_lesser = _alias(lesser, "broadcast_lesser")
+broadcast_lesser_equal = _alias(lesser_equal, "broadcast_lesser_equal")
+broadcast_logical_and = _alias(logical_and, "broadcast_logical_and")
+broadcast_logical_or = _alias(logical_or, "broadcast_logical_or")
+broadcast_logical_xor = _alias(logical_xor, "broadcast_logical_xor")
+broadcast_mod = _alias(modulo, "broadcast_mod")
+broadcast_plus = _alias(add, "broadcast_plus")
+broadcast_minus = _alias(subtract, "broadcast_minus")
+true_divide = _alias(divide, "true_divide")
+
+
+class _Hypot(Op):
+    def forward(self, a, b):
+        self.a, self.b = a, b
+        self.y = self.xp.hypot(a, b)
+        return self.y if a.dtype.kind == "f" else self.y.astype(a.dtype)
+
+    def backward(self, g):
+        gy = g / self.y
+        return (
+            unbroadcast(gy * self.a, self.a.shape) if self.needs[0] else None,
+            unbroadcast(gy * self.b, self.b.shape) if self.needs[1] else None,
+        )
+
+
+def broadcast_hypot(lhs: ArrayT, rhs: ArrayT) -> ArrayT:
+    """Return ``sqrt(lhs^2 + rhs^2)`` with broadcasting, computed without overflow.
+
+    Examples
+    --------
+    >>> mx.nd.broadcast_hypot(mx.nd.array([3, 5]), mx.nd.array([4, 12])).asnumpy()
+    array([ 5., 13.], dtype=float32)
+    """
+    return apply(_Hypot, (lhs, rhs))

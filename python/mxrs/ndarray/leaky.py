@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, unbroadcast
-from .ndarray import NDArray
+from .core.array import ArrayT
+from .core.op import Op, apply, unbroadcast
 
 __all__ = ["LeakyReLU"]
 
@@ -102,14 +102,14 @@ class _Gelu(Op):
 
 
 def LeakyReLU(
-    data: NDArray,
-    gamma: NDArray | None = None,
+    data: ArrayT,
+    gamma: ArrayT | None = None,
     act_type: str = "leaky",
     slope: float = 0.25,
     lower_bound: float = 0.125,
     upper_bound: float = 0.334,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Leaky rectified linear units and relatives.
 
     Parameters

@@ -1,22 +1,24 @@
-"""Matrix products: dot, batch_dot and the fully connected layer.
+"""Matrix products: dot, batch_dot, the fully connected layer and khatri_rao.
 
-Each is one GEMM forward and (at most) two GEMMs backward; transposed operands are passed to
-BLAS as transposed views, not copies.
+dot, batch_dot and FullyConnected are each one GEMM forward and (at most) two GEMMs backward;
+transposed operands are passed to BLAS as transposed views, not copies. khatri_rao (the
+column-wise Kronecker product) is built from recorded ops, so it differentiates (to any order)
+through them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply
+from . import elementwise, shape
+from .core.array import ArrayT
+from .core.op import Op, apply
+from .unary import _Identity
 
-if TYPE_CHECKING:
-    from .ndarray import NDArray
-
-__all__ = ["dot", "batch_dot", "FullyConnected"]
+__all__ = ["dot", "batch_dot", "FullyConnected", "khatri_rao"]
 
 
 class _Dot(Op):
@@ -48,12 +50,12 @@ class _Dot(Op):
 
 
 def dot(
-    lhs: NDArray,
-    rhs: NDArray,
+    lhs: ArrayT,
+    rhs: ArrayT,
     transpose_a: bool = False,
     transpose_b: bool = False,
     forward_stype: str | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Dot product: contracts the last axis of ``lhs`` with the first axis of ``rhs``.
 
     For 2-D arrays this is the matrix product; ``transpose_a``/``transpose_b`` reverse the axes
@@ -89,12 +91,12 @@ class _BatchDot(Op):
 
 
 def batch_dot(
-    lhs: NDArray,
-    rhs: NDArray,
+    lhs: ArrayT,
+    rhs: ArrayT,
     transpose_a: bool = False,
     transpose_b: bool = False,
     forward_stype: str | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Batched matrix product of ``(B, N, K)`` and ``(B, K, M)`` arrays: ``(B, N, M)``."""
     return apply(_BatchDot, (lhs, rhs), ta=transpose_a, tb=transpose_b)
 
@@ -123,14 +125,14 @@ class _FC(Op):
 
 
 def FullyConnected(
-    data: NDArray,
-    weight: NDArray,
-    bias: NDArray | None = None,
+    data: ArrayT,
+    weight: ArrayT,
+    bias: ArrayT | None = None,
     num_hidden: int | None = None,
     no_bias: bool = False,
     flatten: bool = True,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Fully connected layer: ``data @ weight.T + bias``.
 
     Parameters
@@ -148,3 +150,33 @@ def FullyConnected(
     if bias is None or no_bias:
         return apply(_FC, (data, weight), flatten=flatten)
     return apply(_FC, (data, weight, bias), flatten=flatten)
+
+
+def khatri_rao(*args: ArrayT) -> ArrayT:
+    """The column-wise Kronecker product of matrices with one number of columns ``k``.
+
+    For ``A`` of shape ``(m, k)`` and ``B`` of shape ``(n, k)`` the result has shape
+    ``(m * n, k)`` with row ``i * n + j`` equal to ``A[i] * B[j]``.
+
+    Examples
+    --------
+    >>> a, b = mx.nd.array([[1, -1], [2, -3]]), mx.nd.array([[1, 4], [2, 5], [3, 6]])
+    >>> mx.nd.khatri_rao(a, b).shape
+    (6, 2)
+    """
+    if not args:
+        raise MXNetError("khatri_rao needs at least one matrix")
+    if args[0].ndim != 2:
+        raise MXNetError(f"khatri_rao: the inputs must be matrices, not of shape {args[0].shape}")
+    k = args[0].shape[1]
+    for i, m in enumerate(args):
+        if m.ndim != 2 or m.shape[1] != k:
+            raise MXNetError(
+                f"khatri_rao: input {i} has shape {m.shape}; every input must be a matrix with "
+                f"{k} columns, as the first"
+            )
+    out: Any = apply(_Identity, (args[0],))
+    for m in args[1:]:
+        prod = elementwise.multiply(shape.expand_dims(out, 1), shape.expand_dims(m, 0))
+        out = shape.reshape(prod, (-1, k))
+    return out

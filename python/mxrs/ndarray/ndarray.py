@@ -1,10 +1,10 @@
 """The NDArray class: an array on a context, with operators, autograd hooks and conversions.
 
-An NDArray wraps one NumPy array (CPU contexts) or CuPy array (GPU contexts) in ``_data``, with
-its context in ``_ctx`` (the slots of :class:`~._core.ArrayCore`). Its operators and the methods
+An NDArray wraps one NumPy array (CPU contexts) or CuPy array (GPU contexts) in ``_data``, with its
+context in ``_ctx`` (the slots of :class:`~.core.array.ArrayCore`). Its operators and the methods
 named like ``mx.nd`` functions (``reshape``, ``sum``, ``relu``, ...) come from the op modules'
-mixins (``operators.Operators``, ``unary.UnaryMethods``, ...), each calling that module's
-function with the array first; this module adds conversions, context moves and autograd hooks.
+mixins (``operators.Operators``, ``unary.UnaryMethods``, ...), each calling that module's function
+with the array first; this module adds conversions, context moves and autograd hooks.
 """
 
 from __future__ import annotations
@@ -17,15 +17,12 @@ import numpy as np
 from ..autograd import backward as _backward
 from ..base import MXNetError
 from ..context import Context, current_context
-from ._core import ArrayCore
-from ._transfer import move_data, to_context, to_raw
+from .core.array import ArrayCore
+from .core.transfer import move_data, to_context, to_raw
 from .indexing import IndexingMethods
-from .layout import LayoutMethods
-from .mathfns import MathMethods
 from .nn import SoftmaxMethods
 from .operators import Operators
 from .reduce import ReduceMethods
-from .reductions import ReductionMethods
 from .shape import ShapeMethods
 from .unary import UnaryMethods
 
@@ -53,16 +50,13 @@ def _wrap(data: Any, ctx: Context) -> NDArray:
 
 
 class NDArray(
-    ArrayCore,
     Operators,
     UnaryMethods,
     ReduceMethods,
     ShapeMethods,
     IndexingMethods,
     SoftmaxMethods,
-    MathMethods,
-    LayoutMethods,
-    ReductionMethods,
+    ArrayCore,
 ):
     """A multi-dimensional array on a device context.
 

@@ -1,12 +1,11 @@
-"""Neural-network layers that are not convolutions: softmax family, fused softmax cross-entropy,
-Dropout, BatchNorm and LayerNorm.
+"""Neural-network layers that are not convolutions or normalisations: the softmax family
+(softmin too), fused softmax cross-entropy, SoftmaxOutput, and Dropout.
 
 Softmax and its cross-entropy are computed in one pass with the max subtracted, so they do not
 overflow; the fused cross-entropy's backward is ``softmax - one_hot`` without forming the one-hot.
 Dropout is active only in training mode (``autograd.record()`` or ``autograd.train_mode()``), or
-always with ``mode='always'``. BatchNorm normalises with batch statistics in training mode and
-uses the running statistics otherwise; as in MXNet 1.9.1, the running statistics move toward the
-batch's in the backward pass, so only a recorded forward that is differentiated updates them.
+always with ``mode='always'``. The normalisation layers (BatchNorm, LayerNorm...) are in
+:mod:`.normalization`.
 """
 
 from __future__ import annotations
@@ -16,26 +15,27 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import kernels
 from ..autograd import _state
-from ..base import ContextError, MXNetError
-from ._op import Op, apply, as_method, axis_index
-from ._rng import generator
+from ..base import MXNetError
+from . import unary
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
+from .core.rng import generator
 from .reduce import sum as _sum
+from .unary import _Identity
 
 if TYPE_CHECKING:
-    from .ndarray import NDArray
+    from .._typing import DTypeLike
 
 __all__ = [
     "softmax",
     "log_softmax",
+    "softmin",
     "softmax_cross_entropy",
     "softmax_ce_loss",
     "SoftmaxOutput",
     "SoftmaxActivation",
     "Dropout",
-    "BatchNorm",
-    "LayerNorm",
 ]
 
 
@@ -74,8 +74,8 @@ class _LogSoftmax(Op):
 
 
 def softmax(
-    data: NDArray, axis: int = -1, temperature: float | None = None, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, axis: int = -1, temperature: float | None = None, **kwargs: Any
+) -> ArrayT:
     """Softmax along ``axis``: ``exp(x/T) / sum(exp(x/T))``.
 
     Parameters
@@ -88,17 +88,43 @@ def softmax(
 
 
 def log_softmax(
-    data: NDArray, axis: int = -1, temperature: float | None = None, **kwargs: Any
-) -> NDArray:
+    data: ArrayT, axis: int = -1, temperature: float | None = None, **kwargs: Any
+) -> ArrayT:
     """Logarithm of :func:`softmax`, computed stably."""
     return apply(_LogSoftmax, (data,), axis=axis, temperature=float(temperature or 1.0))
 
 
-def SoftmaxActivation(data: NDArray, mode: str = "instance") -> NDArray:
+def SoftmaxActivation(data: ArrayT, mode: str = "instance") -> ArrayT:
     """Softmax over axis 1 ('channel') or over each flattened instance ('instance')."""
     if mode == "channel":
         return softmax(data, axis=1)
     return softmax(data.reshape((data.shape[0], -1)), axis=-1).reshape(data.shape)
+
+
+def softmin(
+    data: ArrayT,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: DTypeLike | None = None,
+    use_length: bool = False,
+) -> ArrayT:
+    """Softmin along ``axis``: ``exp(-x/T) / sum(exp(-x/T))``, :func:`softmax` of ``-data``.
+
+    Parameters
+    ----------
+    axis : int, default -1
+    temperature : float, optional
+        Divides the input first; 1 when None.
+    dtype : {None, 'float16', 'float32', 'float64'}, optional
+        The output dtype (the computation runs in it); ``data``'s when None.
+    use_length : bool, default False
+        Must be False: ``nd.softmin`` takes no length input (as in MXNet).
+    """
+    if use_length:
+        raise MXNetError("softmin: use_length=True needs a length input, which nd.softmin lacks")
+    if dtype is not None and np.dtype(dtype) != data._data.dtype:
+        data = unary.cast(data, dtype)
+    return softmax(unary.negative(data), axis=axis, temperature=temperature)
 
 
 class _SoftmaxCE(Op):
@@ -158,13 +184,13 @@ class _SoftmaxCE(Op):
 
 
 def softmax_ce_loss(
-    pred: NDArray,
-    label: NDArray,
+    pred: ArrayT,
+    label: ArrayT,
     axis: int = -1,
     sparse_label: bool = True,
     from_logits: bool = False,
     keepdims: bool = True,
-) -> NDArray:
+) -> ArrayT:
     """Fused softmax cross-entropy per position (mxrs extension used by Gluon's loss).
 
     Computes ``-pick(log_softmax(pred, axis), label, axis)`` (sparse labels) or
@@ -190,7 +216,7 @@ def softmax_ce_loss(
     )
 
 
-def softmax_cross_entropy(data: NDArray, label: NDArray) -> NDArray:
+def softmax_cross_entropy(data: ArrayT, label: ArrayT) -> ArrayT:
     """Total cross-entropy of ``softmax(data)`` against class indices ``label``, shape (1,).
 
     Examples
@@ -235,15 +261,15 @@ class _SoftmaxOutput(Op):
 
 
 def SoftmaxOutput(
-    data: NDArray,
-    label: NDArray,
+    data: ArrayT,
+    label: ArrayT,
     grad_scale: float = 1.0,
     ignore_label: float = -1.0,
     multi_output: bool = False,
     use_ignore: bool = False,
     normalization: str = "null",
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Softmax forward whose backward is the cross-entropy gradient ``softmax - one_hot(label)``
     (scaled by ``grad_scale``, ignoring the incoming gradient, as MXNet's output layer)."""
     return apply(
@@ -255,14 +281,6 @@ def SoftmaxOutput(
         normalization=normalization,
         multi=multi_output,
     )
-
-
-class _Identity(Op):
-    def forward(self, x):
-        return x.copy()
-
-    def backward(self, g):
-        return g
 
 
 class _Dropout(Op):
@@ -279,8 +297,8 @@ class _Dropout(Op):
 
 
 def Dropout(
-    data: NDArray, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (), **kwargs: Any
-) -> NDArray:
+    data: ArrayT, p: float = 0.5, mode: str = "training", axes: Sequence[int] = (), **kwargs: Any
+) -> ArrayT:
     """Randomly zero elements with probability ``p`` and scale the rest by ``1 / (1 - p)``.
 
     Active only in training mode unless ``mode='always'``; otherwise returns a copy of ``data``.
@@ -299,139 +317,10 @@ def Dropout(
     )
 
 
-class _BatchNorm(Op):
-    def forward(
-        self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv, output_mean_var
-    ):
-        # An empty batch (a device's share of a short last batch) has no statistics of its
-        # own: it is normalised with the moving ones, which it leaves as they are.
-        use_global = use_global or x.size == 0
-        self.fix = fix_gamma
-        g = self.xp.ones_like(gamma) if fix_gamma else gamma
-        k = kernels.select("BatchNorm", self.be, x.dtype)
-        stats = (mm._data, mv._data) if use_global else None
-        y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, True in self.needs)
-        if not use_global and momentum is not None:
-            self.update = (momentum, ((mm, mean), (mv, var)))
-        if output_mean_var:
-            return y, mean, var
-        return y
-
-    def backward(self, gy, *unused):
-        update = getattr(self, "update", None)
-        if update is not None:  # as MXNet 1.9.1: the running statistics move in backward
-            momentum, pairs = update
-            for aux, stat in pairs:
-                aux._data *= momentum
-                aux._data += (1 - momentum) * stat
-        if gy is None:
-            return None, None, None
-        gx, ggamma, gbeta = self.grad(gy, self.needs)
-        if self.fix:
-            ggamma = self.xp.zeros_like(ggamma)
-        return gx, ggamma, gbeta
-
-
-def BatchNorm(
-    data: NDArray,
-    gamma: NDArray,
-    beta: NDArray,
-    moving_mean: NDArray,
-    moving_var: NDArray,
-    eps: float = 1e-3,
-    momentum: float = 0.9,
-    fix_gamma: bool = True,
-    use_global_stats: bool = False,
-    output_mean_var: bool = False,
-    axis: int = 1,
-    **kwargs: Any,
-) -> NDArray | list[NDArray]:
-    """Batch normalisation over every axis but ``axis``.
-
-    In training mode (and without ``use_global_stats``) normalises with the batch mean and
-    (biased) variance; otherwise uses the moving values. As MXNet 1.9.1 does, the backward pass of
-    a training-mode call updates ``moving_mean``/``moving_var`` in place:
-    ``moving = momentum * moving + (1 - momentum) * batch``. A call that is not recorded, or
-    whose output never gets a gradient, leaves them as they are.
-
-    Parameters
-    ----------
-    gamma, beta : NDArray
-        Scale and shift, one per channel.
-    moving_mean, moving_var : NDArray
-        Running statistics (auxiliary state, not differentiated).
-    eps : float, default 1e-3
-    momentum : float, default 0.9
-    fix_gamma : bool, default True
-        Treat gamma as 1 (its gradient is 0), as MXNet's operator does by default.
-    use_global_stats : bool, default False
-    output_mean_var : bool, default False
-        Also return the mean and variance used.
-    axis : int, default 1
-    """
-    for aux in (moving_mean, moving_var):
-        if aux._ctx != data._ctx:
-            raise ContextError(
-                f"BatchNorm: running statistics on {aux._ctx} for data on {data._ctx}"
-            )
-    use_global = bool(use_global_stats) or not _state.training
-    out = apply(
-        _BatchNorm,
-        (data, gamma, beta),
-        axis=axis_index(axis, data.ndim),
-        eps=float(eps),
-        momentum=None if use_global else float(momentum),
-        fix_gamma=bool(fix_gamma),
-        use_global=use_global,
-        mm=moving_mean,
-        mv=moving_var,
-        output_mean_var=output_mean_var,
-    )
-    return out
-
-
-class _LayerNorm(Op):
-    def forward(self, x, gamma, beta, axis, eps):
-        xp = self.xp
-        mean = x.mean(axis=axis, keepdims=True)
-        xc = x - mean
-        inv = 1.0 / xp.sqrt((xc * xc).mean(axis=axis, keepdims=True) + eps)
-        bshape = tuple(-1 if i == axis else 1 for i in range(x.ndim))
-        self.xhat, self.inv, self.axis, self.bshape = xc * inv, inv, axis, bshape
-        self.gamma = gamma.reshape(bshape)
-        return self.xhat * self.gamma + beta.reshape(bshape)
-
-    def backward(self, g):
-        axis, xhat = self.axis, self.xhat
-        red = tuple(i for i in range(g.ndim) if i != axis)
-        gg = (g * xhat).sum(axis=red)
-        gb = g.sum(axis=red)
-        dxh = g * self.gamma
-        gx = self.inv * (
-            dxh
-            - dxh.mean(axis=axis, keepdims=True)
-            - xhat * (dxh * xhat).mean(axis=axis, keepdims=True)
-        )
-        return gx, gg, gb
-
-
-def LayerNorm(
-    data: NDArray,
-    gamma: NDArray,
-    beta: NDArray,
-    axis: int = -1,
-    eps: float = 1e-5,
-    output_mean_var: bool = False,
-) -> NDArray | list[NDArray]:
-    """Layer normalisation along ``axis`` with per-feature ``gamma`` and ``beta``."""
-    if output_mean_var:
-        raise MXNetError("LayerNorm(output_mean_var=True) is not supported")
-    return apply(_LayerNorm, (data, gamma, beta), axis=axis_index(axis, data.ndim), eps=float(eps))
-
-
-class SoftmaxMethods:
+class SoftmaxMethods(ArrayCore):
     """The softmax family as NDArray methods."""
 
     __slots__ = ()
     softmax = as_method(softmax)
     log_softmax = as_method(log_softmax)
+    softmin = as_method(softmin)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..autograd import _state
 from ..base import ContextError
-from ._core import ArrayCore
+from .core.array import ArrayCore, ArrayT
 from .elementwise import (
     add,
     divide,
@@ -30,13 +30,10 @@ from .elementwise import (
     subtract,
 )
 
-if TYPE_CHECKING:
-    from .ndarray import NDArray
-
 __all__ = ["Operators"]
 
 
-class Operators:
+class Operators(ArrayCore):
     """Python's arithmetic and comparison operators for NDArrays, in place ones included.
 
     ``a += b`` writes into ``a``'s data, except inside ``autograd.record()`` when either side
@@ -45,83 +42,83 @@ class Operators:
 
     __slots__ = ()
 
-    def __add__(self: Any, other: NDArray | float) -> NDArray:
+    def __add__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return add(self, other)
 
-    def __radd__(self: Any, other: NDArray | float) -> NDArray:
+    def __radd__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return add(self, other)
 
-    def __sub__(self: Any, other: NDArray | float) -> NDArray:
+    def __sub__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return subtract(self, other)
 
-    def __rsub__(self: Any, other: NDArray | float) -> NDArray:
+    def __rsub__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return subtract(other, self)
 
-    def __mul__(self: Any, other: NDArray | float) -> NDArray:
+    def __mul__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return multiply(self, other)
 
-    def __rmul__(self: Any, other: NDArray | float) -> NDArray:
+    def __rmul__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return multiply(self, other)
 
-    def __truediv__(self: Any, other: NDArray | float) -> NDArray:
+    def __truediv__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return divide(self, other)
 
-    def __rtruediv__(self: Any, other: NDArray | float) -> NDArray:
+    def __rtruediv__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return divide(other, self)
 
-    def __mod__(self: Any, other: NDArray | float) -> NDArray:
+    def __mod__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return modulo(self, other)
 
-    def __rmod__(self: Any, other: NDArray | float) -> NDArray:
+    def __rmod__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return modulo(other, self)
 
-    def __pow__(self: Any, other: NDArray | float) -> NDArray:
+    def __pow__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return power(self, other)
 
-    def __rpow__(self: Any, other: NDArray | float) -> NDArray:
+    def __rpow__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return power(other, self)
 
     def __eq__(  # type: ignore[override]  # elementwise, as NumPy's
-        self: Any, other: NDArray | float
-    ) -> NDArray:
+        self: ArrayT, other: ArrayT | float
+    ) -> ArrayT:
         return equal(self, other)
 
     def __ne__(  # type: ignore[override]  # elementwise, as NumPy's
-        self: Any, other: NDArray | float
-    ) -> NDArray:
+        self: ArrayT, other: ArrayT | float
+    ) -> ArrayT:
         return not_equal(self, other)
 
-    def __gt__(self: Any, other: NDArray | float) -> NDArray:
+    def __gt__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return greater(self, other)
 
-    def __ge__(self: Any, other: NDArray | float) -> NDArray:
+    def __ge__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return greater_equal(self, other)
 
-    def __lt__(self: Any, other: NDArray | float) -> NDArray:
+    def __lt__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return lesser(self, other)
 
-    def __le__(self: Any, other: NDArray | float) -> NDArray:
+    def __le__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return lesser_equal(self, other)
 
-    def __iadd__(self: Any, other: NDArray | float) -> NDArray:
+    def __iadd__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return _inplace(self, other, add, operator.iadd)
 
-    def __isub__(self: Any, other: NDArray | float) -> NDArray:
+    def __isub__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return _inplace(self, other, subtract, operator.isub)
 
-    def __imul__(self: Any, other: NDArray | float) -> NDArray:
+    def __imul__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return _inplace(self, other, multiply, operator.imul)
 
-    def __itruediv__(self: Any, other: NDArray | float) -> NDArray:
+    def __itruediv__(self: ArrayT, other: ArrayT | float) -> ArrayT:
         return _inplace(self, other, divide, operator.itruediv)
 
 
 def _inplace(
-    x: NDArray,
-    other: NDArray | float,
-    fn: Callable[[Any, Any], NDArray],
+    x: ArrayT,
+    other: ArrayT | float,
+    fn: Callable[[Any, Any], ArrayT],
     pyop: Callable[[Any, Any], Any],
-) -> NDArray:
+) -> ArrayT:
     """In-place arithmetic: ``pyop`` (``operator.iadd``, ...) on ``x._data``, unless autograd must
     see a new node, which ``fn`` (``add``, ...) makes."""
     if _state.recording and (

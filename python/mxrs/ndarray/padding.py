@@ -10,13 +10,11 @@ they were copied from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..base import MXNetError
-from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
+from .core.array import ArrayT
+from .core.op import Op, apply
 
 __all__ = ["pad", "Pad"]
 
@@ -62,7 +60,7 @@ class _Pad(Op):
         return g
 
 
-def _widths(data: NDArray, pad_width: Sequence[int], mode: str) -> tuple[tuple[int, int], ...]:
+def _widths(data: ArrayT, pad_width: Sequence[int], mode: str) -> tuple[tuple[int, int], ...]:
     """Check ``pad_width`` against ``data`` and ``mode``; return it as per-axis pairs."""
     ndim = data.ndim
     if ndim not in (4, 5):
@@ -91,12 +89,12 @@ def _widths(data: NDArray, pad_width: Sequence[int], mode: str) -> tuple[tuple[i
 
 
 def pad(
-    data: NDArray,
+    data: ArrayT,
     mode: str,
     pad_width: Sequence[int],
     constant_value: float = 0.0,
     **kwargs: Any,
-) -> NDArray:
+) -> ArrayT:
     """Pad the spatial axes of a 4-d or 5-d array.
 
     Parameters

@@ -1,4 +1,4 @@
-"""Random sampling into NDArrays, with one generator per context (see :mod:`._rng`).
+"""Random sampling into NDArrays, with one generator per context (see :mod:`.core.rng`).
 
 Each context draws from its own generator, created on first use. :func:`seed` resets the
 generators of every context (or of one), so a seeded program draws the same numbers on each run;
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..context import Context, current_context
-from ._rng import generator, seed
+from .core.rng import generator, seed
 from .ndarray import NDArray, _wrap
 
 if TYPE_CHECKING:

@@ -1,8 +1,13 @@
-"""Reductions: sum, mean, max, min, prod, norm, argmax, argmin, topk and sort.
+"""Reductions, scans and sorting: sum, mean, max, min, prod, nansum/nanprod, norm, moments,
+argmax/argmin, argmax_channel, cumsum, topk, sort and argsort.
 
 ``axis`` is None (all axes), an int or a tuple; ``exclude=True`` reduces over every axis *not*
 listed, and ``keepdims`` keeps reduced axes with length 1. A reduction to a single value returns
 shape ``(1,)``, as MXNet 1.x has no zero-dimensional arrays. Index results are float32.
+
+``moments`` is built from recorded ops, so it differentiates (to any order) through them;
+``nanprod`` and ``cumsum`` have their own gradients. ``argmax_channel`` (the argmax over axis 1)
+has none, as in MXNet.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply, as_method, axis_index
+from . import elementwise, shape, unary
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, axis_index
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = [
     "sum",
@@ -32,6 +38,10 @@ __all__ = [
     "topk",
     "sort",
     "argsort",
+    "nanprod",
+    "moments",
+    "argmax_channel",
+    "cumsum",
 ]
 
 
@@ -155,11 +165,11 @@ class _ArgExtreme(Op):
 
 
 def sum(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Sum over ``axis`` (all axes when None).
 
     Parameters
@@ -180,31 +190,31 @@ def sum(
 
 
 def nansum(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Sum over ``axis`` treating NaN as zero; parameters as :func:`sum`."""
     return apply(_NanSum, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
 def mean(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Average over ``axis``; parameters as :func:`sum`."""
     return apply(_Mean, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
 def max(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Maximum over ``axis``; every tied maximum receives the gradient. Parameters as
     :func:`sum`."""
     return apply(
@@ -213,11 +223,11 @@ def max(
 
 
 def min(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Minimum over ``axis``; parameters as :func:`max`."""
     return apply(
         _Extreme, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims, fn="min"
@@ -225,30 +235,30 @@ def min(
 
 
 def prod(
-    data: NDArray,
+    data: ArrayT,
     axis: int | Sequence[int] | None = None,
     keepdims: bool = False,
     exclude: bool = False,
-) -> NDArray:
+) -> ArrayT:
     """Product over ``axis``; parameters as :func:`sum`."""
     return apply(_Prod, (data,), axes=_axes(data.ndim, axis, exclude), keepdims=keepdims)
 
 
 def norm(
-    data: NDArray, ord: int = 2, axis: int | Sequence[int] | None = None, keepdims: bool = False
-) -> NDArray:
+    data: ArrayT, ord: int = 2, axis: int | Sequence[int] | None = None, keepdims: bool = False
+) -> ArrayT:
     """The L2 (``ord=2``) or L1 (``ord=1``) norm over ``axis`` (all elements when None)."""
     if ord not in (1, 2):
         raise MXNetError(f"norm supports ord=1 and ord=2, not {ord!r}")
     return apply(_Norm, (data,), axes=_axes(data.ndim, axis), keepdims=keepdims, ord=ord)
 
 
-def argmax(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+def argmax(data: ArrayT, axis: int | None = None, keepdims: bool = False) -> ArrayT:
     """Index of the maximum along ``axis`` (of the flattened array when None), as float32."""
     return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmax")
 
 
-def argmin(data: NDArray, axis: int | None = None, keepdims: bool = False) -> NDArray:
+def argmin(data: ArrayT, axis: int | None = None, keepdims: bool = False) -> ArrayT:
     """Index of the minimum along ``axis`` (of the flattened array when None), as float32."""
     return apply(_ArgExtreme, (data,), axis=axis, keepdims=keepdims, fn="argmin")
 
@@ -293,13 +303,13 @@ class _TopK(Op):
 
 
 def topk(
-    data: NDArray,
+    data: ArrayT,
     axis: int = -1,
     k: int = 1,
     ret_typ: str = "indices",
     is_ascend: bool = False,
     dtype: DTypeLike = "float32",
-) -> NDArray | list[NDArray]:
+) -> ArrayT | list[ArrayT]:
     """The ``k`` largest (or, with ``is_ascend``, smallest) entries along ``axis``.
 
     Parameters
@@ -324,24 +334,139 @@ def topk(
     )
 
 
-def sort(data: NDArray, axis: int = -1, is_ascend: bool = True) -> NDArray:
+def sort(data: ArrayT, axis: int = -1, is_ascend: bool = True) -> ArrayT:
     """Sort along ``axis`` (ascending by default); differentiable."""
-    return cast("NDArray", topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend))
+    return cast("ArrayT", topk(data, axis=axis, k=0, ret_typ="value", is_ascend=is_ascend))
 
 
 def argsort(
-    data: NDArray, axis: int = -1, is_ascend: bool = True, dtype: DTypeLike = "float32"
-) -> NDArray:
+    data: ArrayT, axis: int = -1, is_ascend: bool = True, dtype: DTypeLike = "float32"
+) -> ArrayT:
     """Indices that sort ``data`` along ``axis``, as ``dtype``."""
     return cast(
-        "NDArray", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
+        "ArrayT", topk(data, axis=axis, k=0, ret_typ="indices", is_ascend=is_ascend, dtype=dtype)
     )
 
 
-class ReduceMethods:
+class _NanProd(Op):
+    def forward(self, x, axes, keepdims):
+        xp = self.xp
+        self.shape = x.shape
+        self.kshape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+        self.ok = ~xp.isnan(x)
+        self.xf = xp.where(self.ok, x, 1)
+        self.y = self.xf.prod(axis=axes, keepdims=True)
+        y = (
+            self.y
+            if keepdims
+            else self.y.reshape(tuple(s for i, s in enumerate(x.shape) if i not in axes))
+        )
+        return y if y.ndim else y.reshape(1)
+
+    def backward(self, g):
+        return g.reshape(self.kshape) * self.y / self.xf * self.ok
+
+
+def nanprod(
+    data: ArrayT,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    exclude: bool = False,
+) -> ArrayT:
+    """Product over ``axis`` treating NaN as one; parameters as :func:`sum`.
+
+    Examples
+    --------
+    >>> mx.nd.nanprod(mx.nd.array([[1, float('nan'), 2], [3, 4, 5]]), axis=1).asnumpy()
+    array([ 2., 60.], dtype=float32)
+    """
+    axes = _axes(data.ndim, axis, exclude)
+    return apply(_NanProd, (data,), axes=axes, keepdims=keepdims)
+
+
+def moments(
+    data: ArrayT, axes: int | Sequence[int] | None = None, keepdims: bool = False
+) -> list[ArrayT]:
+    """Mean and (biased) variance over ``axes``: ``[mean, var]``.
+
+    Integer data gives integer moments, as in MXNet: the mean is truncated, and the variance
+    is taken around that truncated mean.
+
+    Parameters
+    ----------
+    axes : int or tuple of int
+        The axes to reduce; required, as in MXNet (pass every axis for global moments).
+    keepdims : bool, default False
+    """
+    if axes is None or (not isinstance(axes, (int, np.integer)) and len(axes) == 0):
+        raise MXNetError(
+            "moments: axes must be given; pass every axis for moments over the whole array"
+        )
+    dtype = data._data.dtype
+    x = data if dtype.kind == "f" else unary.cast(data, np.float64)
+    mu = mean(x, axis=axes, keepdims=True)
+    if dtype.kind != "f":  # MXNet's integer mean is truncated before the variance uses it
+        mu = unary.cast(unary.cast(mu, dtype), np.float64)
+    dev = elementwise.subtract(x, mu)
+    var = mean(dev * dev, axis=axes, keepdims=keepdims)
+    if not keepdims:
+        mu = shape.reshape(mu, var.shape)
+    if dtype.kind != "f":
+        mu, var = unary.cast(mu, dtype), unary.cast(var, dtype)
+    return [mu, var]
+
+
+def argmax_channel(data: ArrayT) -> ArrayT:
+    """Index of the maximum along axis 1, as float32 (no gradient).
+
+    Examples
+    --------
+    >>> mx.nd.argmax_channel(mx.nd.array([[0, 1, 2], [5, 4, 3]])).asnumpy()
+    array([2., 0.], dtype=float32)
+    """
+    if data.ndim < 2:
+        raise MXNetError(f"argmax_channel needs at least 2 dimensions, not {data.ndim}")
+    return argmax(data, axis=1)
+
+
+class _Cumsum(Op):
+    def forward(self, x, axis, dtype):
+        self.shape, self.dtype = x.shape, x.dtype
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        self.axis = axis
+        return self.xp.cumsum(x, axis=axis, dtype=dtype)
+
+    def backward(self, g):
+        xp, a = self.xp, self.axis
+        rev = xp.flip(xp.cumsum(xp.flip(g, axis=a), axis=a), axis=a)
+        return rev.reshape(self.shape).astype(self.dtype, copy=False)
+
+
+def cumsum(a: ArrayT, axis: int | None = None, dtype: DTypeLike | None = None) -> ArrayT:
+    """Cumulative sum along ``axis`` (of the flattened array when None).
+
+    Parameters
+    ----------
+    dtype : str, optional
+        The result's dtype, in which the sums accumulate; ``a``'s when None.
+
+    Examples
+    --------
+    >>> mx.nd.cumsum(mx.nd.array([[1, 2], [3, 4]]), axis=0).asnumpy()
+    array([[1., 2.],
+           [4., 6.]], dtype=float32)
+    """
+    dt = np.dtype(dtype) if dtype is not None else a._data.dtype
+    ax = None if axis is None else axis_index(axis, a.ndim)
+    return apply(_Cumsum, (a,), axis=ax, dtype=dt)
+
+
+class ReduceMethods(ArrayCore):
     """The reductions as NDArray methods: ``x.sum(axis=1)`` is ``nd.sum(x, axis=1)``."""
 
     __slots__ = ()
+
     sum = as_method(sum)
     mean = as_method(mean)
     max = as_method(max)
@@ -352,3 +477,8 @@ class ReduceMethods:
     argmin = as_method(argmin)
     topk = as_method(topk)
     nansum = as_method(nansum)
+    sort = as_method(sort)
+    argsort = as_method(argsort)
+
+    nanprod = as_method(nanprod)
+    argmax_channel = as_method(argmax_channel)

@@ -9,22 +9,20 @@ in ``data`` and pass no gradient to ``sequence_length`` (MXNet gives it zeros). 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply
-from .nn import _Identity
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
+from .core.array import ArrayT
+from .core.op import Op, apply
+from .unary import _Identity
 
 __all__ = ["SequenceMask", "SequenceLast", "SequenceReverse"]
 
 
 def _lengths(
-    op: str, data: NDArray, sequence_length: NDArray | None, use: bool, axis: int, axes: tuple
+    op: str, data: ArrayT, sequence_length: ArrayT | None, use: bool, axis: int, axes: tuple
 ) -> Any:
     """The raw lengths array (made int64 by the op), or None when not used."""
     if axis not in axes:
@@ -66,12 +64,12 @@ class _SeqMask(Op):
 
 
 def SequenceMask(
-    data: NDArray,
-    sequence_length: NDArray | None = None,
+    data: ArrayT,
+    sequence_length: ArrayT | None = None,
     use_sequence_length: bool = False,
     value: float = 0.0,
     axis: int = 0,
-) -> NDArray:
+) -> ArrayT:
     """Set the steps past each sequence's length to ``value``.
 
     Parameters
@@ -118,11 +116,11 @@ class _SeqLast(Op):
 
 
 def SequenceLast(
-    data: NDArray,
-    sequence_length: NDArray | None = None,
+    data: ArrayT,
+    sequence_length: ArrayT | None = None,
     use_sequence_length: bool = False,
     axis: int = 0,
-) -> NDArray:
+) -> ArrayT:
     """Take each sequence's last step: the result drops the time axis ``axis``.
 
     Parameters as :func:`SequenceMask`; without ``use_sequence_length`` every sequence ends at
@@ -149,11 +147,11 @@ class _SeqReverse(Op):
 
 
 def SequenceReverse(
-    data: NDArray,
-    sequence_length: NDArray | None = None,
+    data: ArrayT,
+    sequence_length: ArrayT | None = None,
     use_sequence_length: bool = False,
     axis: int = 0,
-) -> NDArray:
+) -> ArrayT:
     """Reverse each sequence's first ``length`` steps along axis 0 (the steps past it stay).
 
     Parameters as :func:`SequenceMask`, but only ``axis=0`` is supported (as in MXNet).

@@ -1,22 +1,30 @@
-"""One-input elementwise ops: math functions, activations, clip, where and casts.
+"""Elementwise ops of one array: math functions, activations, clip, where and casts.
 
 Backward passes reuse the forward output where that is cheaper (exp, sqrt, sigmoid, tanh) and
 never modify the incoming gradient in place, since one gradient array may feed several inputs.
+
+The math functions cover powers and logarithms, rounding, trigonometry (inverse and hyperbolic
+too), degrees/radians, cube roots, the error and gamma functions, hard_sigmoid and logical_not.
+As in MXNet, the result has the input's dtype: an integer array is computed in float64 and
+truncated back (``nd.degrees`` of int 1 is 57). erf, erfinv, gamma and gammaln come from
+:mod:`.core.special` (computed in float64); the rest use the array library's own functions.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import kernels
 from ..base import MXNetError
-from ._op import Op, apply, as_method, unbroadcast
+from .core import special as _special
+from .core.array import ArrayCore, ArrayT
+from .core.op import Op, apply, as_method, unbroadcast
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .ndarray import NDArray
 
 __all__ = [
     "negative",
@@ -46,6 +54,28 @@ __all__ = [
     "clip",
     "where",
     "cast",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "sinh",
+    "cosh",
+    "tan",
+    "degrees",
+    "radians",
+    "log2",
+    "log10",
+    "cbrt",
+    "rcbrt",
+    "fix",
+    "erf",
+    "erfinv",
+    "gamma",
+    "gammaln",
+    "hard_sigmoid",
+    "logical_not",
 ]
 
 
@@ -250,117 +280,117 @@ class _Cast(Op):
         return g.astype(self.src)
 
 
-def negative(data: NDArray) -> NDArray:
+def negative(data: ArrayT) -> ArrayT:
     """Return ``-data``."""
     return apply(_Neg, (data,))
 
 
-def exp(data: NDArray) -> NDArray:
+def exp(data: ArrayT) -> ArrayT:
     """Return ``e ** data`` elementwise."""
     return apply(_Exp, (data,))
 
 
-def log(data: NDArray) -> NDArray:
+def log(data: ArrayT) -> ArrayT:
     """Return the natural logarithm elementwise."""
     return apply(_Log, (data,))
 
 
-def sqrt(data: NDArray) -> NDArray:
+def sqrt(data: ArrayT) -> ArrayT:
     """Return the square root elementwise."""
     return apply(_Sqrt, (data,))
 
 
-def rsqrt(data: NDArray) -> NDArray:
+def rsqrt(data: ArrayT) -> ArrayT:
     """Return ``1 / sqrt(data)`` elementwise."""
     return apply(_Rsqrt, (data,))
 
 
-def square(data: NDArray) -> NDArray:
+def square(data: ArrayT) -> ArrayT:
     """Return ``data * data`` elementwise."""
     return apply(_Square, (data,))
 
 
-def abs(data: NDArray) -> NDArray:
+def abs(data: ArrayT) -> ArrayT:
     """Return the absolute value elementwise (gradient ``sign(data)``, 0 at 0)."""
     return apply(_Abs, (data,))
 
 
-def sign(data: NDArray) -> NDArray:
+def sign(data: ArrayT) -> ArrayT:
     """Return -1, 0 or 1 by the sign of each element (zero gradient)."""
     return apply(_NoGrad, (data,), fn="sign")
 
 
-def floor(data: NDArray) -> NDArray:
+def floor(data: ArrayT) -> ArrayT:
     """Return the floor elementwise (zero gradient)."""
     return apply(_NoGrad, (data,), fn="floor")
 
 
-def ceil(data: NDArray) -> NDArray:
+def ceil(data: ArrayT) -> ArrayT:
     """Return the ceiling elementwise (zero gradient)."""
     return apply(_NoGrad, (data,), fn="ceil")
 
 
-def round(data: NDArray) -> NDArray:
+def round(data: ArrayT) -> ArrayT:
     """Round to the nearest integer, halves away from zero (zero gradient)."""
     return apply(_NoGrad, (data,), fn="round")
 
 
-def rint(data: NDArray) -> NDArray:
+def rint(data: ArrayT) -> ArrayT:
     """Round to the nearest integer, halves to even (zero gradient)."""
     return apply(_NoGrad, (data,), fn="rint")
 
 
-def trunc(data: NDArray) -> NDArray:
+def trunc(data: ArrayT) -> ArrayT:
     """Round toward zero (zero gradient)."""
     return apply(_NoGrad, (data,), fn="trunc")
 
 
-def reciprocal(data: NDArray) -> NDArray:
+def reciprocal(data: ArrayT) -> ArrayT:
     """Return ``1 / data`` elementwise."""
     return apply(_Reciprocal, (data,))
 
 
-def log1p(data: NDArray) -> NDArray:
+def log1p(data: ArrayT) -> ArrayT:
     """Return ``log(1 + data)`` elementwise."""
     return apply(_Log1p, (data,))
 
 
-def expm1(data: NDArray) -> NDArray:
+def expm1(data: ArrayT) -> ArrayT:
     """Return ``exp(data) - 1`` elementwise."""
     return apply(_Expm1, (data,))
 
 
-def sin(data: NDArray) -> NDArray:
+def sin(data: ArrayT) -> ArrayT:
     """Return the sine elementwise."""
     return apply(_Sin, (data,))
 
 
-def cos(data: NDArray) -> NDArray:
+def cos(data: ArrayT) -> ArrayT:
     """Return the cosine elementwise."""
     return apply(_Cos, (data,))
 
 
-def relu(data: NDArray) -> NDArray:
+def relu(data: ArrayT) -> ArrayT:
     """Return ``max(data, 0)`` elementwise."""
     return apply(_Relu, (data,))
 
 
-def sigmoid(data: NDArray) -> NDArray:
+def sigmoid(data: ArrayT) -> ArrayT:
     """Return ``1 / (1 + exp(-data))`` elementwise (computed without overflow)."""
     return apply(_Sigmoid, (data,))
 
 
-def tanh(data: NDArray) -> NDArray:
+def tanh(data: ArrayT) -> ArrayT:
     """Return the hyperbolic tangent elementwise."""
     return apply(_Tanh, (data,))
 
 
-def softrelu(data: NDArray) -> NDArray:
+def softrelu(data: ArrayT) -> ArrayT:
     """Return ``log(1 + exp(data))`` elementwise (computed without overflow)."""
     return apply(_Softrelu, (data,))
 
 
-def softsign(data: NDArray) -> NDArray:
+def softsign(data: ArrayT) -> ArrayT:
     """Return ``data / (1 + |data|)`` elementwise."""
     return apply(_Softsign, (data,))
 
@@ -374,7 +404,7 @@ _ACTIVATIONS = {
 }
 
 
-def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
+def Activation(data: ArrayT, act_type: str = "relu", **kwargs: Any) -> ArrayT:
     """Apply the activation ``act_type``: 'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'."""
     try:
         fn = _ACTIVATIONS[act_type]
@@ -385,12 +415,12 @@ def Activation(data: NDArray, act_type: str = "relu", **kwargs: Any) -> NDArray:
     return fn(data)
 
 
-def clip(data: NDArray, a_min: float, a_max: float) -> NDArray:
+def clip(data: ArrayT, a_min: float, a_max: float) -> ArrayT:
     """Clip values to ``[a_min, a_max]``; the gradient passes where ``a_min <= x <= a_max``."""
     return apply(_Clip, (data,), a_min=a_min, a_max=a_max)
 
 
-def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
+def where(condition: ArrayT, x: ArrayT, y: ArrayT) -> ArrayT:
     """Return ``x`` where ``condition`` is non-zero, else ``y``.
 
     ``condition`` has ``x``'s shape, or is 1-D and selects whole rows along the first axis.
@@ -398,27 +428,363 @@ def where(condition: NDArray, x: NDArray, y: NDArray) -> NDArray:
     return apply(_Where, (condition, x, y))
 
 
-def cast(data: NDArray, dtype: DTypeLike) -> NDArray:
+def cast(data: ArrayT, dtype: DTypeLike) -> ArrayT:
     """Return ``data`` converted to ``dtype`` (the gradient converts back)."""
     return apply(_Cast, (data,), dtype=np.dtype(dtype))
 
 
-class UnaryMethods:
+class _Identity(Op):
+    """A copy whose gradient passes unchanged (``identity``, and ops that reduce to a copy)."""
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return g
+
+
+class _Smooth(Op):
+    """A differentiable elementwise function: ``_f(x)`` and its derivative ``_df(x, y)``,
+    computed in floating point; integer inputs are computed in float64 and truncated back."""
+
+    def _f(self, x: Any) -> Any:
+        raise NotImplementedError
+
+    def _df(self, x: Any, y: Any) -> Any:
+        raise NotImplementedError
+
+    def forward(self, x):
+        xf = x if x.dtype.kind == "f" else x.astype(np.float64)
+        with np.errstate(all="ignore"):
+            y = self._f(xf)
+        self.x, self.y = xf, y
+        return y.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        with np.errstate(all="ignore"):
+            d = self._df(self.x, self.y)
+        return (g * d).astype(g.dtype, copy=False)
+
+
+class _Arcsin(_Smooth):
+    def _f(self, x):
+        return self.xp.arcsin(x)
+
+    def _df(self, x, y):
+        return 1 / self.xp.sqrt(1 - x * x)
+
+
+class _Arccos(_Smooth):
+    def _f(self, x):
+        return self.xp.arccos(x)
+
+    def _df(self, x, y):
+        return -1 / self.xp.sqrt(1 - x * x)
+
+
+class _Arctan(_Smooth):
+    def _f(self, x):
+        return self.xp.arctan(x)
+
+    def _df(self, x, y):
+        return 1 / (1 + x * x)
+
+
+class _Arcsinh(_Smooth):
+    def _f(self, x):
+        return self.xp.arcsinh(x)
+
+    def _df(self, x, y):
+        return 1 / self.xp.sqrt(x * x + 1)
+
+
+class _Arccosh(_Smooth):
+    def _f(self, x):
+        return self.xp.arccosh(x)
+
+    def _df(self, x, y):
+        return 1 / self.xp.sqrt(x * x - 1)
+
+
+class _Arctanh(_Smooth):
+    def _f(self, x):
+        return self.xp.arctanh(x)
+
+    def _df(self, x, y):
+        return 1 / (1 - x * x)
+
+
+class _Sinh(_Smooth):
+    def _f(self, x):
+        return self.xp.sinh(x)
+
+    def _df(self, x, y):
+        return self.xp.cosh(x)
+
+
+class _Cosh(_Smooth):
+    def _f(self, x):
+        return self.xp.cosh(x)
+
+    def _df(self, x, y):
+        return self.xp.sinh(x)
+
+
+class _Tan(_Smooth):
+    def _f(self, x):
+        return self.xp.tan(x)
+
+    def _df(self, x, y):
+        return 1 + y * y
+
+
+class _Log2(_Smooth):
+    def _f(self, x):
+        return self.xp.log2(x)
+
+    def _df(self, x, y):
+        return 1 / (x * math.log(2.0))
+
+
+class _Log10(_Smooth):
+    def _f(self, x):
+        return self.xp.log10(x)
+
+    def _df(self, x, y):
+        return 1 / (x * math.log(10.0))
+
+
+def _cbrt(xp: Any, x: Any) -> Any:
+    """Cube root through float64: NumPy's float32 cbrt is off by an ulp at exact cubes."""
+    return xp.cbrt(x.astype(np.float64)).astype(x.dtype, copy=False)
+
+
+class _Cbrt(_Smooth):
+    def _f(self, x):
+        return _cbrt(self.xp, x)
+
+    def _df(self, x, y):
+        return 1 / (3 * y * y)
+
+
+class _Rcbrt(_Smooth):
+    def _f(self, x):
+        return 1 / _cbrt(self.xp, x)
+
+    def _df(self, x, y):
+        return -y / (3 * x)
+
+
+class _Erf(_Smooth):
+    def _f(self, x):
+        return _special.erf(self.xp, x).astype(x.dtype, copy=False)
+
+    def _df(self, x, y):
+        return (2 / math.sqrt(math.pi)) * self.xp.exp(-x * x)
+
+
+class _Erfinv(_Smooth):
+    def _f(self, x):
+        return _special.erfinv(self.xp, x).astype(x.dtype, copy=False)
+
+    def _df(self, x, y):
+        return (math.sqrt(math.pi) / 2) * self.xp.exp(y * y)
+
+
+class _Gamma(_Smooth):
+    def _f(self, x):
+        return _special.gamma(self.xp, x).astype(x.dtype, copy=False)
+
+    def _df(self, x, y):
+        return y * _special.digamma(self.xp, x).astype(x.dtype, copy=False)
+
+
+class _Gammaln(_Smooth):
+    def _f(self, x):
+        return _special.lgamma(self.xp, x).astype(x.dtype, copy=False)
+
+    def _df(self, x, y):
+        return _special.digamma(self.xp, x).astype(x.dtype, copy=False)
+
+
+class _Digamma(_Smooth):
+    """The derivative of gammaln, recorded in the create_graph rules of gamma and gammaln."""
+
+    def _f(self, x):
+        return _special.digamma(self.xp, x).astype(x.dtype, copy=False)
+
+    def _df(self, x, y):
+        return _special.trigamma(self.xp, x).astype(x.dtype, copy=False)
+
+
+class _Scale(Op):
+    """``x * factor`` (degrees, radians): linear."""
+
+    def forward(self, x, factor):
+        self.factor = factor
+        y = x * factor
+        return y.astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * self.factor
+
+
+class _ZeroGrad(Op):
+    """fix (round toward zero) and logical_not: piecewise constant, zero gradient."""
+
+    def forward(self, x, fn):
+        if fn == "fix":
+            return x.copy() if x.dtype.kind in "iub" else self.xp.trunc(x)
+        return (x == 0).astype(x.dtype)
+
+    def backward(self, g):
+        return None
+
+
+class _HardSigmoid(Op):
+    def forward(self, x, alpha, beta):
+        self.alpha = alpha
+        z = x * alpha + beta
+        self.inside = (z > 0) & (z < 1)
+        return self.xp.clip(z, 0, 1).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        return g * (self.inside * self.alpha).astype(g.dtype)
+
+
+def arcsin(data: ArrayT) -> ArrayT:
+    """Return the inverse sine elementwise (NaN outside [-1, 1])."""
+    return apply(_Arcsin, (data,))
+
+
+def arccos(data: ArrayT) -> ArrayT:
+    """Return the inverse cosine elementwise (NaN outside [-1, 1])."""
+    return apply(_Arccos, (data,))
+
+
+def arctan(data: ArrayT) -> ArrayT:
+    """Return the inverse tangent elementwise."""
+    return apply(_Arctan, (data,))
+
+
+def arcsinh(data: ArrayT) -> ArrayT:
+    """Return the inverse hyperbolic sine elementwise."""
+    return apply(_Arcsinh, (data,))
+
+
+def arccosh(data: ArrayT) -> ArrayT:
+    """Return the inverse hyperbolic cosine elementwise (NaN below 1)."""
+    return apply(_Arccosh, (data,))
+
+
+def arctanh(data: ArrayT) -> ArrayT:
+    """Return the inverse hyperbolic tangent elementwise (NaN outside [-1, 1])."""
+    return apply(_Arctanh, (data,))
+
+
+def sinh(data: ArrayT) -> ArrayT:
+    """Return the hyperbolic sine elementwise."""
+    return apply(_Sinh, (data,))
+
+
+def cosh(data: ArrayT) -> ArrayT:
+    """Return the hyperbolic cosine elementwise."""
+    return apply(_Cosh, (data,))
+
+
+def tan(data: ArrayT) -> ArrayT:
+    """Return the tangent elementwise (gradient ``1 + tan(x)^2``)."""
+    return apply(_Tan, (data,))
+
+
+def degrees(data: ArrayT) -> ArrayT:
+    """Convert radians to degrees: ``data * 180 / pi``."""
+    return apply(_Scale, (data,), factor=180.0 / math.pi)
+
+
+def radians(data: ArrayT) -> ArrayT:
+    """Convert degrees to radians: ``data * pi / 180``."""
+    return apply(_Scale, (data,), factor=math.pi / 180.0)
+
+
+def log2(data: ArrayT) -> ArrayT:
+    """Return the base-2 logarithm elementwise."""
+    return apply(_Log2, (data,))
+
+
+def log10(data: ArrayT) -> ArrayT:
+    """Return the base-10 logarithm elementwise."""
+    return apply(_Log10, (data,))
+
+
+def cbrt(data: ArrayT) -> ArrayT:
+    """Return the cube root elementwise (negative for negative inputs)."""
+    return apply(_Cbrt, (data,))
+
+
+def rcbrt(data: ArrayT) -> ArrayT:
+    """Return ``1 / cbrt(data)`` elementwise."""
+    return apply(_Rcbrt, (data,))
+
+
+def fix(data: ArrayT) -> ArrayT:
+    """Round toward zero, as :func:`trunc` (zero gradient)."""
+    return apply(_ZeroGrad, (data,), fn="fix")
+
+
+def erf(data: ArrayT) -> ArrayT:
+    """Return the Gauss error function ``2/sqrt(pi) * integral_0^x exp(-t^2) dt``."""
+    return apply(_Erf, (data,))
+
+
+def erfinv(data: ArrayT) -> ArrayT:
+    """Return the inverse error function: +-inf at +-1, NaN outside [-1, 1]."""
+    return apply(_Erfinv, (data,))
+
+
+def gamma(data: ArrayT) -> ArrayT:
+    """Return the gamma function elementwise (NaN at the negative integers, inf at 0).
+
+    Examples
+    --------
+    >>> mx.nd.gamma(mx.nd.array([0.5, 5])).asnumpy()
+    array([ 1.7724539, 24.       ], dtype=float32)
+    """
+    return apply(_Gamma, (data,))
+
+
+def gammaln(data: ArrayT) -> ArrayT:
+    """Return ``log |gamma(data)|`` elementwise (inf at 0 and the negative integers)."""
+    return apply(_Gammaln, (data,))
+
+
+def hard_sigmoid(data: ArrayT, alpha: float = 0.2, beta: float = 0.5) -> ArrayT:
+    """Return ``clip(alpha * data + beta, 0, 1)``; the gradient is ``alpha`` strictly inside."""
+    return apply(_HardSigmoid, (data,), alpha=float(alpha), beta=float(beta))
+
+
+def logical_not(data: ArrayT) -> ArrayT:
+    """Return 1 where ``data`` is zero, else 0, in ``data``'s dtype (zero gradient)."""
+    return apply(_ZeroGrad, (data,), fn="not")
+
+
+class UnaryMethods(ArrayCore):
     """One-input math as NDArray methods, with ``-x``, ``abs(x)`` and ``astype``."""
 
     __slots__ = ()
+
     _data: Any  # ArrayCore's slot, on the NDArray this mixin is part of
 
-    def __neg__(self: Any) -> NDArray:
+    def __neg__(self: ArrayT) -> ArrayT:
         return negative(self)
 
-    def __pos__(self: Any) -> NDArray:
+    def __pos__(self: ArrayT) -> ArrayT:
         return self
 
-    def __abs__(self: Any) -> NDArray:
+    def __abs__(self: ArrayT) -> ArrayT:
         return abs(self)
 
-    def astype(self: Any, dtype: DTypeLike, copy: bool = True) -> NDArray:
+    def astype(self: ArrayT, dtype: DTypeLike, copy: bool = True) -> ArrayT:
         """Return the array converted to ``dtype`` (``self`` when unchanged and ``copy=False``)."""
         dt = np.dtype(dtype)
         if not copy and dt == self._data.dtype:
@@ -444,3 +810,22 @@ class UnaryMethods:
     floor = as_method(floor)
     ceil = as_method(ceil)
     round = as_method(round)
+
+    arcsin = as_method(arcsin)
+    arccos = as_method(arccos)
+    arctan = as_method(arctan)
+    arcsinh = as_method(arcsinh)
+    arccosh = as_method(arccosh)
+    arctanh = as_method(arctanh)
+    sinh = as_method(sinh)
+    cosh = as_method(cosh)
+    tan = as_method(tan)
+    degrees = as_method(degrees)
+    radians = as_method(radians)
+    log2 = as_method(log2)
+    log10 = as_method(log10)
+    cbrt = as_method(cbrt)
+    rcbrt = as_method(rcbrt)
+    fix = as_method(fix)
+    rint = as_method(rint)
+    trunc = as_method(trunc)

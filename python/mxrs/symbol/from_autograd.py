@@ -1,7 +1,7 @@
 """``autograd.get_symbol``: the computation autograd recorded behind an NDArray, as a Symbol.
 
 The tape holds each recorded operation as a primitive op object with its input NDArrays and
-keyword attributes (``ndarray._op.apply``). Walking it back from the array gives the graph:
+keyword attributes (``ndarray.core.op.apply``). Walking it back from the array gives the graph:
 arrays marked with ``attach_grad`` become variables ``var0``, ``var1``..., other arrays that
 were never computed under ``record()`` become ``null0``, ``null1``..., and operations become
 nodes ``node_0``, ``node_1``..., numbered in graph order, as MXNet names them. Arithmetic and the

@@ -194,7 +194,7 @@ def _may_be_array(annotation: Any) -> bool:
     text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
     if annotation is inspect.Parameter.empty or not text:
         return True
-    return any(k in text for k in ("NDArray", "Any", "ArrayCore"))
+    return any(k in text for k in ("NDArray", "Any", "ArrayCore", "ArrayT"))
 
 
 def input_names(op: str, attrs: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

@@ -45,7 +45,7 @@ import numpy as np
 from ... import ndarray as nd
 from ...base import MXNetError
 from ...context import cpu
-from ...ndarray import _rng
+from ...ndarray.core import rng as _rng
 
 _live_pools: weakref.WeakSet[_ProcessPool] = weakref.WeakSet()
 _pool_counter = itertools.count()

@@ -15,7 +15,7 @@ _arrays
 _create
     ``row_sparse_array``, ``csr_matrix``, ``zeros``, ``empty``, ``array``, ``cast_storage``.
 _rules
-    The operators that keep a sparse input sparse (installed into ``_op.sparse_rules``).
+    The operators that keep a sparse input sparse (installed into ``core.op.sparse_rules``).
 _ops
     ``retain``, ``dot``, ``add_n``, ``elemwise_*``, ``sum``, ``square_sum``...
 """

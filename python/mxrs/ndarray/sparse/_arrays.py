@@ -18,7 +18,7 @@ import numpy as np
 from ..._sparse_rows import SparseRows
 from ...base import MXNetError
 from ...context import Context
-from .._transfer import move_data
+from ..core.transfer import move_data
 from ..ndarray import NDArray, _wrap
 from . import _storage as st
 
@@ -119,7 +119,7 @@ class BaseSparseNDArray(NDArray):
             return _wrap(self._dense(), self._ctx)
         raise MXNetError(f"cast_storage from {self.stype} to {stype} is not supported")
 
-    def copy(self) -> NDArray:
+    def copy(self) -> NDArray:  # type: ignore[override]
         """Return a copy on the same context."""
         return self.copyto(self._ctx)
 
@@ -155,7 +155,7 @@ class BaseSparseNDArray(NDArray):
         """Return this array on ``context``: ``self`` when already there, else a copy."""
         return self if context == self._ctx else self.copyto(context)
 
-    def astype(self, dtype: DTypeLike, copy: bool = True) -> NDArray:
+    def astype(self, dtype: DTypeLike, copy: bool = True) -> NDArray:  # type: ignore[override]
         """Return the array with its values cast to ``dtype`` (same storage type)."""
         dt = np.dtype(dtype)
         if not copy and dt == self._sp_vals.dtype:
@@ -187,7 +187,7 @@ class BaseSparseNDArray(NDArray):
         """Block until pending computation writing this array has finished."""
         self._ctx.backend.synchronize(self._ctx.device_id)
 
-    def reshape(self, *shape: Any, **kwargs: Any) -> NDArray:
+    def reshape(self, *shape: Any, **kwargs: Any) -> NDArray:  # type: ignore[override]
         """Not supported for sparse arrays (as in MXNet)."""
         raise MXNetError(f"reshape is not supported for storage type {self.stype}")
 
@@ -228,16 +228,16 @@ class BaseSparseNDArray(NDArray):
         self._assign(result)
         return self
 
-    def __iadd__(self, other: Any) -> NDArray:  # type: ignore[misc]
+    def __iadd__(self, other: Any) -> NDArray:  # type: ignore[misc, override]
         return self._inplace(self + other)
 
-    def __isub__(self, other: Any) -> NDArray:  # type: ignore[misc]
+    def __isub__(self, other: Any) -> NDArray:  # type: ignore[misc, override]
         return self._inplace(self - other)
 
-    def __imul__(self, other: Any) -> NDArray:  # type: ignore[misc]
+    def __imul__(self, other: Any) -> NDArray:  # type: ignore[misc, override]
         return self._inplace(self * other)
 
-    def __itruediv__(self, other: Any) -> NDArray:  # type: ignore[misc]
+    def __itruediv__(self, other: Any) -> NDArray:  # type: ignore[misc, override]
         return self._inplace(self / other)
 
     __idiv__ = __itruediv__
@@ -277,7 +277,7 @@ class RowSparseNDArray(BaseSparseNDArray):
     def _set_dense(self, dense: Any) -> None:
         self._sp_idx, self._sp_vals = st.rsp_from_dense(self._ctx.backend, dense)
 
-    def __getitem__(self, key: Any) -> NDArray:
+    def __getitem__(self, key: Any) -> NDArray:  # type: ignore[override]
         if isinstance(key, slice) and key == slice(None):
             return self
         raise MXNetError("RowSparseNDArray only supports [:] for __getitem__")
@@ -347,7 +347,7 @@ class CSRNDArray(BaseSparseNDArray):
         be = self._ctx.backend
         self._sp_vals, self._sp_idx, self._sp_ptr = st.csr_from_dense(be, dense)
 
-    def __getitem__(self, key: Any) -> NDArray:
+    def __getitem__(self, key: Any) -> NDArray:  # type: ignore[override]
         n = self._sp_shape[0]
         if isinstance(key, (int, np.integer)):
             k = int(key) + n if key < 0 else int(key)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ...context import Context, current_context
-from .._transfer import move_data
+from ..core.transfer import move_data
 from ..ndarray import NDArray, _wrap
 from . import _storage as st
 from ._arrays import (

@@ -1,4 +1,4 @@
-"""Which operators keep a sparse input sparse, and how (``mxrs.ndarray._op.sparse_rules``).
+"""Which operators keep a sparse input sparse, and how (``mxrs.ndarray.core.op.sparse_rules``).
 
 As in MXNet: an elementwise function with ``f(0) = 0`` (``-x``, ``x * s``, ``x / s``, ``sqrt``,
 ``square``, ``abs``, ``sign``, ``relu``, rounding, ``clip`` around 0, casts...) maps the stored
@@ -21,10 +21,9 @@ from ... import _sparse_rows as sr
 from ...autograd import _state
 from .. import elementwise as ew
 from .. import indexing as ix
-from .. import mathfns as mf
 from .. import matmul as mm
 from .. import unary as un
-from .._op import Op, sparse_rules
+from ..core.op import Op, sparse_rules
 from . import _storage as st
 from ._arrays import BaseSparseNDArray, CSRNDArray, RowSparseNDArray, make_csr, make_rsp
 
@@ -78,13 +77,13 @@ for _cls in (
     ew._DivS,
     ew._DivIntS,
     ew._PowS,
-    mf._Arcsin,
-    mf._Arctan,
-    mf._Arcsinh,
-    mf._Arctanh,
-    mf._Sinh,
-    mf._Tan,
-    mf._Cbrt,
+    un._Arcsin,
+    un._Arctan,
+    un._Arcsinh,
+    un._Arctanh,
+    un._Sinh,
+    un._Tan,
+    un._Cbrt,
 ):
     sparse_rules[_cls] = _zero_preserving
 

@@ -8,15 +8,13 @@ forward pass is two matrix products and the gradient is the same with the transp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..base import InvalidShapeError, MXNetError
-from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
+from ...base import InvalidShapeError, MXNetError
+from ..core.array import ArrayT
+from ..core.op import Op, apply
 
 __all__ = ["BilinearResize2D", "AdaptiveAvgPooling2D"]
 
@@ -81,7 +79,7 @@ class _Separable(Op):
         return gx if self.nin == 1 else (gx, None)  # `like` gets no gradient
 
 
-def _check_4d(name: str, data: NDArray) -> None:
+def _check_4d(name: str, data: ArrayT) -> None:
     if data.ndim != 4:
         raise InvalidShapeError(f"{name} expects 4-D NCHW data, got shape {data.shape}")
 
@@ -89,7 +87,7 @@ def _check_4d(name: str, data: NDArray) -> None:
 def _resize_size(
     h: int,
     w: int,
-    like: NDArray | None,
+    like: ArrayT | None,
     height: int,
     width: int,
     scale_height: float | None,
@@ -133,15 +131,15 @@ def _resize_size(
 
 
 def BilinearResize2D(
-    data: NDArray,
-    like: NDArray | None = None,
+    data: ArrayT,
+    like: ArrayT | None = None,
     height: int = 1,
     width: int = 1,
     scale_height: float | None = None,
     scale_width: float | None = None,
     mode: str = "size",
     align_corners: bool = True,
-) -> NDArray:
+) -> ArrayT:
     """Resize NCHW images with bilinear interpolation.
 
     Parameters
@@ -202,7 +200,7 @@ def _output_size(output_size: Any) -> tuple[int, int]:
     )
 
 
-def AdaptiveAvgPooling2D(data: NDArray, output_size: int | Sequence[int] = 1) -> NDArray:
+def AdaptiveAvgPooling2D(data: ArrayT, output_size: int | Sequence[int] = 1) -> ArrayT:
     """Average-pool NCHW images to a fixed output size.
 
     Output cell ``(i, j)`` averages input rows ``floor(i*H/h) .. ceil((i+1)*H/h) - 1`` and the

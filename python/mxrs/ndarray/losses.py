@@ -1,10 +1,22 @@
-"""``CTCLoss`` (``ctc_loss``): Connectionist Temporal Classification, MXNet's operator.
+"""Losses and gradient control: ``smooth_l1``, ``CTCLoss``, the symbolic API's output layers
+(``LinearRegressionOutput``, ``MakeLoss``...), ``identity`` and ``BlockGrad``/``stop_gradient``.
 
-The loss is one primitive op, :class:`_CTC`: its forward runs the CTC forward-backward
-recursions in log space, vectorised over the batch (a Python loop over time only), and keeps the
-gradient with respect to the activations, ``softmax(x) - occupancy``, for its backward. The op
-works with the blank as the last class; ``blank_label='first'`` (MXNet's default: blank 0,
-labels ``1 .. C-1`` padded with 0) is mapped onto it by rolling the classes.
+``identity`` copies and passes the gradient unchanged; ``BlockGrad`` copies and passes none.
+``smooth_l1`` is quadratic near zero and linear beyond ``1 / sigma^2``.
+
+The output layers' forward is a prediction, their backward the loss's gradient, whatever
+gradient reaches them (as MXNet's output operators). ``LinearRegressionOutput`` (squared loss),
+``LogisticRegressionOutput`` (sigmoid + log loss), ``MAERegressionOutput`` (absolute loss) give
+``grad_scale / m * d(out, label)`` with ``m`` the number of outputs per example; ``MakeLoss``
+turns any array into a loss whose gradient is ``grad_scale`` (normalised by the batch or by the
+valid entries).
+
+``CTCLoss`` (``ctc_loss``), Connectionist Temporal Classification, is one primitive op,
+:class:`_CTC`: its forward runs the CTC forward-backward recursions in log space, vectorised over
+the batch (a Python loop over time only), and keeps the gradient with respect to the
+activations, ``softmax(x) - occupancy``, for its backward. The op works with the blank as the
+last class; ``blank_label='first'`` (MXNet's default: blank 0, labels ``1 .. C-1`` padded with
+0) is mapped onto it by rolling the classes.
 """
 
 from __future__ import annotations
@@ -14,10 +26,184 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
-from ._op import Op, apply
-from .ndarray import NDArray
+from .core.array import ArrayT
+from .core.op import Op, apply
+from .unary import _Identity
 
-__all__ = ["CTCLoss", "ctc_loss"]
+__all__ = [
+    "identity",
+    "BlockGrad",
+    "stop_gradient",
+    "smooth_l1",
+    "LinearRegressionOutput",
+    "LogisticRegressionOutput",
+    "MAERegressionOutput",
+    "MakeLoss",
+    "make_loss",
+    "CTCLoss",
+    "ctc_loss",
+]
+
+#: The symbolic API's output layers, which take no ``out=`` or ``name=`` keyword in ``mx.nd``.
+OUTPUT_LAYERS = [
+    "LinearRegressionOutput",
+    "LogisticRegressionOutput",
+    "MAERegressionOutput",
+    "MakeLoss",
+    "make_loss",
+]
+
+
+def identity(data: ArrayT) -> ArrayT:
+    """Return a copy of ``data`` (the gradient passes unchanged)."""
+    return apply(_Identity, (data,))
+
+
+class _BlockGrad(Op):
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, g):
+        return None
+
+
+def BlockGrad(data: ArrayT) -> ArrayT:
+    """Return a copy of ``data`` that passes no gradient back (also ``stop_gradient``).
+
+    Examples
+    --------
+    >>> x = mx.nd.array([1.0, 2.0]); x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = (mx.nd.BlockGrad(x) * x).sum()
+    >>> y.backward(); x.grad.asnumpy()
+    array([1., 2.], dtype=float32)
+    """
+    return apply(_BlockGrad, (data,))
+
+
+stop_gradient = BlockGrad
+
+
+class _SmoothL1(Op):
+    def forward(self, x, scalar):
+        xp = self.xp
+        s2 = scalar * scalar
+        ax = xp.abs(x)
+        self.inner = ax < 1.0 / s2
+        self.x, self.s2 = x, s2
+        return xp.where(self.inner, (0.5 * s2) * x * x, ax - 0.5 / s2).astype(x.dtype, copy=False)
+
+    def backward(self, g):
+        d = self.xp.where(self.inner, self.s2 * self.x, self.xp.sign(self.x))
+        return g * d.astype(g.dtype, copy=False)
+
+
+def smooth_l1(data: ArrayT, scalar: float) -> ArrayT:
+    """The smooth L1 function with ``sigma = scalar``, elementwise.
+
+    ``0.5 * (sigma * x)^2`` where ``|x| < 1 / sigma^2``, else ``|x| - 0.5 / sigma^2``.
+
+    Examples
+    --------
+    >>> mx.nd.smooth_l1(mx.nd.array([-2, 0.1]), scalar=1.0).asnumpy()
+    array([1.5  , 0.005], dtype=float32)
+    """
+    if scalar == 0:
+        raise MXNetError("smooth_l1: scalar (sigma) must be non-zero")
+    return apply(_SmoothL1, (data,), scalar=float(scalar))
+
+
+class _Regression(Op):
+    def forward(self, x, label, kind, grad_scale):
+        if label.size != x.size:
+            raise MXNetError(
+                f"{kind}RegressionOutput: label shape {label.shape} does not match the data's "
+                f"{x.shape}"
+            )
+        xp = self.xp
+        y = 0.5 * (1 + xp.tanh(x * 0.5)) if kind == "Logistic" else x.copy()
+        self.y, self.label, self.kind = y, label.reshape(x.shape), kind
+        per_example = x.size // x.shape[0] if x.ndim and x.shape[0] else 1
+        self.scale = grad_scale / per_example
+        return y
+
+    def backward(self, g):
+        d = self.y - self.label
+        if self.kind == "MAE":
+            d = self.xp.sign(d)
+        gx = (d * self.scale).astype(self.y.dtype, copy=False)
+        return gx, (self.xp.zeros_like(self.label) if self.needs[1] else None)
+
+
+def _regression(kind: str, data: ArrayT, label: ArrayT, grad_scale: float) -> ArrayT:
+    return apply(_Regression, (data, label), kind=kind, grad_scale=float(grad_scale))
+
+
+def LinearRegressionOutput(
+    data: ArrayT, label: ArrayT, grad_scale: float = 1.0, **kwargs: Any
+) -> ArrayT:
+    """Identity forward; backward ``grad_scale / m * (data - label)`` (squared loss), with
+    ``m`` the outputs per example; the incoming gradient is ignored."""
+    return _regression("Linear", data, label, grad_scale)
+
+
+def LogisticRegressionOutput(
+    data: ArrayT, label: ArrayT, grad_scale: float = 1.0, **kwargs: Any
+) -> ArrayT:
+    """``sigmoid(data)`` forward; backward ``grad_scale / m * (sigmoid(data) - label)``."""
+    return _regression("Logistic", data, label, grad_scale)
+
+
+def MAERegressionOutput(
+    data: ArrayT, label: ArrayT, grad_scale: float = 1.0, **kwargs: Any
+) -> ArrayT:
+    """Identity forward; backward ``grad_scale / m * sign(data - label)`` (absolute loss)."""
+    return _regression("MAE", data, label, grad_scale)
+
+
+class _MakeLoss(Op):
+    def forward(self, x, grad_scale, valid_thresh, normalization):
+        xp = self.xp
+        if normalization == "batch":
+            # MXNet divides by the size without the last axis (the batch for 2-D data)
+            scale = grad_scale / max(x.size // x.shape[-1], 1) if x.ndim else grad_scale
+        elif normalization == "valid":
+            scale = grad_scale / max(int((x > valid_thresh).sum()), 1)
+        elif normalization == "null":
+            scale = grad_scale
+        else:
+            raise MXNetError(
+                f"MakeLoss: normalization must be 'null', 'batch' or 'valid', not {normalization!r}"
+            )
+        self.grad = xp.full(x.shape, scale, x.dtype)
+        return x.copy()
+
+    def backward(self, g):
+        return self.grad
+
+
+def MakeLoss(
+    data: ArrayT,
+    grad_scale: float = 1.0,
+    valid_thresh: float = 0.0,
+    normalization: str = "null",
+    **kwargs: Any,
+) -> ArrayT:
+    """Mark ``data`` as a loss: identity forward, backward ``grad_scale`` everywhere; with
+    ``normalization='batch'`` divided by the number of rows (the size without the last axis),
+    with ``'valid'`` by the number of entries above ``valid_thresh``. The incoming gradient is
+    ignored."""
+    return apply(
+        _MakeLoss,
+        (data,),
+        grad_scale=float(grad_scale),
+        valid_thresh=float(valid_thresh),
+        normalization=normalization,
+    )
+
+
+make_loss = MakeLoss
+
 
 # Stands for log(0): finite, so that sums and differences of "impossible" log-probabilities never
 # make NaNs; any log-probability below _IMPOSSIBLE is treated as zero probability.
@@ -144,14 +330,14 @@ class _CTC(Op):
 
 
 def CTCLoss(
-    data: NDArray,
-    label: NDArray,
-    data_lengths: NDArray | None = None,
-    label_lengths: NDArray | None = None,
+    data: ArrayT,
+    label: ArrayT,
+    data_lengths: ArrayT | None = None,
+    label_lengths: ArrayT | None = None,
     use_data_lengths: bool = False,
     use_label_lengths: bool = False,
     blank_label: str = "first",
-) -> NDArray:
+) -> ArrayT:
     """CTC loss per sample of activations ``data`` ``(T, N, C)`` and labels ``(N, L)``.
 
     Parameters

@@ -4,7 +4,7 @@ A primitive op's own ``backward`` works on raw arrays, so the gradients it retur
 to autograd. For higher-order gradients every op on the path needs a backward written with
 recorded NDArray operations; :func:`rule` returns it. Three kinds of op have one:
 
-linear ops (``grad_linear``)
+linear ops (``grad.linear``)
     (reshape, transpose, broadcast_to, sum, mean, slice, indexing, concat, stack, split, tile,
     repeat, flip, pad, add, subtract, negation, scaling, cast, identity, context copies.) Their
     backward ``g -> J^T g`` is itself linear; it runs as the op :class:`LinearBackward`, whose
@@ -30,27 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import _install_graph_rules
-from ..base import MXNetError
-from . import elementwise as ew
-from . import (
-    gather,
-    layout,
-    leaky,
-    localnorm,
-    logical,
-    lossfns,
-    mathfns,
-    matmul,
-    nn,
-    reduce,
-    reductions,
-    shape,
-    unary,
-)
-from ._op import Op, apply, unbroadcast
-from ._transfer import _ToContext, to_context
-from .grad_linear import LINEAR, LinearBackward, const, linear, linear_again
+from ...autograd import _install_graph_rules
+from ...base import MXNetError
+from .. import elementwise as ew
+from .. import indexing, leaky, losses, matmul, nn, normalization, reduce, shape, unary
+from ..core.op import Op, apply, unbroadcast
+from ..core.transfer import _ToContext, to_context
+from .linear import LINEAR, LinearBackward, const, linear, linear_again
 
 __all__ = ["rule"]
 
@@ -82,7 +68,7 @@ def rule(node: Any) -> Rule:
 
 def _unbroadcast(g: Any, to: tuple[int, ...]) -> Any:
     """Sum recorded gradient ``g`` over the axes that broadcasting expanded to reach ``to``
-    (``_op.unbroadcast`` on an NDArray records its sum and reshape)."""
+    (``core.op.unbroadcast`` on an NDArray records its sum and reshape)."""
     return unbroadcast(g, tuple(to))
 
 
@@ -289,8 +275,9 @@ def _prod(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 
 
 def _more_rules() -> dict[type, Rule]:
-    """Rules of the ops of mathfns, logical, lossfns, layout, gather, reductions, localnorm."""
-    m = mathfns
+    """Rules of more ops: unary's math functions, broadcast_hypot, smooth_l1, BlockGrad,
+    shape_array/size_array, index arithmetic, nanprod, L2Normalization."""
+    m = unary
 
     def sq(x: Any) -> Any:
         return x * x
@@ -317,19 +304,19 @@ def _more_rules() -> dict[type, Rule]:
         m._Gammaln: lambda n, xs, gs: gs[0] * apply(m._Digamma, (xs[0],)),
         m._ZeroGrad: lambda n, xs, gs: None,
         m._HardSigmoid: _masked,
-        logical._Hypot: _hypot,
-        lossfns._SmoothL1: _smooth_l1,
-        lossfns._BlockGrad: lambda n, xs, gs: None,
-        layout._SizeOf: lambda n, xs, gs: None,
-        gather._IndexMath: lambda n, xs, gs: None,
-        reductions._NanProd: _nanprod,
-        localnorm._L2Norm: _l2_normalization,
+        ew._Hypot: _hypot,
+        losses._SmoothL1: _smooth_l1,
+        losses._BlockGrad: lambda n, xs, gs: None,
+        shape._SizeOf: lambda n, xs, gs: None,
+        indexing._IndexMath: lambda n, xs, gs: None,
+        reduce._NanProd: _nanprod,
+        normalization._L2Norm: _l2_normalization,
     }
 
 
 def _hypot(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     a, b = xs
-    gh = gs[0] / logical.broadcast_hypot(a, b)
+    gh = gs[0] / ew.broadcast_hypot(a, b)
     return _unbroadcast(gh * a, a.shape), _unbroadcast(gh * b, b.shape)
 
 

@@ -3,20 +3,23 @@
 The op modules (``elementwise``, ``reduce``, ...) work on this core alone: they test operands
 with ``isinstance(x, ArrayCore)`` and make their results with ``x._new(data, ctx)`` from an input
 array, so none of them imports the :class:`~mxrs.ndarray.NDArray` class, which is put together
-above them from this core and the op modules' method mixins.
+above them from this core and the op modules' method mixins. Their annotations say the same:
+an op takes and gives back ``ArrayT`` (a type variable bound to this class), and the method
+mixins subclass this class; no op module names NDArray, not even for the type checker.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from ..context import Context
-    from ._op import Op
-    from .ndarray import NDArray
+    from typing_extensions import Self
 
-__all__ = ["ArrayCore"]
+    from ...context import Context
+    from .op import Op
+
+__all__ = ["ArrayCore", "ArrayT"]
 
 
 class ArrayCore:
@@ -45,14 +48,25 @@ class ArrayCore:
     _ctx: Context
     _node: Op | None
     _oidx: int
-    _grad: NDArray | None
+    _grad: ArrayCore | None
     _grad_req: str
     _fresh: bool
-    _on_grad: Callable[[NDArray], None]
+    _on_grad: Callable[[Self], None]
     #: Whether the array is a sparse one (its ``_data`` is then a dense copy made on reading).
     _sparse = False
 
-    def _new(self, data: Any, ctx: Context) -> NDArray:
+    if TYPE_CHECKING:
+        # Methods of every array that op code calls on its operands. They come from the op
+        # modules' mixins and the NDArray class above this module; named here, op code
+        # type-checks against the core alone.
+        def __mul__(self, other: Any) -> Self: ...
+        def __sub__(self, other: Any) -> Self: ...
+        def __setitem__(self, key: Any, value: Any) -> None: ...
+        def copy(self) -> Self: ...
+        def reshape(self, *shape: Any, **kwargs: Any) -> Self: ...
+        def transpose(self, *axes: Any, **kwargs: Any) -> Self: ...
+
+    def _new(self, data: Any, ctx: Context) -> Self:
         """Return a new, unrecorded NDArray around raw ``data`` on ``ctx`` (no copy, no check)."""
         raise NotImplementedError
 
@@ -89,7 +103,7 @@ class ArrayCore:
         return "default"
 
     @property
-    def grad(self) -> NDArray | None:
+    def grad(self) -> ArrayCore | None:
         """NDArray or None: the gradient buffer set up by :meth:`attach_grad`."""
         return self._grad
 
@@ -110,3 +124,7 @@ class ArrayCore:
     def _needs_grad(self) -> bool:
         """bool: whether an op on this array is recorded (it is a variable or was recorded)."""
         return self._node is not None or self._grad is not None
+
+
+#: The array type an op takes and gives back: an op's result is of its array operands' class.
+ArrayT = TypeVar("ArrayT", bound=ArrayCore)

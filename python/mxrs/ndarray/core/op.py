@@ -18,12 +18,12 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
-from ..autograd import _state
-from ..base import ContextError, InvalidShapeError, MXNetError
+from ...autograd import _state
+from ...base import ContextError, InvalidShapeError, MXNetError
 
 if TYPE_CHECKING:
-    from ..context import Context
-    from ._core import ArrayCore
+    from ...context import Context
+    from .array import ArrayCore
 
 __all__ = ["Op", "apply", "as_method", "with_out", "unbroadcast", "axis_index", "sparse_rules"]
 

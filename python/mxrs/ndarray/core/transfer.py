@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..autograd import _state
-from ._core import ArrayCore
-from ._op import Op
+from ...autograd import _state
+from .array import ArrayCore, ArrayT
+from .op import Op
 
 if TYPE_CHECKING:
-    from .._typing import DTypeLike
-    from ..context import Context
-    from .ndarray import NDArray
+    from ..._typing import DTypeLike
+    from ...context import Context
 
 __all__ = ["move_data", "to_context", "to_raw"]
 
@@ -40,7 +39,7 @@ class _ToContext(Op):
         return move_data(g, self.dst, self.src)
 
 
-def to_context(x: NDArray, ctx: Context) -> NDArray:
+def to_context(x: ArrayT, ctx: Context) -> ArrayT:
     """Copy array ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
     op = _ToContext()
     sbe = x._ctx.backend

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..context import Context
+from ...context import Context
 
 __all__ = ["generator", "generators", "seed"]
 

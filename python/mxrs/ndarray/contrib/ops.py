@@ -10,16 +10,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..base import InvalidShapeError, MXNetError
-from ..context import Context
-from ._op import Op, apply, axis_index
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
+from ...base import InvalidShapeError, MXNetError
+from ...context import Context
+from ..core.array import ArrayT
+from ..core.op import Op, apply, axis_index
 
 __all__ = [
     "boolean_mask",
@@ -52,7 +50,7 @@ class _BooleanMask(Op):
         return dx, None
 
 
-def boolean_mask(data: NDArray, index: NDArray, axis: int = 0) -> NDArray:
+def boolean_mask(data: ArrayT, index: ArrayT, axis: int = 0) -> ArrayT:
     """The slices of ``data`` along ``axis`` where the 1-D ``index`` is nonzero.
 
     Differentiable with respect to ``data`` (the dropped slices get zero gradient). MXNet
@@ -91,13 +89,13 @@ class _ArangeLike(Op):
 
 
 def arange_like(
-    data: NDArray,
+    data: ArrayT,
     start: float = 0.0,
     step: float = 1.0,
     repeat: int = 1,
     ctx: Any = None,
     axis: int | None = None,
-) -> NDArray:
+) -> ArrayT:
     """Evenly spaced values in ``data``'s shape (or along one of its axes), of its dtype.
 
     Value ``i`` (in row-major order) is ``start + (i // repeat) * step``.
@@ -155,7 +153,7 @@ class _IndexCopy(Op):
         return gold, None, gnew
 
 
-def index_copy(old_tensor: NDArray, index_vector: NDArray, new_tensor: NDArray) -> NDArray:
+def index_copy(old_tensor: ArrayT, index_vector: ArrayT, new_tensor: ArrayT) -> ArrayT:
     """A copy of ``old_tensor`` whose rows ``index_vector[i]`` are ``new_tensor[i]``.
 
     Differentiable: the old tensor's gradient is zero in the replaced rows, and row ``i`` of
@@ -206,7 +204,7 @@ class _IndexArray(Op):
         return None
 
 
-def index_array(data: NDArray, axes: Sequence[int] | None = None) -> NDArray:
+def index_array(data: ArrayT, axes: Sequence[int] | None = None) -> ArrayT:
     """The index of every element of ``data``: int64, of shape ``data.shape + (len(axes),)``.
 
     ``out[i_1, ..., i_n, j] == i_{axes[j]}``; ``axes`` defaults to all axes (negative values
@@ -240,7 +238,7 @@ class _Scale(Op):
         return (g / g.dtype.type(self.s)).astype(g.dtype, copy=False)
 
 
-def div_sqrt_dim(data: NDArray) -> NDArray:
+def div_sqrt_dim(data: ArrayT) -> ArrayT:
     """``data / sqrt(data.shape[-1])``, the scaling of attention scores. Differentiable.
 
     Examples
@@ -253,7 +251,7 @@ def div_sqrt_dim(data: NDArray) -> NDArray:
     return apply(_Scale, (data,), s=math.sqrt(data.shape[-1]), grad_only=False)
 
 
-def gradientmultiplier(data: NDArray, scalar: float = 1.0, is_int: bool = True) -> NDArray:
+def gradientmultiplier(data: ArrayT, scalar: float = 1.0, is_int: bool = True) -> ArrayT:
     """Identity in the forward pass; the backward pass multiplies the gradient by ``scalar``.
 
     ``is_int`` is accepted for MXNet compatibility and has no effect.
@@ -279,7 +277,7 @@ class _Quadratic(Op):
         return g * (2 * self.a * self.x + self.b)
 
 
-def quadratic(data: NDArray, a: float = 0, b: float = 0, c: float = 0) -> NDArray:
+def quadratic(data: ArrayT, a: float = 0, b: float = 0, c: float = 0) -> ArrayT:
     """``a * data**2 + b * data + c`` elementwise. Differentiable.
 
     Examples
@@ -305,7 +303,7 @@ class _Classify(Op):
         return None
 
 
-def isfinite(data: NDArray) -> NDArray:
+def isfinite(data: ArrayT) -> ArrayT:
     """1 where ``data`` is finite (neither infinite nor NaN), else 0; of ``data``'s dtype.
 
     Examples
@@ -316,7 +314,7 @@ def isfinite(data: NDArray) -> NDArray:
     return apply(_Classify, (data,), kind="isfinite")
 
 
-def isnan(data: NDArray) -> NDArray:
+def isnan(data: ArrayT) -> ArrayT:
     """1 where ``data`` is NaN, else 0; of ``data``'s dtype.
 
     Examples
@@ -327,7 +325,7 @@ def isnan(data: NDArray) -> NDArray:
     return apply(_Classify, (data,), kind="isnan")
 
 
-def isinf(data: NDArray) -> NDArray:
+def isinf(data: ArrayT) -> ArrayT:
     """1 where ``data`` is positive or negative infinity, else 0; of ``data``'s dtype.
 
     Examples
@@ -356,8 +354,8 @@ class _AllClose(Op):
 
 
 def allclose(
-    a: NDArray, b: NDArray, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = True
-) -> NDArray:
+    a: ArrayT, b: ArrayT, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = True
+) -> ArrayT:
     """Whether ``|a - b| <= atol + rtol * |b|`` everywhere, as a 0-d uint8 NDArray (1 or 0).
 
     Equal values (infinities included) are close; with ``equal_nan``, NaNs in the same places

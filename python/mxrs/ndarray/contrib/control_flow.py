@@ -1,74 +1,31 @@
-"""``mx.nd.contrib``: MXNet 1.x's contributed operators (also ``mx.contrib.nd``).
+"""Control flow of ``mx.nd.contrib``: ``foreach``, ``while_loop`` and ``cond``.
 
-Control flow (``foreach``, ``while_loop``, ``cond``) runs imperatively, calling the user's
-functions on NDArrays, so autograd records whatever they compute; the per-step outputs are
-stacked along a new axis 0. The array operators live in ``contrib_ops`` (``boolean_mask``,
-``index_copy``, ``arange_like``, ``quadratic``, ``allclose``...), the box operators in
-``contrib_box`` and the image resizing ones in ``contrib_resize``; this module gathers them.
+They run imperatively, calling the user's functions on NDArrays, so autograd records whatever
+they compute; the per-step outputs are stacked along a new axis 0.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..base import InvalidShapeError, MXNetError
-from ._core import ArrayCore
-from ._op import with_out
-from .contrib_box import box_iou, box_nms, box_non_maximum_suppression
-from .contrib_ops import (
-    allclose,
-    arange_like,
-    boolean_mask,
-    div_sqrt_dim,
-    gradientmultiplier,
-    index_array,
-    index_copy,
-    isfinite,
-    isinf,
-    isnan,
-    quadratic,
-)
-from .contrib_resize import AdaptiveAvgPooling2D, BilinearResize2D
-from .creation import zeros
-from .shape import concat, stack
+from ...base import InvalidShapeError, MXNetError
+from ..core.array import ArrayCore, ArrayT
+from ..creation import zeros
+from ..shape import concat, stack
 
-if TYPE_CHECKING:
-    from .ndarray import NDArray
-
-__all__ = [
-    "foreach",
-    "while_loop",
-    "cond",
-    "boolean_mask",
-    "arange_like",
-    "index_copy",
-    "index_array",
-    "div_sqrt_dim",
-    "quadratic",
-    "gradientmultiplier",
-    "isfinite",
-    "isnan",
-    "isinf",
-    "allclose",
-    "BilinearResize2D",
-    "AdaptiveAvgPooling2D",
-    "box_iou",
-    "box_nms",
-    "box_non_maximum_suppression",
-]
+__all__ = ["foreach", "while_loop", "cond"]
 
 
-# ----------------------------------------------------------------- control flow
-def _flatten(args: Any, what: str) -> tuple[list[NDArray], Any]:
+def _flatten(args: Any, what: str) -> tuple[list[ArrayCore], Any]:
     """The NDArrays of a nested list, and its format for :func:`_regroup` (0: one array)."""
     if isinstance(args, ArrayCore):
-        return [args], 0  # type: ignore[list-item]
+        return [args], 0
     if not isinstance(args, (list, tuple)):
         raise MXNetError(
             f"{what} must be an NDArray or a (nested) list of NDArrays, not {type(args).__name__}"
         )
-    flat: list[NDArray] = []
+    flat: list[ArrayCore] = []
     fmt = []
     for a in args:
         f, sub = _flatten(a, what)
@@ -77,7 +34,7 @@ def _flatten(args: Any, what: str) -> tuple[list[NDArray], Any]:
     return flat, fmt
 
 
-def _regroup(flat: list[NDArray], fmt: Any) -> tuple[Any, list[NDArray]]:
+def _regroup(flat: list[ArrayT], fmt: Any) -> tuple[Any, list[ArrayT]]:
     """Rebuild the nesting ``fmt`` from ``flat``; returns it and the arrays left over."""
     if isinstance(fmt, int):
         return flat[0], flat[1:]
@@ -144,7 +101,7 @@ def foreach(body: Callable[..., Any], data: Any, init_states: Any) -> tuple[Any,
             f"foreach: the data arrays differ in length along axis 0: {lengths}"
         )
     states = init_states
-    steps: list[list[NDArray]] = []
+    steps: list[list[ArrayCore]] = []
     fmt: Any = None
     for i in range(lengths.pop()):
         eles = data[i] if single else [d[i] for d in data]
@@ -209,7 +166,7 @@ def while_loop(
     lv = [loop_vars] if single else loop_vars
     if not isinstance(lv, (list, tuple)) or len(lv) == 0:
         raise MXNetError("while_loop: loop_vars must hold at least one NDArray")
-    steps: list[list[NDArray]] = []
+    steps: list[list[ArrayCore]] = []
     fmt: Any = None
     while len(steps) < limit and _truth(cond(*lv), "while_loop: the value of cond"):
         step_output, new_vars = func(*lv)
@@ -249,15 +206,3 @@ def cond(pred: Any, then_func: Callable[[], Any], else_func: Callable[[], Any]) 
     array([42.], dtype=float32)
     """
     return then_func() if _truth(pred, "cond: pred") else else_func()
-
-
-def _take_out() -> None:
-    """Let the operators take MXNet's ``out=`` and ``name=`` keywords."""
-    space = globals()
-    for name in __all__:
-        if name not in ("foreach", "while_loop", "cond", "box_non_maximum_suppression"):
-            space[name] = with_out(space[name])
-    space["box_non_maximum_suppression"] = space["box_nms"]
-
-
-_take_out()

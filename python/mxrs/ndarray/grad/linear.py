@@ -1,4 +1,4 @@
-"""Higher-order gradients of linear ops (part of ``grad_graph``).
+"""Higher-order gradients of linear ops (part of ``grad.graph``).
 
 A linear op's backward ``g -> J^T g`` is itself linear. It runs as the op
 :class:`LinearBackward`, whose own backward applies the original op again (``J gg``), whose
@@ -10,21 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import elementwise as ew
-from . import (
-    gather,
-    indexing,
-    layout,
-    mathfns,
-    nn,
-    padding,
-    reduce,
-    reductions,
-    sequence,
-    shape,
-    unary,
-)
-from ._op import Op, apply
+from .. import elementwise as ew
+from .. import indexing, padding, reduce, sequence, shape, unary
+from ..core.op import Op, apply
 
 __all__ = ["LINEAR", "LinearBackward", "linear", "linear_again", "const"]
 
@@ -45,7 +33,7 @@ LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
         ew._DivS,
         unary._Neg,
         unary._Cast,
-        nn._Identity,
+        unary._Identity,
         reduce._Sum,
         reduce._Mean,
         shape._Reshape,
@@ -60,12 +48,12 @@ LINEAR: dict[type, Callable[[dict[str, Any]], dict[str, Any]]] = {
         shape._Flip,
         indexing._BasicIndex,
         indexing._AdvancedIndex,
-        mathfns._Scale,
-        layout._DiagMake,
-        layout._DiagTake,
-        layout._SplitAt,
-        gather._ScatterNd,
-        reductions._Cumsum,
+        unary._Scale,
+        shape._DiagMake,
+        shape._DiagTake,
+        shape._SplitAt,
+        indexing._ScatterNd,
+        reduce._Cumsum,
         sequence._SeqLast,
         sequence._SeqReverse,
     )

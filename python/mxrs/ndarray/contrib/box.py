@@ -9,15 +9,13 @@ suppress" matrix goes to the host for the greedy pass.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..base import InvalidShapeError, MXNetError
-from ._op import Op, apply
-
-if TYPE_CHECKING:
-    from .ndarray import NDArray
+from ...base import InvalidShapeError, MXNetError
+from ..core.array import ArrayT
+from ..core.op import Op, apply
 
 __all__ = ["box_iou", "box_nms", "box_non_maximum_suppression"]
 
@@ -80,7 +78,7 @@ class _BoxIoU(Op):
         return (zeros(ls, g.dtype) if ln else None), (zeros(rs, g.dtype) if rn else None)
 
 
-def box_iou(lhs: NDArray, rhs: NDArray, format: str = "corner") -> NDArray:
+def box_iou(lhs: ArrayT, rhs: ArrayT, format: str = "corner") -> ArrayT:
     """Intersection-over-union of every box of ``lhs`` with every box of ``rhs``.
 
     Parameters
@@ -224,7 +222,7 @@ def _check_nms(shape: tuple[int, ...], p: dict[str, Any]) -> None:
 
 
 def box_nms(
-    data: NDArray,
+    data: ArrayT,
     overlap_thresh: float = 0.5,
     valid_thresh: float = 0,
     topk: int = -1,
@@ -235,7 +233,7 @@ def box_nms(
     force_suppress: bool = False,
     in_format: str = "corner",
     out_format: str = "corner",
-) -> NDArray:
+) -> ArrayT:
     """Non-maximum suppression: keep the best-scoring boxes, drop those overlapping them.
 
     Each batch (all leading axes; the last two are boxes and box fields) is processed on its

@@ -1,0 +1,71 @@
+"""``mx.nd.contrib``: MXNet 1.x's contributed operators (also ``mx.contrib.nd``).
+
+Layout
+------
+control_flow
+    ``foreach``, ``while_loop`` and ``cond``, run imperatively (autograd records the steps).
+ops
+    Array operators: ``boolean_mask``, ``index_copy``, ``index_array``, ``arange_like``,
+    ``div_sqrt_dim``, ``quadratic``, ``gradientmultiplier``, ``isfinite/isnan/isinf``,
+    ``allclose``.
+box
+    Bounding boxes: ``box_iou``, ``box_nms`` (``box_non_maximum_suppression``).
+resize
+    Resizing NCHW images: ``BilinearResize2D``, ``AdaptiveAvgPooling2D``.
+
+The operators take MXNet's ``out=`` and ``name=`` keywords here, as in ``mx.nd``.
+"""
+
+from __future__ import annotations
+
+from ..core.op import with_out
+from .box import box_iou, box_nms, box_non_maximum_suppression
+from .control_flow import cond, foreach, while_loop
+from .ops import (
+    allclose,
+    arange_like,
+    boolean_mask,
+    div_sqrt_dim,
+    gradientmultiplier,
+    index_array,
+    index_copy,
+    isfinite,
+    isinf,
+    isnan,
+    quadratic,
+)
+from .resize import AdaptiveAvgPooling2D, BilinearResize2D
+
+__all__ = [
+    "foreach",
+    "while_loop",
+    "cond",
+    "boolean_mask",
+    "arange_like",
+    "index_copy",
+    "index_array",
+    "div_sqrt_dim",
+    "quadratic",
+    "gradientmultiplier",
+    "isfinite",
+    "isnan",
+    "isinf",
+    "allclose",
+    "BilinearResize2D",
+    "AdaptiveAvgPooling2D",
+    "box_iou",
+    "box_nms",
+    "box_non_maximum_suppression",
+]
+
+
+def _take_out() -> None:
+    """Let the operators take MXNet's ``out=`` and ``name=`` keywords."""
+    space = globals()
+    for name in __all__:
+        if name not in ("foreach", "while_loop", "cond", "box_non_maximum_suppression"):
+            space[name] = with_out(space[name])
+    space["box_non_maximum_suppression"] = space["box_nms"]
+
+
+_take_out()
