@@ -26,7 +26,7 @@ PROVIDERS = ("numpy", "onednn")
 
 def close(a, b, rtol=2e-5, atol=2e-5):
     """``a`` equals ``b`` to float32 tolerance, scaled by ``b``'s magnitude."""
-    scale = max(1.0, float(np.abs(b).max()))
+    scale = max(1.0, float(np.abs(b).max())) if b.size else 1.0
     np.testing.assert_allclose(a, b, rtol=rtol, atol=atol * scale)
 
 
@@ -138,6 +138,49 @@ def test_deconvolution_kernels_match_numpy(xs, ws, groups, stride, pad, dilate, 
         results.append([y] + [g for g in grad(gy, needs) if g is not None])
     assert results[0][0].shape == (xs[0], ws[1] * groups, *out)
     for got, want in zip(results[1], results[0], strict=True):
+        close(got, want)
+
+
+@pytest.mark.parametrize(
+    "xs, hidden, flatten, bias",
+    [
+        ((4, 7), 5, True, True),
+        ((1, 3, 4, 4), 6, True, False),
+        ((2, 3, 9), 4, False, True),
+        ((0, 7), 5, True, True),  # an empty batch runs on NumPy
+    ],
+)
+def test_fully_connected_matches_numpy(xs, hidden, flatten, bias):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal(xs).astype(np.float32)
+    inputs = xs[-1] if not flatten else int(np.prod(xs[1:]))
+    w = rng.standard_normal((hidden, inputs)).astype(np.float32)
+    b = rng.standard_normal(hidden).astype(np.float32)
+
+    def op(x, w, *b):
+        return mx.nd.FullyConnected(
+            x, w, b[0] if b else None, num_hidden=hidden, no_bias=not b, flatten=flatten
+        )
+
+    arrays = (x, w, b) if bias else (x, w)
+    r = run_both(lambda: grads_of(op, arrays))
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want)
+
+
+def test_fully_connected_after_a_channels_last_convolution():
+    """A convolution's channels-last output flattens in MXNet's (C, H, W) order."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    fw = rng.standard_normal((5, 4 * 4 * 4)).astype(np.float32)
+
+    def op(x, w, fw):
+        y = mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=4, no_bias=True)
+        return mx.nd.FullyConnected(y, fw, num_hidden=5, no_bias=True)
+
+    r = run_both(lambda: grads_of(op, (x, w, fw)))
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
         close(got, want)
 
 

@@ -190,6 +190,16 @@ api! {
         *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
         *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
     ) -> Status;
+    dnnl_inner_product_forward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
+    ) -> Status;
+    dnnl_inner_product_backward_data_primitive_desc_create: fn(
+        *mut Handle, Handle, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
+    ) -> Status;
+    dnnl_inner_product_backward_weights_primitive_desc_create: fn(
+        *mut Handle, Handle, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
+        ConstHandle,
+    ) -> Status;
     dnnl_eltwise_forward_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle, f32, f32, ConstHandle,
     ) -> Status;

@@ -9,7 +9,8 @@
 //! - `runtime`: the process-wide tokio runtime (rebuilt in forked children).
 //! - `arrays`: NumPy arrays as byte views, without copies.
 //! - `items`: a request's Python arguments read and checked (arrays lent, destinations, row ids).
-//! - `onednn`: oneDNN's CPU kernels (convolution, pooling, batch norm, activations) on NumPy arrays.
+//! - `onednn`: oneDNN's CPU kernels (convolution, pooling, batch norm, activations, inner
+//!   product) on NumPy arrays.
 //! - `codec`: gradient compression for arrays in this process (the 'device' KVStore).
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
@@ -42,5 +43,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<onednn::OnednnPool>()?;
     m.add_class::<onednn::OnednnBatchNorm>()?;
     m.add_class::<onednn::OnednnActivation>()?;
+    m.add_class::<onednn::OnednnInnerProduct>()?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 use mxrs_onednn::bnorm::{BatchNorm, Stats};
 use mxrs_onednn::conv::{Conv, ConvSpec};
 use mxrs_onednn::eltwise::{Activation, Eltwise};
+use mxrs_onednn::inner::InnerProduct;
 use mxrs_onednn::pool::{Pool, PoolKind, PoolSpec};
 use mxrs_onednn::{DnnlError, Tensor, TensorMut, load};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
@@ -494,6 +495,88 @@ impl OnednnActivation {
         let gx = dense_mut(&mut gx, "data gradient")?;
         same_order(&[&data.strides, &gy.strides, &gx.strides])?;
         py.detach(|| self.op.backward(data.data, gy.data, gx.data))
+            .map_err(to_py)
+    }
+}
+
+/// One inner product (`FullyConnected`): `OnednnInnerProduct(batch, inputs, outputs, bias,
+/// training)` on row-major float32 arrays.
+#[pyclass(frozen, module = "mxrs._native")]
+pub(crate) struct OnednnInnerProduct {
+    ip: InnerProduct,
+}
+
+#[pymethods]
+impl OnednnInnerProduct {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        batch: i64,
+        inputs: i64,
+        outputs: i64,
+        bias: bool,
+        training: bool,
+    ) -> PyResult<OnednnInnerProduct> {
+        let d = loaded()?;
+        let ip = py
+            .detach(|| InnerProduct::new(d, batch, inputs, outputs, bias, training))
+            .map_err(to_py)?;
+        Ok(OnednnInnerProduct { ip })
+    }
+
+    /// The implementation oneDNN chose.
+    #[getter]
+    fn implementation(&self) -> String {
+        self.ip.implementation().to_string()
+    }
+
+    /// Writes `x @ w.T + b` into `y`.
+    #[pyo3(signature = (x, w, b, y))]
+    fn forward(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        w: PyReadonlyArrayDyn<'_, f32>,
+        b: Option<PyReadonlyArrayDyn<'_, f32>>,
+        mut y: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let (x, w) = (view(&x, "data")?, view(&w, "weight")?);
+        let b = b.as_ref().map(|b| view(b, "bias")).transpose()?;
+        let y = view_mut(&mut y, "output")?;
+        py.detach(|| self.ip.forward(x, w, b, y)).map_err(to_py)
+    }
+
+    /// Writes the gradients asked for (`gx`, `gw`, `gb`: arrays or None) given `gy`.
+    #[pyo3(signature = (x, w, gy, gx, gw, gb))]
+    #[allow(clippy::too_many_arguments)]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        w: PyReadonlyArrayDyn<'_, f32>,
+        gy: PyReadonlyArrayDyn<'_, f32>,
+        mut gx: Option<PyReadwriteArrayDyn<'_, f32>>,
+        mut gw: Option<PyReadwriteArrayDyn<'_, f32>>,
+        mut gb: Option<PyReadwriteArrayDyn<'_, f32>>,
+    ) -> PyResult<()> {
+        let (x, w, gy) = (
+            view(&x, "data")?,
+            view(&w, "weight")?,
+            view(&gy, "gradient")?,
+        );
+        let gx = gx
+            .as_mut()
+            .map(|a| view_mut(a, "data gradient"))
+            .transpose()?;
+        let gw = gw
+            .as_mut()
+            .map(|a| view_mut(a, "weight gradient"))
+            .transpose()?;
+        let gb = gb
+            .as_mut()
+            .map(|a| view_mut(a, "bias gradient"))
+            .transpose()?;
+        py.detach(|| self.ip.backward(x, w, gy, gx, gw, gb))
             .map_err(to_py)
     }
 }

@@ -43,6 +43,7 @@ __all__ = [
     "ConvGeometry",
     "ConvKernels",
     "DeconvKernels",
+    "DenseKernels",
     "PoolGeometry",
     "PoolKernels",
     "NormKernels",
@@ -53,7 +54,9 @@ __all__ = [
 ]
 
 #: Operators the oneDNN provider serves (float32 on the CPU).
-ONEDNN_OPS = frozenset({"Convolution", "Deconvolution", "Pooling", "BatchNorm", "Activation"})
+ONEDNN_OPS = frozenset(
+    {"Convolution", "Deconvolution", "FullyConnected", "Pooling", "BatchNorm", "Activation"}
+)
 
 _CHOICES = ("auto", "numpy", "onednn")
 

@@ -106,3 +106,14 @@ class ActKernels(Protocol):
     def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
         """``kind(x)`` and the closure giving ``(gx,)``."""
         ...
+
+
+class DenseKernels(Protocol):
+    """A provider of the fully connected layer on 2-D data."""
+
+    name: str
+
+    def fully_connected(self, x: Any, w: Any, b: Any | None, train: bool) -> tuple[Any, Grad]:
+        """``x @ w.T + b`` for ``x`` (N, IC) and ``w`` (OC, IC), and the closure giving
+        ``(gx, gw, gb)``."""
+        ...

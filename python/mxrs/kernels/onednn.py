@@ -109,9 +109,18 @@ class OnednnKernels:
     ) -> tuple[Any, Grad]:
         """oneDNN's direct convolution; see :class:`mxrs.kernels.ConvKernels`. The output is
         channels-last in memory."""
+        k = self._conv_kernel(x, w, b, geom, None, train)
+        if k is None:
+            return self._fallback.convolution(x, w, b, geom, out, train)
+        return self._run_conv(k, x, w, b, train, "convolution")
+
+    def _conv_kernel(
+        self, x: Any, w: Any, b: Any, geom: ConvGeometry, adj: Any, train: bool
+    ) -> Any:
+        """The cached convolution kernel, or deconvolution kernel when ``adj`` is given."""
         stride, pad, dilate, groups = geom
-        key = ("conv", x.shape, w.shape, b is not None, geom, train)
-        k = self._kernel(
+        key = ("conv", x.shape, w.shape, b is not None, geom, adj, train)
+        return self._kernel(
             key,
             lambda: _native.OnednnConv(
                 list(x.shape),
@@ -122,11 +131,9 @@ class OnednnKernels:
                 list(dilate),
                 list(pad),
                 train,
+                None if adj is None else list(adj),
             ),
         )
-        if k is None:
-            return self._fallback.convolution(x, w, b, geom, out, train)
-        return self._run_conv(k, x, w, b, train, "convolution")
 
     def _run_conv(self, k: Any, x: Any, w: Any, b: Any, train: bool, what: str) -> Any:
         """Runs convolution or deconvolution kernel ``k``: the output and its gradient."""
@@ -138,15 +145,45 @@ class OnednnKernels:
         # as it is, and NumPy ops see an ordinary (N, F, *out) array
         y = channels_last(tuple(k.dst_shape))
         k.forward(x, w, b, y)
-        has_bias = b is not None
         if not train:
             return y, _inference_only(what)
+        # the closure keeps what the gradients read (x, w), never the output
+        bias_len = y.shape[1] if b is not None else 0
 
         def grad(g, needs):
             gx = numpy.empty_like(x) if needs[0] else None
             gw = numpy.empty_like(w) if needs[1] else None
-            gb = numpy.empty(y.shape[1], numpy.float32) if has_bias and needs[2] else None
+            gb = numpy.empty(bias_len, numpy.float32) if bias_len and needs[2] else None
             k.backward(x, w, dense(g), gx, gw, gb)
+            return gx, gw, gb
+
+        return y, grad
+
+    def fully_connected(self, x: Any, w: Any, b: Any, train: bool) -> tuple[Any, Grad]:
+        """oneDNN's inner product; see :class:`mxrs.kernels.DenseKernels`."""
+        (n, i), o = x.shape, w.shape[0]
+        if min(n, i, o) == 0:
+            return self._fallback.fully_connected(x, w, b, train)
+        key = ("fc", n, i, o, b is not None, train)
+        k = self._kernel(key, lambda: _native.OnednnInnerProduct(n, i, o, b is not None, train))
+        if k is None:
+            return self._fallback.fully_connected(x, w, b, train)
+        f32 = numpy.float32
+        x = numpy.ascontiguousarray(x, f32)
+        w = numpy.ascontiguousarray(w, f32)
+        if b is not None:
+            b = numpy.ascontiguousarray(b, f32)
+        y = numpy.empty((n, o), f32)
+        k.forward(x, w, b, y)
+        if not train:
+            return y, _inference_only("fully connected layer")
+        has_bias = b is not None
+
+        def grad(g, needs):
+            gx = numpy.empty_like(x) if needs[0] else None
+            gw = numpy.empty_like(w) if needs[1] else None
+            gb = numpy.empty(o, f32) if has_bias and needs[2] else None
+            k.backward(x, w, numpy.ascontiguousarray(g, f32), gx, gw, gb)
             return gx, gw, gb
 
         return y, grad
@@ -163,22 +200,7 @@ class OnednnKernels:
     ) -> tuple[Any, Grad]:
         """oneDNN's deconvolution; see :class:`mxrs.kernels.DeconvKernels`. An ``adj`` beyond
         ``pad`` (a negative high-end padding to oneDNN) runs on the portable kernel."""
-        stride, pad, dilate, groups = geom
-        key = ("deconv", x.shape, w.shape, b is not None, geom, adj, train)
-        k = self._kernel(
-            key,
-            lambda: _native.OnednnConv(
-                list(x.shape),
-                list(w.shape),
-                groups,
-                b is not None,
-                list(stride),
-                list(dilate),
-                list(pad),
-                train,
-                list(adj),
-            ),
-        )
+        k = self._conv_kernel(x, w, b, geom, adj, train)
         if k is None:
             return self._fallback.deconvolution(x, w, b, geom, adj, out, train)
         return self._run_conv(k, x, w, b, train, "deconvolution")

@@ -134,6 +134,20 @@ class Portable:
 
         return y, grad
 
+    def fully_connected(self, x: Any, w: Any, b: Any, train: bool) -> tuple[Any, Grad]:
+        """Two-dimensional ``x @ w.T + b`` on the array library's BLAS."""
+        y = x @ w.T
+        if b is not None:
+            y += b
+
+        def grad(g, needs):
+            gx = g @ w if needs[0] else None
+            gw = g.T @ x if needs[1] else None
+            gb = g.sum(axis=0) if len(needs) == 3 and needs[2] else None
+            return gx, gw, gb
+
+        return y, grad
+
     def deconvolution(
         self,
         x: Any,

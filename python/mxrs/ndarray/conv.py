@@ -7,11 +7,8 @@ on float32 CPU arrays or the portable NumPy/CuPy code otherwise. Channel-last po
 (``NWC``, ``NHWC``, ``NDHWC``) run as the channels-first op between two transposes. Inputs are
 ``(N, C, *spatial)``.
 
-Deconvolution is the gradient of Convolution with respect to its input. Its forward pass is one
-batched GEMM per group, ``weight^T @ data``, giving a column matrix that is scattered (the
-adjoint of the convolution's window gather) onto the padded output, which is then cropped by
-``pad``. Its backward pass is therefore a convolution: the output gradient's windows gathered
-into columns, then one GEMM for the data gradient and one for the weight's.
+Deconvolution is the gradient of Convolution with respect to its input (its output size is
+``stride*(size-1) + dilate*(kernel-1) + 1 - 2*pad + adj``).
 
 ``UpSampling`` of ``(N, C, H, W)`` images: nearest upsampling repeats every pixel ``scale``
 times along H and W. Several inputs are upsampled to the first one's size times ``scale`` (each
@@ -30,7 +27,6 @@ from .. import kernels
 from ..base import MXNetError
 from ..kernels import ConvGeometry
 from ..kernels._types import PoolGeometry
-from ..kernels.portable import padded, scatter, to_first, windows
 from . import shape
 from .core.array import ArrayT
 from .core.op import Op, apply, with_out
@@ -269,56 +265,29 @@ def Pooling(
 
 class _Deconv(Op):
     def forward(self, x, w, *b, stride, pad, dilate, adj, groups):
-        xp = self.xp
-        (n, c), insz, nd = x.shape[:2], x.shape[2:], x.ndim - 2
-        cw, fg = w.shape[:2]
-        kernel = w.shape[2:]
+        c, insz = x.shape[1], x.shape[2:]
+        cw, kernel = w.shape[0], w.shape[2:]
         if c != cw or c % groups:
             raise MXNetError(
                 f"Deconvolution: input has {c} channels but weight {w.shape} expects {cw} "
                 f"(num_group={groups})"
             )
-        f, cg = fg * groups, c // groups
-        full = tuple(
-            s * (i - 1) + d * (k - 1) + 1
-            for i, k, s, d in zip(insz, kernel, stride, dilate, strict=True)
+        out = tuple(
+            s * (i - 1) + d * (k - 1) + 1 - 2 * p + a
+            for i, k, s, d, p, a in zip(insz, kernel, stride, dilate, pad, adj, strict=True)
         )
-        out = tuple(fl - 2 * p + a for fl, p, a in zip(full, pad, adj, strict=True))
         if min(out) <= 0:
             raise MXNetError(f"Deconvolution: padding {pad} leaves an empty output {out}")
-        buf = tuple(max(fl, p + o) for fl, p, o in zip(full, pad, out, strict=True))
-        x3 = xp.ascontiguousarray(to_first(x, nd)).reshape(groups, cg, -1)
-        w3 = w.reshape(groups, cg, fg * math.prod(kernel))
-        dcols = xp.matmul(w3.transpose(0, 2, 1), x3).reshape((f,) + kernel + (n,) + insz)
-        ybuf = scatter(xp, dcols, (f, n) + buf, stride, dilate, insz)
-        crop = tuple(slice(p, p + o) for p, o in zip(pad, out, strict=True))
-        y = xp.ascontiguousarray(to_first(ybuf[(slice(None),) * 2 + crop], nd))
-        if b:
-            y += b[0].reshape((f,) + (1,) * nd)
-        self.x3, self.w3 = x3, w3
-        self.geom = (x.shape, w.shape, stride, pad, dilate, buf, out)
+        k = kernels.select("Deconvolution", self.be, x.dtype)
+        geom = ConvGeometry(stride, pad, dilate, groups)
+        y, self.grad = k.deconvolution(
+            x, w, b[0] if b else None, geom, adj, out, True in self.needs
+        )
         return y
 
     def backward(self, g):
-        xp = self.xp
-        xshape, wshape, stride, pad, dilate, buf, out = self.geom
-        (n, c), insz, nd = xshape[:2], xshape[2:], len(out)
-        groups, cg, _ = self.w3.shape
-        needs = self.needs
-        gx = gw = gb = None
-        if needs[0] or needs[1]:
-            extra = tuple(b - p - o for b, p, o in zip(buf, pad, out, strict=True))
-            gpad = padded(xp, g, pad, 0, extra)
-            view = windows(self.be, gpad, wshape[2:], stride, dilate, insz)
-            cols = view.reshape(groups, -1, n * math.prod(insz))
-            if needs[0]:
-                gx3 = xp.matmul(self.w3, cols).reshape((c, n) + insz)
-                gx = xp.ascontiguousarray(to_first(gx3, nd))
-            if needs[1]:
-                gw = xp.matmul(self.x3, cols.transpose(0, 2, 1)).reshape(wshape)
-        if len(needs) == 3 and needs[2]:
-            gb = g.sum(axis=(0,) + tuple(range(2, nd + 2)))
-        return (gx, gw, gb) if len(needs) == 3 else (gx, gw)
+        gx, gw, gb = self.grad(g, self.needs)
+        return (gx, gw, gb) if len(self.needs) == 3 else (gx, gw)
 
 
 def _target_pad(target, insz, kernel, stride, dilate):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import kernels
 from ..base import MXNetError
 from . import elementwise, shape
 from .core.array import ArrayT
@@ -106,22 +107,17 @@ class _FC(Op):
         self.xshape = x.shape
         rest = int(np.prod(x.shape[1:], dtype=np.int64))  # not -1: an empty batch has no size
         x2 = x.reshape(x.shape[0], rest) if flatten else x.reshape(-1, x.shape[-1])
-        self.x2, self.w = x2, w
-        y = x2 @ w.T
-        if b:
-            y += b[0]
+        k = kernels.select("FullyConnected", self.be, x.dtype)
+        y, self.grad = k.fully_connected(x2, w, b[0] if b else None, True in self.needs)
         if not flatten:
             y = y.reshape(x.shape[:-1] + (w.shape[0],))
         return y
 
     def backward(self, g):
-        g2 = g.reshape(-1, self.w.shape[0])
-        needs = self.needs
-        gx = (g2 @ self.w).reshape(self.xshape) if needs[0] else None
-        gw = g2.T @ self.x2 if needs[1] else None
-        if len(needs) == 3:
-            return gx, gw, (g2.sum(axis=0) if needs[2] else None)
-        return gx, gw
+        gx, gw, gb = self.grad(g.reshape(-1, g.shape[-1]), self.needs)
+        if gx is not None:
+            gx = gx.reshape(self.xshape)
+        return (gx, gw, gb) if len(self.needs) == 3 else (gx, gw)
 
 
 def FullyConnected(
