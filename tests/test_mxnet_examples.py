@@ -66,9 +66,11 @@ def _final_validation(out, epochs, worker=None):
     return max(float(a) for _, a in found)
 
 
+# LeNet's first epoch ends between 97.4% and 98.4% from one unseeded run to the next (measured
+# on both kernel providers), too near the bar; its second ends past 98%.
 @pytest.mark.parametrize(
     "network,epochs,kv",
-    [("mlp", 5, "local"), ("mlp", 5, "device"), ("lenet", 1, "local"), ("lenet", 1, "device")],
+    [("mlp", 5, "local"), ("mlp", 5, "device"), ("lenet", 2, "local"), ("lenet", 2, "device")],
 )
 def test_train_mnist_reaches_97_percent(tmp_path, network, epochs, kv):
     out = _run(tmp_path, ["train_mnist.py", "--network", network, "--num-epochs", str(epochs),
@@ -78,7 +80,7 @@ def test_train_mnist_reaches_97_percent(tmp_path, network, epochs, kv):
     assert _final_validation(out, epochs) >= 0.97, out[-3000:]
 
 
-@pytest.mark.parametrize("network,epochs", [("mlp", 5), ("lenet", 1)])
+@pytest.mark.parametrize("network,epochs", [("mlp", 5), ("lenet", 2)])
 def test_train_mnist_dist_sync_two_workers_two_servers(tmp_path, network, epochs):
     out = _run(tmp_path, ["train_mnist.py", "--network", network, "--num-epochs", str(epochs),
                           "--kv-store", "dist_sync"], launch=(2, 2))  # fmt: skip

@@ -107,6 +107,7 @@ class _FC(Op):
         self.xshape = x.shape
         rest = int(np.prod(x.shape[1:], dtype=np.int64))  # not -1: an empty batch has no size
         x2 = x.reshape(x.shape[0], rest) if flatten else x.reshape(-1, x.shape[-1])
+        self.x2shape = x2.shape  # the 2-D shape the layer multiplies (the gradient rules read it)
         k = kernels.select("FullyConnected", self.be, x.dtype)
         y, self.grad = k.fully_connected(x2, w, b[0] if b else None, True in self.needs)
         if not flatten:

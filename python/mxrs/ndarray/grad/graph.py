@@ -235,7 +235,7 @@ def _batch_dot(node: Any, xs: list[Any], gs: list[Any]) -> Any:
 def _fully_connected(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     x, w = xs[0], xs[1]
     g2 = shape.reshape(gs[0], (-1, w.shape[0]))
-    x2 = shape.reshape(x, node.x2.shape)
+    x2 = shape.reshape(x, node.x2shape)
     gx = shape.reshape(matmul.dot(g2, w), x.shape)
     gw = matmul.dot(g2, x2, transpose_a=True)
     if len(xs) == 3:
