@@ -103,7 +103,11 @@ def test_a_logged_job_keeps_finished_lines_only(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "\r" not in r.stdout and "\x1b" not in r.stdout
     for rank in (0, 1):
-        assert f"[worker {rank}] batch 3/3 rank {rank}\n[worker {rank}] done {rank}" in r.stdout
+        # each worker's own lines, in order (the two workers' lines interleave as they finish)
+        mine = [ln for ln in r.stdout.splitlines() if ln.startswith(f"[worker {rank}] ")]
+        assert f"[worker {rank}] batch 3/3 rank {rank}" in mine, r.stdout
+        at = mine.index(f"[worker {rank}] batch 3/3 rank {rank}")
+        assert mine[at + 1 : at + 2] == [f"[worker {rank}] done {rank}"], r.stdout
         assert f"batch 1/3 rank {rank}" not in r.stdout
 
 
