@@ -149,9 +149,12 @@ class OnednnBatchNorm:
         eps: float,
         use_global: bool,
         training: bool,
+        relu: bool = False,
     ) -> None: ...
     @property
     def implementation(self) -> str: ...
+    @property
+    def workspace_bytes(self) -> int: ...
     def forward(
         self,
         x: np.ndarray,
@@ -160,6 +163,7 @@ class OnednnBatchNorm:
         mean: np.ndarray,
         var: np.ndarray,
         y: np.ndarray,
+        ws: np.ndarray | None = None,
     ) -> None: ...
     def backward(
         self,
@@ -171,6 +175,7 @@ class OnednnBatchNorm:
         gx: np.ndarray,
         gscale: np.ndarray,
         gshift: np.ndarray,
+        ws: np.ndarray | None = None,
     ) -> None: ...
 
 class OnednnActivation:

@@ -1,5 +1,7 @@
 //! Batch normalisation over axis 1 of `(N, C, ...)` data: the batch's statistics (or given
-//! ones), the normalised output with scale and shift, and the gradients of all three.
+//! ones), the normalised output with scale and shift, and the gradients of all three; a ReLU
+//! on the output can be fused in (`relu`), whose training pass then keeps a workspace (which
+//! outputs were positive) for the backward pass.
 
 use crate::ffi;
 use crate::prim::{MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, same_layout};
@@ -14,7 +16,7 @@ pub struct BatchNorm {
     stat: MemDesc,
     fwd: Primitive,
     bwd: Option<Primitive>,
-    global: bool,
+    workspace: Option<MemDesc>,
     implementation: String,
 }
 
@@ -41,7 +43,8 @@ pub struct Stats<'a> {
 impl BatchNorm {
     /// `dims` is `(N, C, ...)` laid out by `strides` (every data argument shares that
     /// layout); `global` normalises with given statistics instead of the
-    /// batch's; `training` builds the backward primitive too.
+    /// batch's; `training` builds the backward primitive too; `relu` applies a ReLU to the
+    /// output (and to the gradient, in the backward pass).
     pub fn new(
         d: &'static Dnnl,
         dims: &[i64],
@@ -49,6 +52,7 @@ impl BatchNorm {
         eps: f32,
         global: bool,
         training: bool,
+        relu: bool,
     ) -> Result<BatchNorm, DnnlError> {
         if dims.len() < 2 || dims.len() > 6 || dims.iter().any(|&v| v < 1) {
             return Err(DnnlError::Input(format!("batch norm of data {dims:?}")));
@@ -58,6 +62,9 @@ impl BatchNorm {
         let mut flags = ffi::USE_SCALE | ffi::USE_SHIFT;
         if global {
             flags |= ffi::USE_GLOBAL_STATS;
+        }
+        if relu {
+            flags |= ffi::FUSE_NORM_RELU;
         }
         // Only a training pass writes the batch's statistics out.
         let prop = if training || !global {
@@ -75,6 +82,12 @@ impl BatchNorm {
                 )
             }
         })?;
+        // A fused ReLU's training pass records which outputs it kept for the backward pass.
+        let workspace = if relu && prop == ffi::FORWARD_TRAINING {
+            fwd_pd.md(ffi::QUERY_WORKSPACE_MD)?
+        } else {
+            None
+        };
         let bwd = if training {
             let pd = PrimDesc::create(d, "batch normalization gradient", &detail, |raw| {
                 // SAFETY: as above; `fwd_pd` is the live hint.
@@ -107,8 +120,30 @@ impl BatchNorm {
             data,
             stat,
             bwd,
-            global,
+            workspace,
         })
+    }
+
+    /// Bytes of the workspace a training pass with a fused ReLU fills (0: none).
+    pub fn workspace_bytes(&self) -> usize {
+        self.workspace.as_ref().map_or(0, MemDesc::bytes)
+    }
+
+    fn lend_workspace<'a>(
+        &self,
+        ws: Option<&'a mut [u8]>,
+    ) -> Result<Option<Memory<'a>>, DnnlError> {
+        match (&self.workspace, ws) {
+            (Some(md), Some(ws)) => Ok(Some(Memory::lend_bytes(md, ws)?)),
+            (None, None) => Ok(None),
+            (Some(md), None) => Err(DnnlError::Input(format!(
+                "batch norm with a fused ReLU needs a workspace of {} bytes",
+                md.bytes()
+            ))),
+            (None, Some(_)) => Err(DnnlError::Input(
+                "a workspace for a batch norm that keeps none".into(),
+            )),
+        }
     }
 
     /// The implementation oneDNN chose.
@@ -129,33 +164,47 @@ impl BatchNorm {
         }
     }
 
-    /// Normalises `x` into `y` (both in the kernel's layout).
-    pub fn forward(&self, x: Tensor<'_>, y: TensorMut<'_>, s: Stats<'_>) -> Result<(), DnnlError> {
+    /// Normalises `x` into `y` (both in the kernel's layout), filling `ws` when the kernel
+    /// keeps a workspace ([`BatchNorm::workspace_bytes`]).
+    pub fn forward(
+        &self,
+        x: Tensor<'_>,
+        y: TensorMut<'_>,
+        s: Stats<'_>,
+        ws: Option<&mut [u8]>,
+    ) -> Result<(), DnnlError> {
         self.check(&[x.strides, y.strides])?;
+        let wsm = self.lend_workspace(ws)?;
         let xm = Memory::lend(&self.data, x.data)?;
         let ym = Memory::lend_mut(&self.data, y.data)?;
         let scale = Memory::lend(&self.stat, s.scale)?;
         let shift = Memory::lend(&self.stat, s.shift)?;
         let mean = Memory::lend_mut(&self.stat, s.mean)?;
         let var = Memory::lend_mut(&self.stat, s.var)?;
-        self.fwd.run(&[
+        let mut args = vec![
             (ffi::ARG_SRC, &xm),
             (ffi::ARG_DST, &ym),
             (ffi::ARG_SCALE, &scale),
             (ffi::ARG_SHIFT, &shift),
             (ffi::ARG_MEAN, &mean),
             (ffi::ARG_VARIANCE, &var),
-        ])
+        ];
+        if let Some(w) = &wsm {
+            args.push((ffi::ARG_WORKSPACE, w));
+        }
+        self.fwd.run(&args)
     }
 
     /// The gradients of the data (`gx`), the scale and the shift for `gy`, given the forward
-    /// pass's input and statistics (every data argument in the kernel's layout).
+    /// pass's input and statistics (every data argument in the kernel's layout) and, with a
+    /// fused ReLU, its workspace.
     #[allow(clippy::too_many_arguments)]
     pub fn backward(
         &self,
         x: Tensor<'_>,
         gy: Tensor<'_>,
         s: Stats<'_>,
+        ws: Option<&mut [u8]>,
         gx: TensorMut<'_>,
         gscale: &mut [f32],
         gshift: &mut [f32],
@@ -165,8 +214,8 @@ impl BatchNorm {
                 "the gradient of a batch norm built for inference".into(),
             ));
         };
-        let _ = self.global;
         self.check(&[x.strides, gy.strides, gx.strides])?;
+        let wsm = self.lend_workspace(ws)?;
         let xm = Memory::lend(&self.data, x.data)?;
         let gym = Memory::lend(&self.data, gy.data)?;
         let gxm = Memory::lend_mut(&self.data, gx.data)?;
@@ -175,7 +224,7 @@ impl BatchNorm {
         let var = Memory::lend_mut(&self.stat, s.var)?;
         let gsc = Memory::lend_mut(&self.stat, gscale)?;
         let gsh = Memory::lend_mut(&self.stat, gshift)?;
-        bwd.run(&[
+        let mut args = vec![
             (ffi::ARG_SRC, &xm),
             (ffi::ARG_DIFF_DST, &gym),
             (ffi::ARG_SCALE, &scale),
@@ -184,6 +233,10 @@ impl BatchNorm {
             (ffi::ARG_DIFF_SRC, &gxm),
             (ffi::ARG_DIFF_SCALE, &gsc),
             (ffi::ARG_DIFF_SHIFT, &gsh),
-        ])
+        ];
+        if let Some(w) = &wsm {
+            args.push((ffi::ARG_WORKSPACE, w));
+        }
+        bwd.run(&args)
     }
 }

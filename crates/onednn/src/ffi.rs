@@ -60,6 +60,7 @@ pub const ELTWISE_SOFT_RELU: c_int = 39;
 pub const USE_GLOBAL_STATS: c_uint = 1;
 pub const USE_SCALE: c_uint = 2;
 pub const USE_SHIFT: c_uint = 4;
+pub const FUSE_NORM_RELU: c_uint = 8;
 
 // dnnl_query_t
 pub const QUERY_IMPL_INFO_STR: c_int = 8;

@@ -340,7 +340,8 @@ impl OnednnPool {
 }
 
 /// One batch normalisation over axis 1: `OnednnBatchNorm(shape, strides, eps, use_global,
-/// training)` for data of `shape` laid out by `strides` (elements).
+/// training, relu=False)` for data of `shape` laid out by `strides` (elements); `relu` fuses a
+/// ReLU on the output, whose training pass keeps a workspace of `workspace_bytes`.
 #[pyclass(frozen, module = "mxrs._native")]
 pub(crate) struct OnednnBatchNorm {
     norm: BatchNorm,
@@ -349,6 +350,7 @@ pub(crate) struct OnednnBatchNorm {
 #[pymethods]
 impl OnednnBatchNorm {
     #[new]
+    #[pyo3(signature = (shape, strides, eps, use_global, training, relu = false))]
     fn new(
         py: Python<'_>,
         shape: Vec<i64>,
@@ -356,10 +358,11 @@ impl OnednnBatchNorm {
         eps: f32,
         use_global: bool,
         training: bool,
+        relu: bool,
     ) -> PyResult<OnednnBatchNorm> {
         let d = loaded()?;
         let norm = py
-            .detach(|| BatchNorm::new(d, &shape, &strides, eps, use_global, training))
+            .detach(|| BatchNorm::new(d, &shape, &strides, eps, use_global, training, relu))
             .map_err(to_py)?;
         Ok(OnednnBatchNorm { norm })
     }
@@ -370,9 +373,16 @@ impl OnednnBatchNorm {
         self.norm.implementation().to_string()
     }
 
+    /// Bytes of the uint8 workspace a training pass with a fused ReLU fills (0: none).
+    #[getter]
+    fn workspace_bytes(&self) -> usize {
+        self.norm.workspace_bytes()
+    }
+
     /// Writes the normalised `x` into `y`; the batch's mean and (biased) variance into `mean`
-    /// and `var`, or reads them from there with `use_global`.
-    #[pyo3(signature = (x, scale, shift, mean, var, y))]
+    /// and `var`, or reads them from there with `use_global`; fills `ws` when the kernel keeps
+    /// a workspace.
+    #[pyo3(signature = (x, scale, shift, mean, var, y, ws = None))]
     #[allow(clippy::too_many_arguments)]
     fn forward(
         &self,
@@ -383,6 +393,7 @@ impl OnednnBatchNorm {
         mut mean: PyReadwriteArrayDyn<'_, f32>,
         mut var: PyReadwriteArrayDyn<'_, f32>,
         mut y: PyReadwriteArrayDyn<'_, f32>,
+        mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
     ) -> PyResult<()> {
         let x = dense(&x, "data")?;
         let s = Stats {
@@ -392,12 +403,14 @@ impl OnednnBatchNorm {
             var: view_mut(&mut var, "variance")?,
         };
         let mut y = dense_mut(&mut y, "output")?;
-        py.detach(|| self.norm.forward(x.t(), y.t(), s))
+        let ws = ws.as_mut().map(view_bytes).transpose()?;
+        py.detach(|| self.norm.forward(x.t(), y.t(), s, ws))
             .map_err(to_py)
     }
 
-    /// Writes the gradients of the data, the scale and the shift for `gy`.
-    #[pyo3(signature = (x, gy, scale, mean, var, gx, gscale, gshift))]
+    /// Writes the gradients of the data, the scale and the shift for `gy` (and the forward
+    /// pass's workspace `ws`, with a fused ReLU).
+    #[pyo3(signature = (x, gy, scale, mean, var, gx, gscale, gshift, ws = None))]
     #[allow(clippy::too_many_arguments)]
     fn backward(
         &self,
@@ -410,6 +423,7 @@ impl OnednnBatchNorm {
         mut gx: PyReadwriteArrayDyn<'_, f32>,
         mut gscale: PyReadwriteArrayDyn<'_, f32>,
         mut gshift: PyReadwriteArrayDyn<'_, f32>,
+        mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
     ) -> PyResult<()> {
         let (x, gy) = (dense(&x, "data")?, dense(&gy, "gradient")?);
         let s = Stats {
@@ -421,8 +435,12 @@ impl OnednnBatchNorm {
         let mut gx = dense_mut(&mut gx, "data gradient")?;
         let gscale = view_mut(&mut gscale, "gamma gradient")?;
         let gshift = view_mut(&mut gshift, "beta gradient")?;
-        py.detach(|| self.norm.backward(x.t(), gy.t(), s, gx.t(), gscale, gshift))
-            .map_err(to_py)
+        let ws = ws.as_mut().map(view_bytes).transpose()?;
+        py.detach(|| {
+            self.norm
+                .backward(x.t(), gy.t(), s, ws, gx.t(), gscale, gshift)
+        })
+        .map_err(to_py)
     }
 }
 

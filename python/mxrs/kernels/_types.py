@@ -90,11 +90,12 @@ class NormKernels(Protocol):
         eps: float,
         axis: int,
         train: bool,
+        relu: bool = False,
     ) -> tuple[Any, Any, Any, Grad]:
         """``(y, mean, var, grad)``: ``x`` normalised over every axis but ``axis`` with the
         given ``stats`` (mean, variance), or with the batch's mean and biased variance when
-        ``stats`` is None, then scaled by ``gamma`` and shifted by ``beta``; ``grad`` gives
-        ``(gx, ggamma, gbeta)``."""
+        ``stats`` is None, then scaled by ``gamma`` and shifted by ``beta`` (and passed through
+        a ReLU with ``relu``, NaN kept); ``grad`` gives ``(gx, ggamma, gbeta)``."""
         ...
 
 

@@ -290,20 +290,23 @@ class OnednnKernels:
         eps: float,
         axis: int,
         train: bool,
+        relu: bool = False,
     ) -> tuple[Any, Any, Any, Grad]:
-        """oneDNN's batch normalisation over axis 1; see :class:`mxrs.kernels.NormKernels`."""
+        """oneDNN's batch normalisation over axis 1, with a fused ReLU when asked (its
+        training pass keeps a one-byte-per-element workspace for the gradient); see
+        :class:`mxrs.kernels.NormKernels`."""
         if axis != 1 or x.ndim < 2 or x.ndim > 6 or x.size == 0:
-            return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
+            return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train, relu)
         glob = stats is not None
         x = dense(x)
         strides = strides_of(x)
-        key = ("bnorm", x.shape, tuple(strides), float(eps), glob, train)
+        key = ("bnorm", x.shape, tuple(strides), float(eps), glob, train, relu)
         k = self._kernel(
             key,
-            lambda: _native.OnednnBatchNorm(list(x.shape), strides, float(eps), glob, train),
+            lambda: _native.OnednnBatchNorm(list(x.shape), strides, float(eps), glob, train, relu),
         )
         if k is None:
-            return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train)
+            return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train, relu)
         f32 = numpy.float32
         gamma = numpy.ascontiguousarray(gamma, f32)
         beta = numpy.ascontiguousarray(beta, f32)
@@ -314,7 +317,8 @@ class OnednnKernels:
             mean = numpy.empty(x.shape[1], f32)
             var = numpy.empty(x.shape[1], f32)
         y = numpy.empty_like(x)
-        k.forward(x, gamma, beta, mean, var, y)
+        ws = numpy.empty(k.workspace_bytes, numpy.uint8) if k.workspace_bytes else None
+        k.forward(x, gamma, beta, mean, var, y, ws)
         if not train:
             return y, mean, var, _inference_only("batch norm")
 
@@ -323,7 +327,7 @@ class OnednnKernels:
             ggamma = numpy.empty_like(gamma)
             gbeta = numpy.empty_like(gamma)
             m, v = mean.copy(), var.copy()
-            k.backward(x, in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta)
+            k.backward(x, in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta, ws)
             return (gx if needs[0] else None), ggamma, gbeta
 
         return y, mean, var, grad

@@ -260,6 +260,7 @@ class Portable:
         eps: float,
         axis: int,
         train: bool,
+        relu: bool = False,
     ) -> tuple[Any, Any, Any, Grad]:
         """Batch normalisation in array operations; see :class:`mxrs.kernels.NormKernels`."""
         xp = self.xp
@@ -275,10 +276,14 @@ class Portable:
         xhat = (x - mean.reshape(bshape)) * inv.reshape(bshape)
         scale = (gamma * inv).reshape(bshape)
         y = xhat * gamma.reshape(bshape) + beta.reshape(bshape)
+        if relu:
+            y = xp.maximum(y, 0)  # NaN stays NaN
         batch = stats is None
         del x
 
         def grad(gy, needs):
+            if relu:
+                gy = gy * (y > 0)
             gbeta = gy.sum(axis=axes)
             ggamma = (gy * xhat).sum(axis=axes)
             gx = None

@@ -1,10 +1,13 @@
-"""Normalisation layers: ``BatchNorm``, ``LayerNorm``, ``InstanceNorm``, ``GroupNorm``,
-``L2Normalization`` and ``LRN`` (local response normalisation across channels).
+"""Normalisation layers: ``BatchNorm`` (and ``contrib.BatchNormWithReLU``), ``LayerNorm``,
+``InstanceNorm``, ``GroupNorm``, ``L2Normalization`` and ``LRN`` (local response normalisation
+across channels).
 
 BatchNorm normalises with batch statistics in training mode and uses the running statistics
 otherwise; as in MXNet 1.9.1, the running statistics move toward the batch's in the backward
 pass, so only a recorded forward that is differentiated updates them. Its arithmetic is a kernel
-of :mod:`mxrs.kernels`.
+of :mod:`mxrs.kernels`. ``BatchNormWithReLU`` is the same operator with a ReLU on its output,
+which the oneDNN kernel computes in the same pass (a hybridized ``HybridSequential`` runs a
+``BatchNorm`` followed by ``Activation('relu')`` this way).
 
 InstanceNorm and GroupNorm normalise each sample on its own (no batch statistics, no running
 state), with the biased variance and ``eps`` inside the square root. InstanceNorm normalises each
@@ -31,12 +34,25 @@ from ..base import ContextError, MXNetError
 from .core.array import ArrayT
 from .core.op import Op, apply, axis_index
 
+# BatchNormWithReLU is public as mx.nd.contrib.BatchNormWithReLU, as in MXNet
 __all__ = ["BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "L2Normalization", "LRN"]
 
 
 class _BatchNorm(Op):
     def forward(
-        self, x, gamma, beta, axis, eps, momentum, fix_gamma, use_global, mm, mv, output_mean_var
+        self,
+        x,
+        gamma,
+        beta,
+        axis,
+        eps,
+        momentum,
+        fix_gamma,
+        use_global,
+        mm,
+        mv,
+        output_mean_var,
+        relu,
     ):
         # An empty batch (a device's share of a short last batch) has no statistics of its
         # own: it is normalised with the moving ones, which it leaves as they are.
@@ -45,7 +61,8 @@ class _BatchNorm(Op):
         g = self.xp.ones_like(gamma) if fix_gamma else gamma
         k = kernels.select("BatchNorm", self.be, x.dtype)
         stats = (mm._data, mv._data) if use_global else None
-        y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, True in self.needs)
+        train = True in self.needs
+        y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, train, relu)
         if not use_global and momentum is not None:
             self.update = (momentum, ((mm, mean), (mv, var)))
         if output_mean_var:
@@ -104,13 +121,60 @@ def BatchNorm(
         Also return the mean and variance used.
     axis : int, default 1
     """
+    return _batch_norm(
+        data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+        use_global_stats, output_mean_var, axis, relu=False,
+    )  # fmt: skip
+
+
+def BatchNormWithReLU(
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
+    moving_mean: ArrayT,
+    moving_var: ArrayT,
+    eps: float = 1e-3,
+    momentum: float = 0.9,
+    fix_gamma: bool = True,
+    use_global_stats: bool = False,
+    output_mean_var: bool = False,
+    axis: int = 1,
+    **kwargs: Any,
+) -> ArrayT | list[ArrayT]:
+    """:func:`BatchNorm` followed by a ReLU, in one operator (``mx.nd.contrib``).
+
+    The output is ``max(BatchNorm(data, ...), 0)`` (NaN stays NaN) and the gradient flows only
+    where it is positive; the running statistics, ``fix_gamma``, ``use_global_stats`` and
+    ``output_mean_var`` behave as in :func:`BatchNorm` (the mean and variance returned are the
+    normalisation's). On the CPU, oneDNN computes the ReLU in the normalisation's own pass.
+    """
+    return _batch_norm(
+        data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+        use_global_stats, output_mean_var, axis, relu=True,
+    )  # fmt: skip
+
+
+def _batch_norm(
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
+    moving_mean: ArrayT,
+    moving_var: ArrayT,
+    eps: float,
+    momentum: float,
+    fix_gamma: bool,
+    use_global_stats: bool,
+    output_mean_var: bool,
+    axis: int,
+    relu: bool,
+) -> ArrayT | list[ArrayT]:
     for aux in (moving_mean, moving_var):
         if aux._ctx != data._ctx:
             raise ContextError(
                 f"BatchNorm: running statistics on {aux._ctx} for data on {data._ctx}"
             )
     use_global = bool(use_global_stats) or not _state.training
-    out = apply(
+    return apply(
         _BatchNorm,
         (data, gamma, beta),
         axis=axis_index(axis, data.ndim),
@@ -121,8 +185,8 @@ def BatchNorm(
         mm=moving_mean,
         mv=moving_var,
         output_mean_var=output_mean_var,
+        relu=relu,
     )
-    return out
 
 
 class _LayerNorm(Op):

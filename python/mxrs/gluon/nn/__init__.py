@@ -14,7 +14,8 @@ pool3d
 activations
     ``Activation``, ``LeakyReLU``, ``PReLU``, ``ELU``, ``SELU``, ``GELU``, ``Swish``.
 norm_layers
-    ``BatchNorm``, ``LayerNorm``, ``InstanceNorm``, ``GroupNorm``, ``ReflectionPad2D``.
+    ``BatchNorm``, ``BatchNormReLU``, ``LayerNorm``, ``InstanceNorm``, ``GroupNorm``,
+    ``ReflectionPad2D``.
 """
 
 from ..block import Block, HybridBlock  # noqa: F401

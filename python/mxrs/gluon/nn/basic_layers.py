@@ -17,6 +17,7 @@ from ...base import MXNetError
 from ..block import Block, HybridBlock
 from ..parameter import Parameter
 from ..utils import _indent
+from . import _fusion
 from .activations import Activation
 
 if TYPE_CHECKING:
@@ -37,9 +38,11 @@ __all__ = [
 ]
 
 
-def _run_chain(children: Iterable[Block], x: Any, args: tuple[Any, ...]) -> Any:
-    for block in children:
-        x = block(x, *args)
+def _run_chain(children: Iterable[Block], x: Any, args: tuple[Any, ...], fuse: bool = False) -> Any:
+    """Run ``children`` in order on ``x`` (and ``args``); with ``fuse``, as the graph pass of
+    :mod:`._fusion` groups them."""
+    for step in _fusion.steps(children) if fuse else children:
+        x = step(x, *args)
         args = ()
         if isinstance(x, (tuple, list)):
             args, x = tuple(x[1:]), x[0]
@@ -120,8 +123,9 @@ class HybridSequential(_SequentialMixin, HybridBlock):
         super().__init__(prefix=prefix, params=params)
 
     def hybrid_forward(self, F: Any, x: NDArray, *args: Any) -> Any:
-        """Run the children in order."""
-        return _run_chain(self._children.values(), x, args)
+        """Run the children in order; hybridized, on NDArrays, a BatchNorm followed by
+        ``Activation('relu')`` runs as one operator (see :mod:`mxrs.gluon.nn._fusion`)."""
+        return _run_chain(self._children.values(), x, args, fuse=self._active and F is nd)
 
 
 class Dense(HybridBlock):

@@ -1,5 +1,5 @@
-"""Normalisation and padding layers: BatchNorm, LayerNorm, InstanceNorm, GroupNorm,
-ReflectionPad2D.
+"""Normalisation and padding layers: BatchNorm (and BatchNormReLU), LayerNorm, InstanceNorm,
+GroupNorm, ReflectionPad2D.
 
 InstanceNorm's parameters have one value per channel and, without ``in_channels``, get their
 shape from the first batch; GroupNorm's have one value per group, so their shape is known when
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ... import ndarray as nd
 from ...base import MXNetError
 from ..block import HybridBlock
 
@@ -23,7 +24,14 @@ if TYPE_CHECKING:
     from ..parameter import InitLike, Parameter
     from ..parameter_dict import ParameterDict
 
-__all__ = ["BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "ReflectionPad2D"]
+__all__ = [
+    "BatchNorm",
+    "BatchNormReLU",
+    "LayerNorm",
+    "InstanceNorm",
+    "GroupNorm",
+    "ReflectionPad2D",
+]
 
 
 def _kwargs_repr(kwargs: dict[str, Any]) -> str:
@@ -140,6 +148,9 @@ class BatchNorm(HybridBlock):
             dtype = "float32"
         super().cast(dtype)
 
+    #: whether a ReLU follows the normalization in this layer (BatchNormReLU)
+    _fuse_relu = False
+
     def hybrid_forward(
         self,
         F: Any,
@@ -148,15 +159,33 @@ class BatchNorm(HybridBlock):
         beta: NDArray,
         running_mean: NDArray,
         running_var: NDArray,
+        relu: bool = False,
     ) -> NDArray:
-        """Normalize ``x`` (and update the running statistics in training mode)."""
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+        """Normalize ``x`` (and update the running statistics in training mode); with ``relu``
+        (a hybridized HybridSequential passes it when an ``Activation('relu')`` follows), or in
+        a BatchNormReLU, apply a ReLU in the same operator."""
+        if not (relu or self._fuse_relu):
+            return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+        if F is nd:
+            return F.contrib.BatchNormWithReLU(
+                x, gamma, beta, running_mean, running_var, **self._kwargs
+            )
+        # a graph keeps the two operators MXNet's own graphs are made of
+        y = F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+        return F.Activation(y, act_type="relu")
 
     def __repr__(self) -> str:
         assert self.gamma.shape is not None  # given by the layer
         in_channels = self.gamma.shape[0]
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({content}, in_channels={in_channels or None})"
+
+
+class BatchNormReLU(BatchNorm):
+    """Batch normalization followed by a ReLU, as one operator
+    (``mx.nd.contrib.BatchNormWithReLU``); the parameters are :class:`BatchNorm`'s."""
+
+    _fuse_relu = True
 
 
 class LayerNorm(HybridBlock):

@@ -13,12 +13,15 @@ box
 resize
     Resizing NCHW images: ``BilinearResize2D``, ``AdaptiveAvgPooling2D``.
 
+``BatchNormWithReLU`` is defined beside ``BatchNorm`` in :mod:`mxrs.ndarray.normalization`.
+
 The operators take MXNet's ``out=`` and ``name=`` keywords here, as in ``mx.nd``.
 """
 
 from __future__ import annotations
 
 from ..core.op import with_out
+from ..normalization import BatchNormWithReLU
 from .box import box_iou, box_nms, box_non_maximum_suppression
 from .control_flow import cond, foreach, while_loop
 from .ops import (
@@ -53,6 +56,7 @@ __all__ = [
     "allclose",
     "BilinearResize2D",
     "AdaptiveAvgPooling2D",
+    "BatchNormWithReLU",
     "box_iou",
     "box_nms",
     "box_non_maximum_suppression",
