@@ -469,3 +469,59 @@ def test_unknown_provider_is_an_error():
     with pytest.raises(KernelError, match="unknown kernel provider 'mkl'"):
         with kernels.use("mkl"):
             pass
+
+
+THREADS = """
+import threading, mxrs as mx
+def conv():
+    x = mx.nd.ones((1, 1, 8, 8)); w = mx.nd.ones((1, 1, 3, 3))
+    mx.nd.Convolution(x, w, kernel=(3, 3), num_filter=1, no_bias=True).asnumpy()
+t = threading.Thread(target=conv)  # the cap holds in whichever thread runs the kernels
+t.start(); t.join()
+conv()
+print("described", mx.kernels.describe()["max_threads"])
+"""
+
+
+@pytest.mark.parametrize(
+    "cap, omp, nthr", [(None, "2", "2"), ("1", "2", "1"), ("3", "2", "2"), ("1", None, "1")]
+)
+def test_mxnet_omp_max_threads_caps_onednn_threads(cap, omp, nthr):
+    env = {"ONEDNN_VERBOSE": "1"}
+    for name, value in (("MXNET_OMP_MAX_THREADS", cap), ("OMP_NUM_THREADS", omp)):
+        if value is not None:
+            env[name] = value
+    full = {k: v for k, v in os.environ.items() if k not in ("MXNET_OMP_MAX_THREADS",)}
+    if omp is None:
+        full.pop("OMP_NUM_THREADS", None)
+    full.update(env)
+    full.pop("MXRS_KERNELS", None)
+    p = subprocess.run(
+        [sys.executable, "-c", THREADS], env=full, capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    # oneDNN reports the OpenMP threads it runs on when its first primitive executes
+    assert f"runtime:OpenMP,nthr:{nthr}\n" in p.stdout, p.stdout[:400]
+    assert f"described {nthr if cap else None}" in p.stdout
+
+
+def test_bad_thread_cap_is_named_and_numpy_computes():
+    rc, out = run_python(CONV_ONCE, MXNET_OMP_MAX_THREADS="two")
+    assert rc == 0 and "result 9.0 numpy" in out, out
+    assert "MXNET_OMP_MAX_THREADS='two': expected a whole number of threads, at least 1" in out
+
+
+def test_library_is_found_through_the_installed_package(monkeypatch):
+    import importlib.metadata
+
+    from mxrs.kernels import onednn
+
+    dist = importlib.metadata.distribution("onednn-cpu-gomp")
+    lib = [f for f in dist.files if f.name == "libdnnl.so.3"]
+    assert lib, "onednn-cpu-gomp lists libdnnl.so.3 among its files"
+    monkeypatch.delenv("MXRS_ONEDNN_LIBRARY", raising=False)
+    found = onednn.library_candidates()
+    assert found[0] == os.path.normpath(str(dist.locate_file(lib[0])))
+    assert found[-1] == "libdnnl.so.3" and len(found) == len(set(found))
+    monkeypatch.setenv("MXRS_ONEDNN_LIBRARY", "/opt/dnnl/libdnnl.so.3")
+    assert onednn.library_candidates() == ["/opt/dnnl/libdnnl.so.3"]

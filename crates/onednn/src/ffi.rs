@@ -143,6 +143,35 @@ macro_rules! api {
     };
 }
 
+/// GNU OpenMP's runtime, which the `onednn-cpu-gomp` build of oneDNN runs its threads on.
+#[allow(missing_debug_implementations)]
+pub struct Omp {
+    _lib: Library,
+    pub set_num_threads: unsafe extern "C" fn(c_int),
+}
+
+impl Omp {
+    /// Opens `libgomp.so.1` (loaded already where oneDNN is) and resolves
+    /// `omp_set_num_threads`.
+    ///
+    /// # Safety
+    /// `libgomp.so.1` must be GNU OpenMP's runtime, whose function has the C signature
+    /// `void omp_set_num_threads(int)`.
+    pub unsafe fn open() -> Result<Omp, libloading::Error> {
+        // SAFETY: the caller vouches for the library; GNU OpenMP's initialisers are sound and
+        // run at most once per process.
+        let lib = unsafe { Library::new("libgomp.so.1")? };
+        // SAFETY: the symbol is OpenMP's function of that name and signature; the library
+        // stays open as long as `Omp`.
+        let set_num_threads =
+            unsafe { *lib.get::<unsafe extern "C" fn(c_int)>(b"omp_set_num_threads\0")? };
+        Ok(Omp {
+            _lib: lib,
+            set_num_threads,
+        })
+    }
+}
+
 api! {
     dnnl_version: fn() -> *const Version;
     dnnl_engine_create: fn(*mut Handle, c_int, usize) -> Status;

@@ -18,8 +18,9 @@ pub mod inner;
 pub mod pool;
 mod prim;
 
-use std::ffi::CStr;
+use std::ffi::{CStr, c_int};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use parking_lot::Mutex;
 
@@ -61,6 +62,10 @@ pub struct Dnnl {
     /// Held while a primitive runs: a stream executes one primitive at a time.
     stream: Mutex<ffi::Handle>,
     version: (i32, i32, i32),
+    /// The OpenMP runtime oneDNN runs its threads on, where it is libgomp.
+    omp: Option<ffi::Omp>,
+    /// Threads each primitive runs on (0: as the OpenMP runtime decides).
+    threads: AtomicI32,
 }
 
 impl std::fmt::Debug for Dnnl {
@@ -117,6 +122,9 @@ pub fn load(path: &str) -> Result<&'static Dnnl, DnnlError> {
         engine,
         stream: Mutex::new(stream),
         version,
+        // SAFETY: libgomp.so.1 is GNU OpenMP's runtime (already loaded by oneDNN's library).
+        omp: unsafe { ffi::Omp::open() }.ok(),
+        threads: AtomicI32::new(0),
     };
     // A racing first load may have won: its library serves, and this one's handles leak once.
     Ok(LOADED.get_or_init(|| d))
@@ -144,6 +152,38 @@ impl Dnnl {
         unsafe { CStr::from_ptr(v.hash) }
             .to_string_lossy()
             .into_owned()
+    }
+
+    /// Runs every primitive from now on with at most `n` OpenMP threads (MXNet's
+    /// `MXNET_OMP_MAX_THREADS`), whichever thread calls it; 0 leaves the choice to OpenMP
+    /// (`OMP_NUM_THREADS`).
+    pub fn set_threads(&self, n: i32) -> Result<(), DnnlError> {
+        if n < 0 {
+            return Err(DnnlError::Input(format!("{n} threads")));
+        }
+        if n > 0 && self.omp.is_none() {
+            return Err(DnnlError::Input(
+                "oneDNN's OpenMP runtime (libgomp.so.1) is not loaded: its threads cannot be set"
+                    .into(),
+            ));
+        }
+        self.threads.store(n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The thread count set by [`Dnnl::set_threads`] (0: none).
+    pub fn threads(&self) -> i32 {
+        self.threads.load(Ordering::Relaxed)
+    }
+
+    /// Applies the thread count to the calling thread's OpenMP settings, before a primitive
+    /// runs on it.
+    fn limit_threads(&self) {
+        let n = self.threads.load(Ordering::Relaxed);
+        if let (true, Some(omp)) = (n > 0, &self.omp) {
+            // SAFETY: omp_set_num_threads only sets the calling thread's OpenMP setting.
+            unsafe { (omp.set_num_threads)(n as c_int) }
+        }
     }
 
     fn check(&self, call: &'static str, status: ffi::Status) -> Result<(), DnnlError> {

@@ -267,6 +267,7 @@ impl Primitive {
             })
             .collect();
         let stream = self.d.stream.lock();
+        self.d.limit_threads();
         // SAFETY: the primitive, the stream and every memory object are live; the memory
         // objects' buffers outlive this call (their owners hold them across it) and fit their
         // descriptors (checked when they were wrapped).

@@ -39,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exit::exit_with_status, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress_roundtrip, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
+    m.add_function(wrap_pyfunction!(onednn::onednn_set_threads, m)?)?;
     m.add_class::<onednn::OnednnConv>()?;
     m.add_class::<onednn::OnednnPool>()?;
     m.add_class::<onednn::OnednnBatchNorm>()?;

@@ -135,6 +135,13 @@ pub(crate) fn onednn_load(path: &str) -> PyResult<String> {
     Ok(format!("{a}.{b}.{c}"))
 }
 
+/// Runs oneDNN's primitives on at most `n` OpenMP threads from now on, whichever thread calls
+/// them (0: as `OMP_NUM_THREADS` says).
+#[pyfunction]
+pub(crate) fn onednn_set_threads(n: i32) -> PyResult<()> {
+    loaded()?.set_threads(n).map_err(to_py)
+}
+
 /// One convolution, `OnednnConv(src, weights, groups, bias, stride, dilate, pad, training)`,
 /// with MXNet's shapes and attributes; with `adj` (one value per axis) a deconvolution, whose
 /// weights are MXNet's `(C, F / groups, *kernel)`.

@@ -1,15 +1,18 @@
 """The oneDNN provider: oneDNN's CPU primitives for float32 convolution, pooling, batch
 normalisation and activations.
 
-oneDNN is loaded from the ``onednn-cpu-gomp`` package (``libdnnl.so.3`` in the environment's
-``lib``), or from ``MXRS_ONEDNN_LIBRARY``, by the Rust extension (``mxrs._native``), which
-builds each kernel's primitives once per shape and attributes and runs them without the GIL.
+oneDNN is loaded from the ``onednn-cpu-gomp`` package (``libdnnl.so.3``, found through the
+package's installed files, else in the environment's ``lib``), or from ``MXRS_ONEDNN_LIBRARY``,
+by the Rust extension (``mxrs._native``), which builds each kernel's primitives once per shape
+and attributes and runs them without the GIL. Its OpenMP threads follow ``OMP_NUM_THREADS``,
+capped by MXNet's ``MXNET_OMP_MAX_THREADS`` where that is set.
 Kernels are cached here, at most :data:`CACHE_SIZE` of them, least recently used first out.
 A shape oneDNN has no implementation for is computed by the portable kernel, and remembered.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 from collections import OrderedDict
@@ -33,30 +36,81 @@ CACHE_SIZE = 512
 ACTIVATION_MIN = 4096
 
 _LIB = "libdnnl.so.3"
+_PACKAGE = "onednn-cpu-gomp"
 
 
 def library_candidates() -> list[str]:
-    """Where oneDNN is looked for, in order."""
+    """Where oneDNN is looked for, in order: ``MXRS_ONEDNN_LIBRARY`` alone when set; else the
+    library the ``onednn-cpu-gomp`` package installed (wherever pip put it: ``--target``,
+    ``--user``, a layered environment), the environments' ``lib`` directories, then the
+    system's loader path."""
     env = os.environ.get("MXRS_ONEDNN_LIBRARY")
     if env:
         return [env]
-    dirs = []
+    found = _installed_library()
     for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix):
-        d = os.path.join(prefix, "lib")
-        if d not in dirs:
-            dirs.append(d)
-    return [os.path.join(d, _LIB) for d in dirs if os.path.exists(os.path.join(d, _LIB))] + [_LIB]
+        path = os.path.join(prefix, "lib", _LIB)
+        if os.path.exists(path):
+            found.append(path)
+    found.append(_LIB)
+    return list(dict.fromkeys(os.path.normpath(p) if os.sep in p else p for p in found))
 
 
-def _load() -> str:
+def _installed_library() -> list[str]:
+    """``libdnnl.so.3`` as recorded among the installed files of ``onednn-cpu-gomp``."""
+    try:
+        dist = importlib.metadata.distribution(_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    paths = []
+    for f in dist.files or ():
+        if f.name == _LIB:
+            path = str(dist.locate_file(f))
+            if os.path.exists(path):
+                paths.append(path)
+    return paths
+
+
+def _max_threads() -> int:
+    """MXNet's ``MXNET_OMP_MAX_THREADS`` cap on ``OMP_NUM_THREADS`` (or the cores): the
+    threads oneDNN is to run on, or 0 where the variable is not set.
+
+    Raises
+    ------
+    KernelError
+        When a variable is not a whole number of at least 1.
+    """
+    cap = _threads_var("MXNET_OMP_MAX_THREADS")
+    if cap is None:
+        return 0
+    omp = _threads_var("OMP_NUM_THREADS")
+    return min(cap, omp if omp is not None else (os.cpu_count() or 1))
+
+
+def _threads_var(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    # OpenMP allows a list for nested levels; the first is the outer one
+    first = raw.split(",")[0].strip()
+    if not first.isdigit() or int(first) < 1:
+        raise KernelError(f"{name}={raw!r}: expected a whole number of threads, at least 1")
+    return int(first)
+
+
+def _load() -> tuple[str, int]:
     if not sys.platform.startswith("linux"):
         raise KernelError(f"oneDNN's wheel is built for Linux, not {sys.platform}")
+    threads = _max_threads()
     errors = []
     for path in library_candidates():
         try:
-            return _native.onednn_load(path)
+            version = _native.onednn_load(path)
         except KernelError as err:
             errors.append(str(err))
+            continue
+        _native.onednn_set_threads(threads)
+        return version, threads
     raise KernelError(
         "oneDNN could not be loaded (pip install onednn-cpu-gomp, or set MXRS_ONEDNN_LIBRARY): "
         + "; ".join(errors)
@@ -79,14 +133,19 @@ class OnednnKernels:
     name = "onednn"
 
     def __init__(self) -> None:
-        self.version = _load()
+        self.version, self.max_threads = _load()
         self._cache: OrderedDict[tuple, Any] = OrderedDict()
         self._fallback = portable.for_backend(NUMPY)
         self._impls: set[str] = set()
 
     def describe(self) -> dict[str, Any]:
-        """oneDNN's version and the implementations its kernels picked so far."""
-        return {"version": self.version, "implementations": sorted(self._impls)}
+        """oneDNN's version, its thread cap (``MXNET_OMP_MAX_THREADS``; None: OpenMP's own
+        choice) and the implementations its kernels picked so far."""
+        return {
+            "version": self.version,
+            "max_threads": self.max_threads or None,
+            "implementations": sorted(self._impls),
+        }
 
     def _kernel(self, key: tuple, make: Any) -> Any:
         """The cached kernel of ``key``, built by ``make()``; None where oneDNN has none."""
