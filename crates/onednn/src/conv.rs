@@ -9,7 +9,9 @@
 //! reorder; data in another layout is reordered in and out.
 
 use crate::ffi::{self, Dim};
-use crate::prim::{MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, plain_strides};
+use crate::prim::{
+    MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, or_scratch, plain_strides,
+};
 use crate::{Dnnl, DnnlError};
 
 /// The shapes and attributes one convolution kernel is built for.
@@ -432,22 +434,11 @@ impl Conv {
         };
         let xm = bw.src.feed(x.data, x.strides)?;
         // The primitive writes every gradient it was built for: lend scratch where not asked.
-        let mut w_scratch = Vec::new();
-        let gw = match gw {
-            Some(gw) => gw,
-            None => {
-                w_scratch.resize(w.len(), 0.0);
-                &mut w_scratch[..]
-            }
-        };
-        let mut b_scratch = Vec::new();
-        let gb = match (gb, &bw.diff_bias) {
-            (Some(gb), _) => Some(gb),
-            (None, Some(_)) => {
-                b_scratch.resize(self.spec.filters() as usize, 0.0);
-                Some(&mut b_scratch[..])
-            }
-            (None, None) => None,
+        let (mut w_scratch, mut b_scratch) = (Vec::new(), Vec::new());
+        let gw = or_scratch(gw, &mut w_scratch, w.len());
+        let gb = match &bw.diff_bias {
+            Some(_) => Some(or_scratch(gb, &mut b_scratch, self.spec.filters() as usize)),
+            None => gb,
         };
         let sink = bw.diff_weights.sink(gw, &self.wstrides)?;
         let gbm = match (&bw.diff_bias, gb) {

@@ -2,7 +2,7 @@
 //! `(OC, IC)`, forward and the gradients of the data, the weights and the bias, all row-major.
 
 use crate::ffi;
-use crate::prim::{MemDesc, Memory, Port, PrimDesc, Primitive, plain_strides};
+use crate::prim::{MemDesc, Memory, Port, PrimDesc, Primitive, or_scratch, plain_strides};
 use crate::{Dnnl, DnnlError};
 
 /// One inner product's primitives, built once for its shapes.
@@ -179,28 +179,18 @@ impl InnerProduct {
         if gw.is_none() && gb.is_none() {
             return Ok(());
         }
-        let mut w_scratch = Vec::new();
-        let gw = match gw {
-            Some(gw) => gw,
-            None => {
-                w_scratch.resize(w.len(), 0.0);
-                &mut w_scratch[..]
-            }
-        };
-        let mut b_scratch = Vec::new();
-        let gb = match (gb, &self.bias) {
-            (Some(gb), Some(_)) => Some(gb),
-            (Some(_), None) => {
-                return Err(DnnlError::Input(
-                    "a bias gradient from a kernel without bias".into(),
-                ));
-            }
-            (None, Some(_)) => {
-                b_scratch.resize(self.outputs as usize, 0.0);
-                Some(&mut b_scratch[..])
-            }
-            (None, None) => None,
-        };
+        if gb.is_some() && self.bias.is_none() {
+            return Err(DnnlError::Input(
+                "a bias gradient from a kernel without bias".into(),
+            ));
+        }
+        // The primitive writes every gradient it was built for: lend scratch where not asked.
+        let (mut w_scratch, mut b_scratch) = (Vec::new(), Vec::new());
+        let gw = or_scratch(gw, &mut w_scratch, w.len());
+        let gb = self
+            .bias
+            .as_ref()
+            .map(|_| or_scratch(gb, &mut b_scratch, self.outputs as usize));
         let xm = Memory::lend(&self.src, x)?;
         let sink = diff_w.sink(gw, &self.wstrides())?;
         let gbm = match (&self.bias, gb) {

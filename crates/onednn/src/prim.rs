@@ -581,3 +581,19 @@ impl Sink<'_> {
         Ok(())
     }
 }
+
+/// `given`, or `scratch` grown to `len` zeros: a buffer for a gradient oneDNN writes whether
+/// or not the caller asked for it.
+pub(crate) fn or_scratch<'a>(
+    given: Option<&'a mut [f32]>,
+    scratch: &'a mut Vec<f32>,
+    len: usize,
+) -> &'a mut [f32] {
+    match given {
+        Some(buf) => buf,
+        None => {
+            scratch.resize(len, 0.0);
+            &mut scratch[..]
+        }
+    }
+}

@@ -31,6 +31,24 @@ fn view_mut<'a>(a: &'a mut PyReadwriteArrayDyn<'_, f32>, what: &str) -> PyResult
         .map_err(|_| KernelError::new_err(format!("{what} must be a C-contiguous float32 array")))
 }
 
+/// The weight and bias gradients a backward pass was asked for (None: not wanted).
+type ParamGrads<'a> = (Option<&'a mut [f32]>, Option<&'a mut [f32]>);
+
+fn param_grads<'a>(
+    gw: &'a mut Option<PyReadwriteArrayDyn<'_, f32>>,
+    gb: &'a mut Option<PyReadwriteArrayDyn<'_, f32>>,
+) -> PyResult<ParamGrads<'a>> {
+    let gw = gw
+        .as_mut()
+        .map(|a| view_mut(a, "weight gradient"))
+        .transpose()?;
+    let gb = gb
+        .as_mut()
+        .map(|a| view_mut(a, "bias gradient"))
+        .transpose()?;
+    Ok((gw, gb))
+}
+
 /// The strides (in elements) of an array of `shape` and `strides` (in elements) whose
 /// elements fill one block of memory in some axis order (row-major, channels-last, ...),
 /// else None.
@@ -235,14 +253,7 @@ impl OnednnConv {
             .as_mut()
             .map(|a| dense_mut(a, "data gradient"))
             .transpose()?;
-        let gw = gw
-            .as_mut()
-            .map(|a| view_mut(a, "weight gradient"))
-            .transpose()?;
-        let gb = gb
-            .as_mut()
-            .map(|a| view_mut(a, "bias gradient"))
-            .transpose()?;
+        let (gw, gb) = param_grads(&mut gw, &mut gb)?;
         py.detach(|| {
             let gx = gx.as_mut().map(DenseMut::t);
             self.conv.backward(x.t(), w, gy.t(), gx, gw, gb)
@@ -593,14 +604,7 @@ impl OnednnInnerProduct {
             .as_mut()
             .map(|a| view_mut(a, "data gradient"))
             .transpose()?;
-        let gw = gw
-            .as_mut()
-            .map(|a| view_mut(a, "weight gradient"))
-            .transpose()?;
-        let gb = gb
-            .as_mut()
-            .map(|a| view_mut(a, "bias gradient"))
-            .transpose()?;
+        let (gw, gb) = param_grads(&mut gw, &mut gb)?;
         py.detach(|| self.ip.backward(x, w, gy, gx, gw, gb))
             .map_err(to_py)
     }
