@@ -291,3 +291,45 @@ def test_a_failing_gradient_hook_stops_backward_with_its_error():
         y.backward()
     with pytest.raises(MXNetError, match="not in a computational graph"):
         y.backward()  # the graph is freed all the same
+
+
+@pytest.mark.parametrize("provider", ["numpy", "onednn"])
+def test_relu_input_is_freed_once_nothing_else_holds_it(provider):
+    """ReLU's gradient comes from its output, so the tape keeps only the place of its input
+    in the graph: a residual sum that nothing else holds is freed during the forward pass, and
+    every gradient, the symbol and a higher-order gradient through it are unchanged."""
+    import gc
+    import weakref
+
+    from mxrs import kernels
+
+    a_np = np.linspace(-3, 3, 6000, dtype=np.float32)  # above oneDNN's activation minimum
+    with kernels.use(provider):
+        a, b = nd.array(a_np), nd.array(a_np[::-1].copy())
+        a.attach_grad()
+        b.attach_grad()
+        with autograd.record():
+            s = a * 2 + b
+            freed = weakref.ref(s)
+            y = nd.relu(s)
+            del s
+            gc.collect()
+            assert freed() is None
+            loss = (y * y).sum()
+        sym = autograd.get_symbol(loss)
+        assert "relu" in sym.tojson()
+        loss.backward()
+    s_np = a_np * 2 + a_np[::-1]
+    want = 2 * np.maximum(s_np, 0)
+    np.testing.assert_allclose(a.grad.asnumpy(), 2 * want, rtol=1e-6)
+    np.testing.assert_allclose(b.grad.asnumpy(), want, rtol=1e-6)
+    # second order: d/dx sum(relu(2x)^2) = 4 relu(2x), whose own gradient is 8 where x > 0
+    x = nd.array([-1.0, 0.5, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        z = nd.relu(x * 2)
+        (gx,) = autograd.grad((z * z).sum(), [x], create_graph=True)
+        total = gx.sum()
+    total.backward()
+    np.testing.assert_allclose(gx.asnumpy(), [0.0, 4.0, 16.0])
+    np.testing.assert_allclose(x.grad.asnumpy(), [0.0, 8.0, 8.0])

@@ -222,6 +222,7 @@ class _Activation(Op):
 
 class _Relu(_Activation):
     kind = "relu"
+    keeps_inputs = False  # the gradient comes from the output (and the rule masks with it)
 
 
 class _Sigmoid(_Activation):

@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from ...context import Context
     from .array import ArrayCore
 
-__all__ = ["Op", "apply", "as_method", "with_out", "unbroadcast", "axis_index", "sparse_rules"]
+__all__ = [
+    "Op",
+    "GraphSlot",
+    "apply",
+    "as_method",
+    "with_out",
+    "unbroadcast",
+    "axis_index",
+    "sparse_rules",
+]
 
 
 class Op:
@@ -35,7 +44,15 @@ class Op:
     (per-input bool, only when recorded), ``inputs`` (input NDArrays, only when recorded),
     ``attrs`` (the keyword attributes, only when recorded), ``nout`` (number of outputs) and,
     for several outputs, ``out_meta`` (each one's shape and dtype, only when recorded).
+
+    An op whose ``backward`` and differentiable backward rule (``ndarray.grad``) never read the
+    inputs' values sets ``keeps_inputs = False``: its recorded ``inputs`` then hold, for each
+    array computed by another op, only its place in the graph (:class:`GraphSlot`), so an
+    intermediate array that nothing else holds (a residual sum before its ReLU) is freed when
+    the forward pass moves on instead of living until ``backward``.
     """
+
+    keeps_inputs = True
 
     xp: Any
     be: Any
@@ -129,10 +146,26 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         return outs
     res = new(out, ctx)
     if rec:
-        op.inputs = arrays
+        op.inputs = arrays if op_cls.keeps_inputs else _slots(arrays)
         op.attrs = attrs
         res._node = op
     return res
+
+
+class GraphSlot:
+    """An op's input as the tape needs it when the op keeps no input values: the op that made
+    it and which of its outputs it is (variables and constants stay themselves)."""
+
+    __slots__ = ("_node", "_oidx", "_ctx", "shape", "dtype")
+    _grad = None  # an array an op computed is never a variable
+
+    def __init__(self, a: ArrayCore) -> None:
+        self._node, self._oidx, self._ctx = a._node, a._oidx, a._ctx
+        self.shape, self.dtype = a._data.shape, a._data.dtype
+
+
+def _slots(arrays: Sequence[ArrayCore]) -> tuple[Any, ...]:
+    return tuple(GraphSlot(a) if a._node is not None else a for a in arrays)
 
 
 #: Ops that keep a sparse input sparse: ``rule(op_cls, arrays, attrs)`` returns the result, or
