@@ -32,9 +32,13 @@ from ._types import (
     ConvGeometry,
     ConvKernels,
     DeconvKernels,
+    DenseKernels,
+    LeakyKernels,
+    LrnKernels,
     NormKernels,
     PoolGeometry,
     PoolKernels,
+    SoftmaxKernels,
 )
 
 __all__ = [
@@ -44,9 +48,12 @@ __all__ = [
     "ConvKernels",
     "DeconvKernels",
     "DenseKernels",
+    "LeakyKernels",
+    "LrnKernels",
     "PoolGeometry",
     "PoolKernels",
     "NormKernels",
+    "SoftmaxKernels",
     "select",
     "use",
     "provider_name",
