@@ -62,7 +62,18 @@ __all__ = [
 
 #: Operators the oneDNN provider serves (float32 on the CPU).
 ONEDNN_OPS = frozenset(
-    {"Convolution", "Deconvolution", "FullyConnected", "Pooling", "BatchNorm", "Activation"}
+    {
+        "Convolution",
+        "Deconvolution",
+        "FullyConnected",
+        "Pooling",
+        "BatchNorm",
+        "Activation",
+        "softmax",
+        "log_softmax",
+        "LRN",
+        "LeakyReLU",
+    }
 )
 
 _CHOICES = ("auto", "numpy", "onednn")
