@@ -1,34 +1,52 @@
-//! Activations applied element by element (ReLU, sigmoid, tanh, softrelu) to a dense buffer
-//! of any shape, forward and backward, on oneDNN's threads.
+//! Activations applied element by element (ReLU, sigmoid, tanh, softrelu, leaky ReLU, ELU,
+//! GELU) to a dense buffer of any shape, forward and backward, on oneDNN's threads.
 
 use crate::ffi;
 use crate::prim::{MemDesc, Memory, PrimDesc, Primitive};
 use crate::{Dnnl, DnnlError};
 
 /// Which activation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Activation {
     Relu,
     Sigmoid,
     Tanh,
     /// `log(1 + exp(x))`.
     SoftRelu,
+    /// `x` for `x > 0`, else `slope * x`.
+    Leaky {
+        slope: f32,
+    },
+    /// `x` for `x > 0`, else `alpha * (exp(x) - 1)`.
+    Elu {
+        alpha: f32,
+    },
+    /// `x * Phi(x)`, the normal CDF written with erf.
+    GeluErf,
 }
 
 impl Activation {
-    /// oneDNN's algorithm; ReLU, sigmoid and tanh differentiate from their output.
-    fn alg(self) -> i32 {
+    /// oneDNN's algorithm and its alpha; ReLU, sigmoid and tanh differentiate from their
+    /// output.
+    fn alg(self) -> (i32, f32) {
         match self {
-            Activation::Relu => ffi::ELTWISE_RELU_USE_DST,
-            Activation::Sigmoid => ffi::ELTWISE_LOGISTIC_USE_DST,
-            Activation::Tanh => ffi::ELTWISE_TANH_USE_DST,
-            Activation::SoftRelu => ffi::ELTWISE_SOFT_RELU,
+            Activation::Relu => (ffi::ELTWISE_RELU_USE_DST, 0.0),
+            Activation::Sigmoid => (ffi::ELTWISE_LOGISTIC_USE_DST, 0.0),
+            Activation::Tanh => (ffi::ELTWISE_TANH_USE_DST, 0.0),
+            // oneDNN's soft_relu is log(1 + exp(alpha * x)) / alpha
+            Activation::SoftRelu => (ffi::ELTWISE_SOFT_RELU, 1.0),
+            Activation::Leaky { slope } => (ffi::ELTWISE_RELU, slope),
+            Activation::Elu { alpha } => (ffi::ELTWISE_ELU, alpha),
+            Activation::GeluErf => (ffi::ELTWISE_GELU_ERF, 0.0),
         }
     }
 
     /// True when the gradient is computed from the output, not the input.
     pub fn grad_from_output(self) -> bool {
-        self != Activation::SoftRelu
+        matches!(
+            self,
+            Activation::Relu | Activation::Sigmoid | Activation::Tanh
+        )
     }
 }
 
@@ -61,13 +79,12 @@ impl Eltwise {
             )));
         }
         let md = MemDesc::plain(d, &[len])?;
-        let alg = kind.alg();
-        // oneDNN's soft_relu is log(1 + exp(alpha * x)) / alpha; the others ignore alpha.
-        let alpha = if kind == Activation::SoftRelu {
-            1.0
-        } else {
-            0.0
-        };
+        if let Activation::Leaky { slope: a } | Activation::Elu { alpha: a } = kind
+            && !a.is_finite()
+        {
+            return Err(DnnlError::Input(format!("{kind:?} with a slope of {a}")));
+        }
+        let (alg, alpha) = kind.alg();
         let prop = if training {
             ffi::FORWARD_TRAINING
         } else {

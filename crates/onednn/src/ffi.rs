@@ -54,7 +54,13 @@ pub const POOLING_AVG_EXCLUDE_PADDING: c_int = 1023;
 pub const ELTWISE_RELU_USE_DST: c_int = 256;
 pub const ELTWISE_TANH_USE_DST: c_int = 257;
 pub const ELTWISE_LOGISTIC_USE_DST: c_int = 260;
+pub const ELTWISE_RELU: c_int = 32;
+pub const ELTWISE_ELU: c_int = 34;
 pub const ELTWISE_SOFT_RELU: c_int = 39;
+pub const ELTWISE_GELU_ERF: c_int = 49;
+pub const LRN_ACROSS_CHANNELS: c_int = 0xaff;
+pub const SOFTMAX_ACCURATE: c_int = 0x30000;
+pub const SOFTMAX_LOG: c_int = 0x30001;
 
 // dnnl_normalization_flags_t
 pub const USE_GLOBAL_STATS: c_uint = 1;
@@ -244,6 +250,21 @@ api! {
     dnnl_pooling_backward_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, ConstHandle, ConstHandle,
         *const Dim, *const Dim, *const Dim, *const Dim, *const Dim, ConstHandle, ConstHandle,
+    ) -> Status;
+    dnnl_softmax_forward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle, c_int, ConstHandle,
+    ) -> Status;
+    dnnl_softmax_backward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, c_int, ConstHandle,
+        ConstHandle,
+    ) -> Status;
+    dnnl_lrn_forward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle, Dim, f32, f32, f32,
+        ConstHandle,
+    ) -> Status;
+    dnnl_lrn_backward_primitive_desc_create: fn(
+        *mut Handle, Handle, c_int, ConstHandle, ConstHandle, ConstHandle, Dim, f32, f32, f32,
+        ConstHandle, ConstHandle,
     ) -> Status;
     dnnl_batch_normalization_forward_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, ConstHandle, ConstHandle, f32, c_uint, ConstHandle,

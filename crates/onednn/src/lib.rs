@@ -2,7 +2,8 @@
 //!
 //! mxrs finds `libdnnl.so.3` (the `onednn-cpu-gomp` wheel installs it beside Python's own
 //! libraries) and calls [`load`] once; where it cannot load, mxrs computes with NumPy. Each
-//! kernel ([`conv::Conv`], [`pool::Pool`], [`bnorm::BatchNorm`], [`eltwise::Eltwise`], [`inner::InnerProduct`]) is built for one shape and set
+//! kernel ([`conv::Conv`], [`pool::Pool`], [`bnorm::BatchNorm`], [`eltwise::Eltwise`],
+//! [`inner::InnerProduct`], [`softmax::Softmax`], [`lrn::Lrn`]) is built for one shape and set
 //! of attributes, creates its oneDNN primitives once and runs them on caller-owned, dense,
 //! row-major `f32` buffers: data in a layout oneDNN computes faster in (its blocked formats) is
 //! reordered in and out inside the call.
@@ -15,8 +16,10 @@ pub mod conv;
 pub mod eltwise;
 mod ffi;
 pub mod inner;
+pub mod lrn;
 pub mod pool;
 mod prim;
+pub mod softmax;
 
 use std::ffi::{CStr, c_int};
 use std::sync::OnceLock;

@@ -74,6 +74,50 @@ pub fn same_layout(dims: &[Dim], a: &[Dim], b: &[Dim]) -> bool {
             .all(|(&n, (x, y))| n == 1 || x == y)
 }
 
+/// An error unless `strides` (one per dimension) lay out `dims` densely: every element in
+/// one block of memory, in some axis order.
+pub(crate) fn check_dense(dims: &[Dim], strides: &[Dim]) -> Result<(), DnnlError> {
+    let fail = || {
+        DnnlError::Input(format!(
+            "strides {strides:?} do not lay out {dims:?} densely"
+        ))
+    };
+    if strides.len() != dims.len() {
+        return Err(fail());
+    }
+    let mut axes: Vec<(Dim, Dim)> = strides
+        .iter()
+        .zip(dims)
+        .filter(|(_, n)| **n > 1)
+        .map(|(s, n)| (*s, *n))
+        .collect();
+    axes.sort_unstable();
+    let mut next: Dim = 1;
+    for (s, n) in axes {
+        if s != next {
+            return Err(fail());
+        }
+        next = next.checked_mul(n).ok_or_else(fail)?;
+    }
+    Ok(())
+}
+
+/// An error unless each of `given` addresses the elements of `dims` as `built` does (the
+/// layout a kernel was built for); `what` names the kernel.
+pub(crate) fn check_layouts(
+    what: &str,
+    dims: &[Dim],
+    built: &[Dim],
+    given: &[&[Dim]],
+) -> Result<(), DnnlError> {
+    match given.iter().find(|st| !same_layout(dims, built, st)) {
+        None => Ok(()),
+        Some(st) => Err(DnnlError::Input(format!(
+            "{what} built for strides {built:?}, given {st:?}"
+        ))),
+    }
+}
+
 /// An owned memory descriptor.
 pub(crate) struct MemDesc {
     d: &'static Dnnl,
@@ -463,23 +507,7 @@ impl Port {
                 self.dims
             )));
         }
-        let mut axes: Vec<(Dim, Dim)> = strides
-            .iter()
-            .zip(&self.dims)
-            .filter(|(_, n)| **n > 1)
-            .map(|(s, n)| (*s, *n))
-            .collect();
-        axes.sort_unstable();
-        let mut next = 1;
-        for (s, n) in axes {
-            if s != next {
-                return Err(DnnlError::Input(format!(
-                    "strides {strides:?} do not lay out {:?} densely",
-                    self.dims
-                )));
-            }
-            next *= n;
-        }
+        check_dense(&self.dims, strides)?;
         Ok(self
             .inner_strides
             .as_ref()

@@ -10,7 +10,7 @@
 //! - `arrays`: NumPy arrays as byte views, without copies.
 //! - `items`: a request's Python arguments read and checked (arrays lent, destinations, row ids).
 //! - `onednn`: oneDNN's CPU kernels (convolution, pooling, batch norm, activations, inner
-//!   product) on NumPy arrays.
+//!   product, softmax, LRN) on NumPy arrays.
 //! - `codec`: gradient compression for arrays in this process (the 'device' KVStore).
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
@@ -45,5 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<onednn::OnednnBatchNorm>()?;
     m.add_class::<onednn::OnednnActivation>()?;
     m.add_class::<onednn::OnednnInnerProduct>()?;
+    m.add_class::<onednn::OnednnSoftmax>()?;
+    m.add_class::<onednn::OnednnLrn>()?;
     Ok(())
 }

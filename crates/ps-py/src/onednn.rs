@@ -5,7 +5,9 @@ use mxrs_onednn::bnorm::{BatchNorm, Stats};
 use mxrs_onednn::conv::{Conv, ConvSpec};
 use mxrs_onednn::eltwise::{Activation, Eltwise};
 use mxrs_onednn::inner::InnerProduct;
+use mxrs_onednn::lrn::{Lrn, LrnParams};
 use mxrs_onednn::pool::{Pool, PoolKind, PoolSpec};
+use mxrs_onednn::softmax::Softmax;
 use mxrs_onednn::{DnnlError, Tensor, TensorMut, load};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
 use pyo3::prelude::*;
@@ -474,8 +476,9 @@ fn same_order(strides: &[&Vec<i64>]) -> PyResult<()> {
     }
 }
 
-/// One activation over buffers of `len` elements: `OnednnActivation(kind, len, training)`,
-/// `kind` one of "relu", "sigmoid", "tanh", "softrelu".
+/// One activation over buffers of `len` elements: `OnednnActivation(kind, len, training,
+/// slope)`, `kind` one of "relu", "sigmoid", "tanh", "softrelu", "leaky" (`slope * x` below
+/// zero), "elu" (`slope * (exp(x) - 1)` below zero), "gelu" (erf form).
 #[pyclass(frozen, module = "mxrs._native")]
 pub(crate) struct OnednnActivation {
     op: Eltwise,
@@ -484,13 +487,23 @@ pub(crate) struct OnednnActivation {
 #[pymethods]
 impl OnednnActivation {
     #[new]
-    fn new(py: Python<'_>, kind: &str, len: i64, training: bool) -> PyResult<OnednnActivation> {
+    #[pyo3(signature = (kind, len, training, slope = 0.0))]
+    fn new(
+        py: Python<'_>,
+        kind: &str,
+        len: i64,
+        training: bool,
+        slope: f32,
+    ) -> PyResult<OnednnActivation> {
         let d = loaded()?;
         let kind = match kind {
             "relu" => Activation::Relu,
             "sigmoid" => Activation::Sigmoid,
             "tanh" => Activation::Tanh,
             "softrelu" => Activation::SoftRelu,
+            "leaky" => Activation::Leaky { slope },
+            "elu" => Activation::Elu { alpha: slope },
+            "gelu" => Activation::GeluErf,
             other => return Err(KernelError::new_err(format!("no activation {other:?}"))),
         };
         let op = py
@@ -519,7 +532,7 @@ impl OnednnActivation {
     }
 
     /// Writes the input gradient `gx` for `gy`; `data` is the forward output (relu, sigmoid,
-    /// tanh) or input (softrelu).
+    /// tanh) or input (the others).
     fn backward(
         &self,
         py: Python<'_>,
@@ -606,6 +619,143 @@ impl OnednnInnerProduct {
             .transpose()?;
         let (gw, gb) = param_grads(&mut gw, &mut gb)?;
         py.detach(|| self.ip.backward(x, w, gy, gx, gw, gb))
+            .map_err(to_py)
+    }
+}
+
+/// One softmax: `OnednnSoftmax(shape, strides, axis, log, training)` along `axis` of data of
+/// `shape` laid out by `strides` (elements); its logarithm when `log`.
+#[pyclass(frozen, module = "mxrs._native")]
+pub(crate) struct OnednnSoftmax {
+    op: Softmax,
+}
+
+#[pymethods]
+impl OnednnSoftmax {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        shape: Vec<i64>,
+        strides: Vec<i64>,
+        axis: usize,
+        log: bool,
+        training: bool,
+    ) -> PyResult<OnednnSoftmax> {
+        let d = loaded()?;
+        let op = py
+            .detach(|| Softmax::new(d, &shape, &strides, axis, log, training))
+            .map_err(to_py)?;
+        Ok(OnednnSoftmax { op })
+    }
+
+    /// The implementation oneDNN chose.
+    #[getter]
+    fn implementation(&self) -> String {
+        self.op.implementation().to_string()
+    }
+
+    /// Writes the softmax of `x` into `y`.
+    fn forward(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        mut y: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let x = dense(&x, "data")?;
+        let mut y = dense_mut(&mut y, "output")?;
+        py.detach(|| self.op.forward(x.t(), y.t())).map_err(to_py)
+    }
+
+    /// Writes the input gradient `gx` for `gy`, given the forward output `y`.
+    fn backward(
+        &self,
+        py: Python<'_>,
+        y: PyReadonlyArrayDyn<'_, f32>,
+        gy: PyReadonlyArrayDyn<'_, f32>,
+        mut gx: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let (y, gy) = (dense(&y, "output")?, dense(&gy, "gradient")?);
+        let mut gx = dense_mut(&mut gx, "data gradient")?;
+        py.detach(|| self.op.backward(y.t(), gy.t(), gx.t()))
+            .map_err(to_py)
+    }
+}
+
+/// One local response normalisation across channels: `OnednnLrn(shape, size, alpha, beta, k,
+/// training)` for `(N, C, ...)` data of `shape` (any dense layout), in oneDNN's terms:
+/// `x / (k + alpha / size * sum(x^2))^beta` over `size` channels (odd).
+#[pyclass(frozen, module = "mxrs._native")]
+pub(crate) struct OnednnLrn {
+    op: Lrn,
+}
+
+#[pymethods]
+impl OnednnLrn {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        shape: Vec<i64>,
+        size: i64,
+        alpha: f32,
+        beta: f32,
+        k: f32,
+        training: bool,
+    ) -> PyResult<OnednnLrn> {
+        let d = loaded()?;
+        let p = LrnParams {
+            size,
+            alpha,
+            beta,
+            k,
+        };
+        let op = py
+            .detach(|| Lrn::new(d, &shape, p, training))
+            .map_err(to_py)?;
+        Ok(OnednnLrn { op })
+    }
+
+    /// The implementation oneDNN chose.
+    #[getter]
+    fn implementation(&self) -> String {
+        self.op.implementation().to_string()
+    }
+
+    /// Bytes of the workspace the forward pass fills for the backward pass (0: none).
+    #[getter]
+    fn workspace_bytes(&self) -> usize {
+        self.op.workspace_bytes()
+    }
+
+    /// Normalises `x` into `y`, filling the uint8 `ws` when the kernel has a workspace.
+    #[pyo3(signature = (x, y, ws))]
+    fn forward(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        mut y: PyReadwriteArrayDyn<'_, f32>,
+        mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
+    ) -> PyResult<()> {
+        let x = dense(&x, "data")?;
+        let mut y = dense_mut(&mut y, "output")?;
+        let ws = ws.as_mut().map(view_bytes).transpose()?;
+        py.detach(|| self.op.forward(x.t(), y.t(), ws))
+            .map_err(to_py)
+    }
+
+    /// Writes the input gradient `gx` for `gy`, given the forward pass's input and workspace.
+    #[pyo3(signature = (x, gy, ws, gx))]
+    fn backward(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        gy: PyReadonlyArrayDyn<'_, f32>,
+        mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
+        mut gx: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let (x, gy) = (dense(&x, "data")?, dense(&gy, "gradient")?);
+        let mut gx = dense_mut(&mut gx, "data gradient")?;
+        let ws = ws.as_mut().map(view_bytes).transpose()?;
+        py.detach(|| self.op.backward(x.t(), gy.t(), ws, gx.t()))
             .map_err(to_py)
     }
 }

@@ -32,9 +32,13 @@ from ._types import (
     ConvGeometry,
     ConvKernels,
     DeconvKernels,
+    DenseKernels,
+    LeakyKernels,
+    LrnKernels,
     NormKernels,
     PoolGeometry,
     PoolKernels,
+    SoftmaxKernels,
 )
 
 __all__ = [
@@ -44,9 +48,12 @@ __all__ = [
     "ConvKernels",
     "DeconvKernels",
     "DenseKernels",
+    "LeakyKernels",
+    "LrnKernels",
     "PoolGeometry",
     "PoolKernels",
     "NormKernels",
+    "SoftmaxKernels",
     "select",
     "use",
     "provider_name",
@@ -55,7 +62,18 @@ __all__ = [
 
 #: Operators the oneDNN provider serves (float32 on the CPU).
 ONEDNN_OPS = frozenset(
-    {"Convolution", "Deconvolution", "FullyConnected", "Pooling", "BatchNorm", "Activation"}
+    {
+        "Convolution",
+        "Deconvolution",
+        "FullyConnected",
+        "Pooling",
+        "BatchNorm",
+        "Activation",
+        "softmax",
+        "log_softmax",
+        "LRN",
+        "LeakyReLU",
+    }
 )
 
 _CHOICES = ("auto", "numpy", "onednn")

@@ -109,6 +109,45 @@ class ActKernels(Protocol):
         ...
 
 
+class SoftmaxKernels(Protocol):
+    """A provider of softmax and log-softmax along one axis."""
+
+    name: str
+
+    def softmax(
+        self, x: Any, axis: int, temperature: float, log: bool, train: bool
+    ) -> tuple[Any, Grad]:
+        """``softmax(x / temperature)`` along ``axis`` (an index in ``[0, x.ndim)``), or its
+        logarithm when ``log``, and the closure giving ``(gx,)``."""
+        ...
+
+
+class LrnKernels(Protocol):
+    """A provider of local response normalisation across channels, as MXNet defines it."""
+
+    name: str
+
+    def lrn(
+        self, x: Any, alpha: float, beta: float, knorm: float, nsize: int, train: bool
+    ) -> tuple[Any, Grad]:
+        """``x / (knorm + alpha / nsize * sum(x^2))^beta`` for ``x`` (N, C, ...), the sum over
+        channels ``c - h .. c + h``, ``h = (nsize - 1) // 2``; and the closure giving
+        ``(gx,)``."""
+        ...
+
+
+class LeakyKernels(Protocol):
+    """A provider of the LeakyReLU family without learned parameters: 'leaky' (``slope * x``
+    below zero), 'elu' (``slope * (exp(x) - 1)`` below zero), 'selu' (ELU with the SELU
+    constants; ``slope`` unused) and 'gelu' (erf form; ``slope`` unused)."""
+
+    name: str
+
+    def leaky_relu(self, x: Any, kind: str, slope: float, train: bool) -> tuple[Any, Grad]:
+        """``kind(x)`` and the closure giving ``(gx,)``."""
+        ...
+
+
 class DenseKernels(Protocol):
     """A provider of the fully connected layer on 2-D data."""
 

@@ -1,5 +1,5 @@
 """The oneDNN provider: oneDNN's CPU primitives for float32 convolution, pooling, batch
-normalisation and activations.
+normalisation, activations, softmax and LRN.
 
 oneDNN is loaded from the ``onednn-cpu-gomp`` package (``libdnnl.so.3``, found through the
 package's installed files, else in the environment's ``lib``), or from ``MXRS_ONEDNN_LIBRARY``,
@@ -8,6 +8,11 @@ and attributes and runs them without the GIL. Its OpenMP threads follow ``OMP_NU
 capped by MXNet's ``MXNET_OMP_MAX_THREADS`` where that is set.
 Kernels are cached here, at most :data:`CACHE_SIZE` of them, least recently used first out.
 A shape oneDNN has no implementation for is computed by the portable kernel, and remembered.
+
+Where oneDNN's arithmetic parts from MXNet's on NaN or infinities (its max and exp treat them
+their own way), an input that holds any is computed by the portable kernel: one sum over the
+input tells (it is finite exactly when every element is, barring an overflow, which only
+costs the fallback).
 """
 
 from __future__ import annotations
@@ -34,6 +39,12 @@ CACHE_SIZE = 512
 
 #: Activations of smaller arrays run on NumPy (a oneDNN call costs a few microseconds).
 ACTIVATION_MIN = 4096
+
+#: Softmax, LRN and the LeakyReLU family of smaller arrays run on NumPy (measured break-even
+#: points on one thread; GELU's NumPy erf is slow).
+SOFTMAX_MIN = 2048
+LRN_MIN = 1024
+LEAKY_MIN = {"leaky": 8192, "elu": 2048, "gelu": 512}
 
 _LIB = "libdnnl.so.3"
 _PACKAGE = "onednn-cpu-gomp"
@@ -117,6 +128,12 @@ def _load() -> tuple[str, int]:
     )
 
 
+def _finite(x: Any) -> bool:
+    """True when every element of ``x`` is finite (one sum; an overflow reads as not)."""
+    with numpy.errstate(over="ignore", invalid="ignore"):
+        return bool(numpy.isfinite(numpy.sum(x)))
+
+
 def _inference_only(what: str) -> Grad:
     """The gradient closure of a kernel that ran without recording: an error if called."""
 
@@ -127,8 +144,8 @@ def _inference_only(what: str) -> Grad:
 
 
 class OnednnKernels:
-    """oneDNN's convolution, deconvolution, pooling, batch norm and activations on dense
-    float32 NumPy arrays (any axis order: see :mod:`mxrs.kernels._layout`)."""
+    """oneDNN's convolution, deconvolution, pooling, batch norm, activations, softmax and
+    LRN on dense float32 NumPy arrays (any axis order: see :mod:`mxrs.kernels._layout`)."""
 
     name = "onednn"
 
@@ -147,15 +164,19 @@ class OnednnKernels:
             "implementations": sorted(self._impls),
         }
 
-    def _kernel(self, key: tuple, make: Any) -> Any:
-        """The cached kernel of ``key``, built by ``make()``; None where oneDNN has none."""
+    def _kernel(self, key: tuple, make: Any, fast: bool = False) -> Any:
+        """The cached kernel of ``key``, built by ``make()``; None where oneDNN has none, or
+        with ``fast`` where it has only its reference implementation (slower than NumPy)."""
         cache = self._cache
         if key in cache:
             cache.move_to_end(key)
             return cache[key]
         try:
             k = make()
-            self._impls.add(k.implementation)
+            if fast and k.implementation.startswith("ref"):
+                k = None
+            else:
+                self._impls.add(k.implementation)
         except KernelUnsupportedError:
             k = None
         cache[key] = k
@@ -390,3 +411,104 @@ class OnednnKernels:
             return (gx if needs[0] else None), ggamma, gbeta
 
         return y, mean, var, grad
+
+    def softmax(
+        self, x: Any, axis: int, temperature: float, log: bool, train: bool
+    ) -> tuple[Any, Grad]:
+        """oneDNN's softmax; see :class:`mxrs.kernels.SoftmaxKernels`. oneDNN has no
+        temperature: the input is divided by it first and the gradient after. An axis that is
+        not innermost in memory (oneDNN has only its reference implementation there, slower
+        than NumPy), arrays of fewer than :data:`SOFTMAX_MIN` elements, and inputs with NaN or
+        infinities (whose rows MXNet's arithmetic turns to NaN) run on NumPy."""
+        if x.size < SOFTMAX_MIN:
+            return self._fallback.softmax(x, axis, temperature, log, train)
+        xs = dense(x / temperature if temperature != 1.0 else x)
+        if not _finite(xs):
+            return self._fallback.softmax(x, axis, temperature, log, train)
+        shape, strides = xs.shape, strides_of(xs)
+        key = ("softmax", shape, tuple(strides), axis, log, train)
+        k = self._kernel(
+            key, lambda: _native.OnednnSoftmax(list(shape), strides, axis, log, train), fast=True
+        )
+        if k is None:
+            return self._fallback.softmax(x, axis, temperature, log, train)
+        y = numpy.empty_like(xs)
+        k.forward(xs, y)
+        del x, xs
+        if not train:
+            return y, _inference_only("softmax")
+
+        def grad(g, needs):
+            gx = numpy.empty_like(y)
+            k.backward(y, in_layout_of(y, g), gx)
+            if temperature != 1.0:
+                gx /= temperature
+            return (gx,)
+
+        return y, grad
+
+    def lrn(
+        self, x: Any, alpha: float, beta: float, knorm: float, nsize: int, train: bool
+    ) -> tuple[Any, Grad]:
+        """oneDNN's LRN across channels; see :class:`mxrs.kernels.LrnKernels`.
+
+        MXNet's window holds ``2 * h + 1`` channels, ``h = (nsize - 1) // 2`` (one fewer than
+        ``nsize`` when it is even), while its alpha is divided by ``nsize``; oneDNN's window
+        holds ``local_size`` channels and divides its alpha by that, so the kernel runs with
+        ``local_size = 2 * h + 1`` and ``alpha * local_size / nsize``. A window of one channel
+        (``nsize`` 1 or 2), shapes oneDNN computes only with its reference implementation
+        (other than 2 spatial axes), arrays of fewer than :data:`LRN_MIN` elements, and inputs
+        with NaN or infinities run on NumPy."""
+        if x.size < LRN_MIN or nsize < 3:
+            return self._fallback.lrn(x, alpha, beta, knorm, nsize, train)
+        x = dense(x)
+        if not _finite(x):
+            return self._fallback.lrn(x, alpha, beta, knorm, nsize, train)
+        size = 2 * ((nsize - 1) // 2) + 1
+        a = alpha * size / nsize
+        shape = x.shape
+        key = ("lrn", shape, size, a, beta, knorm, train)
+        k = self._kernel(
+            key, lambda: _native.OnednnLrn(list(shape), size, a, beta, knorm, train), fast=True
+        )
+        if k is None:
+            return self._fallback.lrn(x, alpha, beta, knorm, nsize, train)
+        y = numpy.empty_like(x)
+        ws = numpy.empty(k.workspace_bytes, numpy.uint8) if k.workspace_bytes else None
+        k.forward(x, y, ws)
+        if not train:
+            return y, _inference_only("LRN")
+
+        def grad(g, needs):
+            gx = numpy.empty_like(x)
+            k.backward(x, in_layout_of(x, g), ws, gx)
+            return (gx,)
+
+        return y, grad
+
+    def leaky_relu(self, x: Any, kind: str, slope: float, train: bool) -> tuple[Any, Grad]:
+        """oneDNN's leaky ReLU, ELU and GELU (erf form) over the whole buffer; see
+        :class:`mxrs.kernels.LeakyKernels`. SELU, arrays smaller than their kind's
+        :data:`LEAKY_MIN`, and inputs with NaN or infinities run on NumPy."""
+        if kind not in LEAKY_MIN or x.size < LEAKY_MIN[kind]:
+            return self._fallback.leaky_relu(x, kind, slope, train)
+        x = dense(x)
+        if not _finite(x):
+            return self._fallback.leaky_relu(x, kind, slope, train)
+        n = x.size
+        key = ("leaky", kind, n, float(slope), train)
+        k = self._kernel(key, lambda: _native.OnednnActivation(kind, n, train, slope))
+        if k is None:
+            return self._fallback.leaky_relu(x, kind, slope, train)
+        y = numpy.empty_like(x)
+        k.forward(x, y)
+        if not train:
+            return y, _inference_only("activation")
+
+        def grad(g, needs):
+            # the kernel runs over raw buffers: the input, the gradients share one layout
+            gx = numpy.empty_like(x)
+            k.backward(x, in_layout_of(x, g), gx)
+            return (gx,)
+
+        return y, grad

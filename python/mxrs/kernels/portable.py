@@ -9,6 +9,10 @@ Deconvolution reuses the same gather and scatter the other way round.
 Pooling is separable: each window is reduced along its last axis (K strided passes over the
 whole batch), then along the axis before it, and so on. Max pooling's gradient goes to the
 first maximum of each window in row-major order, as MXNet's does.
+
+Softmax subtracts the maximum along its axis first, so it does not overflow. LRN sums the
+squares over its channel window with one shifted add per offset. GELU's erf is a rational
+approximation (neither NumPy nor CuPy has erf), accurate to about 1e-7.
 """
 
 from __future__ import annotations
@@ -21,9 +25,68 @@ import numpy
 
 from ._types import ConvGeometry, Grad, PoolGeometry
 
-__all__ = ["FLOAT32", "Portable", "for_backend", "padded", "windows", "scatter", "to_first"]
+__all__ = [
+    "FLOAT32",
+    "Portable",
+    "for_backend",
+    "padded",
+    "windows",
+    "scatter",
+    "to_first",
+    "log_softmax",
+    "erf",
+    "SELU_ALPHA",
+    "SELU_LAMBDA",
+]
 
 FLOAT32 = numpy.dtype(numpy.float32)
+
+#: SELU's fixed ELU slope and output scale.
+SELU_ALPHA = 1.6732632423543772
+SELU_LAMBDA = 1.0507009873554805
+
+# Coefficients of the erfc approximation ``t * exp(-z*z + P(t))`` with ``t = 1 / (1 + z/2)``,
+# whose relative error is below 1.2e-7 for every ``z >= 0``.
+_ERFC_COEFFS = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
+
+
+def erf(xp, x):
+    """erf(x) elementwise, accurate to about 1e-7, for a floating array ``x``."""
+    z = xp.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = xp.zeros_like(t)
+    for c in reversed(_ERFC_COEFFS[1:]):
+        poly = (poly + c) * t
+    erfc = t * xp.exp(poly + _ERFC_COEFFS[0] - z * z)
+    return xp.sign(x) * (1.0 - erfc)
+
+
+def log_softmax(xp, x, axis):
+    """The logarithm of the softmax of ``x`` along ``axis``, its maximum subtracted first."""
+    z = x - x.max(axis=axis, keepdims=True)
+    z -= xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
+    return z
+
+
+def _window_sum(v, half):
+    """Sum of ``v`` over channels ``c - half .. c + half`` (axis 1), zero beyond the ends."""
+    c = v.shape[1]
+    out = v.copy()
+    for off in range(1, min(half, c - 1) + 1):
+        out[:, off:] += v[:, :-off]
+        out[:, :-off] += v[:, off:]
+    return out
 
 
 def padded(xp, x, pads, fill, extra=None):
@@ -331,6 +394,79 @@ class Portable:
 
         else:
             raise ValueError(f"unknown activation {kind!r}")
+        return y, grad
+
+    def softmax(
+        self, x: Any, axis: int, temperature: float, log: bool, train: bool
+    ) -> tuple[Any, Grad]:
+        """Softmax (or log-softmax) in array operations; see
+        :class:`mxrs.kernels.SoftmaxKernels`."""
+        xp = self.xp
+        if temperature != 1.0:
+            x = x / temperature
+        if log:
+            y = log_softmax(xp, x, axis)
+
+            def grad(g, needs):
+                gx = g - xp.exp(y) * g.sum(axis=axis, keepdims=True)
+                return (gx / temperature if temperature != 1.0 else gx,)
+
+        else:
+            y = xp.exp(x - x.max(axis=axis, keepdims=True))
+            y /= y.sum(axis=axis, keepdims=True)
+
+            def grad(g, needs):
+                gx = y * (g - (g * y).sum(axis=axis, keepdims=True))
+                return (gx / temperature if temperature != 1.0 else gx,)
+
+        return y, grad
+
+    def lrn(
+        self, x: Any, alpha: float, beta: float, knorm: float, nsize: int, train: bool
+    ) -> tuple[Any, Grad]:
+        """MXNet's LRN in array operations; see :class:`mxrs.kernels.LrnKernels`."""
+        half = (nsize - 1) // 2
+        coef = alpha / nsize
+        scale = knorm + coef * _window_sum(x * x, half)
+        y = x * scale ** (-beta)
+
+        def grad(g, needs):
+            inner = _window_sum(g * y / scale, half)
+            return (g * scale ** (-beta) - (2 * coef * beta) * x * inner,)
+
+        return y, grad
+
+    def leaky_relu(self, x: Any, kind: str, slope: float, train: bool) -> tuple[Any, Grad]:
+        """Leaky ReLU, ELU, SELU or GELU in array operations (GELU of float16 in float32); see
+        :class:`mxrs.kernels.LeakyKernels`."""
+        xp = self.xp
+        if kind == "leaky":
+            y = xp.where(x > 0, x, x * slope)
+
+            def grad(g, needs):
+                return (xp.where(x > 0, g, g * slope),)
+
+        elif kind in ("elu", "selu"):
+            alpha, scale = (slope, 1.0) if kind == "elu" else (SELU_ALPHA, SELU_LAMBDA)
+            neg = alpha * xp.expm1(xp.minimum(x, 0))
+            y = scale * xp.where(x > 0, x, neg)
+
+            def grad(g, needs):
+                return ((scale * g) * xp.where(x > 0, 1, neg + alpha),)
+
+        elif kind == "gelu":
+            dtype = x.dtype
+            xf = x.astype(numpy.float32) if dtype == numpy.float16 else x
+            # NumPy's float64 constants: the erf runs in float64, its result cast back
+            cdf = 0.5 * (1.0 + erf(xp, xf * (1.0 / numpy.sqrt(2.0))))
+            y = (xf * cdf).astype(dtype, copy=False)
+
+            def grad(g, needs):
+                pdf = xp.exp(-0.5 * xf * xf) * (1.0 / numpy.sqrt(2.0 * numpy.pi))
+                return ((g * (cdf + xf * pdf)).astype(dtype, copy=False),)
+
+        else:
+            raise ValueError(f"unknown LeakyReLU kind {kind!r}")
         return y, grad
 
 

@@ -1,12 +1,12 @@
 """MXNet's ``LeakyReLU`` operator family: leaky, elu, selu, prelu (a learned slope), rrelu (at
-inference: the mean slope) and gelu, each a primitive op with its own gradient."""
+inference: the mean slope) and gelu, each a primitive op with its own gradient. The arithmetic
+of all but prelu is a kernel of :mod:`mxrs.kernels`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import kernels
 from ..base import MXNetError
 from .core.array import ArrayT
 from .core.op import Op, apply, unbroadcast
@@ -14,24 +14,36 @@ from .core.op import Op, apply, unbroadcast
 __all__ = ["LeakyReLU"]
 
 
-class _Leaky(Op):
-    def forward(self, x, slope):
-        self.x, self.slope = x, slope
-        return self.xp.where(x > 0, x, x * slope)
+class _Kernel(Op):
+    """An activation of the family whose arithmetic a kernel provider serves."""
+
+    kind = ""
+
+    def forward(self, x, slope=0.0):
+        k = kernels.select("LeakyReLU", self.be, x.dtype)
+        y, self.grad = k.leaky_relu(x, self.kind, slope, True in self.needs)
+        return y
 
     def backward(self, g):
-        return self.xp.where(self.x > 0, g, g * self.slope)
+        return self.grad(g, self.needs)[0]
 
 
-class _Elu(Op):
-    def forward(self, x, slope, scale):
-        xp = self.xp
-        self.x, self.slope, self.scale = x, slope, scale
-        self.neg = slope * xp.expm1(xp.minimum(x, 0))
-        return scale * xp.where(x > 0, x, self.neg)
+class _Leaky(_Kernel):
+    kind = "leaky"
 
-    def backward(self, g):
-        return (self.scale * g) * self.xp.where(self.x > 0, 1, self.neg + self.slope)
+
+class _Elu(_Kernel):
+    kind = "elu"
+
+
+class _Selu(_Kernel):
+    kind = "selu"
+
+
+class _Gelu(_Kernel):
+    """``x * Phi(x)`` with the normal CDF ``Phi`` written with erf."""
+
+    kind = "gelu"
 
 
 class _Prelu(Op):
@@ -51,54 +63,6 @@ class _Prelu(Op):
         if self.needs[1]:
             gg = unbroadcast(xp.where(pos, 0, g * x), self.gamma.shape).reshape(self.gshape)
         return gx, gg
-
-
-_SELU_ALPHA = 1.6732632423543772
-_SELU_LAMBDA = 1.0507009873554805
-
-# Coefficients of the erfc approximation ``t * exp(-z*z + P(t))`` with ``t = 1 / (1 + z/2)``,
-# whose relative error is below 1.2e-7 for every ``z >= 0`` (neither NumPy nor CuPy has erf).
-_ERFC_COEFFS = (
-    -1.26551223,
-    1.00002368,
-    0.37409196,
-    0.09678418,
-    -0.18628806,
-    0.27886807,
-    -1.13520398,
-    1.48851587,
-    -0.82215223,
-    0.17087277,
-)
-
-
-def _erf(xp: Any, x: Any) -> Any:
-    """Return erf(x) elementwise, accurate to about 1e-7, for a floating array ``x``."""
-    z = xp.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = xp.zeros_like(t)
-    for c in reversed(_ERFC_COEFFS[1:]):
-        poly = (poly + c) * t
-    erfc = t * xp.exp(poly + _ERFC_COEFFS[0] - z * z)
-    return xp.sign(x) * (1.0 - erfc)
-
-
-class _Gelu(Op):
-    """``x * Phi(x)`` with the normal CDF ``Phi`` written with erf (float16 is computed in
-    float32)."""
-
-    def forward(self, x):
-        xp = self.xp
-        self.dtype = x.dtype
-        xf = x.astype(np.float32) if x.dtype == np.float16 else x
-        self.x = xf
-        self.cdf = 0.5 * (1.0 + _erf(xp, xf * (1.0 / np.sqrt(2.0))))
-        return (xf * self.cdf).astype(x.dtype, copy=False)
-
-    def backward(self, g):
-        xp, x = self.xp, self.x
-        pdf = xp.exp(-0.5 * x * x) * (1.0 / np.sqrt(2.0 * np.pi))
-        return (g * (self.cdf + x * pdf)).astype(self.dtype, copy=False)
 
 
 def LeakyReLU(
@@ -127,9 +91,9 @@ def LeakyReLU(
     if act_type == "leaky":
         return apply(_Leaky, (data,), slope=float(slope))
     if act_type == "elu":
-        return apply(_Elu, (data,), slope=float(slope), scale=1.0)
+        return apply(_Elu, (data,), slope=float(slope))
     if act_type == "selu":
-        return apply(_Elu, (data,), slope=_SELU_ALPHA, scale=_SELU_LAMBDA)
+        return apply(_Selu, (data,))
     if act_type == "gelu":
         return apply(_Gelu, (data,))
     if act_type == "prelu":

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import kernels
 from ..autograd import _state
 from ..base import MXNetError
 from . import unary
@@ -39,38 +40,24 @@ __all__ = [
 ]
 
 
-def _log_softmax(xp, x, axis):
-    z = x - x.max(axis=axis, keepdims=True)
-    z -= xp.log(xp.exp(z).sum(axis=axis, keepdims=True))
-    return z
-
-
 class _Softmax(Op):
+    """Softmax along ``axis`` of ``x / temperature``, computed by a kernel provider."""
+
+    log = False
+
     def forward(self, x, axis, temperature):
-        xp = self.xp
-        if temperature != 1.0:
-            x = x / temperature
-        z = xp.exp(x - x.max(axis=axis, keepdims=True))
-        z /= z.sum(axis=axis, keepdims=True)
-        self.y, self.axis, self.t = z, axis, temperature
-        return z
+        k = kernels.select("log_softmax" if self.log else "softmax", self.be, x.dtype)
+        y, self.grad = k.softmax(
+            x, axis_index(axis, x.ndim), temperature, self.log, True in self.needs
+        )
+        return y
 
     def backward(self, g):
-        y = self.y
-        gx = y * (g - (g * y).sum(axis=self.axis, keepdims=True))
-        return gx / self.t if self.t != 1.0 else gx
+        return self.grad(g, self.needs)[0]
 
 
-class _LogSoftmax(Op):
-    def forward(self, x, axis, temperature):
-        if temperature != 1.0:
-            x = x / temperature
-        self.y, self.axis, self.t = _log_softmax(self.xp, x, axis), axis, temperature
-        return self.y
-
-    def backward(self, g):
-        gx = g - self.xp.exp(self.y) * g.sum(axis=self.axis, keepdims=True)
-        return gx / self.t if self.t != 1.0 else gx
+class _LogSoftmax(_Softmax):
+    log = True
 
 
 def softmax(
@@ -142,7 +129,7 @@ class _SoftmaxCE(Op):
                 label = xp.moveaxis(label, axis, -1)
         self.axis, self.moved, self.sparse, self.keepdims = axis, moved, sparse, keepdims
         self.from_logits = from_logits
-        logp = pred if from_logits else _log_softmax(xp, pred, -1)
+        logp = pred if from_logits else kernels.portable.log_softmax(xp, pred, -1)
         self.logp = logp
         n = logp.shape[-1]
         if sparse:

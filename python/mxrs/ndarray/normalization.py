@@ -400,32 +400,14 @@ def L2Normalization(data: ArrayT, eps: float = 1e-10, mode: str = "instance") ->
     return apply(_L2Norm, (data,), axes=axes, eps=float(eps))
 
 
-def _window_sum(xp: Any, v: Any, half: int) -> Any:
-    """Sum of ``v`` over channels ``c - half .. c + half`` (axis 1), zero beyond the ends."""
-    c = v.shape[1]
-    out = v.copy()
-    for off in range(1, half + 1):
-        if off >= c:
-            break
-        out[:, off:] += v[:, :-off]
-        out[:, :-off] += v[:, off:]
-    return out
-
-
 class _LRN(Op):
     def forward(self, x, alpha, beta, knorm, nsize):
-        xp = self.xp
-        self.half = (nsize - 1) // 2
-        self.coef, self.beta = alpha / nsize, beta
-        self.scale = knorm + self.coef * _window_sum(xp, x * x, self.half)
-        self.x = x
-        self.y = x * self.scale ** (-beta)
-        return self.y
+        k = kernels.select("LRN", self.be, x.dtype)
+        y, self.grad = k.lrn(x, alpha, beta, knorm, nsize, True in self.needs)
+        return y
 
     def backward(self, g):
-        xp, x = self.xp, self.x
-        inner = _window_sum(xp, g * self.y / self.scale, self.half)
-        return g * self.scale ** (-self.beta) - (2 * self.coef * self.beta) * x * inner
+        return self.grad(g, self.needs)[0]
 
 
 def LRN(
