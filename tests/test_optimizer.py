@@ -483,3 +483,58 @@ def test_ftml_with_a_zero_learning_rate_changes_nothing():
     opt.update(0, w, nd.array([0.5, 0.5]), state)
     assert w.asnumpy().tolist() == [1.0, -2.0]
     assert all((s.asnumpy() == 0).all() for s in state)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("clip", [None, 0.3])
+def test_sgd_one_pass_update_equals_the_array_operations(momentum, clip, monkeypatch):
+    """Dense float32 weights update in one native pass, bit for bit what the NumPy
+    operations give; float64 and non-contiguous weights take the NumPy path."""
+    from mxrs import _native
+    from mxrs.optimizer import sgd
+
+    calls = []
+    real = _native.sgd_update
+    monkeypatch.setattr(sgd._native, "sgd_update", lambda *a: calls.append(a[0].shape) or real(*a))
+
+    def run(one_pass, dtype="float32", strided=False):
+        monkeypatch.setattr(sgd, "_native_sgd", native if one_pass else (lambda *a: False))
+        o = mx.optimizer.SGD(
+            learning_rate=0.1, momentum=momentum, wd=0.01, rescale_grad=0.5, clip_gradient=clip
+        )
+        rng = np.random.default_rng(1)
+        base = rng.standard_normal((40, 50)).astype(dtype)
+        w = nd.array(base, dtype=dtype)
+        if strided:  # a weight array whose buffer is a column slice
+            w._data = np.asarray(rng.standard_normal((40, 100)).astype(dtype))[:, ::2]
+            w._data[...] = base
+        state = o.create_state(0, w)
+        for i in range(3):
+            g = nd.array(np.random.default_rng(10 + i).standard_normal((40, 50)), dtype=dtype)
+            o.update(0, w, g, state)
+        return w.asnumpy()
+
+    native = sgd._native_sgd
+    fused, plain = run(True), run(False)
+    assert calls == [(40, 50)] * 3
+    np.testing.assert_array_equal(fused, plain)
+    calls.clear()
+    np.testing.assert_allclose(run(True, "float64"), plain, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(run(True, strided=True), plain)
+    assert calls == []
+
+
+def test_sgd_one_pass_update_checks_lengths():
+    from mxrs import _native
+    from mxrs.base import ShapeMismatchError
+
+    w = np.ones(4, np.float32)
+    with pytest.raises(ShapeMismatchError, match="4 weights with 3 gradients and 4 momenta"):
+        _native.sgd_update(w, np.ones(3, np.float32), None, 0.1, 0.0, 0.0, 1.0)
+    with pytest.raises(ShapeMismatchError, match="with 4 gradients and 2 momenta"):
+        _native.sgd_update(w, np.ones(4, np.float32), np.ones(2, np.float32), 0.1, 0, 0.9, 1.0)
+    with pytest.raises(ShapeMismatchError, match="the gradient must be a C-contiguous float32"):
+        _native.sgd_update(w, np.ones(8, np.float32)[::2], None, 0.1, 0.0, 0.0, 1.0)
+    assert (w == 1).all()  # nothing was written
+    _native.sgd_update(w, np.full(4, 2, np.float32), None, 0.5, 0.0, 0.0, 1.0, None)
+    np.testing.assert_array_equal(w, np.zeros(4, np.float32))

@@ -85,6 +85,16 @@ def compress_roundtrip(
     kind: str, threshold: float, grad: np.ndarray, residual: np.ndarray | None = None
 ) -> np.ndarray: ...
 def node_main(role: str, argv: Sequence[str]) -> int: ...
+def sgd_update(
+    weight: np.ndarray,
+    grad: np.ndarray,
+    mom: np.ndarray | None,
+    lr: float,
+    wd: float,
+    momentum: float,
+    rescale_grad: float,
+    clip_gradient: float | None = None,
+) -> None: ...
 
 # oneDNN's kernels (mxrs.kernels.onednn): float32, C-contiguous arrays; KernelError on misuse,
 # KernelUnsupportedError where oneDNN has no implementation.

@@ -11,6 +11,7 @@
 //! - `items`: a request's Python arguments read and checked (arrays lent, destinations, row ids).
 //! - `onednn`: oneDNN's CPU kernels (convolution, pooling, batch norm, activations, inner
 //!   product, softmax, LRN) on NumPy arrays.
+//! - `updates`: optimizer updates of a worker's own weights, by the servers' loops.
 //! - `codec`: gradient compression for arrays in this process (the 'device' KVStore).
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
@@ -25,6 +26,7 @@ mod kvstore;
 mod onednn;
 mod roles;
 mod runtime;
+mod updates;
 
 use pyo3::prelude::*;
 
@@ -38,6 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(roles::node_main, m)?)?;
     m.add_function(wrap_pyfunction!(exit::exit_with_status, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(updates::sgd_update, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_set_threads, m)?)?;
     m.add_class::<onednn::OnednnConv>()?;

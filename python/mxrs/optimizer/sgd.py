@@ -7,6 +7,8 @@ The gradient is rescaled and clipped first; weight decay enters after clipping::
 
 ``mom`` is MXNet's (negative-direction) momentum buffer, so saved states carry over. With a
 ``row_sparse`` gradient and ``lazy_update`` (the default) only the gradient's rows are updated.
+Dense float32 arrays on the CPU are updated in one pass by the loop the servers run
+(``mxrs._native.sgd_update``), other arrays with NumPy or CuPy operations.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy
 
+from .. import _native
 from . import _sparse
 from .optimizer import Optimizer, _zeros_state, register
 
@@ -22,6 +25,22 @@ if TYPE_CHECKING:
     from ..ndarray import NDArray
 
 __all__ = ["SGD"]
+
+
+def _native_sgd(
+    xp: Any, opt: Optimizer, w: Any, g: Any, mom: Any, mu: float, lr: float, wd: float
+) -> bool:
+    """Update ``w`` (and ``mom``) in one pass where all are C-contiguous float32 NumPy arrays;
+    False where they are not (the caller computes with array operations)."""
+    if xp is not numpy:
+        return False
+    for a in (w, g) if mom is None else (w, g, mom):
+        if a.dtype != numpy.float32 or not a.flags.c_contiguous:
+            return False
+    c = opt.clip_gradient
+    clip = float(c) if c is not None and c > 0 else None
+    _native.sgd_update(w, g, mom, lr, wd, mu, float(opt.rescale_grad), clip)
+    return True
 
 
 def _sgd_plain(xp: Any, opt: Optimizer, w: Any, g: Any, lr: float, wd: float) -> None:
@@ -94,11 +113,13 @@ class SGD(Optimizer):
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
     ) -> None:
-        if state is None:
+        mom = None if state is None else state._data
+        mu = float(self.momentum) if self.momentum > 0 else 0.0
+        if _native_sgd(xp, self, w, g, mom, mu, lr, wd):
+            return
+        if mom is None:
             _sgd_plain(xp, self, w, g, lr, wd)
             return
-        mom = state._data
-        mu = float(self.momentum) if self.momentum > 0 else 0.0
         # mom = mu*mom - lr*wd*w - lr*clip(r*g);  w += mom  (the kernel's order of terms)
         mom *= mu
         if wd:

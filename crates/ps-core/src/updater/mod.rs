@@ -303,6 +303,54 @@ struct Step {
     t: u64,
 }
 
+/// The hyper-parameters of one SGD update of one array ([`sgd_update`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SgdStep {
+    /// The learning rate, its multiplier applied.
+    pub lr: f64,
+    /// The weight decay, its multiplier applied.
+    pub wd: f64,
+    /// The momentum (the `mom` buffer is MXNet's, in the negative direction).
+    pub momentum: f64,
+    pub rescale_grad: f64,
+    /// `None` (or a bound that is not positive): no clipping.
+    pub clip_gradient: Option<f64>,
+}
+
+/// MXNet's `sgd_update` (without `mom`) or `sgd_mom_update` on one array, in one pass, by the
+/// same loops the servers run: for a worker that updates its own weights (the Python `SGD`).
+///
+/// Fails with [`PsError::ShapeMismatch`] when `grad` or `mom` does not have `weight`'s length.
+pub fn sgd_update<T: Float>(
+    step: SgdStep,
+    weight: &mut [T],
+    grad: &[T],
+    mom: Option<&mut [T]>,
+) -> Result<()> {
+    let n = weight.len();
+    let lens = (grad.len(), mom.as_ref().map_or(n, |m| m.len()));
+    if lens != (n, n) {
+        return Err(PsError::ShapeMismatch(format!(
+            "an SGD update of {n} weights with {} gradients and {} momenta",
+            lens.0, lens.1
+        )));
+    }
+    let mut h = Hyper::defaults(Kind::Sgd);
+    h.rescale_grad = step.rescale_grad;
+    h.clip_gradient = step.clip_gradient;
+    h.momentum = step.momentum;
+    let s = Step {
+        lr: step.lr,
+        wd: step.wd,
+        t: 0,
+    };
+    match mom {
+        Some(mom) => sgd::momentum(&h, s, weight, grad, mom),
+        None => sgd::plain(&h, s, weight, grad),
+    }
+    Ok(())
+}
+
 /// Clips `x` into `[-bound, bound]`; NaN passes through, as in MXNet's `clip` kernel.
 #[inline(always)]
 fn clip<T: Float>(x: T, bound: T) -> T {

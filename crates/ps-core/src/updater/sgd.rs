@@ -96,6 +96,37 @@ mod tests {
     }
 
     #[test]
+    fn one_array_update_matches_the_servers() {
+        use super::super::{SgdStep, sgd_update};
+        let step = SgdStep {
+            lr: 0.1,
+            wd: 0.05,
+            momentum: 0.9,
+            rescale_grad: 0.5,
+            clip_gradient: Some(0.6),
+        };
+        let mut w = W0.to_vec();
+        let mut mom = vec![0.0; w.len()];
+        for g in &GRADS {
+            sgd_update(step, &mut w, g, Some(&mut mom)).unwrap();
+        }
+        assert_close(&w, &reference(0.1, 0.05, 0.9, 0.5, Some(0.6)));
+        let mut w = W0.to_vec();
+        let plain = SgdStep {
+            momentum: 0.0,
+            ..step
+        };
+        for g in &GRADS {
+            sgd_update(plain, &mut w, g, None).unwrap();
+        }
+        assert_close(&w, &reference(0.1, 0.05, 0.0, 0.5, Some(0.6)));
+        let err = sgd_update(step, &mut w, &GRADS[0][..1], None).unwrap_err();
+        assert!(err.to_string().contains("with 1 gradients"), "{err}");
+        let err = sgd_update(step, &mut w, &GRADS[0], Some(&mut [0.0])).unwrap_err();
+        assert!(err.to_string().contains("and 1 momenta"), "{err}");
+    }
+
+    #[test]
     fn sgd_momentum_known_numbers() {
         // m1 = −lr·wd·w − lr·g = [−0.001 − 0.05, 0.002 − 0.025] = [−0.051, −0.023]
         // w1 = [0.949, −2.023]
