@@ -1,5 +1,9 @@
 """Backends: NumPy for CPU contexts, the host allocator setting, CuPy errors without CuPy."""
 
+import os
+import subprocess
+import sys
+
 import mxrs as mx
 import numpy as np
 import pytest
@@ -32,6 +36,37 @@ def test_allocator_tuning_calls_mallopt(monkeypatch):
     monkeypatch.setattr(_backend.ctypes, "CDLL", lambda name: FakeLibc())
     _backend._tune_host_allocator()
     assert (_backend._M_MMAP_THRESHOLD, 32 * 1024 * 1024) in seen
+    assert (_backend._M_MMAP_MAX, 0) in seen
+
+
+REUSE = """
+import resource, numpy as np, mxrs as mx
+mx.nd.ones(1)  # the first CPU array tunes the allocator
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for n in (8 << 20, 40 << 20, 64 << 20):
+    a = np.empty(n, np.uint8); a.fill(1); del a
+    before = faults()
+    b = np.empty(n, np.uint8); b.fill(1); del b
+    print(n >> 20, faults() - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+@pytest.mark.parametrize("allocator", ["pooled", "default"])
+def test_a_freed_large_block_is_reused_without_page_faults(allocator):
+    """A step's large temporaries come back from the heap already mapped: touching a block of
+    the size just freed faults no page in (glibc's default maps large blocks afresh)."""
+    env = dict(os.environ, MXRS_HOST_ALLOCATOR=allocator)
+    out = subprocess.run(
+        [sys.executable, "-c", REUSE], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    faults = {int(mib): int(n) for mib, n in (line.split() for line in out.stdout.splitlines())}
+    if allocator == "pooled":
+        assert all(n < 8 for n in faults.values()), faults
+    else:  # 64 MiB mapped afresh: at least one fault per 2 MiB page
+        assert faults[64] >= 32, faults
 
 
 def test_numpy_backend_helpers():

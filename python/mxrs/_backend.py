@@ -5,12 +5,13 @@ between the libraries (scatter-add, strided views, random generators, host trans
 object. CPU contexts share the NumPy backend; GPU contexts share the CuPy backend, created the
 first time a GPU context holds data. CuPy is never imported before that.
 
-Host memory: a training step allocates and frees the same large temporaries (im2col columns,
-activations, gradients) every iteration. With glibc's defaults each of them is a fresh ``mmap``
-whose pages fault in on first touch, which costs as much as the arithmetic on them. When the
-first CPU array is made, mxrs therefore asks glibc (``mallopt``) to serve blocks up to 32 MiB
-from the heap and to keep freed memory for reuse, much as a pooled allocator would. Set
-``MXRS_HOST_ALLOCATOR=default`` to leave the allocator alone.
+Host memory: a training step allocates and frees the same large temporaries (activations,
+gradients, workspaces) every iteration. With glibc's defaults each of them is a fresh ``mmap``
+whose pages fault in on first touch, which costs as much as the arithmetic on them (a pooling
+gradient of ResNet-18 at 224 pixels: 53 ms with the faults, 2.6 ms without). When the first CPU
+array is made, mxrs therefore asks glibc (``mallopt``) to serve blocks of every size from the
+heap and to keep freed memory for reuse, much as a pooled allocator would: a long job's memory
+stays at its peak step's. Set ``MXRS_HOST_ALLOCATOR=default`` to leave the allocator alone.
 """
 
 import contextlib
@@ -178,7 +179,7 @@ NUMPY = _NumpyBackend()
 _cupy_backend = None
 
 
-_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -2, -3, -4
 _allocator_tuned = [False]
 
 
@@ -194,7 +195,8 @@ def _tune_host_allocator():
         mallopt = libc.mallopt
     except (OSError, AttributeError):  # not glibc
         return
-    mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)
+    mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)  # glibc's largest
+    mallopt(_M_MMAP_MAX, 0)  # and larger blocks from the heap too
     mallopt(_M_TRIM_THRESHOLD, 1024 * 1024 * 1024)
     mallopt(_M_TOP_PAD, 64 * 1024 * 1024)
 
