@@ -1,7 +1,7 @@
 """Batch norm with a fused ReLU: ``mx.nd.contrib.BatchNormWithReLU``, ``gluon.nn.BatchNormReLU``
-and the graph pass of a hybridized ``HybridSequential`` that runs ``BatchNorm`` then
-``Activation('relu')`` as that one operator, each equal to the two operators one after the other
-on both kernel providers (output, every gradient, the running statistics)."""
+and the graph passes that run ``BatchNorm`` then a ReLU as that one operator (a hybridized
+``HybridSequential``, a bound executor), each equal to the two operators one after the other on
+both kernel providers (output, every gradient, the running statistics)."""
 
 import json
 
@@ -187,3 +187,64 @@ def test_batch_norm_relu_layer_and_its_exported_graph(tmp_path):
         str(tmp_path / "bnrelu-symbol.json"), ["data"], str(tmp_path / "bnrelu-0000.params")
     )
     close(back(mx.nd.array(x)).asnumpy(), want)
+
+
+def bn_relu_symbol(extra_reader=False, expose_norm=False):
+    data = mx.sym.var("data")
+    conv = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
+    norm = mx.sym.BatchNorm(conv, fix_gamma=False, name="bn")
+    act = mx.sym.Activation(norm, act_type="relu", name="relu")
+    if extra_reader:  # the normalised output is read twice
+        act = act + norm
+    fc = mx.sym.FullyConnected(mx.sym.flatten(act), num_hidden=3, name="fc")
+    out = mx.sym.SoftmaxOutput(fc, name="softmax")
+    return mx.sym.Group([out, norm]) if expose_norm else out
+
+
+def run_executor(sym, x, label, monitor):
+    mx.random.seed(8)
+    ex = sym.simple_bind(mx.cpu(), data=x.shape, softmax_label=label.shape)
+    for name, arr in ex.arg_dict.items():
+        if name not in ("data", "softmax_label"):
+            arr[:] = mx.nd.random.normal(0, 0.5, arr.shape)
+    if monitor:
+        ex.set_monitor_callback(lambda name, arr: None)
+    ex.forward(is_train=True, data=mx.nd.array(x), softmax_label=mx.nd.array(label))
+    ex.backward()
+    outs = [o.asnumpy() for o in ex.outputs]
+    grads = [
+        g.asnumpy() for n, g in sorted(ex.grad_dict.items()) if n.startswith(("conv", "bn", "fc"))
+    ]
+    return outs + grads + [a.asnumpy() for a in ex.aux_arrays]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_executor_fuses_batch_norm_read_only_by_a_relu(provider, monkeypatch):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((4, 2, 5, 5)).astype(np.float32)
+    label = rng.integers(0, 3, 4).astype(np.float32)
+    calls = count_fused_calls(monkeypatch)
+    with kernels.use(provider):
+        got = run_executor(bn_relu_symbol(), x, label, monitor=False)
+        assert calls == [(4, 4, 5, 5)]
+        want = run_executor(bn_relu_symbol(), x, label, monitor=True)  # a monitor: as written
+        assert calls == [(4, 4, 5, 5)]
+    assert len(got) == 1 + 6 + 2
+    for g, w in zip(got, want, strict=True):
+        close(g, w)
+    assert not np.allclose(got[-2], 0)  # the moving mean moved
+
+
+@pytest.mark.parametrize("kw", [{"extra_reader": True}, {"expose_norm": True}])
+def test_executor_keeps_a_batch_norm_whose_output_is_read_elsewhere(kw, monkeypatch):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 2, 4, 4)).astype(np.float32)
+    label = rng.integers(0, 3, 2).astype(np.float32)
+    calls = count_fused_calls(monkeypatch)
+    got = run_executor(bn_relu_symbol(**kw), x, label, monitor=False)
+    want = run_executor(bn_relu_symbol(**kw), x, label, monitor=True)
+    assert calls == []
+    for g, w in zip(got, want, strict=True):
+        close(g, w)
+    if kw.get("expose_norm"):  # the normalised output itself, not its ReLU
+        assert (got[1] < 0).any()

@@ -3,7 +3,8 @@
 ``forward`` evaluates the graph node by node with the ``mx.nd`` operators (recorded by autograd
 when training), ``backward`` runs autograd from the outputs and leaves each argument's gradient
 in its gradient array per its ``grad_req`` ('write', 'add' or 'null'). Auxiliary states
-(BatchNorm's moving statistics) are inputs the operators update in place.
+(BatchNorm's moving statistics) are inputs the operators update in place. Where the graph
+allows, neighbouring operators run as one (:mod:`.fusion`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from .. import autograd
 from ..base import MXNetError
 from ..context import Context
+from .fusion import fuse
 from .opinfo import compile_node
 
 if TYPE_CHECKING:
@@ -101,10 +103,12 @@ class Executor:
         self.outputs: list[Any] = []
         self._monitor: Callable[[str, Any], None] | None = None
         self._recorded = False
-        # the graph is fixed once bound: order it and prepare each operator call once
+        # the graph is fixed once bound: order it and prepare each operator call once, as
+        # written (for a monitor, which watches every operator's output) and fused
         self._plan = [
             (node, None if node.op is None else compile_node(node)) for node in symbol._nodes()
         ]
+        self._fused_plan = fuse(self._plan, symbol._outputs)
 
     @property
     def output_dict(self) -> dict[str, Any]:
@@ -140,7 +144,8 @@ class Executor:
         values: dict[tuple[int, int], Any] = {}
         names = dict(self.arg_dict)
         names.update(self.aux_dict)
-        for node, call in self._plan:
+        plan = self._plan if self._monitor is not None else self._fused_plan
+        for node, call in plan:
             if call is None:
                 values[(id(node), 0)] = names[node.name]
                 continue

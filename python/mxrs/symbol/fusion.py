@@ -1,0 +1,66 @@
+"""The graph pass of an executor: operators computed as one where the result is the same.
+
+A bound graph is fixed, so an executor can see what each output feeds. A ``BatchNorm`` whose
+normalised output is read by one ``Activation`` with ``act_type='relu'`` and by nothing else
+(not an output of the graph either) runs as ``mx.nd.contrib.BatchNormWithReLU``, and the
+activation hands its input on, as MXNet's oneDNN graph passes fuse the pair: on oneDNN the ReLU
+is applied in the normalisation's own pass over the data, and its gradient comes from a one-byte
+mask. An executor with a monitor callback runs the graph as written, so that every operator's
+output is there to watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .graph import Node
+from .opinfo import parse_attrs
+
+__all__ = ["Plan", "fuse"]
+
+#: The nodes in order, each with the call computing its outputs (None for a variable).
+Plan = list[tuple[Node, Callable[[list[Any]], list[Any]] | None]]
+
+
+def fuse(plan: Plan, outputs: Sequence[tuple[Node, int]]) -> Plan:
+    """``plan`` with every BatchNorm that only a ReLU reads computed together with it."""
+    readers: dict[tuple[int, int], list[Node]] = {}
+    for node, _ in plan:
+        for child, i in node.inputs:
+            readers.setdefault((id(child), i), []).append(node)
+    exposed = {(id(n), i) for n, i in outputs}
+    norms: dict[int, dict[str, Any]] = {}
+    relus: set[int] = set()
+    for node, _ in plan:
+        if node.op != "BatchNorm":
+            continue
+        params = parse_attrs(node.attrs)
+        users = readers.get((id(node), 0), [])
+        if params.get("output_mean_var") or (id(node), 0) in exposed or len(users) != 1:
+            continue
+        act = users[0]
+        if act.op == "Activation" and parse_attrs(act.attrs).get("act_type") == "relu":
+            norms[id(node)] = params
+            relus.add(id(act))
+    if not norms:
+        return plan
+    return [
+        (node, _norm_relu(norms[id(node)]) if id(node) in norms else _passed_on)
+        if id(node) in norms or id(node) in relus
+        else (node, call)
+        for node, call in plan
+    ]
+
+
+def _norm_relu(params: dict[str, Any]) -> Callable[[list[Any]], list[Any]]:
+    from .. import ndarray as nd
+
+    def call(inputs: list[Any]) -> list[Any]:
+        return [nd.contrib.BatchNormWithReLU(*inputs, **params)]
+
+    return call
+
+
+def _passed_on(inputs: list[Any]) -> list[Any]:
+    return [inputs[0]]
