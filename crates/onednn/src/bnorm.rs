@@ -4,7 +4,7 @@
 //! outputs were positive) for the backward pass.
 
 use crate::ffi;
-use crate::prim::{MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, same_layout};
+use crate::prim::{MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, check_layouts};
 use crate::{Dnnl, DnnlError};
 
 /// One batch normalisation's primitives, built once for a shape.
@@ -152,16 +152,7 @@ impl BatchNorm {
     }
 
     fn check(&self, strides: &[&[i64]]) -> Result<(), DnnlError> {
-        match strides
-            .iter()
-            .find(|st| !same_layout(&self.dims, &self.strides, st))
-        {
-            None => Ok(()),
-            Some(st) => Err(DnnlError::Input(format!(
-                "batch norm built for strides {:?}, given {st:?}",
-                self.strides
-            ))),
-        }
+        check_layouts("batch norm", &self.dims, &self.strides, strides)
     }
 
     /// Normalises `x` into `y` (both in the kernel's layout), filling `ws` when the kernel
