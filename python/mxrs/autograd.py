@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from . import timeline
 from ._sparse_rows import SparseRows, add_grads, as_dense
 from .base import MXNetError
 
 if TYPE_CHECKING:
-    from .ndarray.ndarray import NDArray
+    from typing_extensions import Self
 
 __all__ = [
     "record",
@@ -48,6 +48,48 @@ __all__ = [
     "get_symbol",
     "Function",
 ]
+
+
+class TapeNode(Protocol):
+    """What the tape reads of a recorded operation (``mxrs.ndarray``'s ``Op`` is one): its
+    inputs (None once a backward pass freed them), which of them want a gradient, its number of
+    outputs, its context and its backward."""
+
+    inputs: Sequence[Any] | None
+    needs: tuple[bool, ...]
+    nout: int
+    ctx: Any
+
+    def backward(self, *out_grads: Any) -> Any: ...
+
+
+class TapeArray(Protocol):
+    """What the tape reads and writes of an array (``mxrs.ndarray``'s ``NDArray`` is one): its
+    raw data and context, the operation that computed it (``_node``, its output ``_oidx``) and,
+    for a variable, its gradient array, ``grad_req`` and whether the gradient is fresh. The tape
+    sits below the array classes, so it names this narrow type instead of them."""
+
+    _data: Any
+    _ctx: Any
+    _node: Any
+    _oidx: int
+    _grad: Any
+    _grad_req: str
+    _fresh: bool
+
+    @property
+    def stype(self) -> str: ...
+
+    def _new(self, data: Any, ctx: Any) -> Self: ...
+
+    def _needs_grad(self) -> bool: ...
+
+    def _mark_variable(self, grad: Any, grad_req: str) -> None: ...
+
+
+#: An array type that goes through the tape and comes back (``grad`` returns the variables' type).
+A = TypeVar("A", bound=TapeArray)
+
 
 _NOT_IN_GRAPH = (
     "Cannot differentiate node because it is not in a computational graph. You need to set "
@@ -145,8 +187,8 @@ def set_training(train_mode: bool) -> bool:
 
 
 def mark_variables(
-    variables: NDArray | list[NDArray] | tuple[NDArray, ...],
-    gradients: NDArray | Sequence[NDArray],
+    variables: TapeArray | list[TapeArray] | tuple[TapeArray, ...],
+    gradients: TapeArray | Sequence[TapeArray],
     grad_reqs: str | Sequence[str] = "write",
 ) -> None:
     """Mark arrays as variables whose gradients go into the given gradient arrays.
@@ -159,10 +201,11 @@ def mark_variables(
     grad_reqs : str or list of str, default 'write'
     """
     if not isinstance(variables, (list, tuple)):
-        variables, gradients = [variables], [cast("NDArray", gradients)]
+        variables, gradients = [variables], [cast("TapeArray", gradients)]
     if isinstance(grad_reqs, str):
         grad_reqs = [grad_reqs] * len(variables)
-    for var, g, req in zip(variables, gradients, grad_reqs, strict=True):
+    grads = cast("Sequence[TapeArray]", gradients)
+    for var, g, req in zip(variables, grads, grad_reqs, strict=True):
         var._mark_variable(g, req)
 
 
@@ -170,7 +213,7 @@ def _as_list(x: Any) -> list[Any]:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def _toposort(heads: list[NDArray]) -> list[Any]:
+def _toposort(heads: list[TapeArray]) -> list[Any]:
     """Return the op nodes reachable from ``heads``, every node after all of its inputs' nodes."""
     order = []
     visited = set()
@@ -199,10 +242,10 @@ def _toposort(heads: list[NDArray]) -> list[Any]:
 
 
 def _run(
-    heads: NDArray | Sequence[NDArray],
-    head_grads: NDArray | Sequence[NDArray | None] | None,
+    heads: TapeArray | Sequence[TapeArray],
+    head_grads: TapeArray | Sequence[TapeArray | None] | None,
     retain_graph: bool,
-    on_final: Callable[[NDArray, Any], None],
+    on_final: Callable[[Any, Any], None],
     create_graph: bool = False,
 ) -> None:
     """Propagate gradients from ``heads``; call ``on_final(variable, gradient)`` once for every
@@ -219,10 +262,10 @@ def _run(
 
 
 def _run_pass(
-    heads: NDArray | Sequence[NDArray],
-    head_grads: NDArray | Sequence[NDArray | None] | None,
+    heads: TapeArray | Sequence[TapeArray],
+    head_grads: TapeArray | Sequence[TapeArray | None] | None,
     retain_graph: bool,
-    on_final: Callable[[NDArray, Any], None],
+    on_final: Callable[[Any, Any], None],
     graph: bool,
 ) -> None:
     heads = _as_list(heads)
@@ -349,7 +392,7 @@ def _install_symbol_builder(build: Callable[[Any], Any]) -> None:
     _symbol_builder = build
 
 
-def get_symbol(x: NDArray) -> Any:
+def get_symbol(x: TapeArray) -> Any:
     """Return the Symbol of the recorded computation that produced ``x``.
 
     Arrays marked with ``attach_grad`` are its variables (``var0``, ``var1``...), other arrays
@@ -373,7 +416,7 @@ def get_symbol(x: NDArray) -> Any:
     return _symbol_builder(x)
 
 
-def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
+def _accumulate(leaves: dict[int, Any], var: TapeArray, g: Any) -> None:
     entry = leaves.get(id(var))
     if entry is None:
         leaves[id(var)] = (var, g)
@@ -381,7 +424,7 @@ def _accumulate(leaves: dict[int, Any], var: NDArray, g: Any) -> None:
         leaves[id(var)] = (var, add_grads(entry[1], g))
 
 
-def _store(var: NDArray, g: Any) -> None:
+def _store(var: TapeArray, g: Any) -> None:
     """Store ``var``'s final gradient per its grad_req, then tell its trainer, if it has one."""
     req = var._grad_req
     grad = var._grad
@@ -404,8 +447,8 @@ def _store(var: NDArray, g: Any) -> None:
 
 @timeline.traced("backward")
 def backward(
-    heads: NDArray | Sequence[NDArray],
-    head_grads: NDArray | Sequence[NDArray | None] | None = None,
+    heads: TapeArray | Sequence[TapeArray],
+    head_grads: TapeArray | Sequence[TapeArray | None] | None = None,
     retain_graph: bool = False,
     train_mode: bool = True,
 ) -> None:
@@ -431,13 +474,13 @@ def backward(
 
 
 def grad(
-    heads: NDArray | Sequence[NDArray],
-    variables: NDArray | Sequence[NDArray],
-    head_grads: NDArray | Sequence[NDArray | None] | None = None,
+    heads: TapeArray | Sequence[TapeArray],
+    variables: A | Sequence[A],
+    head_grads: TapeArray | Sequence[TapeArray | None] | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     train_mode: bool = True,
-) -> NDArray | list[NDArray]:
+) -> A | list[A]:
     """Return the gradients of ``heads`` with respect to ``variables``.
 
     The variables' ``.grad`` buffers are left untouched. With ``create_graph`` the gradients
@@ -513,15 +556,15 @@ class Function:
         """Keep ``args`` as ``self.saved_tensors`` for :meth:`backward`."""
         self.saved_tensors = args
 
-    def forward(self, *inputs: NDArray) -> Any:
+    def forward(self, *inputs: Any) -> Any:
         """Compute the outputs from input NDArrays."""
         raise NotImplementedError
 
-    def backward(self, *output_grads: NDArray) -> Any:
+    def backward(self, *output_grads: Any) -> Any:
         """Return the gradient of each input given the gradient of each output."""
         raise NotImplementedError
 
-    def __call__(self, *inputs: NDArray) -> NDArray | list[NDArray]:
+    def __call__(self, *inputs: TapeArray) -> Any:
         with _Scope(False, None):
             outputs = self.forward(*inputs)
         single = not isinstance(outputs, (list, tuple))
@@ -540,7 +583,11 @@ class _FunctionNode:
     """Graph node adapting a :class:`Function` to the primitive-op protocol."""
 
     def __init__(
-        self, fn: Function, inputs: Sequence[NDArray], needs: tuple[bool, ...], outs: list[NDArray]
+        self,
+        fn: Function,
+        inputs: Sequence[TapeArray],
+        needs: tuple[bool, ...],
+        outs: list[TapeArray],
     ) -> None:
         self.fn, self.inputs, self.needs = fn, tuple(inputs), needs
         self.nout = len(outs)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from ...autograd import TapeNode
     from ...context import Context
-    from .op import Op
 
 __all__ = ["ArrayCore", "ArrayT"]
 
@@ -46,7 +46,7 @@ class ArrayCore:
 
     _data: Any
     _ctx: Context
-    _node: Op | None
+    _node: TapeNode | None
     _oidx: int
     _grad: ArrayCore | None
     _grad_req: str
