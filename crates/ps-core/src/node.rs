@@ -2,7 +2,7 @@
 //! connection to the job from a [`Config`].
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +17,8 @@ use crate::server::{Copying, Farewell, Limits, ReplicaConfig, Server};
 use crate::worker::{DataPlane, Worker};
 
 /// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
-/// message; `RUST_LOG` overrides. Safe to call more than once.
+/// message; `RUST_LOG` overrides. Colours only on a terminal (a log file or a pipe gets plain
+/// text) and never with `NO_COLOR` set. Safe to call more than once.
 pub fn init_logging(verbose: u8) {
     let level = match verbose {
         0 => "warn",
@@ -26,9 +27,11 @@ pub fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("ps_core={level},warn")));
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_target(false)
         .try_init();
 }
