@@ -7,7 +7,7 @@ script again gives byte-identical files.
 
 Usage::
 
-    python scripts/make_mnist_subset.py [--src /work/shared/data/mnist] [--dst data/mnist]
+    python scripts/make_mnist_subset.py [--src ../shared/data/mnist] [--dst data/mnist]
 """
 
 import argparse
@@ -45,7 +45,10 @@ def make_subset(src, dst, counts=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--src", default="/work/shared/data/mnist", help="folder with the full MNIST IDX files"
+        "--src",
+        default=os.path.join(os.path.dirname(_REPO), "shared", "data", "mnist"),
+        help="folder with the full MNIST IDX files (default: ../shared/data/mnist beside the "
+        "repository)",
     )
     parser.add_argument(
         "--dst",

@@ -16,8 +16,9 @@ from mxrs.gluon import data
 from mxrs.gluon.data.vision import MNIST, FashionMNIST, fetch_mnist, transforms
 from mxrs.gluon.data.vision._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx, write_idx
 
-SUBSET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "mnist")
-FULL = "/work/shared/data/mnist"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUBSET = os.path.join(REPO, "data", "mnist")
+FULL = os.path.join(os.path.dirname(REPO), "shared", "data", "mnist")  # ../shared beside the clone
 FILES = [
     "train-images-idx3-ubyte.gz",
     "train-labels-idx1-ubyte.gz",

@@ -60,3 +60,19 @@ def test_the_license_file_is_the_license_the_manifests_declare():
     assert text.lstrip().startswith("Apache License\n                           Version 2.0")
     assert "END OF TERMS AND CONDITIONS" in text
     assert importlib.metadata.metadata("mxrs")["License"] == "Apache-2.0"
+
+
+def test_no_file_names_a_folder_of_the_development_machine():
+    """Tests, scripts, benchmarks and the package reach outside the repository only through
+    ``../shared`` relative to it, so a clone behaves the same on every machine."""
+    named = []
+    for folder in ("python", "tests", "scripts", "bench", "examples", ".ci"):
+        for path in (ROOT / folder).rglob("*"):
+            inner = path.relative_to(ROOT / folder).parts  # virtualenvs and caches are not ours
+            if any(p.startswith((".", "__pycache__")) for p in inner):
+                continue
+            if path.suffix in (".py", ".sh", "") and path.is_file():
+                text = path.read_text(errors="replace")
+                if "/work/" + "shared" in text or "/work/" + "main" in text:
+                    named.append(str(path.relative_to(ROOT)))
+    assert named == []
