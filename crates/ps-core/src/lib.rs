@@ -24,6 +24,7 @@
 //!   row-sparse keys (`init_rows`, `push_rows`, `pull_rows`), whose messages carry only the
 //!   rows a step touched.
 //! - [`node`]: logging and the entry points that run a whole scheduler or server process.
+//! - `task`: `AbortOnDrop`, a spawned task tied to the lifetime of its owner.
 
 #![forbid(unsafe_code)]
 
@@ -38,6 +39,7 @@ pub mod partition;
 pub mod protocol;
 pub mod scheduler;
 pub mod server;
+mod task;
 pub mod updater;
 mod warm;
 pub mod worker;

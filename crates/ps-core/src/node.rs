@@ -14,6 +14,7 @@ use crate::protocol::frame::Mode;
 use crate::protocol::{auth, transport};
 use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
 use crate::server::{Copying, Farewell, Limits, ReplicaConfig, Server};
+use crate::task::AbortOnDrop;
 use crate::worker::{DataPlane, Worker};
 
 /// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
@@ -281,15 +282,6 @@ fn report_server(server: &Server, rank: u32) {
         "mxrs-report: {{\"role\": \"server\", \"rank\": {rank}, \"bytes_in\": {received}, \
          \"bytes_out\": {sent}}}"
     );
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Tells the scheduler once the copy `c` to a new backup is stored.

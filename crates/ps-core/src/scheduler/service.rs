@@ -26,6 +26,7 @@ use crate::error::{PsError, Result};
 use crate::metrics::SchedulerMetrics;
 use crate::protocol::pb::scheduler_server::{Scheduler, SchedulerServer};
 use crate::protocol::{auth, pb, transport};
+use crate::task::AbortOnDrop;
 
 /// How long the nodes have at most to hear the shutdown order and close their event streams;
 /// never longer than the heartbeat timeout, after which a silent node counts as lost anyway.
@@ -173,15 +174,6 @@ pub async fn serve(
         false => Outcome::Completed,
         true => Outcome::Failed(end.reason),
     })
-}
-
-/// Aborts a task when dropped, so that dropping [`serve`]'s future leaves no task behind.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// State shared by the handlers, the forwarding tasks and [`serve`].

@@ -46,6 +46,7 @@ use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
 use crate::protocol::transport;
 use crate::scheduler::Topology;
+use crate::task::AbortOnDrop;
 use crate::updater::{OptimizerSpec, Updater};
 pub use replica::{ReplicaConfig, chains};
 
@@ -376,14 +377,5 @@ async fn follow_backups(
                 return;
             }
         }
-    }
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

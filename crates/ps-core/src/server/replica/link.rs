@@ -16,6 +16,7 @@ use crate::metrics::PeerCounters;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
 use crate::protocol::transport;
+use crate::task::AbortOnDrop;
 
 /// What a link carries to its backup, in order.
 pub(super) enum ToBackup {
@@ -285,13 +286,4 @@ async fn pump(
 /// A marker frame: the backup answers it once it has stored everything sent before.
 fn marker() -> Frame {
     Frame::request(Op::Stats, 0, vec![Entry::new(0, DType::F32, &[], 0, 0)])
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
