@@ -129,23 +129,6 @@ impl BatchNorm {
         self.workspace.as_ref().map_or(0, MemDesc::bytes)
     }
 
-    fn lend_workspace<'a>(
-        &self,
-        ws: Option<&'a mut [u8]>,
-    ) -> Result<Option<Memory<'a>>, DnnlError> {
-        match (&self.workspace, ws) {
-            (Some(md), Some(ws)) => Ok(Some(Memory::lend_bytes(md, ws)?)),
-            (None, None) => Ok(None),
-            (Some(md), None) => Err(DnnlError::Input(format!(
-                "batch norm with a fused ReLU needs a workspace of {} bytes",
-                md.bytes()
-            ))),
-            (None, Some(_)) => Err(DnnlError::Input(
-                "a workspace for a batch norm that keeps none".into(),
-            )),
-        }
-    }
-
     /// The implementation oneDNN chose.
     pub fn implementation(&self) -> &str {
         &self.implementation
@@ -165,7 +148,7 @@ impl BatchNorm {
         ws: Option<&mut [u8]>,
     ) -> Result<(), DnnlError> {
         self.check(&[x.strides, y.strides])?;
-        let wsm = self.lend_workspace(ws)?;
+        let wsm = Memory::workspace("a batch norm", self.workspace.as_ref(), ws)?;
         let xm = Memory::lend(&self.data, x.data)?;
         let ym = Memory::lend_mut(&self.data, y.data)?;
         let scale = Memory::lend(&self.stat, s.scale)?;
@@ -206,7 +189,7 @@ impl BatchNorm {
             ));
         };
         self.check(&[x.strides, gy.strides, gx.strides])?;
-        let wsm = self.lend_workspace(ws)?;
+        let wsm = Memory::workspace("a batch norm", self.workspace.as_ref(), ws)?;
         let xm = Memory::lend(&self.data, x.data)?;
         let gym = Memory::lend(&self.data, gy.data)?;
         let gxm = Memory::lend_mut(&self.data, gx.data)?;

@@ -132,20 +132,6 @@ impl Lrn {
         self.workspace.as_ref().map_or(0, MemDesc::bytes)
     }
 
-    fn workspace<'a>(&self, ws: Option<&'a mut [u8]>) -> Result<Option<Memory<'a>>, DnnlError> {
-        match (&self.workspace, ws) {
-            (Some(md), Some(ws)) => Ok(Some(Memory::lend_bytes(md, ws)?)),
-            (None, None) => Ok(None),
-            (Some(md), None) => Err(DnnlError::Input(format!(
-                "LRN needs a workspace of {} bytes",
-                md.bytes()
-            ))),
-            (None, Some(_)) => Err(DnnlError::Input(
-                "a workspace given to an LRN without one".into(),
-            )),
-        }
-    }
-
     /// Normalises `x` into `y` (each in any dense layout); a training kernel with a
     /// workspace fills `ws` for [`Lrn::backward`].
     pub fn forward(
@@ -156,7 +142,7 @@ impl Lrn {
     ) -> Result<(), DnnlError> {
         let xm = self.src.feed(x.data, x.strides)?;
         let sink = self.dst.sink(y.data, y.strides)?;
-        let wsm = self.workspace(ws)?;
+        let wsm = Memory::workspace("an LRN", self.workspace.as_ref(), ws)?;
         let mut args = vec![(ffi::ARG_SRC, &xm), (ffi::ARG_DST, &sink.mem)];
         if let Some(w) = &wsm {
             args.push((ffi::ARG_WORKSPACE, w));
@@ -183,7 +169,7 @@ impl Lrn {
         let xm = self.src.feed(x.data, x.strides)?;
         let gym = bwd.gy.feed(gy.data, gy.strides)?;
         let sink = bwd.gx.sink(gx.data, gx.strides)?;
-        let wsm = self.workspace(ws)?;
+        let wsm = Memory::workspace("an LRN", self.workspace.as_ref(), ws)?;
         let mut args = vec![
             (ffi::ARG_SRC, &xm),
             (ffi::ARG_DIFF_DST, &gym),

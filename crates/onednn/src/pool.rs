@@ -205,11 +205,7 @@ impl Pool {
         self.check_src(x.strides)?;
         let xm = Memory::lend(&self.src, x.data)?;
         let sink = self.out.sink(y.data, y.strides)?;
-        let wsm = match (&self.workspace, ws) {
-            (Some(md), Some(ws)) => Some(Memory::lend_bytes(md, ws)?),
-            (None, None) => None,
-            _ => return Err(DnnlError::Input("pooling workspace mismatch".into())),
-        };
+        let wsm = Memory::workspace("a pooling", self.workspace.as_ref(), ws)?;
         let mut args = vec![(ffi::ARG_SRC, &xm), (ffi::ARG_DST, &sink.mem)];
         if let Some(w) = &wsm {
             args.push((ffi::ARG_WORKSPACE, w));
@@ -233,11 +229,7 @@ impl Pool {
         };
         let gym = gy_port.feed(gy.data, gy.strides)?;
         let sink = gx_port.sink(gx.data, gx.strides)?;
-        let wsm = match (&self.workspace, ws) {
-            (Some(md), Some(ws)) => Some(Memory::lend_bytes(md, ws)?),
-            (None, None) => None,
-            _ => return Err(DnnlError::Input("pooling workspace mismatch".into())),
-        };
+        let wsm = Memory::workspace("a pooling", self.workspace.as_ref(), ws)?;
         let mut args = vec![(ffi::ARG_DIFF_DST, &gym), (ffi::ARG_DIFF_SRC, &sink.mem)];
         if let Some(w) = &wsm {
             args.push((ffi::ARG_WORKSPACE, w));

@@ -384,6 +384,27 @@ impl<'a> Memory<'a> {
         Memory::create(md, bytes.as_mut_ptr().cast())
     }
 
+    /// The caller's workspace `ws` for a kernel that keeps the workspace `md` (None: keeps
+    /// none), or an error naming the kernel (`what`, with its article: "a batch norm") when one
+    /// is missing or unwanted.
+    pub(crate) fn workspace(
+        what: &str,
+        md: Option<&MemDesc>,
+        ws: Option<&'a mut [u8]>,
+    ) -> Result<Option<Memory<'a>>, DnnlError> {
+        match (md, ws) {
+            (Some(md), Some(ws)) => Ok(Some(Memory::lend_bytes(md, ws)?)),
+            (None, None) => Ok(None),
+            (Some(md), None) => Err(DnnlError::Input(format!(
+                "{what} needs a workspace of {} bytes",
+                md.bytes()
+            ))),
+            (None, Some(_)) => Err(DnnlError::Input(format!(
+                "a workspace for {what} that keeps none"
+            ))),
+        }
+    }
+
     /// A buffer of `md` that oneDNN allocates and frees with the object.
     pub(crate) fn alloc(md: &MemDesc) -> Result<Memory<'a>, DnnlError> {
         Memory::create(md, ffi::MEMORY_ALLOCATE)
