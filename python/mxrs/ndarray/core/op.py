@@ -156,12 +156,11 @@ class GraphSlot:
     """An op's input as the tape needs it when the op keeps no input values: the op that made
     it and which of its outputs it is (variables and constants stay themselves)."""
 
-    __slots__ = ("_node", "_oidx", "_ctx", "shape", "dtype")
+    __slots__ = ("_node", "_oidx")
     _grad = None  # an array an op computed is never a variable
 
     def __init__(self, a: ArrayCore) -> None:
-        self._node, self._oidx, self._ctx = a._node, a._oidx, a._ctx
-        self.shape, self.dtype = a._data.shape, a._data.dtype
+        self._node, self._oidx = a._node, a._oidx
 
 
 def _slots(arrays: Sequence[ArrayCore]) -> tuple[Any, ...]:
