@@ -143,3 +143,34 @@ def test_random_and_dropout_on_gpu():
     with autograd.train_mode():
         y = nd.Dropout(nd.ones((100,), ctx=mx.gpu(0)), p=0.5).asnumpy()
     assert set(np.unique(y)) <= {0.0, 2.0}
+
+
+def test_nccl_reduce_sums_on_the_root_gpu():
+    from mxrs.kvstore import _nccl
+
+    if not _nccl.available():
+        pytest.skip("this CuPy has no NCCL")
+    a = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)
+    out = _nccl.reduce_to([a], [0], 0)
+    assert out is not a and out.device.id == 0
+    np.testing.assert_array_equal(out.get(), np.arange(12).reshape(3, 4))
+    # the same device twice is no NCCL communicator: the caller adds instead
+    assert _nccl.reduce_to([a, a], [0, 0], 0) is None
+
+
+def test_device_store_sums_gpu_values_on_the_gpu():
+    kv = mx.kv.create("device")
+    kv.init(3, nd.zeros((2, 3), ctx=mx.gpu(0)))
+    kv.push(3, [nd.ones((2, 3), ctx=mx.gpu(0)) * i for i in (1, 2, 3)])
+    out = nd.zeros((2, 3), ctx=mx.gpu(0))
+    kv.pull(3, out=out)
+    assert out.context == mx.gpu(0)
+    np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 6.0))
+
+
+def test_pinned_host_copy_holds_the_device_values():
+    be = mx.gpu(0).backend
+    a = cupy.arange(10, dtype=cupy.float16)[::2]  # not contiguous
+    host = be.to_host_pinned(a)
+    assert isinstance(host, np.ndarray) and host.dtype == np.float16
+    np.testing.assert_array_equal(host, np.arange(0, 10, 2))

@@ -48,6 +48,10 @@ class _NumpyBackend:
         """Return ``arr`` as a NumPy array."""
         return arr
 
+    def to_host_pinned(self, arr):
+        """Return ``arr`` as a NumPy array (host memory needs no pinning on the host)."""
+        return arr
+
     def synchronize(self, device_id):
         """Wait for the device's queued work."""
         pass
@@ -137,6 +141,15 @@ class _CupyBackend:
 
     def to_host(self, arr):
         return arr.get()
+
+    def to_host_pinned(self, arr):
+        """Copy ``arr`` into a new host array in page-locked memory (CuPy's pinned pool), the
+        fastest way off the device; the memory returns to the pool with the array."""
+        arr = self.xp.ascontiguousarray(arr)
+        mem = self.xp.cuda.alloc_pinned_memory(max(arr.nbytes, 1))
+        out = numpy.frombuffer(mem, arr.dtype, arr.size).reshape(arr.shape)
+        arr.get(out=out)
+        return out
 
     def synchronize(self, device_id):
         with self.xp.cuda.Device(device_id) as dev:

@@ -195,10 +195,11 @@ class DistKVStore(RowKeys, KVStoreBase):
                 )
 
     def _host_sum(self, vals: list[NDArray]) -> np.ndarray:
-        """One host array holding the sum of ``vals`` (zero-copy for a single CPU array)."""
+        """One host array holding the sum of ``vals`` (zero-copy for a single CPU array); a sum
+        on a GPU crosses to the host once, into page-locked memory."""
         home = vals[0]._ctx if self._on_device else cpu(0)
         merged = reduce_sum(vals, home)
-        host = merged if _on_host(home) else home.backend.to_host(merged)
+        host = merged if _on_host(home) else home.backend.to_host_pinned(merged)
         return np.ascontiguousarray(host)
 
     def _gather_pushes(

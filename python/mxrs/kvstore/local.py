@@ -17,6 +17,7 @@ from ..context import Context, cpu
 from ..ndarray import sparse
 from ..ndarray.core.transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
+from . import _nccl
 from .base import (
     Key,
     Keys,
@@ -33,16 +34,30 @@ from .base import (
 
 
 def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
-    """Sum the raw data of NDArrays ``values`` into a fresh raw array on ``ctx``."""
+    """Sum the raw data of NDArrays ``values`` into a fresh raw array on ``ctx``: with NCCL
+    where they are dense arrays on distinct GPUs, ``ctx`` among them."""
     first = values[0]
     if len(values) == 1 and first._sparse:
         return move_data(first._data, first._ctx, ctx)  # already a fresh dense copy
+    if len(values) > 1 and ctx.device_type == "gpu":
+        summed = _nccl_sum(values, ctx)
+        if summed is not None:
+            return summed
     acc = move_data(first._data, first._ctx, ctx)
     if acc is first._data:
         acc = acc.copy()
     for v in values[1:]:
         acc += move_data(v._data, v._ctx, ctx)
     return acc
+
+
+def _nccl_sum(values: list[NDArray], ctx: Context) -> Any | None:
+    if any(v._sparse or v._ctx.device_type != "gpu" for v in values):
+        return None
+    if len({(v.shape, v.dtype) for v in values}) != 1:
+        return None
+    devices = [v._ctx.device_id for v in values]
+    return _nccl.reduce_to([v._data for v in values], devices, ctx.device_id)
 
 
 def copy_into(dst: NDArray, src_raw: Any, src_ctx: Context) -> None:

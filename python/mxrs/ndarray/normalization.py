@@ -31,6 +31,7 @@ import numpy as np
 from .. import kernels
 from ..autograd import _state
 from ..base import ContextError, MXNetError
+from ..kernels import cuda
 from .core.array import ArrayT
 from .core.op import Op, apply, axis_index
 
@@ -74,6 +75,8 @@ class _BatchNorm(Op):
         if update is not None:  # as MXNet 1.9.1: the running statistics move in backward
             momentum, pairs = update
             for aux, stat in pairs:
+                if self.be.name == "cupy" and cuda.moving_average(aux._data, stat, momentum):
+                    continue  # one kernel on the GPU
                 aux._data *= momentum
                 aux._data += (1 - momentum) * stat
         if gy is None:

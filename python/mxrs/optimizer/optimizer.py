@@ -351,6 +351,25 @@ class Optimizer:
             for i, w1, g1, s1 in _zip_multi(index, weight, grad, state):
                 self.update(i, w1, g1, s1)
             return
+        lr, wd = self._begin_update(index, weight, grad)
+        ctx = weight._ctx
+        be = ctx.backend
+        with be.guard(ctx.device_id):
+            if weight._sparse or grad._sparse or _sparse.has_sparse(state):
+                _sparse.update(self, be.xp, index, weight, grad, state, lr, wd)
+            else:
+                self._step(be.xp, index, weight._data, grad._data, state, lr, wd)
+
+    def _begin_update(self, index: Any, weight: NDArray, grad: NDArray) -> tuple[float, float]:
+        """Check ``grad`` against ``weight``, count the update and return ``(lr, wd)`` for it.
+
+        Raises
+        ------
+        ContextError
+            When ``grad`` lives on another context than ``weight``.
+        MXNetError
+            When the shapes differ.
+        """
         ctx = weight._ctx
         if grad._ctx is not ctx and grad._ctx != ctx:
             raise ContextError(
@@ -364,14 +383,7 @@ class Optimizer:
             )
         self._update_count(index)
         # Python floats, so that float32 arrays stay float32 (NumPy scalars would promote).
-        lr = float(self._get_lr(index))
-        wd = float(self._get_wd(index))
-        be = ctx.backend
-        with be.guard(ctx.device_id):
-            if weight._sparse or grad._sparse or _sparse.has_sparse(state):
-                _sparse.update(self, be.xp, index, weight, grad, state, lr, wd)
-            else:
-                self._step(be.xp, index, weight._data, grad._data, state, lr, wd)
+        return float(self._get_lr(index)), float(self._get_wd(index))
 
     def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """Update ``weight`` with a state from :meth:`create_state_multi_precision`: through

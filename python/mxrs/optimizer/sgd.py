@@ -8,7 +8,8 @@ The gradient is rescaled and clipped first; weight decay enters after clipping::
 ``mom`` is MXNet's (negative-direction) momentum buffer, so saved states carry over. With a
 ``row_sparse`` gradient and ``lazy_update`` (the default) only the gradient's rows are updated.
 Dense float32 arrays on the CPU are updated in one pass by the loop the servers run
-(``mxrs._native.sgd_update``), other arrays with NumPy or CuPy operations.
+(``mxrs._native.sgd_update``), float32 and float16 arrays on GPUs by one CUDA kernel
+(:func:`mxrs.kernels.cuda.sgd_update`), other arrays with NumPy or CuPy operations.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy
 
 from .. import _native
+from ..kernels import cuda
 from . import _sparse
 from .optimizer import Optimizer, _zeros_state, register
 
@@ -30,15 +32,16 @@ __all__ = ["SGD"]
 def _native_sgd(
     xp: Any, opt: Optimizer, w: Any, g: Any, mom: Any, mu: float, lr: float, wd: float
 ) -> bool:
-    """Update ``w`` (and ``mom``) in one pass where all are C-contiguous float32 NumPy arrays;
-    False where they are not (the caller computes with array operations)."""
+    """Update ``w`` (and ``mom``) in one pass where all are C-contiguous float32 NumPy arrays,
+    or float32/float16 CuPy arrays (one CUDA kernel); False where they are not (the caller
+    computes with array operations)."""
+    c = opt.clip_gradient
+    clip = float(c) if c is not None and c > 0 else None
     if xp is not numpy:
-        return False
+        return cuda.sgd_update(w, g, mom, lr, wd, mu, float(opt.rescale_grad), clip)
     for a in (w, g) if mom is None else (w, g, mom):
         if a.dtype != numpy.float32 or not a.flags.c_contiguous:
             return False
-    c = opt.clip_gradient
-    clip = float(c) if c is not None and c > 0 else None
     _native.sgd_update(w, g, mom, lr, wd, mu, float(opt.rescale_grad), clip)
     return True
 
@@ -108,6 +111,19 @@ class SGD(Optimizer):
         # updates every row (storage fallback), whatever lazy_update says.
         if grad._sparse:
             grad = grad.tostype("default")
+        mom = state  # the float32 momentum, or None
+        dense = not (weight._sparse or master._sparse or (mom is not None and mom._sparse))
+        if dense and weight._ctx.backend.name == "cupy":
+            raw = (weight._data, grad._data, master._data, None if mom is None else mom._data)
+            if cuda.mp_sgd_accepts(*raw) and grad._ctx == weight._ctx:
+                lr, wd = self._begin_update(index, master, grad)
+                mu = float(self.momentum) if self.momentum > 0 else 0.0
+                c = self.clip_gradient
+                clip = float(c) if c is not None and c > 0 else None
+                ctx = weight._ctx
+                with ctx.backend.guard(ctx.device_id):
+                    cuda.mp_sgd_update(*raw, lr, wd, mu, float(self.rescale_grad), clip)
+                return
         super()._update_master(index, weight, grad, master, state)
 
     def _step(

@@ -1,0 +1,609 @@
+"""The CUDA provider: cuDNN's convolutions and fused CUDA kernels for float32 and float16
+arrays on GPU contexts.
+
+- Convolution and deconvolution run cuDNN Frontend graphs (:mod:`mxrs.kernels.cudnn`); a
+  geometry cuDNN has no engine for, or a process without the frontend, computes them with the
+  portable CuPy kernel (im2col + GEMM), and says why in :func:`mxrs.kernels.describe`.
+- Batch normalisation is three passes over the data forward (the per-channel sum and squared
+  deviation, then one fused normalise-scale-shift(-ReLU) kernel) and three backward (two
+  per-channel sums, one fused kernel for the data gradient), accumulating in float32 whatever
+  the data's type. The frontend's normalisation graphs need channels-last tensors, and mxrs's
+  arrays are channels-first.
+- ReLU, sigmoid and tanh are one kernel forward and one backward.
+- 2-D max, average and sum pooling are one kernel each way: the forward pass keeps each
+  window's first maximum (row-major, as MXNet picks), the backward pass gathers, for each input
+  element, the gradients of the windows over it, so it needs no atomics and gives the same
+  result on every run.
+- :func:`sgd_update` is SGD's step (momentum, weight decay, rescaling and clipping) in one
+  kernel; :func:`mp_sgd_update` the same on a float32 master copy of a float16 weight, which
+  it then writes; :func:`moving_average` BatchNorm's running statistics.
+
+Kernels compile (NVRTC, through CuPy) the first time each is used. Nothing here waits for the
+device: a step's kernels are queued on CuPy's current stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from ..base import KernelError, KernelUnsupportedError
+from . import portable
+from ._types import ConvGeometry, Grad, PoolGeometry
+
+__all__ = [
+    "CudaKernels",
+    "CUDA_DTYPES",
+    "sgd_update",
+    "mp_sgd_accepts",
+    "mp_sgd_update",
+    "moving_average",
+]
+
+#: Element types the CUDA provider serves (others use the portable CuPy kernels).
+CUDA_DTYPES = frozenset({numpy.dtype(numpy.float32), numpy.dtype(numpy.float16)})
+
+_F32 = numpy.float32
+
+_kernels: dict[str, Any] = {}
+
+
+def _ew(name: str, params: str, outs: str, body: str) -> Any:
+    k = _kernels.get(name)
+    if k is None:
+        import cupy
+
+        k = _kernels[name] = cupy.ElementwiseKernel(params, outs, body, "mxrs_" + name)
+    return k
+
+
+def _red(name: str, params: str, expr: str) -> Any:
+    """A per-channel float32 sum of ``expr`` (a ReductionKernel)."""
+    k = _kernels.get(name)
+    if k is None:
+        import cupy
+
+        k = _kernels[name] = cupy.ReductionKernel(
+            params, "float32 s", expr, "a + b", "s = a", "0", "mxrs_" + name
+        )
+    return k
+
+
+# -- activations ---------------------------------------------------------------------------
+
+_ACT_FWD = {
+    # NaN stays NaN, as MXNet's ReLU gives.
+    "relu": "float v = (float)x; y = (v > 0.f || v != v) ? x : (T)0",
+    "sigmoid": "y = (T)(0.5f * (tanhf(0.5f * (float)x) + 1.f))",
+    "tanh": "y = (T)tanhf((float)x)",
+}
+_ACT_BWD = {
+    # NaN in, NaN gradient out (the portable kernel's rule).
+    "relu": "float v = (float)y; gx = (v != v) ? y : (v > 0.f ? g : (T)0)",
+    "sigmoid": "float v = (float)y; gx = (T)((float)g * v * (1.f - v))",
+    "tanh": "float v = (float)y; gx = (T)((float)g * (1.f - v * v))",
+}
+
+# -- batch normalisation -------------------------------------------------------------------
+
+_BN_APPLY = "float v = (float)x * a + b; y = (T)v"
+_BN_APPLY_RELU = "float v = (float)x * a + b; y = (T)((v > 0.f || v != v) ? v : 0.f)"
+# The ReLU's mask on the gradient: where the fused output is positive (NaN gives 0).
+_MASKED = "((float)y > 0.f ? (float)g : 0.f)"
+
+# Folds of the per-sample, per-channel sums (N, C) over the batch: thread i is channel i.
+_FOLD_MEAN = "float acc = 0.f; for (int k = 0; k < N; ++k) acc += s[k * C + i]; m = acc * r"
+_FOLD_VAR_SCALE = """
+    float acc = 0.f;
+    for (int k = 0; k < N; ++k) acc += s[k * C + i];
+    v = acc * r; inv = rsqrtf(v + eps); a = g * inv; b = bt - m * a;
+"""
+_FOLD_TERMS = """
+    float s = 0.f, d = 0.f;
+    for (int k = 0; k < N; ++k) { s += gs[k * C + i]; d += gd[k * C + i]; }
+    gbeta = s; ggamma = d * inv; k1 = s * rcount; k2 = ggamma * inv * rcount;
+"""
+
+# -- pooling -------------------------------------------------------------------------------
+
+_POOL_PARAMS = (
+    "int32 H, int32 W, int32 OH, int32 OW, int32 KH, int32 KW, int32 SH, int32 SW, "
+    "int32 PH, int32 PW"
+)
+# The window count an average divides by: taps inside [lo, hi) on each axis.
+_POOL_DIV = """
+    int lh = CIP ? -PH : 0, hh = CIP ? H + PH : H, lw = CIP ? -PW : 0, hw = CIP ? W + PW : W;
+    int ch = min(h0 + KH, hh) - max(h0, lh), cw = min(w0 + KW, hw) - max(w0, lw);
+    float div = AVG ? (float)(max(ch, 0) * max(cw, 0)) : 1.f;
+"""
+_POOL_MAX_FWD = """
+    long long ow = i % OW, t = i / OW, oh = t % OH, nc = t / OH;
+    int h0 = (int)oh * SH - PH, w0 = (int)ow * SW - PW;
+    float best = __int_as_float(0xff800000); int bi = -1;  // -inf
+    for (int kh = 0; kh < KH; ++kh) {
+        int h = h0 + kh;
+        if (h < 0 || h >= H) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+            int w = w0 + kw;
+            if (w < 0 || w >= W) continue;
+            float v = (float)x[(nc * H + h) * W + w];
+            if (bi < 0 || v > best) { best = v; bi = h * W + w; }
+        }
+    }
+    y = (T)best; arg = bi;
+"""
+_POOL_SUM_FWD = (
+    """
+    long long ow = i % OW, t = i / OW, oh = t % OH, nc = t / OH;
+    int h0 = (int)oh * SH - PH, w0 = (int)ow * SW - PW;
+    float s = 0.f;
+    for (int kh = 0; kh < KH; ++kh) {
+        int h = h0 + kh;
+        if (h < 0 || h >= H) continue;
+        for (int kw = 0; kw < KW; ++kw) {
+            int w = w0 + kw;
+            if (w >= 0 && w < W) s += (float)x[(nc * H + h) * W + w];
+        }
+    }
+"""
+    + _POOL_DIV
+    + "    y = (T)(div > 0.f ? s / div : 0.f);\n"
+)
+# Each input element gathers the gradients of the windows that cover it.
+_POOL_BWD_HEAD = """
+    long long w = i % W, t = i / W, h = t % H, nc = t / H;
+    int oh0 = (int)h + PH - KH + 1, ow0 = (int)w + PW - KW + 1;
+    oh0 = oh0 <= 0 ? 0 : (oh0 + SH - 1) / SH;
+    ow0 = ow0 <= 0 ? 0 : (ow0 + SW - 1) / SW;
+    int oh1 = min(((int)h + PH) / SH, OH - 1), ow1 = min(((int)w + PW) / SW, OW - 1);
+    float s = 0.f;
+    for (int oh = oh0; oh <= oh1; ++oh) {
+        for (int ow = ow0; ow <= ow1; ++ow) {
+            long long o = (nc * OH + oh) * OW + ow;
+"""
+_POOL_MAX_BWD = (
+    _POOL_BWD_HEAD
+    + """
+            if (arg[o] == (int)(h * W + w)) s += (float)g[o];
+        }
+    }
+    gx = (T)s;
+"""
+)
+_POOL_SUM_BWD = (
+    _POOL_BWD_HEAD
+    + """
+            int h0 = oh * SH - PH, w0 = ow * SW - PW;
+"""
+    + _POOL_DIV
+    + """
+            if (div > 0.f) s += (float)g[o] / div;
+        }
+    }
+    gx = (T)s;
+"""
+)
+
+# -- SGD -----------------------------------------------------------------------------------
+
+_SGD_MOM = """
+    float t = (float)g * rescale;
+    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
+    float m = mu * (float)mom - (float)w * lrwd - t * lr;
+    mom = (T)m;
+    w = (T)((float)w + m);
+"""
+_SGD_PLAIN = """
+    float t = (float)g * rescale;
+    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
+    w = (T)((float)w * decay - t * lr);
+"""
+
+
+def sgd_update(
+    w: Any,
+    g: Any,
+    mom: Any | None,
+    lr: float,
+    wd: float,
+    mu: float,
+    rescale: float,
+    clip: float | None,
+) -> bool:
+    """SGD's step on CuPy arrays in one kernel, in place: ``mom = mu*mom - lr*wd*w -
+    lr*clip(rescale*g); w += mom`` (or ``w = (1 - lr*wd)*w - lr*clip(rescale*g)`` without
+    momentum). False where the arrays are not float32/float16 of one type and shape (the
+    caller computes with array operations)."""
+    arrays = (w, g) if mom is None else (w, g, mom)
+    if w.dtype not in CUDA_DTYPES or any(a.dtype != w.dtype or a.shape != w.shape for a in arrays):
+        return False
+    c = _F32(clip if clip is not None and clip > 0 else 0.0)
+    if mom is None:
+        k = _ew(
+            "sgd",
+            "T g, float32 lr, float32 decay, float32 rescale, float32 clip",
+            "T w",
+            _SGD_PLAIN,
+        )
+        k(g, _F32(lr), _F32(1.0 - lr * wd), _F32(rescale), c, w)
+    else:
+        k = _ew(
+            "sgd_mom",
+            "T g, float32 lr, float32 lrwd, float32 mu, float32 rescale, float32 clip",
+            "T w, T mom",
+            _SGD_MOM,
+        )
+        k(g, _F32(lr), _F32(lr * wd), _F32(mu), _F32(rescale), c, w, mom)
+    return True
+
+
+_MP_SGD_MOM = """
+    float t = (float)g * rescale;
+    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
+    float m = mu * mom - master * lrwd - t * lr;
+    mom = m;
+    master = master + m;
+    w = (T)master;
+"""
+_MP_SGD_PLAIN = """
+    float t = (float)g * rescale;
+    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
+    master = master * decay - t * lr;
+    w = (T)master;
+"""
+
+
+def mp_sgd_accepts(w: Any, g: Any, master: Any, mom: Any | None) -> bool:
+    """Whether :func:`mp_sgd_update` takes these arrays: a float16 weight and gradient, a
+    float32 master copy (and momentum), all of one shape."""
+    f16 = numpy.float16
+    if w.dtype != f16 or g.dtype != f16 or master.dtype != _F32:
+        return False
+    arrays = (g, master) if mom is None else (g, master, mom)
+    return (mom is None or mom.dtype == _F32) and all(a.shape == w.shape for a in arrays)
+
+
+def mp_sgd_update(
+    w: Any,
+    g: Any,
+    master: Any,
+    mom: Any | None,
+    lr: float,
+    wd: float,
+    mu: float,
+    rescale: float,
+    clip: float | None,
+) -> None:
+    """Multi-precision SGD in one kernel, in place: the float32 ``master`` (and ``mom``) updated
+    from the float16 gradient ``g`` as :func:`sgd_update` does, then copied into the float16
+    weight ``w`` (MXNet's ``mp_sgd_update`` / ``mp_sgd_mom_update``). Check the arrays with
+    :func:`mp_sgd_accepts` first."""
+    c = _F32(clip if clip is not None and clip > 0 else 0.0)
+    if mom is None:
+        k = _ew(
+            "mp_sgd",
+            "T g, float32 lr, float32 decay, float32 rescale, float32 clip",
+            "float32 master, T w",
+            _MP_SGD_PLAIN,
+        )
+        k(g, _F32(lr), _F32(1.0 - lr * wd), _F32(rescale), c, master, w)
+    else:
+        k = _ew(
+            "mp_sgd_mom",
+            "T g, float32 lr, float32 lrwd, float32 mu, float32 rescale, float32 clip",
+            "float32 master, float32 mom, T w",
+            _MP_SGD_MOM,
+        )
+        k(g, _F32(lr), _F32(lr * wd), _F32(mu), _F32(rescale), c, master, mom, w)
+
+
+class CudaKernels:
+    """The CUDA provider of one process (its cuDNN part loaded on first use)."""
+
+    name = "cuda"
+
+    def __init__(self, backend: Any) -> None:
+        self.be = backend
+        self.xp = backend.xp
+        self.portable = portable.for_backend(backend)
+        self._cudnn: Any = None
+        self._why: str | None = None
+        self._unsupported: set[tuple] = set()
+
+    def cudnn(self) -> Any:
+        """The cuDNN graphs, or None where the frontend cannot load (the reason is kept)."""
+        if self._cudnn is None and self._why is None:
+            from .cudnn import CudnnConv
+
+            try:
+                self._cudnn = CudnnConv()
+            except KernelError as err:
+                self._why = str(err)
+        return self._cudnn
+
+    def describe(self) -> dict[str, Any]:
+        """Which library serves the convolutions, and cuDNN's details or why it is not used."""
+        c = self.cudnn()
+        if c is None:
+            return {"convolution": "cupy", "why": self._why}
+        return {"convolution": "cudnn", **c.describe()}
+
+    def _conv(self, kind: str, a: Any, b: Any, out: tuple[int, ...], geom: Any) -> Any:
+        """A cuDNN convolution graph, or None where cuDNN cannot run it."""
+        c = self.cudnn()
+        if c is None or a.ndim not in (3, 4, 5):
+            return None
+        stride, pad, dilate, _groups = geom
+        key = (kind, a.shape, b.shape, a.dtype.char, out, stride, pad, dilate, a.device.id)
+        if key in self._unsupported:
+            return None
+        try:
+            plan = c.plan(key)
+        except KernelUnsupportedError:
+            self._unsupported.add(key)
+            return None
+        xp = self.xp
+        return c.execute(plan, xp.ascontiguousarray(a), xp.ascontiguousarray(b))
+
+    # -- convolution ---------------------------------------------------------------------
+
+    def convolution(
+        self, x: Any, w: Any, b: Any, geom: ConvGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """cuDNN's fprop; its dgrad and wgrad for the gradients."""
+        nd = x.ndim - 2
+        yshape = (x.shape[0], w.shape[0], *out)
+        y = self._conv("fprop", x, w, yshape, geom)
+        if y is None:
+            return self.portable.convolution(x, w, b, geom, out, train)
+        if b is not None:
+            y += b.reshape((-1,) + (1,) * nd)
+        xshape = x.shape
+
+        def grad(g, needs):
+            gx = gw = gb = None
+            if needs[0]:
+                gx = self._conv("dgrad", g, w, xshape, geom)
+            if needs[1]:
+                gw = self._conv("wgrad", x, g, w.shape, geom)
+            if (needs[0] and gx is None) or (needs[1] and gw is None):
+                _, back = self.portable.convolution(x, w, None, geom, out, True)
+                px, pw, _ = back(g, (needs[0] and gx is None, needs[1] and gw is None))
+                gx = px if gx is None else gx
+                gw = pw if gw is None else gw
+            if len(needs) == 3 and needs[2]:
+                gb = _bias_grad(g, nd)
+            return gx, gw, gb
+
+        return y, grad
+
+    def deconvolution(
+        self,
+        x: Any,
+        w: Any,
+        b: Any,
+        geom: ConvGeometry,
+        adj: tuple[int, ...],
+        out: tuple[int, ...],
+        train: bool,
+    ) -> tuple[Any, Grad]:
+        """The transposed convolution: cuDNN's dgrad forward; fprop and wgrad backward."""
+        nd = x.ndim - 2
+        yshape = (x.shape[0], w.shape[1] * geom.groups, *out)
+        y = self._conv("dgrad", x, w, yshape, geom)
+        if y is None:
+            return self.portable.deconvolution(x, w, b, geom, adj, out, train)
+        if b is not None:
+            y += b.reshape((-1,) + (1,) * nd)
+        xshape = x.shape
+
+        def grad(g, needs):
+            gx = gw = gb = None
+            if needs[0]:
+                gx = self._conv("fprop", g, w, xshape, geom)
+            if needs[1]:
+                gw = self._conv("wgrad", g, x, w.shape, geom)
+            if (needs[0] and gx is None) or (needs[1] and gw is None):
+                _, back = self.portable.deconvolution(x, w, None, geom, adj, out, True)
+                px, pw, _ = back(g, (needs[0] and gx is None, needs[1] and gw is None))
+                gx = px if gx is None else gx
+                gw = pw if gw is None else gw
+            if len(needs) == 3 and needs[2]:
+                gb = _bias_grad(g, nd)
+            return gx, gw, gb
+
+        return y, grad
+
+    # -- pooling ---------------------------------------------------------------------------
+
+    def pooling(
+        self, x: Any, geom: PoolGeometry, out: tuple[int, ...], train: bool
+    ) -> tuple[Any, Grad]:
+        """2-D max, average and sum pooling in one kernel each way; others are portable."""
+        kernel, stride, pad, _extra, pool_type, cip = geom
+        if x.ndim != 4 or pool_type not in ("max", "avg", "sum"):
+            return self.portable.pooling(x, geom, out, train)
+        xp = self.xp
+        x = xp.ascontiguousarray(x)
+        n, c, h, w = x.shape
+        oh, ow = out
+        dims = tuple(numpy.int32(v) for v in (h, w, oh, ow, *kernel, *stride, *pad))
+        y = xp.empty((n, c, oh, ow), dtype=x.dtype)
+        if pool_type == "max":
+            return _max_pool(xp, x, dims, y)
+        return _sum_pool(xp, x, dims, y, pool_type == "avg", bool(cip))
+
+    # -- batch normalisation ---------------------------------------------------------------
+
+    def batch_norm(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        axis: int,
+        train: bool,
+        relu: bool = False,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """Batch normalisation over the channel axis 1 in fused kernels; see the module
+        docstring. Other axes are portable."""
+        if axis != 1 or x.ndim < 2 or x.size == 0:
+            return self.portable.batch_norm(x, gamma, beta, stats, eps, axis, train, relu)
+        xp = self.xp
+        shape = x.shape
+        n, c = shape[:2]
+        x3 = xp.ascontiguousarray(x).reshape(n, c, -1)
+        count = n * x3.shape[2]
+        batch = stats is None
+        g32, b32 = _f32(gamma), _f32(beta)
+        if stats is None:
+            # per-channel sums per sample (one pass each), folded over the batch by the small
+            # per-channel kernels
+            nc = (numpy.int32(n), numpy.int32(c), _F32(1.0 / count))
+            mean = xp.empty(c, dtype=_F32)
+            sums = _red("bn_sum", "T x", "(float)x")(x3, axis=2)
+            _ew("bn_mean", "raw float32 s, int32 N, int32 C, float32 r", "float32 m", _FOLD_MEAN)(
+                sums, *nc, mean
+            )
+            sq = _red("bn_sqdev", "T x, float32 m", "((float)x - m) * ((float)x - m)")
+            devs = sq(x3, mean.reshape(1, c, 1), axis=2)
+            var, a, b, inv = _ew(
+                "bn_var_scale",
+                "raw float32 s, int32 N, int32 C, float32 r, float32 g, float32 bt, float32 m, "
+                "float32 eps",
+                "float32 v, float32 a, float32 b, float32 inv",
+                _FOLD_VAR_SCALE,
+            )(devs, *nc, g32, b32, mean, _F32(eps))
+        else:
+            mean, var = _f32(stats[0]), _f32(stats[1])
+            a, b, inv = _ew(
+                "bn_scale",
+                "float32 g, float32 bt, float32 m, float32 v, float32 eps",
+                "float32 a, float32 b, float32 inv",
+                "inv = rsqrtf(v + eps); a = g * inv; b = bt - m * a",
+            )(g32, b32, mean, var, _F32(eps))
+        apply = _ew(
+            "bn_relu" if relu else "bn",
+            "T x, float32 a, float32 b",
+            "T y",
+            _BN_APPLY_RELU if relu else _BN_APPLY,
+        )
+        y3 = apply(x3, a.reshape(1, c, 1), b.reshape(1, c, 1))
+        pdt = gamma.dtype
+        kept_y = y3 if relu else None  # the ReLU's mask
+        if not train:
+            x3 = kept_y = None
+
+        def grad(gy, needs):
+            g3 = xp.ascontiguousarray(gy).reshape(n, c, -1)
+            m3 = mean.reshape(1, c, 1)
+            # (the output gradient, masked by the ReLU where there is one): its arrays, their
+            # parameters and its expression
+            gin: tuple[Any, ...] = (g3, kept_y)
+            gparams, gv = "T g, T y", _MASKED
+            if not relu:
+                gin, gparams, gv = (g3,), "T g", "(float)g"
+            gsum = _red("bn_gsum" + "_relu" * relu, gparams, gv)(*gin, axis=2)
+            gdot = _red(
+                "bn_gdot" + "_relu" * relu, gparams + ", T x, float32 m", gv + " * ((float)x - m)"
+            )(*gin, x3, m3, axis=2)
+            # gbeta, ggamma and the two per-channel terms of the data gradient, folded over
+            # the batch in one kernel
+            gbeta, ggamma, k1, k2 = _ew(
+                "bn_terms",
+                "raw float32 gs, raw float32 gd, int32 N, int32 C, float32 inv, float32 rcount",
+                "float32 gbeta, float32 ggamma, float32 k1, float32 k2",
+                _FOLD_TERMS,
+            )(gsum, gdot, numpy.int32(n), numpy.int32(c), inv, _F32(1.0 / count))
+            gx = None
+            if needs[0]:
+                a3 = a.reshape(1, c, 1)
+                if batch:
+                    params = gparams + ", T x, float32 a, float32 m, float32 k1, float32 k2"
+                    body = f"gx = (T)(a * ({gv} - k1 - ((float)x - m) * k2))"
+                    name = "bn_dx" + "_relu" * relu
+                    gx = _ew(name, params, "T gx", body)(
+                        *gin, x3, a3, m3, k1.reshape(1, c, 1), k2.reshape(1, c, 1)
+                    )
+                else:
+                    name = "bn_dx_global" + "_relu" * relu
+                    body = f"gx = (T)(a * {gv})"
+                    gx = _ew(name, gparams + ", float32 a", "T gx", body)(*gin, a3)
+                gx = gx.reshape(shape)
+            if pdt != _F32:
+                ggamma, gbeta = ggamma.astype(pdt), gbeta.astype(pdt)
+            return gx, ggamma, gbeta
+
+        return y3.reshape(shape), mean, var, grad
+
+    # -- activations -----------------------------------------------------------------------
+
+    def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
+        """ReLU, sigmoid and tanh in one kernel each way; softrelu is portable."""
+        if kind not in _ACT_FWD:
+            return self.portable.activation(x, kind, train)
+        y = _ew("act_" + kind, "T x", "T y", _ACT_FWD[kind])(x)
+
+        def grad(g, needs):
+            return (_ew("act_bwd_" + kind, "T y, T g", "T gx", _ACT_BWD[kind])(y, g),)
+
+        return y, grad
+
+
+def _max_pool(xp: Any, x: Any, dims: tuple, y: Any) -> tuple[Any, Grad]:
+    """Max pooling into ``y``, keeping each window's first maximum for the gradient."""
+    n, c, h, w = x.shape
+    arg = xp.empty(y.shape, dtype=numpy.int32)
+    fwd = _ew("pool_max", "raw T x, " + _POOL_PARAMS, "T y, int32 arg", _POOL_MAX_FWD)
+    fwd(x, *dims, y, arg)
+
+    def grad(g, needs):
+        g = xp.ascontiguousarray(g)
+        gx = xp.empty((n, c, h, w), dtype=g.dtype)
+        params = "raw T g, raw int32 arg, " + _POOL_PARAMS
+        _ew("pool_max_bwd", params, "T gx", _POOL_MAX_BWD)(g, arg, *dims, gx)
+        return (gx,)
+
+    return y, grad
+
+
+def _sum_pool(xp: Any, x: Any, dims: tuple, y: Any, avg: bool, cip: bool) -> tuple[Any, Grad]:
+    """Sum pooling into ``y``, divided by each window's count with ``avg``."""
+    n, c, h, w = x.shape
+    flags = (numpy.int32(avg), numpy.int32(cip))
+    params = _POOL_PARAMS + ", int32 AVG, int32 CIP"
+    _ew("pool_sum", "raw T x, " + params, "T y", _POOL_SUM_FWD)(x, *dims, *flags, y)
+
+    def grad(g, needs):
+        g = xp.ascontiguousarray(g)
+        gx = xp.empty((n, c, h, w), dtype=g.dtype)
+        _ew("pool_sum_bwd", "raw T g, " + params, "T gx", _POOL_SUM_BWD)(g, *dims, *flags, gx)
+        return (gx,)
+
+    return y, grad
+
+
+def _f32(a: Any) -> Any:
+    """``a`` as float32 (itself when it is)."""
+    return a if a.dtype == _F32 else a.astype(_F32)
+
+
+def moving_average(avg: Any, stat: Any, momentum: float) -> bool:
+    """``avg = momentum * avg + (1 - momentum) * stat`` on float32 CuPy arrays in one kernel, in
+    place; False where they are not (the caller computes with array operations)."""
+    if avg.dtype != _F32 or stat.dtype != _F32 or avg.shape != stat.shape:
+        return False
+    params = "float32 s, float32 mom, float32 rest"
+    k = _ew("moving_avg", params, "float32 a", "a = a * mom + rest * s")
+    k(stat, _F32(momentum), _F32(1.0 - momentum), avg)
+    return True
+
+
+def _bias_grad(g: Any, nd: int) -> Any:
+    """The bias gradient: ``g`` summed over the batch and the spatial axes, in ``g``'s type
+    (accumulated in float32)."""
+    n, f = g.shape[:2]
+    total = g.reshape(n, f, -1).sum(axis=2, dtype=_F32).sum(axis=0)
+    return total.astype(g.dtype, copy=False)
