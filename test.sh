@@ -11,7 +11,7 @@ python3 -m venv .venv
 # shellcheck disable=SC1091
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q '.[test]'
+python -m pip install -q '.[test,docs]'
 # Apache MXNet 1.9.1 in its own virtualenv: the reference of the differential tests
 bash bench/setup_mxnet.sh
 # NumPy 1.x beside the mxrs of .venv: MXNet's own example scripts need np.fromstring
@@ -25,6 +25,8 @@ cargo test -p ps-core -p ps-bench
 ruff check .
 ruff format --check .
 mypy
+# the documentation site (docs/, mkdocs.yml): any warning fails the build
+mkdocs build --strict --quiet
 pytest -q
 # The operator tests again on the portable NumPy kernels (the run above computes convolution,
 # pooling, batch norm and activations on oneDNN where it loads)

@@ -136,3 +136,23 @@ def test_the_progress_bar_counts_batches_as_they_finish_and_shows_samples_per_s(
     done = [d for d, _ in counts]
     assert done[: total + 1] == list(range(total + 1)) and set(done) == set(done[: total + 1])
     assert re.search(r"samples_per_s=\d+", states[-1]), states[-1]
+
+
+def test_the_readme_first_program_is_the_quickstart_example_and_learns():
+    readme = (ROOT / "README.md").read_text()
+    example = (ROOT / "examples" / "quickstart.py").read_text()
+    block = readme.split("## A first program", 1)[1].split("```python\n", 1)[1].split("```")[0]
+    assert block in example  # the README shows the file (less its docstring)
+    r = subprocess.run(
+        "mxrs-launch local -n 2 -s 2 python examples/quickstart.py",
+        shell=True,
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    losses = [float(v) for v in re.findall(r"worker [01]: loss ([0-9.]+)", r.stdout)]
+    assert len(losses) == 2, r.stdout[-3000:]
+    assert max(losses) < 0.5, losses  # from about ln(10) = 2.3 at the start

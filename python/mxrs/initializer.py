@@ -58,15 +58,17 @@ _I = TypeVar("_I", bound="type[Initializer]")
 
 
 class InitDesc(str):
-    """The name of an array to initialize, with attributes.
+    """The name of an array to initialize, with attributes:
+    ``InitDesc(name, attrs=None, global_init=None)``.
 
-    Parameters
+    The string itself is the array's name; its suffix (``weight``, ``bias``, ...) picks the
+    default rule.
+
+    Attributes
     ----------
-    name : str
-        The array's name; its suffix (``weight``, ``bias``, ...) picks the default rule.
-    attrs : dict of str to object, optional
+    attrs : dict of str to object
         ``'__init__'`` names (or is) the initializer that must fill this array.
-    global_init : Initializer, optional
+    global_init : Initializer or None
         The initializer to fall back to.
     """
 

@@ -17,15 +17,16 @@ class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
     A ``(name, shape)`` namedtuple, so it unpacks and compares like the plain pairs older code
     uses; ``dtype`` and ``layout`` ride along as attributes.
 
-    Parameters
+    Attributes
     ----------
     name : str
         The input's name (``'data'``, ``'softmax_label'``...).
     shape : tuple of int
         The shape of one batch of it.
-    dtype : numpy dtype, default numpy.float32
-    layout : str, default 'NCHW'
-        What each axis means; ``'N'`` marks the batch axis.
+    dtype : numpy dtype
+        numpy.float32 unless given.
+    layout : str
+        What each axis means (``'NCHW'`` unless given); ``'N'`` marks the batch axis.
     """
 
     dtype: Any

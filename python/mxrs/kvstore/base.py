@@ -418,9 +418,10 @@ class KVStoreBase:
 
         Parameters
         ----------
-        learning_rate, rescale_grad : float, optional
-            The new values. A local store's updater shares the caller's optimizer, which is
-            changed here; a distributed store sends them to its servers' optimizer.
+        **values : float
+            New ``learning_rate`` and ``rescale_grad``. A local store's updater shares the
+            caller's optimizer, which is changed here; a distributed store sends them to its
+            servers' optimizer.
 
         Raises
         ------

@@ -118,8 +118,9 @@ def zeros(
     dtype : str or numpy.dtype, default float32
     out : NDArray, optional
         Array to fill instead of allocating.
-    stype : {'default', 'row_sparse', 'csr'}, optional
-        The storage type; a sparse one stores nothing.
+    **kwargs
+        ``stype``: ``'default'``, ``'row_sparse'`` or ``'csr'``, the storage type; a sparse
+        one stores nothing.
     """
     stype = kwargs.pop("stype", None)
     if stype not in (None, "default"):

@@ -27,13 +27,8 @@ __all__ = ["SGLD", "DCASGD"]
 
 @register
 class SGLD(Optimizer):
-    """The SGLD optimizer: noisy gradient steps that sample from the posterior.
-
-    Parameters
-    ----------
-    **kwargs
-        The :class:`~mxrs.optimizer.Optimizer` parameters.
-    """
+    """The SGLD optimizer: noisy gradient steps that sample from the posterior. It takes the
+    :class:`~mxrs.optimizer.Optimizer` parameters."""
 
     def _step(
         self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float

@@ -37,6 +37,8 @@ class CTCLoss(Loss):
     weight : float, optional
         Global scalar weight of the loss.
 
+    Notes
+    -----
     Inputs: ``pred``, ``label``, ``pred_lengths`` (optional, ``(N,)``: steps used per sample),
     ``label_lengths`` (optional, ``(N,)``), ``sample_weight`` (optional). Output: ``(N,)``.
     """

@@ -32,6 +32,8 @@ class TripletLoss(Loss):
     weight : float, optional
     batch_axis : int, default 0
 
+    Notes
+    -----
     Inputs: ``pred``, ``positive``, ``negative`` (reshaped to ``pred``'s shape),
     ``sample_weight`` (optional). Output: one value per sample.
     """
@@ -126,6 +128,8 @@ class CosineEmbeddingLoss(Loss):
     batch_axis : int, default 0
     margin : float, default 0
 
+    Notes
+    -----
     Inputs: ``input1``, ``input2`` (same shape), ``label`` (one value per sample),
     ``sample_weight`` (optional). Output: shape ``(N, 1)``.
     """
@@ -186,6 +190,8 @@ class SDMLLoss(Loss):
         Kept for MXNet's signature; the loss does not use it.
     batch_axis : int, default 0
 
+    Notes
+    -----
     Inputs: ``x1``, ``x2`` of shape ``(N, D)``. Output: shape ``(N,)``.
     """
 
