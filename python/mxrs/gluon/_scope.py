@@ -4,15 +4,24 @@ ParameterDict each new block gets, as in MXNet 1.x."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from .. import name as _naming
 from .parameter_dict import ParameterDict
 
-if TYPE_CHECKING:
-    from .block import Block
+__all__ = ["_BlockScope", "Named"]
 
-__all__ = ["_BlockScope"]
+
+class Named(Protocol):
+    """What a scope needs of its block (a :class:`~mxrs.gluon.Block` is one)."""
+
+    _empty_prefix: bool
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def params(self) -> ParameterDict: ...
 
 
 class _BlockScope:
@@ -20,7 +29,7 @@ class _BlockScope:
 
     _current = threading.local()
 
-    def __init__(self, block: Block) -> None:
+    def __init__(self, block: Named) -> None:
         self._block = block
         self._counter: dict[str, int] = {}
         self._old_scope: _BlockScope | None = None

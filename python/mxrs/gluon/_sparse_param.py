@@ -19,7 +19,7 @@ the functions make and clear sparse gradient buffers.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -30,10 +30,31 @@ from ..context import Context, cpu
 from ..ndarray.ndarray import NDArray, _wrap
 from ..ndarray.sparse import BaseSparseNDArray
 
-if TYPE_CHECKING:
-    from .trainer import Trainer
+__all__ = [
+    "STYPES",
+    "ParamOwner",
+    "SparseAccess",
+    "check_stypes",
+    "new_grad",
+    "clear_grad",
+    "cast_array",
+]
 
-__all__ = ["STYPES", "SparseAccess", "check_stypes", "new_grad", "clear_grad", "cast_array"]
+
+class ParamOwner(Protocol):
+    """What a Parameter asks of the Trainer that updates it (:class:`~mxrs.gluon.Trainer`)."""
+
+    def _row_sparse_pull(
+        self, parameter: Any, out: Any, row_id: Any, full_idx: bool = False
+    ) -> None:
+        """Fill ``out`` with rows ``row_id`` of ``parameter``'s value in the store."""
+        ...
+
+    def _data_changed(self, parameter: Any) -> None:
+        """``parameter``'s value was set from outside (``set_data``); the owner decides what
+        its store must do about it."""
+        ...
+
 
 #: The storage types a Parameter and its gradient may have.
 STYPES = ("default", "row_sparse", "csr")
@@ -92,7 +113,7 @@ class SparseAccess:
         _grad_stype: str
         _shape: tuple[int, ...] | None
         _data: list[NDArray] | None
-        _trainer: Trainer | None
+        _trainer: ParamOwner | None
 
         def _check_and_get(self, arr_list: list[NDArray] | None, ctx: Any) -> Any: ...
 
@@ -106,7 +127,7 @@ class SparseAccess:
         """str: the gradient buffers' storage type."""
         return self._grad_stype
 
-    def _set_trainer(self, trainer: Trainer | None) -> None:
+    def _set_trainer(self, trainer: ParamOwner | None) -> None:
         """Remember the Trainer updating this Parameter. A dense one may change Trainer, as in
         MXNet; a sparse one, whose value lives in its Trainer's store, may not.
 
@@ -183,7 +204,7 @@ class SparseAccess:
                 "created with it."
             )
         results = self._check_and_get(arr_list, ctx)
-        self._trainer._row_sparse_pull(self, results, row_id)  # type: ignore[arg-type]
+        self._trainer._row_sparse_pull(self, results, row_id)
         return results
 
     def _dense_only(self, what: str, ctx: Context | None = None) -> MXNetError:
@@ -211,7 +232,7 @@ class SparseAccess:
         if self._stype == "row_sparse" and self._trainer is not None:
             ids = nd.arange(0, self._shape[0], dtype="int64", ctx=cpu())
             data = nd.sparse.zeros("row_sparse", self._shape, ctx=cpu(), dtype=self.dtype)
-            self._trainer._row_sparse_pull(self, data, ids, full_idx=True)  # type: ignore[arg-type]
+            self._trainer._row_sparse_pull(self, data, ids, full_idx=True)
             return data
         block = self._check_and_get(self._data, list)
         with autograd.pause():

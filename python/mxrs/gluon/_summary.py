@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..ndarray import NDArray
 
 if TYPE_CHECKING:
-    from .block import Block
+    from .parameter_dict import ParameterDict
 
-__all__ = ["summary"]
+__all__ = ["summary", "Layer"]
 
 
-def summary(net: Block, inputs: tuple[Any, ...]) -> None:
+class Layer(Protocol):
+    """What a summary needs of a block (a :class:`~mxrs.gluon.Block` is one)."""
+
+    _chains_children: bool
+
+    @property
+    def params(self) -> ParameterDict: ...
+
+    def register_forward_hook(self, hook: Callable[[Any, tuple[Any, ...], Any], Any]) -> Any: ...
+
+    def apply(self, fn: Callable[[Any], Any]) -> Any: ...
+
+    def __call__(self, *args: Any) -> Any: ...
+
+
+def summary(net: Layer, inputs: tuple[Any, ...]) -> None:
     """Print each layer's output shape and parameter count for one pass of ``inputs``
     through ``net`` (see :meth:`Block.summary`)."""
     rows: list[tuple[str, str, int, int, int]] = []
@@ -24,7 +40,7 @@ def summary(net: Block, inputs: tuple[Any, ...]) -> None:
             return ", ".join(shape_str(i) for i in x)
         return str(x.shape) if isinstance(x, NDArray) else str(x)
 
-    def hook(block: Block, _: Any, outputs: Any) -> None:
+    def hook(block: Layer, _: Any, outputs: Any) -> None:
         n = trainable = shared = 0
         for p in block.params.values():
             size = p.data().size
@@ -43,7 +59,7 @@ def summary(net: Block, inputs: tuple[Any, ...]) -> None:
             )
         )
 
-    def register(block: Block) -> None:
+    def register(block: Layer) -> None:
         if not block._chains_children:
             hooks.append(block.register_forward_hook(hook))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import name as _naming
 from .. import ndarray as nd
@@ -24,13 +24,46 @@ from ..ndarray import NDArray
 from ..symbol import Symbol
 
 if TYPE_CHECKING:
-    from .block import HybridBlock
+    from ._scope import _BlockScope
+    from .parameter import Parameter
+    from .parameter_dict import ParameterDict
 
-__all__ = ["input_kinds", "flatten", "regroup", "call", "remember_inputs", "graph", "export"]
+__all__ = [
+    "input_kinds",
+    "flatten",
+    "regroup",
+    "call",
+    "remember_inputs",
+    "graph",
+    "export",
+    "Hybrid",
+]
 
 #: A nested input or output structure: 0 one array, -1 None, n > 0 a symbol of n outputs,
 #: a list for a (nested) list.
 Format = int | list[Any]
+
+
+class Hybrid(Protocol):
+    """What the symbolic side needs of a block (a :class:`~mxrs.gluon.HybridBlock` is one):
+    its names and parameters, its ``hybrid_forward``, and the graph it keeps once hybridized."""
+
+    _reg_params: dict[str, Parameter]
+    _in_format: Format | str | None
+    _out_format: Format | None
+    _cached_graph: tuple[list[Symbol], Symbol] | tuple[()]
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def name_scope(self) -> _BlockScope: ...
+
+    def collect_params(self, select: str | None = None) -> ParameterDict: ...
+
+    def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def input_kinds(args: Any) -> tuple[bool, bool]:
@@ -142,7 +175,7 @@ _LAYER_CALLS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
 
 
 @contextlib.contextmanager
-def _layer_scope(block: HybridBlock) -> Iterator[None]:
+def _layer_scope(block: Hybrid) -> Iterator[None]:
     """The naming and attribute scope of a built-in layer's symbolic call (none for others)."""
     for cls in type(block).__mro__:
         if cls.__module__.startswith("mxrs.gluon.nn.") and cls.__name__ in _LAYER_CALLS:
@@ -153,7 +186,7 @@ def _layer_scope(block: HybridBlock) -> Iterator[None]:
     yield
 
 
-def call(block: HybridBlock, x: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+def call(block: Hybrid, x: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """``block``'s output Symbol(s) for Symbol inputs: its ``hybrid_forward`` with ``mx.sym``
     and its parameters' variables, inside its name scope."""
     params: dict[str, Any] = {k: p.var() for k, p in block._reg_params.items()}
@@ -162,7 +195,7 @@ def call(block: HybridBlock, x: Any, args: Sequence[Any], kwargs: dict[str, Any]
         return block.hybrid_forward(symbol, x, *args, **params)
 
 
-def remember_inputs(block: HybridBlock, args: Sequence[Any]) -> None:
+def remember_inputs(block: Hybrid, args: Sequence[Any]) -> None:
     """Remember the input structure of a hybridized block's first forward call (what its
     graph is built from) and make its parameters' variables now, before deferred
     initialization fills in their shapes, as MXNet builds its graph at that moment."""
@@ -179,7 +212,7 @@ def remember_inputs(block: HybridBlock, args: Sequence[Any]) -> None:
         stack.extend(b._children.values())
 
 
-def graph(block: HybridBlock) -> tuple[list[Symbol], Symbol]:
+def graph(block: Hybrid) -> tuple[list[Symbol], Symbol]:
     """The input variables and the output symbol of a hybridized block that has run.
 
     Raises
@@ -224,7 +257,7 @@ def _slots(fmt: Format) -> list[bool]:
     return [s for f in fmt for s in _slots(f)]
 
 
-def export(block: HybridBlock, path: str, epoch: int, remove_amp_cast: bool) -> None:
+def export(block: Hybrid, path: str, epoch: int, remove_amp_cast: bool) -> None:
     """Write ``block``'s graph to ``path-symbol.json`` and its parameters, named ``arg:<name>``
     and ``aux:<name>``, to ``path-%04d.params`` (see :meth:`HybridBlock.export`)."""
     inputs, sym = graph(block)

@@ -31,7 +31,7 @@ from ._sparse_param import SparseAccess, cast_array, check_stypes, clear_grad, n
 
 if TYPE_CHECKING:
     from .._typing import DTypeLike
-    from .trainer import Trainer
+    from ._sparse_param import ParamOwner
 
 #: An initializer argument: an instance, a registered name or a JSON dump.
 InitLike = initializer.Initializer | str
@@ -125,7 +125,7 @@ class Parameter(SparseAccess):
         self._grad: list[NDArray] | None = None
         self._ctx_list: list[Context] | None = None
         self._ctx_index: dict[Context, int] | None = None
-        self._trainer: Trainer | None = None
+        self._trainer: ParamOwner | None = None
         self._deferred_init: tuple[Any, ...] = ()
         self._differentiable = differentiable
         self._allow_deferred_init = allow_deferred_init
@@ -454,14 +454,8 @@ class Parameter(SparseAccess):
                 raise MXNetError(f"Parameter '{self.name}' has not been initialized")
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
-        trainer = self._trainer
-        if (
-            trainer is not None
-            and getattr(trainer, "_kv_initialized", False)
-            and getattr(trainer, "_update_on_kvstore", False)
-            and self not in getattr(trainer, "_params_to_init", ())
-        ):
-            trainer._reset_kvstore()
+        if self._trainer is not None:
+            self._trainer._data_changed(self)
         for arr in self._data:
             data.copyto(arr)
 

@@ -175,6 +175,17 @@ class Trainer:
             init_keys(self._kvstore, keyed, bool(self._update_on_kvstore), self._distributed)
         self._params_to_init = waiting
 
+    def _data_changed(self, parameter: Parameter) -> None:
+        """``parameter.set_data`` was called: where the store holds the weights
+        (``update_on_kvstore``) and already holds this one, it is made again at the next step
+        from the Parameters' values, as MXNet's Trainer does."""
+        if (
+            self._kv_initialized
+            and self._update_on_kvstore
+            and parameter not in self._params_to_init
+        ):
+            self._reset_kvstore()
+
     def _row_sparse_pull(
         self, parameter: Parameter, out: Any, row_id: Any, full_idx: bool = False
     ) -> None:

@@ -28,15 +28,28 @@ through ``_data``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import numpy
 
 from ..ndarray import NDArray, zeros, zeros_like
 from ..ndarray.sparse import RowSparseNDArray
 
-if TYPE_CHECKING:
-    from .optimizer import Optimizer
+
+class Rule(Protocol):
+    """What this module needs of an optimizer (:class:`~mxrs.optimizer.Optimizer` is one): its
+    update rule on raw arrays, whole or row by row, and whether it updates lazily."""
+
+    def _updates_lazily(self, weight: NDArray, state: Any) -> bool: ...
+
+    def _step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None: ...
+
+    def _lazy_step(
+        self, xp: Any, index: int | str, w: Any, g: Any, state: Any, lr: float, wd: float
+    ) -> None: ...
+
 
 __all__ = ["has_sparse", "states_match", "zeros_state", "is_lazy", "update", "copy_master"]
 
@@ -92,7 +105,7 @@ def zeros_state(weight: NDArray, stype: str = "default") -> NDArray:
     return zeros(weight.shape, ctx=weight._ctx, dtype=weight.dtype, stype=stype)
 
 
-def is_lazy(opt: Optimizer, weight: NDArray, grad: NDArray, state: Any) -> bool:
+def is_lazy(opt: Rule, weight: NDArray, grad: NDArray, state: Any) -> bool:
     """Whether ``opt`` updates ``weight`` lazily from ``grad``: only the rows ``grad`` stores."""
     return (
         grad.stype == "row_sparse" and weight.stype != "csr" and opt._updates_lazily(weight, state)
@@ -122,7 +135,7 @@ class _Buffers:
 
 
 def update(
-    opt: Optimizer,
+    opt: Rule,
     xp: Any,
     index: int | str,
     weight: NDArray,
@@ -160,9 +173,7 @@ def update(
     bufs.done()
 
 
-def copy_master(
-    opt: Optimizer, weight: NDArray, master: NDArray, grad: NDArray, state: Any
-) -> None:
+def copy_master(opt: Rule, weight: NDArray, master: NDArray, grad: NDArray, state: Any) -> None:
     """Copy the float32 ``master`` just updated from ``grad`` into ``weight`` (in its dtype):
     after a lazy update only the rows ``grad`` stores (the others did not change)."""
     if not is_lazy(opt, master, grad, state):

@@ -21,7 +21,7 @@ from .fusion import fuse
 from .opinfo import compile_node
 
 if TYPE_CHECKING:
-    from .symbol import Symbol
+    from .graph import Graph
 
 __all__ = ["Executor", "simple_bind"]
 
@@ -63,7 +63,7 @@ class Executor:
 
     def __init__(
         self,
-        symbol: Symbol,
+        symbol: Graph,
         ctx: Context,
         args: Any,
         args_grad: Any = None,
@@ -223,7 +223,7 @@ class Executor:
 
 
 def simple_bind(
-    symbol: Symbol, ctx: Context, grad_req: Any, type_dict: dict[str, Any],
+    symbol: Graph, ctx: Context, grad_req: Any, type_dict: dict[str, Any],
     shapes: dict[str, Sequence[int]],
 ) -> Executor:  # fmt: skip
     """See :meth:`Symbol.simple_bind`."""

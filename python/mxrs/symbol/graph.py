@@ -7,10 +7,11 @@ attribute as a string, ``kernel='(5, 5)'``) and its inputs, each an output of an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Protocol
 
 from .opinfo import visible_outputs
 
-__all__ = ["Node", "topo", "hidden_attrs", "HIDDEN_KEYS", "DTYPE_CODES"]
+__all__ = ["Node", "Graph", "topo", "hidden_attrs", "HIDDEN_KEYS", "DTYPE_CODES"]
 
 #: attributes MXNet stores as ``__key__`` when given as ``key``
 HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
@@ -79,3 +80,26 @@ def topo(outputs: Sequence[tuple[Node, int]]) -> list[Node]:
 #: MXNet's numeric dtype codes, as the ``__dtype__`` attribute stores them
 DTYPE_CODES = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
                 "int64": 6, "bool": 7, "bfloat16": 12}  # fmt: skip
+
+
+class Graph(Protocol):
+    """What binding, inference and serialisation need of a graph (a
+    :class:`~mxrs.symbol.Symbol` is one): its outputs, its nodes and their names."""
+
+    _outputs: list[tuple[Node, int]]
+
+    def _nodes(self) -> list[Node]: ...
+
+    def list_arguments(self) -> list[str]: ...
+
+    def list_auxiliary_states(self) -> list[str]: ...
+
+    def list_inputs(self) -> list[str]: ...
+
+    def list_outputs(self) -> list[str]: ...
+
+    def infer_shape(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]: ...
+
+    def infer_shape_partial(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]: ...
+
+    def infer_type(self, *args: Any, **kwargs: Any) -> tuple[Any, Any, Any]: ...

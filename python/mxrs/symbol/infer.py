@@ -20,7 +20,7 @@ from .graph import DTYPE_CODES, Node
 from .opinfo import parse_attr, parse_attrs, run
 
 if TYPE_CHECKING:
-    from .symbol import Symbol
+    from .graph import Graph
 
 __all__ = ["infer_shape", "infer_type", "node_shapes"]
 
@@ -28,7 +28,7 @@ Shape = tuple[int, ...]
 Shapes = list[Shape | None]
 
 
-def _known(sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any], what: str) -> dict[str, Any]:
+def _known(sym: Graph, args: Sequence[Any], kwargs: dict[str, Any], what: str) -> dict[str, Any]:
     arg_names = sym.list_arguments()
     inputs = set(sym.list_inputs())
     if len(args) > len(arg_names):
@@ -42,7 +42,7 @@ def _known(sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any], what: str) 
     return known
 
 
-def node_shapes(sym: Symbol, known: dict[str, Shape]) -> dict[tuple[int, int], Shape | None]:
+def node_shapes(sym: Graph, known: dict[str, Shape]) -> dict[tuple[int, int], Shape | None]:
     """The shape of every node output (keyed by ``(id(node), index)``) and of every variable
     (index 0), None where it cannot be inferred."""
     shapes: dict[tuple[int, int], Shape | None] = {}
@@ -79,7 +79,7 @@ def node_shapes(sym: Symbol, known: dict[str, Shape]) -> dict[tuple[int, int], S
 
 
 def infer_shape(
-    sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any], partial: bool
+    sym: Graph, args: Sequence[Any], kwargs: dict[str, Any], partial: bool
 ) -> tuple[Any, Any, Any]:
     """See :meth:`Symbol.infer_shape`."""
     known = {k: tuple(v) for k, v in _known(sym, args, kwargs, "infer_shape").items()}
@@ -95,7 +95,7 @@ def infer_shape(
     return arg, out, aux
 
 
-def infer_type(sym: Symbol, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+def infer_type(sym: Graph, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
     """See :meth:`Symbol.infer_type`: every operator's outputs and parameters take its first
     input's dtype (``Cast`` its ``dtype``); unknown arguments default to float32."""
     names = {v: k for k, v in DTYPE_CODES.items()}

@@ -17,7 +17,7 @@ from .graph import Node
 from .opinfo import aux_positions, num_outputs
 
 if TYPE_CHECKING:
-    from .symbol import Symbol
+    from .graph import Graph
 
 __all__ = ["dumps", "loads"]
 
@@ -25,7 +25,7 @@ __all__ = ["dumps", "loads"]
 MXNET_VERSION = 10901
 
 
-def dumps(sym: Symbol) -> str:
+def dumps(sym: Graph) -> str:
     """``sym`` as MXNet's JSON text."""
     nodes = sym._nodes()
     index = {id(n): i for i, n in enumerate(nodes)}

@@ -14,14 +14,20 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..base import MXNetError
 
-if TYPE_CHECKING:
-    from .graph import Node
+
+class OpNode(Protocol):
+    """A graph node as the operator table reads it (:class:`~mxrs.symbol.graph.Node` is one)."""
+
+    op: str | None
+    name: str
+    attrs: dict[str, str]
+
 
 __all__ = [
     "has_op",
@@ -263,7 +269,7 @@ def _attr_string(key: str, value: Any) -> str:
     return str(value)
 
 
-def compile_node(node: Node) -> Callable[[list[Any]], list[Any]]:
+def compile_node(node: OpNode) -> Callable[[list[Any]], list[Any]]:
     """A function computing ``node``'s visible outputs from its input NDArrays, with the
     node's attributes parsed and its operator looked up once (training or not is the autograd
     scope's)."""
@@ -288,7 +294,7 @@ def compile_node(node: Node) -> Callable[[list[Any]], list[Any]]:
     return call
 
 
-def run(node: Node, inputs: list[Any]) -> list[Any]:
+def run(node: OpNode, inputs: list[Any]) -> list[Any]:
     """Compute ``node``'s visible outputs from its input NDArrays once (see
     :func:`compile_node` for running it repeatedly)."""
     return compile_node(node)(inputs)
