@@ -1,22 +1,19 @@
-"""The KVStore interface, its registry and the key/value normalisation every store shares."""
+"""The KVStore interface, its registry and the key/value normalisation every store shares.
+
+Beside it: :mod:`.compression` checks gradient-compression settings, :mod:`.rows` the
+row-sparse pulls; :mod:`.local` and :mod:`.dist` are the stores."""
 
 from __future__ import annotations
 
-import math
 import os
 import pickle
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias, TypeVar, cast
 
-import numpy as np
-
 from .. import optimizer as opt
-from .._sparse_rows import unique_ids
 from ..base import KVStoreError, MXNetError, ShapeMismatchError
-from ..ndarray import sparse as _sparse
-from ..ndarray.ndarray import NDArray, _wrap
-from ..ndarray.sparse._storage import rsp_rows
+from ..ndarray.ndarray import NDArray
 from ._meter import Meter
 
 #: A key: a non-negative int or a str.
@@ -95,68 +92,6 @@ def _optimizer_params(values: dict[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in values.items()}
 
 
-#: The gradient-compression types and the keys each takes besides 'type'.
-_COMPRESSION_KEYS: dict[str, tuple[str, ...]] = {"2bit": ("threshold",), "fp16": (), "bf16": ()}
-#: MXNet 1.9.1's default threshold of 2bit compression.
-_DEFAULT_THRESHOLD = 0.5
-
-
-def compression_spec(params: object) -> tuple[str, float]:
-    """Check ``set_gradient_compression``'s argument; returns ``(type, threshold)``.
-
-    Parameters
-    ----------
-    params : dict
-        ``{'type': '2bit', 'threshold': t}`` (t > 0, default 0.5; MXNet 1.9.1's only type),
-        ``{'type': 'fp16'}`` or ``{'type': 'bf16'}``. A threshold may be a number or a str
-        holding one, as MXNet takes it.
-
-    Raises
-    ------
-    KVStoreError
-        Naming what is wrong: not a dict, no or an unknown type, a key the type does not take
-        (MXNet 1.9.1 ignores those silently), a threshold that is not a number, or not above 0
-        and finite as a float32.
-    """
-    what = "set_gradient_compression"
-    if not isinstance(params, dict):
-        raise KVStoreError(
-            f"{what}: compression_params must be a dict such as {{'type': '2bit', "
-            f"'threshold': 0.5}}, got {type(params).__name__}"
-        )
-    kinds = ", ".join(_COMPRESSION_KEYS)
-    if "type" not in params:
-        raise KVStoreError(f"{what}: the 'type' key is required ({kinds})")
-    kind = params["type"]
-    if not isinstance(kind, str) or kind not in _COMPRESSION_KEYS:
-        raise KVStoreError(
-            f"{what}: unknown compression type {kind!r}; mxrs takes {kinds} (MXNet 1.9.1 takes "
-            "only 2bit)"
-        )
-    takes = _COMPRESSION_KEYS[kind]
-    unexpected = sorted(map(str, set(params) - {"type", *takes}))
-    if unexpected:
-        allowed = f"only {', '.join(repr(k) for k in takes)} besides 'type'" if takes else "none"
-        raise KVStoreError(
-            f"{what}: unexpected key(s) {', '.join(map(repr, unexpected))} for type {kind!r} "
-            f"(it takes {allowed})"
-        )
-    raw = params.get("threshold", _DEFAULT_THRESHOLD)
-    try:
-        if isinstance(raw, bool):
-            raise TypeError
-        threshold = float(raw)
-    except (TypeError, ValueError):
-        raise KVStoreError(f"{what}: threshold must be a number, got {raw!r}") from None
-    with np.errstate(over="ignore"):
-        t32 = float(np.float32(threshold))  # what the workers compare with
-    if kind == "2bit" and not (math.isfinite(t32) and t32 > 0):
-        raise KVStoreError(
-            f"{what}: threshold must be greater than 0 and finite (as a float32), got {raw!r}"
-        )
-    return kind, threshold
-
-
 def check_shapes(
     what: str, key: Key, shape: tuple[int, ...], arrays: Sequence[NDArray], role: str
 ) -> None:
@@ -198,82 +133,6 @@ def key_value_pairs(key: Keys, value: Values | None, what: str) -> list[tuple[Ke
                 f"{type(v).__name__}"
             )
     return [(key, cast("list[NDArray]", vals))]  # each checked above
-
-
-def row_sparse_requests(
-    key: Keys, out: Values | None, row_ids: Any
-) -> list[tuple[Key, NDArray, np.ndarray]]:
-    """The ``(key, output array, row ids)`` of a ``row_sparse_pull``, checked.
-
-    ``row_ids`` is one NDArray for every output, or has the structure of ``out`` (one per
-    output array, or one per key for all its outputs). Ids become sorted, unique int64.
-
-    Raises
-    ------
-    MXNetError
-        When ``out`` or ``row_ids`` is missing, an output is not row_sparse, or the row ids
-        do not pair with the outputs.
-    """
-    what = "row_sparse_pull"
-    if out is None or row_ids is None:
-        raise MXNetError(f"KVStore.{what}: out and row_ids are both required")
-    pairs = key_value_pairs(key, out, what)
-    for k, outs in pairs:
-        for o in outs:
-            if o.stype != "row_sparse":
-                raise MXNetError(
-                    f"KVStore.{what}: key {k!r}: the output array must be row_sparse, not "
-                    f"{o.stype} (use pull for dense arrays)"
-                )
-    if isinstance(row_ids, NDArray):
-        ids_per_key: list[list[Any]] = [[row_ids]] * len(pairs)
-    elif isinstance(row_ids, (list, tuple)) and len(row_ids) == 1 and len(pairs) == 1:
-        ids_per_key = [list(row_ids)]
-    else:
-        ids_per_key = [v for _, v in key_value_pairs(key, row_ids, what)]
-    requests = []
-    for (k, outs), ids in zip(pairs, ids_per_key, strict=True):
-        if len(ids) not in (1, len(outs)):
-            raise MXNetError(
-                f"KVStore.{what}: key {k!r} has {len(outs)} output arrays but {len(ids)} row_ids"
-            )
-        for i, o in enumerate(outs):
-            requests.append((k, o, _row_ids(ids[0] if len(ids) == 1 else ids[i])))
-    return requests
-
-
-def _row_ids(ids: Any) -> np.ndarray:
-    host = ids.asnumpy() if isinstance(ids, NDArray) else np.asarray(ids)
-    return unique_ids(np, host.reshape(-1).astype(np.int64))
-
-
-def check_row_ids(key: Key, ids: np.ndarray, rows: int) -> None:
-    """Raise MXNetError naming ``key`` and the id if a row id is outside ``[0, rows)``."""
-    if ids.size and (ids[0] < 0 or ids[-1] >= rows):
-        bad = int(ids[0]) if ids[0] < 0 else int(ids[-1])
-        raise MXNetError(
-            f"KVStore.row_sparse_pull: key {key!r}: row id {bad} is out of range for {rows} rows"
-        )
-
-
-def take_rows(out: NDArray, rows: NDArray) -> None:
-    """Make row_sparse ``out`` hold ``rows``, a fresh row_sparse array on its context (its
-    components are taken, not copied; values cast to ``out``'s dtype)."""
-    cast(Any, out)._assign_components(rows, np.dtype(out.dtype))
-
-
-def rows_of(stored: NDArray, ids: np.ndarray, ctx: Any) -> NDArray:
-    """Rows ``ids`` (sorted, unique, in range) of ``stored`` as a row_sparse array on ``ctx``."""
-    from_ctx, be = stored._ctx, stored._ctx.backend
-    raw_ids = be.asarray(ids, np.int64, from_ctx.device_id)
-    if isinstance(stored, _sparse.RowSparseNDArray):
-        dense_rows = rsp_rows(be, stored._sp_idx, stored._sp_vals, raw_ids)
-    else:
-        dense_rows = stored._data[raw_ids]
-    moved = _sparse.row_sparse_array(
-        (_wrap(dense_rows, from_ctx), _wrap(raw_ids, from_ctx)), shape=stored.shape, ctx=ctx
-    )
-    return moved
 
 
 def check_key(key: object, what: str) -> Key:

@@ -38,10 +38,10 @@ from .base import (
     Values,
     _optimizer_params,
     check_shapes,
-    compression_spec,
     key_value_pairs,
     register,
 )
+from .compression import compression_spec
 from .dist_rows import RowKeys
 from .local import reduce_sum
 from .wire import priority as _priority

@@ -23,7 +23,8 @@ from ..context import cpu
 from ..ndarray import _pending
 from ..ndarray.ndarray import _wrap
 from ..ndarray.sparse import RowSparseNDArray, add_n, row_sparse_array
-from .base import Key, Keys, Values, check_row_ids, row_sparse_requests, rows_of, take_rows
+from .base import Key, Keys, Values
+from .rows import check_row_ids, row_sparse_requests, rows_of, take_rows
 from .wire import priority as priority_arg
 from .wire import wire_key
 

@@ -18,19 +18,9 @@ from ..ndarray import sparse
 from ..ndarray.core.transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
 from . import _nccl
-from .base import (
-    Key,
-    Keys,
-    KVStoreBase,
-    Values,
-    check_row_ids,
-    check_shapes,
-    compression_spec,
-    register,
-    row_sparse_requests,
-    rows_of,
-    take_rows,
-)
+from .base import Key, Keys, KVStoreBase, Values, check_shapes, register
+from .compression import compression_spec
+from .rows import check_row_ids, row_sparse_requests, rows_of, take_rows
 
 
 def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
