@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use super::offload;
+use super::peer::Peer;
 use super::reply::{Flow, Outbox, Outgoing};
 use super::{Farewell, Shared};
 use crate::error::{PsError, Result};
@@ -26,29 +27,6 @@ use crate::protocol::frame::{Entry, Frame, Op};
 
 /// How long a leaving server waits for a connection's last replies and its Bye to be written.
 const BYE_GRACE: Duration = Duration::from_secs(1);
-
-/// Who is at the other end of a connection.
-#[derive(Clone)]
-pub(crate) struct Peer {
-    /// The server's id for the connection.
-    pub conn: u64,
-    pub addr: String,
-    /// The worker rank its Hello claimed, once accepted.
-    pub rank: Option<u32>,
-    /// The rank of the server at the other end, for a connection that carries replicas.
-    pub server: Option<u32>,
-}
-
-impl Peer {
-    /// What the metrics call the peer, once known: `worker 0`, `server 1`.
-    fn name(&self) -> Option<String> {
-        match (self.rank, self.server) {
-            (Some(rank), _) => Some(format!("worker {rank}")),
-            (None, Some(server)) => Some(format!("server {server}")),
-            (None, None) => None,
-        }
-    }
-}
 
 /// Counts an open connection while it lives.
 struct Open(Gauge);

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::connection::Peer;
 use super::key::{Ctx, KeyState, Replicate};
+use super::peer::Peer;
 use super::reply::{Outbox, ReplySlot};
 use super::{Installed, Shared};
 use crate::codec::Codec;
@@ -66,124 +66,145 @@ pub(crate) fn dispatch(
         resent: frame.resent,
         metrics: &shared.metrics,
     };
-    let entries = frame.entries.iter().zip(slots);
     match frame.op {
         Op::Hello | Op::Bye => unreachable!("handled above"),
         Op::Replicate => {
             let err = PsError::Protocol("a worker sent replicas".into());
-            refuse_all(&frame.entries, entries.map(|(_, s)| s), None, &err);
+            refuse_all(&frame.entries, slots, None, &err);
         }
-        Op::Init => {
-            let checked = frame
-                .entries
-                .iter()
-                .map(|e| shared.store.check_init(rank, e));
-            if let Some((bad, err)) = first_error(checked) {
-                refuse_all(&frame.entries, entries.map(|(_, s)| s), Some(bad), &err);
-                return Ok(());
+        Op::Init => init(shared, rank, &ctx, &frame, slots),
+        Op::Push | Op::PushPull | Op::PushRows => push(shared, rank, &ctx, &frame, slots),
+        Op::Pull | Op::PullRows => pull(shared, &ctx, &frame, slots),
+        Op::SetOptimizer => each(&frame, slots, |e| set_optimizer(shared, &e.payload)),
+        Op::SetParams => each(&frame, slots, |e| set_params(shared, &e.payload)),
+        Op::SaveStates => save_states(shared, &frame, slots),
+        Op::Stats => stats(shared, &frame, slots),
+        Op::LoadStates => load_states(shared, &ctx, &frame, slots),
+    }
+    Ok(())
+}
+
+/// Init: every entry checked against its key first, then each key made (or its value kept).
+fn init(shared: &Shared, rank: u32, ctx: &Ctx, frame: &Frame, slots: Vec<ReplySlot>) {
+    let checked = frame
+        .entries
+        .iter()
+        .map(|e| shared.store.check_init(rank, e));
+    if let Some((bad, err)) = first_error(checked) {
+        refuse_all(&frame.entries, slots, Some(bad), &err);
+        return;
+    }
+    for (e, slot) in frame.entries.iter().zip(slots) {
+        shared.store.init(rank, ctx, e, slot);
+    }
+}
+
+/// Push, PushPull and PushRows: every entry checked first; each push is answered at the round
+/// it completes (dist_sync) or the update it made (dist_async), with a backup once that round
+/// is durable; a PushPull pulls that round under the same lock.
+fn push(shared: &Shared, rank: u32, ctx: &Ctx, frame: &Frame, slots: Vec<ReplySlot>) {
+    let keys = match checked_keys(shared, frame.op, &frame.entries) {
+        Ok(keys) => keys,
+        Err((bad, err)) => {
+            refuse_all(&frame.entries, slots, Some(bad), &err);
+            return;
+        }
+    };
+    for ((e, slot), key) in frame.entries.iter().zip(slots).zip(keys) {
+        let mut k = key.lock();
+        let pushed = match frame.op {
+            Op::PushRows => k.push_rows(ctx, rank, e),
+            _ => k.push(ctx, rank, e),
+        };
+        let done = match ctx.mode {
+            Mode::Sync => e.round + 1,
+            Mode::Async => k.round(),
+        };
+        if pushed.is_ok() {
+            shared.metrics.worker_pushed(rank, done);
+        }
+        match (frame.op, pushed) {
+            // With a backup, once that round is durable.
+            (Op::Push | Op::PushRows, Ok(())) if ctx.replicated() => k.ack_when(ctx, done, e, slot),
+            (Op::Push | Op::PushRows, r) => {
+                let r = r.map(|()| (k.round(), Bytes::new()));
+                slot.complete(answer(e, r));
             }
-            entries.for_each(|(e, slot)| shared.store.init(rank, &ctx, e, slot))
-        }
-        Op::Push | Op::PushPull | Op::PushRows => {
-            let keys = match checked_keys(shared, frame.op, &frame.entries) {
-                Ok(keys) => keys,
-                Err((bad, err)) => {
-                    refuse_all(&frame.entries, entries.map(|(_, s)| s), Some(bad), &err);
-                    return Ok(());
-                }
-            };
-            for ((e, slot), key) in entries.zip(keys) {
-                let mut k = key.lock();
-                // The round this push is answered at: the one it completes (dist_sync), or the
-                // update it made (dist_async).
-                let pushed = match frame.op {
-                    Op::PushRows => k.push_rows(&ctx, rank, e),
-                    _ => k.push(&ctx, rank, e),
-                };
-                let done = match ctx.mode {
-                    Mode::Sync => e.round + 1,
-                    Mode::Async => k.round(),
-                };
-                if pushed.is_ok() {
-                    shared.metrics.worker_pushed(rank, done);
-                }
-                match (frame.op, pushed) {
-                    // With a backup, once that round is durable.
-                    (Op::Push | Op::PushRows, Ok(())) if ctx.replicated() => {
-                        k.ack_when(&ctx, done, e, slot)
-                    }
-                    (Op::Push | Op::PushRows, r) => {
-                        let r = r.map(|()| (k.round(), Bytes::new()));
-                        slot.complete(answer(e, r));
-                    }
-                    // The pull of the round this push completes, under the same lock, in the
-                    // key's dtype (a float16 push into a float32 key pulls float32).
-                    (_, Ok(())) => {
-                        let pull = pull_of(e, k.dtype());
-                        k.pull(&ctx, done, &pull, slot);
-                    }
-                    (_, Err(err)) => slot.complete(e.error(&err)),
-                }
+            // The pull of the round this push completes, in the key's dtype (a float16 push
+            // into a float32 key pulls float32).
+            (_, Ok(())) => {
+                let pull = pull_of(e, k.dtype());
+                k.pull(ctx, done, &pull, slot);
             }
+            (_, Err(err)) => slot.complete(e.error(&err)),
         }
-        Op::Pull | Op::PullRows => entries.for_each(|(e, slot)| match shared.store.get(e) {
+    }
+}
+
+/// Pull and PullRows: each entry waits for its round (dist_async pulls take the latest value,
+/// whatever round the worker counts).
+fn pull(shared: &Shared, ctx: &Ctx, frame: &Frame, slots: Vec<ReplySlot>) {
+    for (e, slot) in frame.entries.iter().zip(slots) {
+        match shared.store.get(e) {
             Ok(key) => {
-                // dist_async pulls take the latest value, whatever round the worker counts.
                 let round = if ctx.mode == Mode::Async { 0 } else { e.round };
                 match frame.op {
-                    Op::PullRows => key.lock().pull_rows(&ctx, round, e, slot),
-                    _ => key.lock().pull(&ctx, round, e, slot),
+                    Op::PullRows => key.lock().pull_rows(ctx, round, e, slot),
+                    _ => key.lock().pull(ctx, round, e, slot),
                 }
             }
             Err(err) => slot.complete(e.error(&err)),
-        }),
-        Op::SetOptimizer => entries.for_each(|(e, slot)| {
-            slot.complete(answer(
-                e,
-                set_optimizer(shared, &e.payload).map(|()| (0, Bytes::new())),
-            ))
-        }),
-        Op::SetParams => entries.for_each(|(e, slot)| {
-            slot.complete(answer(
-                e,
-                set_params(shared, &e.payload).map(|()| (0, Bytes::new())),
-            ))
-        }),
-        Op::SaveStates => entries.for_each(|(e, slot)| {
-            let epoch = current(shared).map(|i| i.epoch);
-            let r = epoch
-                .map(|ep| {
-                    (
-                        0,
-                        Bytes::from(shared.store.save_states(ep, &|r| serves(shared, r))),
-                    )
-                })
-                .ok_or_else(no_optimizer);
-            slot.complete(answer(e, r));
-        }),
-        Op::Stats => entries.for_each(|(e, slot)| {
-            let stats = shared.push_stats.snapshot().encode();
-            slot.complete(e.ok(0, Bytes::from(stats)));
-        }),
-        Op::LoadStates => entries.for_each(|(e, slot)| {
-            let r = current(shared)
-                .ok_or_else(no_optimizer)
-                .and_then(|i| shared.store.load_states(i.epoch, &e.payload));
-            if r.is_ok()
-                && let Some(replica) = ctx.replica
-            {
-                // The backups get the loaded states too.
-                for (_, k) in shared.store.pieces() {
-                    let mut k = k.lock();
-                    if replica.serves(k.range()) {
-                        k.republish(&ctx);
-                    }
+        }
+    }
+}
+
+/// Answers each entry with `apply`'s outcome (an empty payload when it succeeds).
+fn each(frame: &Frame, slots: Vec<ReplySlot>, apply: impl Fn(&Entry) -> Result<()>) {
+    for (e, slot) in frame.entries.iter().zip(slots) {
+        slot.complete(answer(e, apply(e).map(|()| (0, Bytes::new()))));
+    }
+}
+
+/// SaveStates: the optimizer's states of every key this server serves.
+fn save_states(shared: &Shared, frame: &Frame, slots: Vec<ReplySlot>) {
+    for (e, slot) in frame.entries.iter().zip(slots) {
+        let r = current(shared)
+            .map(|i| {
+                let states = shared.store.save_states(i.epoch, &|r| serves(shared, r));
+                (0, Bytes::from(states))
+            })
+            .ok_or_else(no_optimizer);
+        slot.complete(answer(e, r));
+    }
+}
+
+/// Stats: the pushes this server has counted.
+fn stats(shared: &Shared, frame: &Frame, slots: Vec<ReplySlot>) {
+    for (e, slot) in frame.entries.iter().zip(slots) {
+        let stats = shared.push_stats.snapshot().encode();
+        slot.complete(e.ok(0, Bytes::from(stats)));
+    }
+}
+
+/// LoadStates: the optimizer's states from a saved file; with backups, every key this server
+/// is primary of is sent to its backup again, so the copies hold them too.
+fn load_states(shared: &Shared, ctx: &Ctx, frame: &Frame, slots: Vec<ReplySlot>) {
+    for (e, slot) in frame.entries.iter().zip(slots) {
+        let r = current(shared)
+            .ok_or_else(no_optimizer)
+            .and_then(|i| shared.store.load_states(i.epoch, &e.payload));
+        if r.is_ok()
+            && let Some(replica) = ctx.replica
+        {
+            for (_, k) in shared.store.pieces() {
+                let mut k = k.lock();
+                if replica.serves(k.range()) {
+                    k.republish(ctx);
                 }
             }
-            slot.complete(answer(e, r.map(|()| (0, Bytes::new()))));
-        }),
+        }
+        slot.complete(answer(e, r.map(|()| (0, Bytes::new()))));
     }
-    Ok(())
 }
 
 /// Whether this server serves placement range `range` now (always, without backups).

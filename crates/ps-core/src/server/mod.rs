@@ -23,6 +23,7 @@ mod connection;
 mod handlers;
 mod key;
 mod offload;
+mod peer;
 mod replica;
 mod reply;
 mod store;

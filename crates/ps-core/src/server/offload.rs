@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::Shared;
-use super::connection::Peer;
 use super::handlers;
+use super::peer::Peer;
 use super::reply::Outbox;
 use crate::error::Result;
 use crate::protocol::frame::{Frame, Op};

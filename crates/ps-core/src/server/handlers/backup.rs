@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::super::Shared;
-use super::super::connection::Peer;
+use super::super::peer::Peer;
 use super::super::reply::ReplySlot;
 use super::{answer, current, replica_of, set_optimizer};
 use crate::error::{PsError, Result};
