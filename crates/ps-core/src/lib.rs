@@ -13,8 +13,8 @@
 //!   worker's encoding and the server's decoding of pushed values.
 //! - [`protocol`]: data-plane frames and connections, the control-plane gRPC types, the
 //!   shared-secret handshake both planes open with.
-//! - [`partition`]: which server holds which key or slice of a big key (row ranges for a
-//!   row-sparse key).
+//! - [`placement`]: which server holds which key or slice of a big key (row ranges for a
+//!   row-sparse key), the chains of servers holding each range, and the job's topology.
 //! - [`updater`]: optimizers applied on the servers (SGD, NAG, Adam, AdaGrad, RMSProp, Signum,
 //!   Adamax, AdaDelta, FTML, FTRL), to whole pieces or to the rows a row-sparse round carried.
 //! - [`scheduler`]: registration, ranks, barriers, heartbeats, node loss, orderly shutdown; and
@@ -35,7 +35,7 @@ pub mod dtype;
 pub mod error;
 pub mod metrics;
 pub mod node;
-pub mod partition;
+pub mod placement;
 pub mod protocol;
 pub mod scheduler;
 pub mod server;

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use common::*;
 use half::{bf16, f16};
 use ps_core::codec::{Codec, Compression, two_bit_len};
-use ps_core::partition::Partitioner;
+use ps_core::placement::Partitioner;
 use ps_core::protocol::connection::FrameReader;
 use ps_core::protocol::frame::{Entry, FRAME_HEADER, Frame, LEN_BYTES, Mode, Op};
 use ps_core::protocol::transport;

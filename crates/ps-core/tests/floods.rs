@@ -13,7 +13,7 @@ use common::*;
 use jobs::{Job, peak_rss};
 use ps_core::config::Role;
 use ps_core::node::JobWorker;
-use ps_core::partition::PIECE_BYTES;
+use ps_core::placement::PIECE_BYTES;
 use ps_core::protocol::connection::FrameWriter;
 use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
 use ps_core::protocol::transport;

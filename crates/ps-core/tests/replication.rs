@@ -84,7 +84,7 @@ async fn a_push_that_can_never_complete_is_still_answered() {
     .unwrap();
     // Worker 0 talks to server 0 by hand, which holds key 5.
     assert_eq!(
-        ps_core::partition::Partitioner::new(2, 1000).server_of(5),
+        ps_core::placement::Partitioner::new(2, 1000).server_of(5),
         0
     );
     let mut raw0 = Raw::open(&servers, 0, 2).await;

@@ -42,14 +42,15 @@ use tokio_stream::StreamExt;
 use crate::config::DEFAULT_MAX_INFLIGHT_BYTES;
 use crate::error::Result;
 use crate::metrics::ServerMetrics;
+use crate::placement::Topology;
+pub use crate::placement::chains;
 use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
 use crate::protocol::transport;
-use crate::scheduler::Topology;
 use crate::task::AbortOnDrop;
 use crate::updater::{OptimizerSpec, Updater};
-pub use replica::{ReplicaConfig, chains};
+pub use replica::ReplicaConfig;
 
 pub use reply::MAX_OUTSTANDING_ENTRIES;
 use store::Store;

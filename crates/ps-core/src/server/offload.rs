@@ -34,7 +34,7 @@ use crate::error::Result;
 use crate::protocol::frame::{Frame, Op};
 
 /// Pushed pieces of at least this many bytes (a full piece of a large key:
-/// [`crate::partition::PIECE_BYTES`]) make a push large.
+/// [`crate::placement::PIECE_BYTES`]) make a push large.
 pub(crate) const LARGE_BYTES: usize = 1 << 20;
 
 /// Large dispatches expected to take at least this long run as blocking work.

@@ -4,7 +4,7 @@
 //! piece's whole state to the next server of the chain over a connection of its own (a
 //! [`Link`]) and answers what waited on the change once that server has stored it.
 //!
-//! The chains change only by the scheduler's word (a [`crate::scheduler::Topology`]): a lost
+//! The chains change only by the scheduler's word (a [`crate::placement::Topology`]): a lost
 //! server is dropped from every chain, so its ranges are served by their backups, which hold
 //! every durable change, and a primary whose backup is gone answers at once; a replacement
 //! server is added at the end of the chains short of a copy, and their primaries send it the
@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::metrics::ServerMetrics;
 
 use super::key::Replicate;
-use crate::partition::Partitioner;
+use crate::placement::{Partitioner, chains};
 use crate::protocol::frame::{Entry, Mode};
 pub(crate) use link::FromBackup;
 use link::{Link, ToBackup};
@@ -43,20 +43,6 @@ const COALESCE_BYTES: usize = 4 << 20;
 
 /// The Hello `offset` of a server that connects to send replicas.
 pub(crate) const HELLO_SERVER: u64 = 2;
-
-/// The chains of a job of `num_servers` servers with `replicas` backups per range, without the
-/// servers in `lost`.
-pub fn chains(num_servers: u32, replicas: u32, lost: &[u32]) -> Vec<Vec<u32>> {
-    let copies = replicas.min(num_servers.saturating_sub(1)) + 1;
-    (0..num_servers)
-        .map(|r| {
-            (0..copies)
-                .map(|i| (r + i) % num_servers)
-                .filter(|s| !lost.contains(s))
-                .collect()
-        })
-        .collect()
-}
 
 /// What a server needs to know to replicate.
 #[derive(Debug, Clone)]

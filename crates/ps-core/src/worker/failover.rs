@@ -11,8 +11,8 @@ use tokio::sync::oneshot;
 
 use super::{ServerConn, Worker};
 use crate::error::{PsError, Result};
+use crate::placement::Topology;
 use crate::protocol::frame::{Frame, Op};
-use crate::scheduler::Topology;
 
 impl Worker {
     /// The server each placement range goes to now.

@@ -39,7 +39,7 @@ use parking_lot::Mutex;
 use crate::codec::Compression;
 use crate::dtype::DType;
 use crate::error::{PsError, Result};
-use crate::partition::{Part, Partitioner};
+use crate::placement::{Part, Partitioner};
 use crate::protocol::frame::{Entry, Mode, Op};
 use batch::Batch;
 use check::{check_init, check_push};

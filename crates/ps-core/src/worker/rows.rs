@@ -1,7 +1,7 @@
 //! Row-sparse keys: tables (embeddings) of which a step touches only some rows.
 //!
 //! `init_rows` creates a key whose first dimension is its rows, placed by rows
-//! ([`crate::partition::Partitioner::row_parts`]); every operation on it uses that placement, the
+//! ([`crate::placement::Partitioner::row_parts`]); every operation on it uses that placement, the
 //! dense `push`/`pull` included. `push_rows` sends each piece of the key exactly its rows (ids and
 //! values), and a piece none of whose rows are pushed an empty message, so that its dist_sync
 //! round still completes; `pull_rows` asks each piece for its rows only (a piece with none is

@@ -7,7 +7,7 @@
 
 use super::{Group, Job, Notice, State};
 use crate::config::Role;
-use crate::scheduler::Topology;
+use crate::placement::Topology;
 
 impl Job {
     /// Keeps `replicas` backups of each server's keys, so that a lost server is failed over.

@@ -7,7 +7,8 @@ use tokio::time::Instant;
 use super::{Job, MAX_HOST_LEN, Member, Pending, Registration, State};
 use crate::config::Role;
 use crate::error::{PsError, Result};
-use crate::scheduler::{Membership, NodeInfo, Topology};
+use crate::placement::{NodeInfo, Topology};
+use crate::scheduler::Membership;
 
 impl Job {
     /// Takes a registration. The receiver gets the node's membership once the last node of the
@@ -145,7 +146,7 @@ impl Job {
         if self.replicas > 0 && self.num_servers > 1 {
             self.topology = Some(Topology {
                 epoch: 0,
-                chains: crate::server::chains(self.num_servers, self.replicas, &[]),
+                chains: crate::placement::chains(self.num_servers, self.replicas, &[]),
                 servers: servers.clone(),
             });
         }
