@@ -61,6 +61,9 @@ pub(crate) async fn run(
     };
     let (read_half, write_half) = stream.into_split();
     let flow = Arc::new(Flow::counting(shared.metrics.reply_bytes.clone()));
+    // Unbounded because replies are queued from handlers that cannot wait; the Flow bounds it:
+    // past MAX_OUTSTANDING_ENTRIES unanswered entries or MAX_QUEUED_REPLY_BYTES of replies
+    // not yet written, the connection is not read from until it is under again.
     let (tx, replies) = mpsc::unbounded_channel::<Outgoing>();
     let outbox = Outbox::new(tx, flow.clone(), peer.conn);
     // The peer's counters, once its Hello said who it is.

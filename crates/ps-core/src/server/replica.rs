@@ -88,7 +88,9 @@ pub(crate) struct Replication {
     partitioner: Partitioner,
     view: RwLock<View>,
     links: Mutex<FxHashMap<u32, Link>>,
-    /// Where the links report what their backups stored, and their breaks.
+    /// Where the links report what their backups stored, and their breaks: at most one report
+    /// per piece a link sent (see [`Link`]'s queue) and one per reconnection, read at once by
+    /// the server's task, so as bounded as the links' queues.
     events: mpsc::UnboundedSender<FromBackup>,
     /// Where the links count their traffic.
     metrics: Arc<ServerMetrics>,

@@ -46,6 +46,14 @@ pub(crate) enum FromBackup {
 
 /// A connection to a backup that carries Replicate frames, and the task that runs it.
 pub(super) struct Link {
+    /// Unbounded because pieces are queued under their key's lock, which cannot wait; what
+    /// bounds it is that a change is answered only once its backup stored it. In a dist_sync
+    /// job a key's next round needs every worker's push, and a worker's push waits for the
+    /// answer to the last, so at most one state per piece (plus one resend of each after a
+    /// reconnection) is queued; in a dist_async job, at most one per push a worker has not had
+    /// answered, which the workers' in-flight budget (`MXRS_WORKER_INFLIGHT_BYTES`) and each
+    /// connection's 131,072 unanswered entries bound. The entries share the stored value's
+    /// bytes; nothing is copied to queue them.
     pub(super) frames: mpsc::UnboundedSender<ToBackup>,
 }
 
