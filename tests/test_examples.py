@@ -23,18 +23,23 @@ def _accuracies(text, pattern=r"final test accuracy ([0-9.]+)"):
     return [float(a) for a in re.findall(pattern, text)]
 
 
-def test_the_readme_main_command_trains_to_95_percent_on_the_shipped_subset():
-    readme = (ROOT / "README.md").read_text()
-    line = next(ln for ln in readme.splitlines() if "mxrs-launch local" in ln)
-    command = line[line.index("mxrs-launch") :]
+def _shell(command):
+    """Run ``command`` in the checkout; its stdout, once it exited 0."""
     r = subprocess.run(
         command, shell=True, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=TIMEOUT
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    accs = _accuracies(r.stdout)
-    assert len(accs) == 2, r.stdout[-3000:]
+    return r.stdout
+
+
+def test_the_readme_main_command_trains_to_95_percent_on_the_shipped_subset():
+    readme = (ROOT / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if "mxrs-launch local" in ln)
+    out = _shell(line[line.index("mxrs-launch") :])
+    accs = _accuracies(out)
+    assert len(accs) == 2, out[-3000:]
     assert accs[0] == accs[1] and accs[0] >= 0.95, accs
-    assert "[worker 1] worker 1/2: epoch 1" in r.stdout
+    assert "[worker 1] worker 1/2: epoch 1" in out
 
 
 def _example(*args):
@@ -143,16 +148,7 @@ def test_the_readme_first_program_is_the_quickstart_example_and_learns():
     example = (ROOT / "examples" / "quickstart.py").read_text()
     block = readme.split("## A first program", 1)[1].split("```python\n", 1)[1].split("```")[0]
     assert block in example  # the README shows the file (less its docstring)
-    r = subprocess.run(
-        "mxrs-launch local -n 2 -s 2 python examples/quickstart.py",
-        shell=True,
-        cwd=ROOT,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    losses = [float(v) for v in re.findall(r"worker [01]: loss ([0-9.]+)", r.stdout)]
-    assert len(losses) == 2, r.stdout[-3000:]
+    out = _shell("mxrs-launch local -n 2 -s 2 python examples/quickstart.py")
+    losses = [float(v) for v in re.findall(r"worker [01]: loss ([0-9.]+)", out)]
+    assert len(losses) == 2, out[-3000:]
     assert max(losses) < 0.5, losses  # from about ln(10) = 2.3 at the start

@@ -104,3 +104,59 @@ def test_a_broken_frontend_is_reported_with_its_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "cudnn", None)
     with pytest.raises(KernelError, match="cudnnGetVersion"):
         cudnn.load()
+
+
+class _FakeCudnn:
+    """cuDNN's three convolution graphs computed by the portable kernel, to check the CUDA
+    provider's wiring (which graph, which operands, which shapes) without a GPU; ``refuse``
+    names graph kinds it has no engine for."""
+
+    def __init__(self, backend, refuse=()):
+        self.k = portable.for_backend(backend)
+        self.refuse = set(refuse)
+        self.ran = []
+
+    def plan(self, key):
+        from mxrs.base import KernelUnsupportedError
+
+        if key[0] in self.refuse:
+            raise KernelUnsupportedError(f"no engine for {key[0]}")
+        return key
+
+    def execute(self, key, a, b):
+        kind, _, _, _, out, stride, pad, dilate, _ = key
+        geom = ConvGeometry(stride, pad, dilate, 1)
+        self.ran.append(kind)
+        if kind == "fprop":
+            return self.k.convolution(a, b, None, geom, out[2:], True)[0]
+        if kind == "dgrad":  # a: the output gradient, b: the weight
+            x = np.zeros(out)
+            return self.k.convolution(x, b, None, geom, a.shape[2:], True)[1](a, (True, False))[0]
+        w = np.zeros(out)  # wgrad; a: the image, b: the output gradient
+        return self.k.convolution(a, w, None, geom, b.shape[2:], True)[1](b, (False, True))[1]
+
+
+@pytest.mark.parametrize("refuse", [(), ("wgrad",), ("dgrad",), ("dgrad", "fprop")])
+def test_the_cuda_provider_wires_cudnn_graphs_as_the_portable_kernels_compute(fresh, refuse):
+    k = CudaKernels(fresh)
+    k._cudnn = fake = _FakeCudnn(fresh, refuse)
+    ref = portable.for_backend(fresh)
+    geom = ConvGeometry((2, 1), (1, 1), (1, 1), 1)
+    x, w, b = rand(2, 3, 7, 6), rand(4, 3, 3, 3, seed=1), rand(4, seed=2)
+    out = (4, 6)
+    for got, want in [
+        (k.convolution(x, w, b, geom, out, True), ref.convolution(x, w, b, geom, out, True)),
+        (
+            k.deconvolution(rand(2, 4, *out), w, b[:3], geom, (0, 0), (7, 6), True),
+            ref.deconvolution(rand(2, 4, *out), w, b[:3], geom, (0, 0), (7, 6), True),
+        ),
+    ]:
+        (y, grad), (y_ref, grad_ref) = got, want
+        np.testing.assert_allclose(y, y_ref, rtol=1e-12, atol=1e-12)
+        g = rand(*y.shape, seed=5)
+        for a, e in zip(grad(g, (True, True, True)), grad_ref(g, (True, True, True)), strict=True):
+            np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-6)  # the bias sums in float32
+    # what cuDNN ran: every graph it has an engine for, the forward pass first
+    assert not set(fake.ran) & set(refuse)
+    if "fprop" not in refuse:
+        assert fake.ran[0] == "fprop" and ("wgrad" in fake.ran) == ("wgrad" not in refuse)

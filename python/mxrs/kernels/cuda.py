@@ -335,7 +335,8 @@ class CudaKernels:
         if c is None or a.ndim not in (3, 4, 5):
             return None
         stride, pad, dilate, _groups = geom
-        key = (kind, a.shape, b.shape, a.dtype.char, out, stride, pad, dilate, a.device.id)
+        device = getattr(a.device, "id", 0)  # a CuPy array's GPU (NumPy's, in tests: none)
+        key = (kind, a.shape, b.shape, a.dtype.char, out, stride, pad, dilate, device)
         if key in self._unsupported:
             return None
         try:
@@ -352,31 +353,15 @@ class CudaKernels:
         self, x: Any, w: Any, b: Any, geom: ConvGeometry, out: tuple[int, ...], train: bool
     ) -> tuple[Any, Grad]:
         """cuDNN's fprop; its dgrad and wgrad for the gradients."""
-        nd = x.ndim - 2
-        yshape = (x.shape[0], w.shape[0], *out)
-        y = self._conv("fprop", x, w, yshape, geom)
+        y = self._conv("fprop", x, w, (x.shape[0], w.shape[0], *out), geom)
         if y is None:
             return self.portable.convolution(x, w, b, geom, out, train)
-        if b is not None:
-            y += b.reshape((-1,) + (1,) * nd)
-        xshape = x.shape
 
-        def grad(g, needs):
-            gx = gw = gb = None
-            if needs[0]:
-                gx = self._conv("dgrad", g, w, xshape, geom)
-            if needs[1]:
-                gw = self._conv("wgrad", x, g, w.shape, geom)
-            if (needs[0] and gx is None) or (needs[1] and gw is None):
-                _, back = self.portable.convolution(x, w, None, geom, out, True)
-                px, pw, _ = back(g, (needs[0] and gx is None, needs[1] and gw is None))
-                gx = px if gx is None else gx
-                gw = pw if gw is None else gw
-            if len(needs) == 3 and needs[2]:
-                gb = _bias_grad(g, nd)
-            return gx, gw, gb
+        def portable_grad() -> Grad:
+            return self.portable.convolution(x, w, None, geom, out, True)[1]
 
-        return y, grad
+        grads = (("dgrad", w, False), ("wgrad", x, True))
+        return self._biased(y, b), self._grad(x, w, geom, grads, portable_grad)
 
     def deconvolution(
         self,
@@ -389,31 +374,50 @@ class CudaKernels:
         train: bool,
     ) -> tuple[Any, Grad]:
         """The transposed convolution: cuDNN's dgrad forward; fprop and wgrad backward."""
-        nd = x.ndim - 2
-        yshape = (x.shape[0], w.shape[1] * geom.groups, *out)
-        y = self._conv("dgrad", x, w, yshape, geom)
+        y = self._conv("dgrad", x, w, (x.shape[0], w.shape[1] * geom.groups, *out), geom)
         if y is None:
             return self.portable.deconvolution(x, w, b, geom, adj, out, train)
+
+        def portable_grad() -> Grad:
+            return self.portable.deconvolution(x, w, None, geom, adj, out, True)[1]
+
+        grads = (("fprop", w, False), ("wgrad", x, False))
+        return self._biased(y, b), self._grad(x, w, geom, grads, portable_grad)
+
+    @staticmethod
+    def _biased(y: Any, b: Any) -> Any:
         if b is not None:
-            y += b.reshape((-1,) + (1,) * nd)
-        xshape = x.shape
+            y += b.reshape((-1,) + (1,) * (y.ndim - 2))
+        return y
+
+    def _grad(
+        self,
+        x: Any,
+        w: Any,
+        geom: ConvGeometry,
+        grads: tuple[tuple[str, Any, bool], tuple[str, Any, bool]],
+        portable_grad: Any,
+    ) -> Grad:
+        """The backward pass of a convolution or deconvolution of ``x`` by ``w``: the data
+        and weight gradients are the cuDNN graphs ``grads`` names, each ``(kind, other
+        operand, whether the output gradient comes second)``, the portable kernel's backward
+        pass where cuDNN has no engine for one; the bias gradient sums ``g``."""
+        shapes = (x.shape, w.shape)
 
         def grad(g, needs):
-            gx = gw = gb = None
-            if needs[0]:
-                gx = self._conv("fprop", g, w, xshape, geom)
-            if needs[1]:
-                gw = self._conv("wgrad", g, x, w.shape, geom)
-            if (needs[0] and gx is None) or (needs[1] and gw is None):
-                _, back = self.portable.deconvolution(x, w, None, geom, adj, out, True)
-                px, pw, _ = back(g, (needs[0] and gx is None, needs[1] and gw is None))
-                gx = px if gx is None else gx
-                gw = pw if gw is None else gw
-            if len(needs) == 3 and needs[2]:
-                gb = _bias_grad(g, nd)
-            return gx, gw, gb
+            found: list[Any] = [None, None]
+            for i, (kind, other, g_second) in enumerate(grads):
+                if needs[i]:
+                    a, b = (other, g) if g_second else (g, other)
+                    found[i] = self._conv(kind, a, b, shapes[i], geom)
+            missing = tuple(bool(needs[i]) and found[i] is None for i in range(2))
+            if any(missing):
+                back = portable_grad()(g, missing)
+                found = [back[i] if missing[i] else found[i] for i in range(2)]
+            gb = _bias_grad(g, g.ndim - 2) if len(needs) == 3 and needs[2] else None
+            return found[0], found[1], gb
 
-        return y, grad
+        return grad
 
     # -- pooling ---------------------------------------------------------------------------
 
