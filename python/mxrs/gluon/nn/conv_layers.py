@@ -1,10 +1,13 @@
-"""Convolution and pooling layers (1-, 2- and 3-D).
+"""Convolution layers (1-, 2- and 3-D) and their transposes.
 
 A convolution's weight is ``(channels, in_channels // groups, *kernel_size)``; with
-``in_channels=0`` the input channels are inferred from the first batch. Pooling strides default
-to the window size, as in MXNet's Gluon layers. Pooling layers take channel-last layouts
-(``NWC``, ``NHWC``, ``NDHWC``) too; convolution layers refuse them, as MXNet's CPU convolution
-cannot run them.
+``in_channels=0`` the input channels are inferred from the first batch. Convolution layers refuse
+channel-last layouts, as MXNet's CPU convolution cannot run them.
+
+The transposed layers run ``nd.Deconvolution``; their weight is ``(in_channels, channels //
+groups, *kernel_size)`` and ``output_padding`` is the operator's ``adj``. Output size per
+spatial axis: ``(size - 1)*strides - 2*padding + dilation*(kernel_size - 1) + 1 +
+output_padding``.
 """
 
 from __future__ import annotations
@@ -20,43 +23,16 @@ from .activations import Activation
 if TYPE_CHECKING:
     from ...ndarray import NDArray
     from ..parameter import InitLike
+from ._geometry import _CONV_LAYOUTS, _check_layout, _tuple
 
 __all__ = [
     "Conv1D",
     "Conv2D",
     "Conv3D",
-    "MaxPool1D",
-    "MaxPool2D",
-    "AvgPool1D",
-    "AvgPool2D",
-    "GlobalMaxPool1D",
-    "GlobalMaxPool2D",
-    "GlobalAvgPool1D",
-    "GlobalAvgPool2D",
+    "Conv1DTranspose",
+    "Conv2DTranspose",
+    "Conv3DTranspose",
 ]
-
-
-def _tuple(value: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(int(v) for v in value)
-    if len(value) != n:
-        raise MXNetError(f"{name} must be an int or a tuple of {n} ints, got {value}")
-    return value
-
-
-#: Layouts the layers accept, by number of spatial dimensions (channels-first one first).
-_CONV_LAYOUTS = {1: ("NCW",), 2: ("NCHW",), 3: ("NCDHW",)}
-_POOL_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
-
-
-def _check_layout(block: str, layout: str, allowed: tuple[str, ...]) -> None:
-    if layout not in allowed:
-        why = ""
-        if layout in ("NHWC", "NDHWC") and "NHWC" not in allowed and "NDHWC" not in allowed:
-            why = " (channel-last convolution runs only on GPU in MXNet 1.9.1)"
-        names = " and ".join(allowed)
-        raise MXNetError(f"{block} supports layout {names}, not {layout!r}{why}")
 
 
 class _Conv(HybridBlock):
@@ -307,193 +283,88 @@ class Conv3D(_Conv):
         )
 
 
-class _Pooling(HybridBlock):
-    """Pooling over channels-first data (the base of the pooling layers)."""
+class _ConvTranspose(_Conv):
+    """N-D transposed convolution (the base of Conv1D/2D/3DTranspose)."""
+
+    _op_name = "Deconvolution"
+    _weight_in = True
+    _dims = 0
+    _layout = ""
 
     def __init__(
         self,
-        pool_size: tuple[int, ...],
-        strides: int | Sequence[int] | None,
-        padding: int | Sequence[int],
-        ceil_mode: bool,
-        global_pool: bool,
-        pool_type: str,
-        layout: str,
-        count_include_pad: bool | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        n = len(pool_size)
-        _check_layout(type(self).__name__, layout, _POOL_LAYOUTS[n])
-        if strides is None:
-            strides = pool_size
-        self._kwargs: dict[str, Any] = {
-            "kernel": pool_size,
-            "stride": _tuple(strides, n, "strides"),
-            "pad": _tuple(padding, n, "padding"),
-            "global_pool": global_pool,
-            "pool_type": pool_type,
-            "layout": layout,
-            "pooling_convention": "full" if ceil_mode else "valid",
-        }
-        if count_include_pad is not None:
-            self._kwargs["count_include_pad"] = count_include_pad
-
-    def _alias(self) -> str:
-        return "pool"
-
-    def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
-        """Pool ``x``."""
-        return F.Pooling(x, **self._kwargs)
-
-    def __repr__(self) -> str:
-        k = self._kwargs
-        return (
-            f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']}, "
-            f"padding={k['pad']}, ceil_mode={k['pooling_convention'] == 'full'}, "
-            f"global_pool={k['global_pool']}, pool_type={k['pool_type']}, "
-            f"layout={k['layout']})"
-        )
-
-
-class MaxPool1D(_Pooling):
-    """1-D max pooling over ``(N, C, W)`` data; parameters as :class:`MaxPool2D`."""
-
-    def __init__(
-        self,
-        pool_size: int | Sequence[int] = 2,
-        strides: int | Sequence[int] | None = None,
+        channels: int,
+        kernel_size: int | Sequence[int],
+        strides: int | Sequence[int] = 1,
         padding: int | Sequence[int] = 0,
-        layout: str = "NCW",
-        ceil_mode: bool = False,
+        output_padding: int | Sequence[int] = 0,
+        dilation: int | Sequence[int] = 1,
+        groups: int = 1,
+        layout: str | None = None,
+        activation: str | None = None,
+        use_bias: bool = True,
+        weight_initializer: InitLike | None = None,
+        bias_initializer: InitLike = "zeros",
+        in_channels: int = 0,
         **kwargs: Any,
     ) -> None:
+        n = self._dims
         super().__init__(
-            _tuple(pool_size, 1, "pool_size"),
-            strides,
-            padding,
-            ceil_mode,
-            False,
-            "max",
-            layout,
+            channels,
+            _tuple(kernel_size, n, "kernel_size"),
+            _tuple(strides, n, "strides"),
+            _tuple(padding, n, "padding"),
+            _tuple(dilation, n, "dilation"),
+            groups,
+            layout or self._layout,
+            in_channels,
+            activation,
+            use_bias,
+            weight_initializer,
+            bias_initializer,
             **kwargs,
         )
+        self._kwargs["adj"] = _tuple(output_padding, n, "output_padding")
+
+    def _alias(self) -> str:
+        return "conv"
 
 
-class MaxPool2D(_Pooling):
-    """2-D max pooling over ``(N, C, H, W)`` data.
+class Conv1DTranspose(_ConvTranspose):
+    """1-D transposed convolution over ``(N, C, W)`` data (layout ``'NCW'`` only).
 
     Parameters
     ----------
-    pool_size : int or tuple of 2 ints, default (2, 2)
-    strides : int or tuple of 2 ints, optional
-        Defaults to ``pool_size``.
-    padding : int or tuple of 2 ints, default 0
-    layout : str, default 'NCHW'
-    ceil_mode : bool, default False
-        Round the output size up ('full' convention) instead of down.
+    channels : int
+        Number of output channels.
+    kernel_size : int or tuple of 1 int
+    strides, padding, output_padding, dilation : int or tuple of 1 int, defaults 1, 0, 0, 1
+        ``output_padding`` must be smaller than ``strides``.
+    groups : int, default 1
+    layout : str, default 'NCW'
+    activation : str, optional
+    use_bias : bool, default True
+    weight_initializer : Initializer or str, optional
+    bias_initializer : Initializer or str, default 'zeros'
+    in_channels : int, default 0
+        Input channels; 0 infers them from the first input.
     """
 
-    def __init__(
-        self,
-        pool_size: int | Sequence[int] = (2, 2),
-        strides: int | Sequence[int] | None = None,
-        padding: int | Sequence[int] = 0,
-        layout: str = "NCHW",
-        ceil_mode: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            _tuple(pool_size, 2, "pool_size"),
-            strides,
-            padding,
-            ceil_mode,
-            False,
-            "max",
-            layout,
-            **kwargs,
-        )
+    _dims = 1
+    _layout = "NCW"
 
 
-class AvgPool1D(_Pooling):
-    """1-D average pooling over ``(N, C, W)`` data; parameters as :class:`AvgPool2D`."""
+class Conv2DTranspose(_ConvTranspose):
+    """2-D transposed convolution over ``(N, C, H, W)`` data; parameters as
+    :class:`Conv1DTranspose`, with two-element sizes and layout ``'NCHW'`` only."""
 
-    def __init__(
-        self,
-        pool_size: int | Sequence[int] = 2,
-        strides: int | Sequence[int] | None = None,
-        padding: int | Sequence[int] = 0,
-        layout: str = "NCW",
-        ceil_mode: bool = False,
-        count_include_pad: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            _tuple(pool_size, 1, "pool_size"),
-            strides,
-            padding,
-            ceil_mode,
-            False,
-            "avg",
-            layout,
-            count_include_pad,
-            **kwargs,
-        )
+    _dims = 2
+    _layout = "NCHW"
 
 
-class AvgPool2D(_Pooling):
-    """2-D average pooling over ``(N, C, H, W)`` data.
+class Conv3DTranspose(_ConvTranspose):
+    """3-D transposed convolution over ``(N, C, D, H, W)`` data; parameters as
+    :class:`Conv1DTranspose`, with three-element sizes and layout ``'NCDHW'`` only."""
 
-    Parameters as :class:`MaxPool2D`, plus ``count_include_pad`` (default True): whether padded
-    positions count in each window's divisor.
-    """
-
-    def __init__(
-        self,
-        pool_size: int | Sequence[int] = (2, 2),
-        strides: int | Sequence[int] | None = None,
-        padding: int | Sequence[int] = 0,
-        layout: str = "NCHW",
-        ceil_mode: bool = False,
-        count_include_pad: bool = True,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            _tuple(pool_size, 2, "pool_size"),
-            strides,
-            padding,
-            ceil_mode,
-            False,
-            "avg",
-            layout,
-            count_include_pad,
-            **kwargs,
-        )
-
-
-class GlobalMaxPool1D(_Pooling):
-    """Max over the whole width: ``(N, C, W)`` -> ``(N, C, 1)``."""
-
-    def __init__(self, layout: str = "NCW", **kwargs: Any) -> None:
-        super().__init__((1,), None, 0, True, True, "max", layout, **kwargs)
-
-
-class GlobalMaxPool2D(_Pooling):
-    """Max over each whole feature map: ``(N, C, H, W)`` -> ``(N, C, 1, 1)``."""
-
-    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
-        super().__init__((1, 1), None, 0, True, True, "max", layout, **kwargs)
-
-
-class GlobalAvgPool1D(_Pooling):
-    """Mean over the whole width: ``(N, C, W)`` -> ``(N, C, 1)``."""
-
-    def __init__(self, layout: str = "NCW", **kwargs: Any) -> None:
-        super().__init__((1,), None, 0, True, True, "avg", layout, **kwargs)
-
-
-class GlobalAvgPool2D(_Pooling):
-    """Mean over each whole feature map: ``(N, C, H, W)`` -> ``(N, C, 1, 1)``."""
-
-    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
-        super().__init__((1, 1), None, 0, True, True, "avg", layout, **kwargs)
+    _dims = 3
+    _layout = "NCDHW"
