@@ -41,6 +41,75 @@ def test_softmax_mxnet_values_and_stability():
     assert nd.array([[1.0, 2.0]]).softmax().shape == (1, 2)
 
 
+def _masked_softmax_reference(x, length, axis, t, log):
+    """Row by row: softmax (or its log) of the first ``length`` entries along ``axis``, zeros
+    after them."""
+    xm = np.moveaxis(x, axis, -1)
+    out = np.zeros_like(xm)
+    for idx in np.ndindex(*xm.shape[:-1]):
+        n = int(length[idx])
+        if n:
+            z = xm[idx][:n] / t
+            z = z - z.max()
+            p = np.exp(z) / np.exp(z).sum()
+            out[idx][:n] = np.log(p) if log else p
+    return np.moveaxis(out, -1, axis)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("axis,temperature", [(-1, None), (1, 2.0), (0, 0.5)])
+def test_softmax_with_length_masks_each_row(log, axis, temperature):
+    x = rand(4, 5, 3, seed=3) * 3
+    ax = axis % 3
+    shape = x.shape[:ax] + x.shape[ax + 1 :]
+    length = np.random.default_rng(1).integers(0, x.shape[ax] + 1, shape)
+    length.flat[0] = 0  # a row with nothing: all zeros, no NaN
+    length.flat[-1] = x.shape[ax]
+    op = nd.log_softmax if log else nd.softmax
+    y = op(
+        nd.array(x, dtype=np.float64),
+        length=nd.array(length, dtype="int32"),
+        axis=axis,
+        temperature=temperature,
+        use_length=True,
+    )
+    want = _masked_softmax_reference(x, length, ax, temperature or 1.0, log)
+    np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-12, atol=1e-12)
+    check_grad(
+        lambda a, n: op(a, length=n, axis=axis, temperature=temperature, use_length=True),
+        [x, length.astype(np.int64)],
+        nondiff=(1,),
+    )
+
+
+def test_softmax_with_length_as_mxnet_names_it():
+    x = nd.array([[1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]])
+    length = nd.array([2, 3], dtype="int32")
+    y = nd.softmax(x, length, use_length=True)  # MXNet's order: data, length, axis
+    e = np.exp([1.0, 2.0])
+    np.testing.assert_allclose(y.asnumpy()[0], [*(e / e.sum()), 0, 0], rtol=1e-6)
+    assert y.asnumpy()[1, 3] == 0
+    # without use_length the length is ignored, as MXNet does
+    np.testing.assert_allclose(nd.softmax(x, length).asnumpy(), nd.softmax(x).asnumpy())
+    assert nd.softmax(x, dtype="float64").dtype == np.float64
+    with pytest.raises(mx.MXNetError, match="use_length=True needs the length input"):
+        nd.softmax(x, use_length=True)
+    with pytest.raises(mx.MXNetError, match=r"length has shape \(3,\).*must be \(2,\)"):
+        nd.softmax(x, nd.array([1, 2, 3]), use_length=True)
+
+
+def test_symbolic_softmax_takes_the_length_input():
+    data, length = mx.sym.var("data"), mx.sym.var("length")
+    sym = mx.sym.softmax(data, length, use_length=True, axis=-1)
+    assert sym.list_arguments() == ["data", "length"]
+    assert mx.sym.softmax(data).list_arguments() == ["data"]
+    x = np.array([[1.0, 2.0, 3.0]])
+    ex = sym.bind(mx.cpu(), {"data": nd.array(x), "length": nd.array([2])})
+    out = ex.forward()[0].asnumpy()
+    e = np.exp([1.0, 2.0])
+    np.testing.assert_allclose(out[0], [*(e / e.sum()), 0], rtol=1e-6)
+
+
 def test_softmax_cross_entropy_matches_mxnet():
     x = nd.array([[1, 2, 3], [11, 7, 5]])
     got = nd.softmax_cross_entropy(x, nd.array([2, 0]))

@@ -60,25 +60,112 @@ class _LogSoftmax(_Softmax):
     log = True
 
 
+class _MaskedSoftmax(Op):
+    """Softmax (or its logarithm) of each row's first ``length`` entries along ``axis``; the
+    entries past them are 0 and get no gradient, as in MXNet's ``use_length``."""
+
+    def forward(self, x, length, axis, temperature, log):
+        xp = self.xp
+        ax = axis_index(axis, x.ndim)
+        rows = x.shape[:ax] + x.shape[ax + 1 :]
+        if tuple(length.shape) != rows:
+            raise MXNetError(
+                f"softmax: length has shape {tuple(length.shape)}; with data of shape "
+                f"{tuple(x.shape)} and axis={axis} it must be {rows}"
+            )
+        pos = xp.arange(x.shape[ax]).reshape([-1 if i == ax else 1 for i in range(x.ndim)])
+        mask = pos < xp.expand_dims(length.astype(np.int64), ax)
+        z = xp.where(mask, x / temperature if temperature != 1.0 else x, -xp.inf)
+        top = z.max(axis=ax, keepdims=True)
+        top = xp.where(xp.isfinite(top), top, 0)  # a row of length 0: every entry masked
+        z = z - top
+        e = xp.exp(z)
+        total = e.sum(axis=ax, keepdims=True)
+        safe = xp.where(total > 0, total, 1)
+        y = z - xp.log(safe) if log else e / safe
+        y = xp.where(mask, y, 0).astype(x.dtype, copy=False)
+        self.ax, self.t, self.log, self.y, self.mask = ax, temperature, log, y, mask
+        return y
+
+    def backward(self, g):
+        xp, ax, y, mask = self.xp, self.ax, self.y, self.mask
+        g = xp.where(mask, g, 0)
+        if self.log:
+            gx = g - xp.exp(y) * g.sum(axis=ax, keepdims=True)
+        else:
+            gx = y * (g - (g * y).sum(axis=ax, keepdims=True))
+        gx = xp.where(mask, gx, 0)
+        if self.t != 1.0:
+            gx = gx / self.t
+        return gx.astype(y.dtype, copy=False), None
+
+
+def _softmax(
+    data: ArrayT,
+    length: ArrayT | None,
+    axis: int,
+    temperature: float | None,
+    dtype: DTypeLike | None,
+    use_length: bool,
+    log: bool,
+) -> ArrayT:
+    name = "log_softmax" if log else "softmax"
+    if dtype is not None and np.dtype(dtype) != data._data.dtype:
+        data = unary.cast(data, dtype)
+    t = float(temperature or 1.0)
+    if use_length:
+        if length is None:
+            raise MXNetError(f"{name}: use_length=True needs the length input")
+        return apply(_MaskedSoftmax, (data, length), axis=axis, temperature=t, log=log)
+    return apply(_LogSoftmax if log else _Softmax, (data,), axis=axis, temperature=t)
+
+
 def softmax(
-    data: ArrayT, axis: int = -1, temperature: float | None = None, **kwargs: Any
+    data: ArrayT,
+    length: ArrayT | None = None,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: DTypeLike | None = None,
+    use_length: bool = False,
+    **kwargs: Any,
 ) -> ArrayT:
     """Softmax along ``axis``: ``exp(x/T) / sum(exp(x/T))``.
 
     Parameters
     ----------
+    length : NDArray, optional
+        With ``use_length``: how many leading entries along ``axis`` each row uses (integers,
+        of ``data``'s shape without ``axis``); the entries past them are 0 and get no gradient.
     axis : int, default -1
     temperature : float, optional
         Divides the input first; 1 when None.
+    dtype : {None, 'float16', 'float32', 'float64'}, optional
+        The output dtype (the computation runs in it); ``data``'s when None.
+    use_length : bool, default False
+        Mask each row by ``length``.
+    **kwargs
+        Ignored (MXNet's ``name`` and ``out`` of generated operators).
+
+    Raises
+    ------
+    MXNetError
+        With ``use_length`` and no ``length``, or a ``length`` of the wrong shape.
     """
-    return apply(_Softmax, (data,), axis=axis, temperature=float(temperature or 1.0))
+    return _softmax(data, length, axis, temperature, dtype, use_length, log=False)
 
 
 def log_softmax(
-    data: ArrayT, axis: int = -1, temperature: float | None = None, **kwargs: Any
+    data: ArrayT,
+    axis: int = -1,
+    temperature: float | None = None,
+    dtype: DTypeLike | None = None,
+    use_length: bool = False,
+    length: ArrayT | None = None,
+    **kwargs: Any,
 ) -> ArrayT:
-    """Logarithm of :func:`softmax`, computed stably."""
-    return apply(_LogSoftmax, (data,), axis=axis, temperature=float(temperature or 1.0))
+    """Logarithm of :func:`softmax`, computed stably; the parameters are :func:`softmax`'s
+    (``length`` by keyword: MXNet's ``log_softmax`` takes ``axis`` second)."""
+    return _softmax(data, length, axis, temperature, dtype, use_length, log=True)
 
 
 def SoftmaxActivation(data: ArrayT, mode: str = "instance") -> ArrayT:

@@ -68,6 +68,10 @@ def _ctc_lengths(a: dict[str, Any]) -> set[str]:
     return drop | (set() if a.get("use_label_lengths", False) else {"label_lengths"})
 
 
+def _softmax_length(a: dict[str, Any]) -> set[str]:
+    return set() if a.get("use_length", False) else {"length"}
+
+
 _LABEL = ("data", "label")
 _CTC_INPUTS = ("data", "label", "data_lengths", "label_lengths")
 _DEFS: dict[str, _Def] = {
@@ -105,6 +109,7 @@ _DEFS: dict[str, _Def] = {
     "stop_gradient": _Def("BlockGrad", ("data",)),
     "MakeLoss": _Def("MakeLoss", ("data",)),
     "CTCLoss": _Def("CTCLoss", _CTC_INPUTS, drop=_ctc_lengths),
+    "softmax": _Def("softmax", ("data", "length"), drop=_softmax_length),
     "ctc_loss": _Def("CTCLoss", _CTC_INPUTS, drop=_ctc_lengths),
     "make_loss": _Def("MakeLoss", ("data",)),
     "_copy": _Def("identity", ("data",)),
