@@ -77,3 +77,27 @@ def test_moving_between_contexts():
     np.testing.assert_array_equal(e.asnumpy(), [1, 2, 3])
     with pytest.raises(mx.MXNetError, match="shape"):
         a.copyto(nd.zeros((4,)))
+
+
+def test_default_ctx_reads_and_sets_the_thread_default_with_a_deprecation_warning():
+    import threading
+
+    with pytest.warns(DeprecationWarning, match="Context.default_ctx is deprecated"):
+        assert mx.Context.default_ctx == mx.cpu(0)
+    try:
+        with pytest.warns(DeprecationWarning):
+            mx.Context.default_ctx = mx.cpu(1)
+        assert mx.current_context() == mx.cpu(1)
+        assert mx.nd.zeros((1,)).context == mx.cpu(1)
+        with mx.cpu(2):
+            assert mx.current_context() == mx.cpu(2)
+        assert mx.current_context() == mx.cpu(1)
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(mx.current_context()))
+        t.start()
+        t.join()
+        assert seen == [mx.cpu(0)]  # per thread, as MXNet's
+    finally:
+        with pytest.warns(DeprecationWarning):
+            mx.Context.default_ctx = mx.cpu(0)
+    assert mx.current_context() == mx.cpu(0)

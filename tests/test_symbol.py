@@ -231,7 +231,7 @@ def test_errors_name_what_is_wrong():
     with pytest.raises(MXNetError, match="no truth value"):
         bool(a > 1)
     exe = net.simple_bind(mx.cpu(), a=(1, 3))
-    with pytest.raises(MXNetError, match="forward\\(is_train=True\\) first"):
+    with pytest.raises(MXNetError, match="backward needs a forward first"):
         exe.backward()
 
 
@@ -250,3 +250,22 @@ def test_grad_req_add_and_null_and_eval():
     assert list(exe.grad_dict) == ["a"]
     (out,) = net.eval(a=mx.nd.array([1.0, 2.0]), b=mx.nd.array([3.0, 4.0]))
     np.testing.assert_allclose(out.asnumpy(), [11.0])
+
+
+def test_backward_after_an_inference_forward_differentiates_the_inference_graph():
+    # MXNet computes gradients after forward(is_train=False): BatchNorm on its moving
+    # statistics (and Dropout off), so dy/dx = gamma / sqrt(moving_var + eps) here.
+    data = mx.sym.var("data")
+    bn = mx.sym.BatchNorm(data, fix_gamma=False, eps=1e-5, name="bn")
+    out = mx.sym.sum(mx.sym.Dropout(bn, p=0.5))
+    ex = out.simple_bind(mx.cpu(), data=(4, 2))
+    ex.arg_dict["bn_gamma"][:] = mx.nd.array([2.0, 3.0])
+    ex.aux_dict["bn_moving_var"][:] = mx.nd.array([4.0, 9.0])
+    x = np.random.default_rng(0).standard_normal((4, 2))
+    ex.forward(is_train=False, data=mx.nd.array(x))
+    ex.backward()
+    want = np.tile([2.0 / np.sqrt(4 + 1e-5), 3.0 / np.sqrt(9 + 1e-5)], (4, 1))
+    np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(ex.aux_dict["bn_moving_var"].asnumpy(), [4.0, 9.0])  # untouched
+    with pytest.raises(mx.MXNetError, match="backward needs a forward first"):
+        ex.backward()  # nothing ran since

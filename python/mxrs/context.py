@@ -9,6 +9,7 @@ cannot be mixed in one operation, which lets multi-device code be tested without
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any, ClassVar, Literal
 
 from ._backend import backend_for
@@ -20,12 +21,34 @@ __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
 class _DefaultStack(threading.local):
     def __init__(self) -> None:
         self.stack: list[Context] = []
+        # the thread's context outside any ``with`` block (``Context.default_ctx = ...``)
+        self.base: Context | None = None
 
 
 _default = _DefaultStack()
 
+_DEFAULT_CTX_DEPRECATED = (
+    "Context.default_ctx is deprecated, as in MXNet: read the context with "
+    "mx.current_context(), and set one with `with ctx:` or test_utils.set_default_context"
+)
 
-class Context:
+
+class _ContextType(type):
+    """Gives the Context class MXNet's (deprecated) ``Context.default_ctx``, read and set."""
+
+    @property
+    def default_ctx(cls) -> Context:
+        """The current context, as :func:`current_context` gives it (deprecated in MXNet)."""
+        warnings.warn(_DEFAULT_CTX_DEPRECATED, DeprecationWarning, stacklevel=2)
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx: Context) -> None:
+        warnings.warn(_DEFAULT_CTX_DEPRECATED, DeprecationWarning, stacklevel=2)
+        _default.base = Context(ctx)
+
+
+class Context(metaclass=_ContextType):
     """A device on which arrays are stored and computed.
 
     Parameters
@@ -144,9 +167,12 @@ def gpu(device_id: int = 0) -> Context:
 
 
 def current_context() -> Context:
-    """Return the context of the innermost ``with ctx:`` block, or ``cpu(0)`` outside any."""
+    """Return the context of the innermost ``with ctx:`` block; outside any, the thread's
+    default: ``cpu(0)`` unless ``Context.default_ctx`` was set."""
     stack = _default.stack
-    return stack[-1] if stack else Context("cpu", 0)
+    if stack:
+        return stack[-1]
+    return _default.base if _default.base is not None else Context("cpu", 0)
 
 
 def num_gpus() -> int:

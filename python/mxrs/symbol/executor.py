@@ -103,6 +103,7 @@ class Executor:
         self.outputs: list[Any] = []
         self._monitor: Callable[[str, Any], None] | None = None
         self._recorded = False
+        self._forwarded = False  # a forward ran since the last backward
         # the graph is fixed once bound: order it and prepare each operator call once, as
         # written (for a monitor, which watches every operator's output) and fused
         self._plan = [
@@ -125,6 +126,12 @@ class Executor:
                 raise MXNetError(f"forward: {k!r} is not an argument of the symbol")
             self.arg_dict[k][:] = v
         record = is_train and (any(r != "null" for r in self._grad_req) or bool(self.aux_arrays))
+        self._run(record, is_train)
+        self._forwarded = True
+        return self.outputs
+
+    def _run(self, record: bool, train_mode: bool) -> None:
+        """Evaluate the graph, recording it for backward or not."""
         if record:
             variables = [a for a, r in zip(self.arg_arrays, self._grad_req, strict=True)
                          if r != "null"]  # fmt: skip
@@ -132,13 +139,12 @@ class Executor:
             reqs = [r for r in self._grad_req if r != "null"]
             if variables:
                 autograd.mark_variables(variables, grads, reqs)
-            scope = autograd.record(train_mode=True)
+            scope = autograd.record(train_mode=train_mode)
         else:
-            scope = autograd.pause(train_mode=is_train)
+            scope = autograd.pause(train_mode=train_mode)
         with scope:
             self.outputs = self._evaluate()
         self._recorded = record
-        return self.outputs
 
     def _evaluate(self) -> list[Any]:
         values: dict[tuple[int, int], Any] = {}
@@ -158,11 +164,22 @@ class Executor:
         return [values[(id(n), i)] for n, i in self._symbol._outputs]
 
     def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
-        """Back-propagate from the outputs of the last training :meth:`forward` into the
-        gradient arrays; ``out_grads`` are the outputs' gradients (ones where None; output
-        layers such as SoftmaxOutput ignore them)."""
+        """Back-propagate from the outputs of the last :meth:`forward` into the gradient
+        arrays; ``out_grads`` are the outputs' gradients (ones where None; output layers such as
+        SoftmaxOutput ignore them). After ``forward(is_train=False)`` the gradients are those
+        of the graph in inference mode (Dropout off, BatchNorm on its moving statistics), as
+        MXNet computes them: the forward pass runs again, recorded.
+
+        Raises
+        ------
+        MXNetError
+            When no forward ran since the last backward.
+        """
         if not self._recorded:
-            raise MXNetError("backward needs a forward(is_train=True) first")
+            if not self._forwarded:
+                raise MXNetError("backward needs a forward first")
+            self._run(record=True, train_mode=False)
+        self._forwarded = False
         if out_grads is not None and not isinstance(out_grads, list | tuple):
             out_grads = [out_grads]
         heads = [o for o in self.outputs if o._node is not None or o._grad is not None]
