@@ -38,6 +38,7 @@ OP_MODULES = [
     "sequence",
     "shape",
     "unary",
+    "windows",
     "core",
     "core.array",
     "core.op",

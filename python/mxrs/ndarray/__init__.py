@@ -112,6 +112,7 @@ from .sparse import cast_storage  # noqa: F401
 from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
+from .windows import *  # noqa: F403
 
 # Lower-case names of the layer operators (as ``mx.npx`` spells them) and legacy random names.
 convolution = Convolution  # noqa: F405

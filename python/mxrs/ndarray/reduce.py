@@ -42,6 +42,9 @@ __all__ = [
     "moments",
     "argmax_channel",
     "cumsum",
+    "all_finite",
+    "multi_all_finite",
+    "histogram",
 ]
 
 
@@ -482,3 +485,102 @@ class ReduceMethods(ArrayCore):
 
     nanprod = as_method(nanprod)
     argmax_channel = as_method(argmax_channel)
+
+
+class _AllFinite(Op):
+    """1 where every element of every input is finite, else 0 (or ``prior`` where that is 0),
+    shape ``(1,)`` float32; no gradient, as in MXNet."""
+
+    def forward(self, *arrays, prior):
+        xp = self.xp
+        ok = all(bool(xp.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")
+        return xp.asarray([float(ok) * prior], dtype=np.float32)
+
+    def backward(self, g):
+        return None
+
+
+def all_finite(data: ArrayT, init_output: bool = True, out: ArrayT | None = None) -> ArrayT:
+    """``[1.]`` when every element of ``data`` is finite, else ``[0.]`` (float32, shape
+    ``(1,)``; AMP's overflow check). With ``init_output=False`` the result starts from
+    ``out``'s value, so a 0 already there stays 0."""
+    return multi_all_finite(data, init_output=init_output, out=out)
+
+
+def multi_all_finite(
+    *data: ArrayT,
+    num_arrays: int | None = None,
+    init_output: bool = True,
+    out: ArrayT | None = None,
+) -> ArrayT:
+    """:func:`all_finite` over several arrays at once (``num_arrays``: how many, MXNet's
+    count of them; any number when None).
+
+    Raises
+    ------
+    MXNetError
+        When ``num_arrays`` is not the number of arrays given (MXNet refuses that too).
+    """
+    if num_arrays is not None and num_arrays != len(data):
+        raise MXNetError(f"multi_all_finite: num_arrays={num_arrays} but {len(data)} arrays given")
+    prior = 1.0
+    if not init_output and out is not None:
+        prior = float(np.asarray(out._ctx.backend.to_host(out._data)).reshape(-1)[0] != 0)
+    result = apply(_AllFinite, data, prior=prior)
+    if out is not None:
+        out[:] = result
+        return out
+    return result
+
+
+def histogram(
+    a: ArrayT, bins: int | ArrayCore = 10, range: tuple[float, float] | None = None
+) -> tuple[ArrayT, ArrayT]:
+    """``(counts, bin_edges)`` of the flattened ``a``, as NumPy's ``histogram`` counts them
+    (each bin half-open but the last, which holds its right edge; values outside are left out).
+
+    ``bins`` is a number of equal bins over ``range`` (``(a.min(), a.max())`` when None) or an
+    NDArray of edges. As in MXNet 1.9.1: with a number of bins and no range the result is
+    NumPy's, counts in float32 (MXNet warns); otherwise counts are int64 and the edges are
+    float32 (computed in float32).
+
+    Raises
+    ------
+    MXNetError
+        For a range whose low end is above its high end, or fewer than one bin.
+    """
+    import warnings
+
+    be, ctx = a._ctx.backend, a._ctx
+
+    def made(values, dtype=None):
+        v = np.asarray(values, dtype=dtype)
+        return a._new(be.asarray(v, v.dtype, ctx.device_id), ctx)
+
+    host = np.asarray(be.to_host(a._data)).reshape(-1)
+    if isinstance(bins, ArrayCore):
+        edges = np.asarray(bins._ctx.backend.to_host(bins._data))
+        counts, _ = np.histogram(host, bins=edges)
+        return made(counts, np.int64), made(edges)
+    nbins = int(bins)
+    if nbins < 1:
+        raise MXNetError(f"histogram: bins must be at least 1, got {bins}")
+    if range is None:
+        warnings.warn(
+            "histogram: range is not specified, using numpy's result to ensure consistency "
+            "with numpy (as MXNet does)",
+            UserWarning,
+            stacklevel=2,
+        )
+        counts, edges = np.histogram(host, bins=nbins)
+        return made(counts, np.float32), made(edges, np.float32)
+    lo, hi = (np.float32(v) for v in range)
+    if lo > hi:
+        raise MXNetError(f"histogram: range {range} must have its low end first")
+    edges = lo + (hi - lo) * np.arange(nbins + 1, dtype=np.float32) / np.float32(nbins)
+    x = host.astype(np.float32)
+    inside = x[(x >= lo) & (x <= hi)]
+    width = hi - lo if hi > lo else np.float32(1)
+    idx = np.minimum(((inside - lo) * np.float32(nbins) / width).astype(np.int64), nbins - 1)
+    counts = np.bincount(idx, minlength=nbins).astype(np.int64)
+    return made(counts, np.int64), made(edges, np.float32)

@@ -41,6 +41,7 @@ __all__ = [
     "split",
     "SliceChannel",
     "slice",
+    "crop",
     "slice_axis",
     "tile",
     "repeat",
@@ -335,6 +336,10 @@ def slice(
     step = step or (None,) * len(begin)
     key = tuple(np.s_[b:e:s] for b, e, s in zip(begin, end, step, strict=True))
     return apply(_Slice, (data,), key=key)
+
+
+#: MXNet's deprecated name of :func:`slice`.
+crop = slice
 
 
 def slice_axis(data: ArrayT, axis: int, begin: int, end: int | None) -> ArrayT:

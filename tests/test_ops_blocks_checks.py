@@ -1,0 +1,157 @@
+"""im2col and col2im (sliding blocks), the finiteness checks of AMP (all_finite,
+multi_all_finite), histogram and crop, each against Apache MXNet 1.9.1 (``mxnet_ref``), and
+their errors."""
+
+import mxnet_ref
+import mxrs as mx
+import numpy as np
+import pytest
+from gradcheck import check_grad, rand
+from mxrs import autograd, nd
+
+#: Data shape, kernel, stride, dilate, pad. MXNet 1.9.1's im2col works for 2-D only (1-D fails
+#: with "index = 3 must be in range [0, 3)", 3-D with "new and old shape do not match"): 1-D and
+#: 3-D are checked against NumPy and by gradcheck below.
+GEOMETRIES = [
+    ((2, 3, 7, 8), (2, 3), (2, 1), (1, 2), (1, 0)),
+    ((1, 2, 6, 5), (3, 3), (1, 2), (2, 1), (2, 1)),
+]
+
+
+def test_im2col_and_col2im_match_mxnet(tmp_path):
+    inputs = {}
+    for i, (shape, *_) in enumerate(GEOMETRIES):
+        inputs[f"x{i}"] = rand(*shape, seed=i)
+    script = f"""
+import mxnet as mx
+from mxnet import autograd
+geoms = {GEOMETRIES!r}
+for i, (shape, k, s, d, p) in enumerate(geoms):
+    x = mx.nd.array(inputs[f"x{{i}}"], dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        c = mx.nd.im2col(x, kernel=k, stride=s, dilate=d, pad=p)
+    head = mx.nd.array(np.linspace(-1, 1, c.size).reshape(c.shape), dtype="float64")
+    c.backward(head)
+    arrays[f"c{{i}}"], arrays[f"gx{{i}}"] = c.asnumpy(), x.grad.asnumpy()
+    cols = mx.nd.array(np.cos(np.arange(c.size)).reshape(c.shape), dtype="float64")
+    cols.attach_grad()
+    with autograd.record():
+        img = mx.nd.col2im(cols, output_size=shape[2:], kernel=k, stride=s, dilate=d, pad=p)
+    img.backward(mx.nd.array(np.sin(np.arange(img.size)).reshape(img.shape), dtype="float64"))
+    arrays[f"img{{i}}"], arrays[f"gc{{i}}"] = img.asnumpy(), cols.grad.asnumpy()
+"""
+    _, want = mxnet_ref.run(tmp_path, script, **inputs)
+    for i, (shape, k, s, d, p) in enumerate(GEOMETRIES):
+        x = nd.array(inputs[f"x{i}"], dtype="float64")
+        x.attach_grad()
+        with autograd.record():
+            c = nd.im2col(x, kernel=k, stride=s, dilate=d, pad=p)
+        c.backward(nd.array(np.linspace(-1, 1, c.size).reshape(c.shape), dtype="float64"))
+        np.testing.assert_allclose(c.asnumpy(), want[f"c{i}"], rtol=1e-12, err_msg=str(i))
+        np.testing.assert_allclose(x.grad.asnumpy(), want[f"gx{i}"], rtol=1e-12)
+        cols = nd.array(np.cos(np.arange(c.size)).reshape(c.shape), dtype="float64")
+        cols.attach_grad()
+        with autograd.record():
+            img = nd.col2im(cols, output_size=shape[2:], kernel=k, stride=s, dilate=d, pad=p)
+        img.backward(nd.array(np.sin(np.arange(img.size)).reshape(img.shape), dtype="float64"))
+        np.testing.assert_allclose(img.asnumpy(), want[f"img{i}"], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cols.grad.asnumpy(), want[f"gc{i}"], rtol=1e-12, atol=1e-12)
+
+
+def test_three_dimensional_im2col_gathers_each_window():
+    x = rand(1, 2, 3, 4, 3)
+    c = nd.im2col(nd.array(x, dtype="float64"), kernel=(2, 2, 2)).asnumpy()
+    blocks = [
+        x[:, :, i : i + 2, j : j + 2, k : k + 2].reshape(1, 16)
+        for i in range(2)
+        for j in range(3)
+        for k in range(2)
+    ]
+    np.testing.assert_array_equal(c, np.stack(blocks, axis=-1))
+
+
+def test_one_dimensional_im2col_gathers_each_window():
+    x = rand(2, 3, 9)
+    c = nd.im2col(nd.array(x, dtype="float64"), kernel=(3,), stride=(2,), pad=(1,)).asnumpy()
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+    want = np.stack([xp[:, :, 2 * j : 2 * j + 3].reshape(2, 9) for j in range(5)], axis=-1)
+    np.testing.assert_array_equal(c, want)  # column rows: channel first, then the offset
+
+
+def test_im2col_gradient_and_errors():
+    check_grad(lambda x: nd.im2col(x, kernel=(2, 2), stride=(1, 2), pad=(1, 1)), [rand(2, 2, 4, 5)])
+    check_grad(lambda x: nd.im2col(x, kernel=(3,), stride=(2,), pad=(1,)), [rand(2, 2, 7)])
+    check_grad(
+        lambda x: nd.im2col(x, kernel=(2, 2, 2), dilate=(1, 2, 1), pad=(0, 1, 0)),
+        [rand(1, 2, 3, 4, 3)],
+    )
+    check_grad(
+        lambda c: nd.col2im(c, output_size=(7,), kernel=(3,), stride=(2,), pad=(1,)),
+        [rand(2, 6, 4)],
+    )
+    with pytest.raises(mx.MXNetError, match="does not have 2 spatial dimensions"):
+        nd.im2col(nd.ones((2, 3, 4)), kernel=(2, 2))
+    with pytest.raises(mx.MXNetError, match="stride \\(1,\\) does not match kernel"):
+        nd.im2col(nd.ones((2, 3, 4, 4)), kernel=(2, 2), stride=(1,))
+    with pytest.raises(mx.MXNetError, match="larger than the padded data"):
+        nd.im2col(nd.ones((1, 1, 2, 2)), kernel=(3, 3))
+    with pytest.raises(mx.MXNetError, match=r"is not \(N, C\*4, 9\)"):
+        nd.col2im(nd.ones((1, 4, 8)), output_size=(4, 4), kernel=(2, 2))
+    sym = mx.sym.col2im(mx.sym.var("c"), output_size=(4, 4), kernel=(2, 2))
+    assert sym.infer_shape(c=(2, 12, 9))[1] == [(2, 3, 4, 4)]
+
+
+def test_finiteness_checks_histogram_and_crop_match_mxnet(tmp_path):
+    a = np.array([0.1, 0.5, 0.5, 2.0, 3.9, -1.0, 7.0, 4.0], dtype=np.float32)
+    script = """
+import mxnet as mx
+a = mx.nd.array(inputs["a"])
+for name, (h, e) in {
+    "n": mx.nd.histogram(a, bins=4),
+    "r": mx.nd.histogram(a, bins=3, range=(0, 4)),
+    "e": mx.nd.histogram(a, bins=mx.nd.array([0, 1, 2, 5])),
+}.items():
+    arrays[name + ".h"], arrays[name + ".e"] = h.asnumpy(), e.asnumpy()
+bad = mx.nd.array([1, np.inf])
+arrays["fin"] = np.concatenate([
+    mx.nd.all_finite(a).asnumpy(), mx.nd.all_finite(bad).asnumpy(),
+    mx.nd.multi_all_finite(a, bad, num_arrays=2).asnumpy(),
+    mx.nd.multi_all_finite(a, a, num_arrays=2).asnumpy(),
+])
+o = mx.nd.array([0.0])
+mx.nd.all_finite(a, init_output=False, out=o)
+arrays["kept"] = o.asnumpy()
+m = mx.nd.array(inputs["a"].reshape(2, 4))
+arrays["crop"] = mx.nd.crop(m, begin=(0, 1), end=(2, 3)).asnumpy()
+"""
+    _, want = mxnet_ref.run(tmp_path, script, a=a)
+    x = nd.array(a)
+    with pytest.warns(UserWarning, match="range is not specified"):
+        got = {"n": nd.histogram(x, bins=4)}
+    got["r"] = nd.histogram(x, bins=3, range=(0, 4))
+    got["e"] = nd.histogram(x, bins=nd.array([0, 1, 2, 5]))
+    for name, (h, e) in got.items():
+        for part, arr in ((".h", h), (".e", e)):
+            w = want[name + part]
+            assert arr.dtype == w.dtype, (name + part, arr.dtype, w.dtype)
+            np.testing.assert_allclose(arr.asnumpy(), w, rtol=1e-6, err_msg=name + part)
+    bad = nd.array([1, np.inf])
+    fin = np.concatenate(
+        [
+            nd.all_finite(x).asnumpy(),
+            nd.all_finite(bad).asnumpy(),
+            nd.multi_all_finite(x, bad, num_arrays=2).asnumpy(),
+            nd.multi_all_finite(x, x, num_arrays=2).asnumpy(),
+        ]
+    )
+    np.testing.assert_array_equal(fin, want["fin"])
+    o = nd.array([0.0])
+    nd.all_finite(x, init_output=False, out=o)
+    np.testing.assert_array_equal(o.asnumpy(), want["kept"])
+    crop = nd.crop(nd.array(a.reshape(2, 4)), begin=(0, 1), end=(2, 3))
+    np.testing.assert_array_equal(crop.asnumpy(), want["crop"])
+    with pytest.raises(mx.MXNetError, match="num_arrays=1 but 2 arrays given"):
+        nd.multi_all_finite(x, bad, num_arrays=1)  # MXNet refuses this too
+    with pytest.raises(mx.MXNetError, match="low end first"):
+        nd.histogram(x, bins=2, range=(3, 1))
