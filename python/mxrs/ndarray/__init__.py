@@ -161,6 +161,7 @@ def _take_out() -> None:
         sequence,
         shape,
         unary,
+        windows,
     )
     from .core.op import with_out
 
@@ -178,6 +179,7 @@ def _take_out() -> None:
         sequence,
         shape,
         unary,
+        windows,
     )
     names = {n for m in mods for n in m.__all__}
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
