@@ -49,7 +49,16 @@ OP_MODULES = [
 
 #: The modules of mxrs.ndarray that stand on the NDArray class: the class itself, what makes
 #: arrays, the sparse arrays (subclasses), the package namespace.
-ABOVE_THE_CLASS = ["", "ndarray", "creation", "serialize", "random", "_pending", "sparse"]
+ABOVE_THE_CLASS = [
+    "",
+    "ndarray",
+    "creation",
+    "serialize",
+    "random",
+    "_pending",
+    "sparse",
+    "dlpack",
+]
 
 
 def _modules(root):

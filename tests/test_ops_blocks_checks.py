@@ -155,3 +155,88 @@ arrays["crop"] = mx.nd.crop(m, begin=(0, 1), end=(2, 3)).asnumpy()
         nd.multi_all_finite(x, bad, num_arrays=1)  # MXNet refuses this too
     with pytest.raises(mx.MXNetError, match="low end first"):
         nd.histogram(x, bins=2, range=(3, 1))
+
+
+def test_svm_output_and_batch_norm_v1_match_mxnet(tmp_path):
+    x = np.array([[0.5, -0.2, 2.0, 0.9], [1.5, 0.3, -3.0, -0.99]], dtype=np.float32)
+    label = np.array([0, 2], dtype=np.float32)
+    d = rand(4, 3, 2, 2, seed=3).astype(np.float32)
+    script = """
+import mxnet as mx
+from mxnet import autograd
+x, label = mx.nd.array(inputs["x"]), mx.nd.array(inputs["label"])
+x.attach_grad()
+for name, kw in [("l2", {}), ("l1", {"use_linear": True, "margin": 0.5,
+                                    "regularization_coefficient": 2.0})]:
+    with autograd.record():
+        y = mx.nd.SVMOutput(x, label, **kw)
+    y.backward()
+    arrays[name + ".y"], arrays[name + ".g"] = y.asnumpy(), x.grad.asnumpy()
+# MXNet's mx.nd.BatchNorm_v1 cannot take its auxiliary states imperatively: a bound symbol
+sym = mx.sym.BatchNorm_v1(mx.sym.var("data"), fix_gamma=False, name="bn")
+ex = sym.simple_bind(mx.cpu(), data=inputs["d"].shape)
+ex.arg_dict["bn_gamma"][:] = [1.5, 0.5, 2.0]
+ex.arg_dict["bn_beta"][:] = [0.1, -0.2, 0.3]
+ex.aux_dict["bn_moving_var"][:] = 1
+y = ex.forward(is_train=True, data=mx.nd.array(inputs["d"]))[0]
+ex.backward(mx.nd.array(np.linspace(-1, 1, y.size).reshape(y.shape)))
+arrays.update({"bn.y": y.asnumpy(), "bn.gd": ex.grad_dict["data"].asnumpy(),
+               "bn.gg": ex.grad_dict["bn_gamma"].asnumpy(),
+               "bn.gb": ex.grad_dict["bn_beta"].asnumpy(),
+               "bn.mm": ex.aux_dict["bn_moving_mean"].asnumpy(),
+               "bn.mv": ex.aux_dict["bn_moving_var"].asnumpy()})
+"""
+    _, want = mxnet_ref.run(tmp_path, script, x=x, label=label, d=d)
+    xs = nd.array(x)
+    xs.attach_grad()
+    for name, kw in [
+        ("l2", {}),
+        ("l1", {"use_linear": True, "margin": 0.5, "regularization_coefficient": 2.0}),
+    ]:
+        with autograd.record():
+            y = nd.SVMOutput(xs, nd.array(label), **kw)
+        y.backward()
+        np.testing.assert_array_equal(y.asnumpy(), want[name + ".y"])
+        np.testing.assert_allclose(xs.grad.asnumpy(), want[name + ".g"], rtol=1e-6, err_msg=name)
+    sym = mx.sym.BatchNorm_v1(mx.sym.var("data"), fix_gamma=False, name="bn")
+    ex = sym.simple_bind(mx.cpu(), data=d.shape)
+    ex.arg_dict["bn_gamma"][:] = nd.array([1.5, 0.5, 2.0])
+    ex.arg_dict["bn_beta"][:] = nd.array([0.1, -0.2, 0.3])
+    ex.aux_dict["bn_moving_var"][:] = 1
+    y = ex.forward(is_train=True, data=nd.array(d))[0]
+    ex.backward(nd.array(np.linspace(-1, 1, y.size).reshape(y.shape)))
+    got = {
+        "bn.y": y,
+        "bn.gd": ex.grad_dict["data"],
+        "bn.gg": ex.grad_dict["bn_gamma"],
+        "bn.gb": ex.grad_dict["bn_beta"],
+        "bn.mm": ex.aux_dict["bn_moving_mean"],
+        "bn.mv": ex.aux_dict["bn_moving_var"],
+    }
+    for k, v in got.items():
+        np.testing.assert_allclose(v.asnumpy(), want[k], rtol=1e-4, atol=1e-5, err_msg=k)
+    ds, g, b = nd.array(d), nd.ones(3), nd.zeros(3)
+    sym = mx.sym.BatchNorm_v1(mx.sym.var("data"))
+    assert sym.list_arguments() == ["data", "batchnorm_v10_gamma", "batchnorm_v10_beta"]
+    assert sym.list_auxiliary_states() == ["batchnorm_v10_moving_mean", "batchnorm_v10_moving_var"]
+    assert mx.sym.SVMOutput(mx.sym.var("data")).list_arguments() == ["data", "svmoutput0_label"]
+    with pytest.raises(mx.MXNetError, match="moving_mean and moving_var"):
+        nd.BatchNorm_v1(ds, g, b)
+    with pytest.raises(mx.MXNetError, match="one label per row"):
+        nd.SVMOutput(xs, nd.array([0, 1, 2]))
+
+
+def test_dlpack_shares_memory_both_ways():
+    x = nd.array([[1.0, 2.0], [3.0, 4.0]])
+    y = nd.from_dlpack(nd.to_dlpack_for_write(x))
+    y[0, 0] = 9.0  # the consumer writes; the producer sees it
+    assert x.asnumpy()[0, 0] == 9.0 and y.context == mx.cpu(0)
+    host = np.arange(6.0).reshape(2, 3)[:, ::2]  # strided memory, from NumPy's own __dlpack__
+    z = nd.from_dlpack(host)
+    np.testing.assert_array_equal(z.asnumpy(), host)
+    ints = nd.from_dlpack(nd.to_dlpack_for_read(nd.array([1, 2, 3], dtype="int64")))
+    assert ints.dtype == np.int64 and ints.asnumpy().tolist() == [1, 2, 3]
+    del x  # the capsule keeps the memory
+    np.testing.assert_array_equal(y.asnumpy(), [[9.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(mx.MXNetError, match="expected a DLPack capsule"):
+        nd.from_dlpack(42)

@@ -84,6 +84,7 @@ from . import (
 )
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .dlpack import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .grad import graph as _grad_graph  # noqa: F401  (gives autograd the create_graph rules)
 from .indexing import (  # noqa: F401  (not getitem and setitem, which are NDArray's [])

@@ -7,7 +7,8 @@
 The output layers' forward is a prediction, their backward the loss's gradient, whatever
 gradient reaches them (as MXNet's output operators). ``LinearRegressionOutput`` (squared loss),
 ``LogisticRegressionOutput`` (sigmoid + log loss), ``MAERegressionOutput`` (absolute loss) give
-``grad_scale / m * d(out, label)`` with ``m`` the number of outputs per example; ``MakeLoss``
+``grad_scale / m * d(out, label)`` with ``m`` the number of outputs per example; ``SVMOutput``
+gives the one-vs-rest hinge loss's gradient (squared, or linear with ``use_linear``); ``MakeLoss``
 turns any array into a loss whose gradient is ``grad_scale`` (normalised by the batch or by the
 valid entries).
 
@@ -38,6 +39,7 @@ __all__ = [
     "LinearRegressionOutput",
     "LogisticRegressionOutput",
     "MAERegressionOutput",
+    "SVMOutput",
     "MakeLoss",
     "make_loss",
     "CTCLoss",
@@ -49,6 +51,7 @@ OUTPUT_LAYERS = [
     "LinearRegressionOutput",
     "LogisticRegressionOutput",
     "MAERegressionOutput",
+    "SVMOutput",
     "MakeLoss",
     "make_loss",
 ]
@@ -159,6 +162,62 @@ def MAERegressionOutput(
 ) -> ArrayT:
     """Identity forward; backward ``grad_scale / m * sign(data - label)`` (absolute loss)."""
     return _regression("MAE", data, label, grad_scale)
+
+
+class _SVM(Op):
+    """Identity forward; backward the gradient of the one-vs-rest hinge loss of each row of
+    scores against its label, as MXNet's SVMOutput computes it (whatever reaches it)."""
+
+    def forward(self, x, label, margin, coef, linear):
+        if x.ndim < 2 or label.size != x.shape[0]:
+            raise MXNetError(
+                f"SVMOutput: data of shape {tuple(x.shape)} needs one label per row, got "
+                f"{tuple(label.shape)}"
+            )
+        self.x, self.label = x.reshape(x.shape[0], -1), label
+        self.margin, self.coef, self.linear = margin, coef, linear
+        return x.copy()
+
+    def backward(self, g):
+        xp, x, m = self.xp, self.x, self.margin
+        k = self.label.astype(np.int64).reshape(-1)
+        own = xp.zeros(x.shape, dtype=bool)
+        own[xp.arange(x.shape[0]), k] = True
+        if self.linear:
+            grad = xp.where(own, -(m > x).astype(x.dtype), (m > -x).astype(x.dtype))
+        else:
+            grad = xp.where(own, -2 * xp.maximum(m - x, 0), 2 * xp.maximum(x + m, 0)).astype(
+                x.dtype
+            )
+        return (grad * self.coef).reshape(g.shape), None
+
+
+def SVMOutput(
+    data: ArrayT,
+    label: ArrayT,
+    margin: float = 1.0,
+    regularization_coefficient: float = 1.0,
+    use_linear: bool = False,
+    **kwargs: Any,
+) -> ArrayT:
+    """Identity forward; backward the gradient of the one-vs-rest hinge loss of each row of
+    ``data`` (scores) against ``label`` (one class index per row): with ``use_linear`` the L1
+    hinge (``-c`` on the labelled score below ``margin``, ``c`` on the others above
+    ``-margin``), else the squared hinge (``-2c (margin - x)`` and ``2c (x + margin)`` there),
+    ``c`` the ``regularization_coefficient``.
+
+    Raises
+    ------
+    MXNetError
+        When ``label`` does not hold one entry per row of ``data``.
+    """
+    return apply(
+        _SVM,
+        (data, label),
+        margin=float(margin),
+        coef=float(regularization_coefficient),
+        linear=bool(use_linear),
+    )
 
 
 class _MakeLoss(Op):

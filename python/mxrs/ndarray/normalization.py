@@ -36,7 +36,15 @@ from .core.array import ArrayT
 from .core.op import Op, apply, axis_index
 
 # BatchNormWithReLU is public as mx.nd.contrib.BatchNormWithReLU, as in MXNet
-__all__ = ["BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "L2Normalization", "LRN"]
+__all__ = [
+    "BatchNorm",
+    "BatchNorm_v1",
+    "LayerNorm",
+    "InstanceNorm",
+    "GroupNorm",
+    "L2Normalization",
+    "LRN",
+]
 
 
 class _BatchNorm(Op):
@@ -215,6 +223,47 @@ class _LayerNorm(Op):
             - xhat * (dxh * xhat).mean(axis=axis, keepdims=True)
         )
         return gx, gg, gb
+
+
+def BatchNorm_v1(
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
+    moving_mean: ArrayT | None = None,
+    moving_var: ArrayT | None = None,
+    eps: float = 1e-3,
+    momentum: float = 0.9,
+    fix_gamma: bool = True,
+    use_global_stats: bool = False,
+    output_mean_var: bool = False,
+    **kwargs: Any,
+) -> ArrayT | list[ArrayT]:
+    """MXNet's first batch normalisation operator (deprecated there): :func:`BatchNorm` over
+    the channel axis 1, with the same defaults. ``moving_mean`` and ``moving_var`` are its
+    auxiliary states, given by keyword in ``mx.nd`` as MXNet takes them.
+
+    Raises
+    ------
+    MXNetError
+        Without ``moving_mean`` and ``moving_var``.
+    """
+    if moving_mean is None or moving_var is None:
+        raise MXNetError(
+            "BatchNorm_v1: moving_mean and moving_var (its auxiliary states) are required"
+        )
+    return BatchNorm(
+        data,
+        gamma,
+        beta,
+        moving_mean,
+        moving_var,
+        eps=eps,
+        momentum=momentum,
+        fix_gamma=fix_gamma,
+        use_global_stats=use_global_stats,
+        output_mean_var=output_mean_var,
+        axis=1,
+    )
 
 
 def LayerNorm(

@@ -317,6 +317,7 @@ _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
     "Deconvolution": _deconv,
     "Pooling": _pool,
     "BatchNorm": _channel_params("axis", 1),
+    "BatchNorm_v1": _channel_params("axis", 1),
     "LayerNorm": _channel_params("axis", -1),
     "InstanceNorm": _channel_params("axis", 1),
     "GroupNorm": _group_norm,
@@ -327,6 +328,7 @@ _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
     "LinearRegressionOutput": _regression,
     "LogisticRegressionOutput": _regression,
     "MAERegressionOutput": _regression,
+    "SVMOutput": _softmax_output,
     "Flatten": _flatten,
     "flatten": _flatten,
 }

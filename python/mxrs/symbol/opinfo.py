@@ -84,6 +84,12 @@ _DEFS: dict[str, _Def] = {
         aux=("moving_mean", "moving_var"),
         hidden=2,
     ),  # fmt: skip
+    "BatchNorm_v1": _Def(
+        "BatchNorm_v1",
+        ("data", "gamma", "beta", "moving_mean", "moving_var"),
+        aux=("moving_mean", "moving_var"),
+        hidden=2,
+    ),  # fmt: skip
     "LayerNorm": _Def("LayerNorm", ("data", "gamma", "beta"), hidden=2),
     "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta"), hidden=2),
     "GroupNorm": _Def("GroupNorm", ("data", "gamma", "beta"), hidden=2),
@@ -95,6 +101,7 @@ _DEFS: dict[str, _Def] = {
     "LinearRegressionOutput": _Def("LinearRegressionOutput", _LABEL),
     "LogisticRegressionOutput": _Def("LogisticRegressionOutput", _LABEL),
     "MAERegressionOutput": _Def("MAERegressionOutput", _LABEL),
+    "SVMOutput": _Def("SVMOutput", _LABEL),
     "Concat": _Def("concat", variadic=True),
     "concat": _Def("concat", variadic=True),
     "add_n": _Def("add_n", variadic=True),
@@ -235,8 +242,11 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
     if op in ("SliceChannel", "split"):
         n = int(parse_attrs(attrs).get("num_outputs", 1))
         return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
-    if op in ("BatchNorm", "LayerNorm", "GroupNorm") and parse_attrs(attrs).get("output_mean_var"):
-        return ["output", "mean", "var"] if op == "BatchNorm" else ["output", "mean", "std"]
+    norms = ("BatchNorm", "BatchNorm_v1", "LayerNorm", "GroupNorm")
+    if op in norms and parse_attrs(attrs).get("output_mean_var"):
+        return (
+            ["output", "mean", "var"] if op.startswith("BatchNorm") else ["output", "mean", "std"]
+        )
     return ["output"]
 
 
