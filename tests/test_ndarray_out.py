@@ -41,10 +41,10 @@ def test_every_operator_takes_out_but_these():
             plain.add(name)
     assert plain == {
         "LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "MakeLoss",
-        "make_loss", "activation", "arange", "array", "batch_norm", "cast_storage", "convolution",
-        "dropout", "embedding", "empty", "eye", "full_like", "fully_connected", "layer_norm",
-        "leaky_relu", "linspace", "load", "ones_like", "pooling", "save", "shuffle", "waitall",
-        "zeros_like",
+        "SVMOutput", "make_loss", "activation", "arange", "array", "batch_norm", "cast_storage",
+        "convolution", "dropout", "embedding", "empty", "eye", "from_dlpack", "full_like",
+        "fully_connected", "layer_norm", "leaky_relu", "linspace", "load", "ones_like", "pooling",
+        "save", "shuffle", "to_dlpack_for_read", "to_dlpack_for_write", "waitall", "zeros_like",
     }  # fmt: skip
 
 
