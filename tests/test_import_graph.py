@@ -28,6 +28,7 @@ OP_MODULES = [
     "grad.linear",
     "indexing",
     "leaky",
+    "linalg",
     "losses",
     "matmul",
     "nn",

@@ -82,6 +82,7 @@ from . import (
     random,  # noqa: F401
     sparse,  # noqa: F401
 )
+from . import linalg as linalg
 from .conv import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .dlpack import *  # noqa: F403
@@ -183,6 +184,7 @@ def _take_out() -> None:
         windows,
     )
     names = {n for m in mods for n in m.__all__}
+    names |= set(linalg._prefixed())
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
     names |= {"SwapAxis", "Cast", "sum_axis", "max_axis", "min_axis", "choose_element_0index"}
     names -= set(losses.OUTPUT_LAYERS)  # the symbolic API's output layers take neither keyword
@@ -193,4 +195,5 @@ def _take_out() -> None:
             space[name] = with_out(fn)
 
 
+globals().update(linalg._prefixed())  # MXNet's top-level names: linalg_gemm...
 _take_out()

@@ -31,6 +31,7 @@ Examples
 from typing import Any
 
 from . import from_autograd as from_autograd  # installs autograd.get_symbol
+from . import linalg as linalg
 from . import ops
 from . import sparse as sparse
 from .executor import Executor

@@ -242,6 +242,8 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
     if op in ("SliceChannel", "split"):
         n = int(parse_attrs(attrs).get("num_outputs", 1))
         return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
+    if op in ("linalg_det", "linalg_slogdet"):  # MXNet's: they have hidden outputs
+        return ["output0", "output1"] if op == "linalg_slogdet" else ["output0"]
     norms = ("BatchNorm", "BatchNorm_v1", "LayerNorm", "GroupNorm")
     if op in norms and parse_attrs(attrs).get("output_mean_var"):
         return (

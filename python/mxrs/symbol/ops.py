@@ -89,9 +89,10 @@ def _output(sym: Any, op: str) -> tuple[Node, int]:
 
 
 @functools.cache
-def make_function(op: str) -> Callable[..., Symbol]:
+def make_function(op: str, hint: str | None = None) -> Callable[..., Symbol]:
     """The ``mx.sym`` function that makes ``op`` nodes: symbols positionally or by input name,
-    attributes by keyword, plus ``name=`` and ``attr=``."""
+    attributes by keyword, plus ``name=`` and ``attr=``; automatic node names start with
+    ``hint`` (the operator's name in lower case by default)."""
     if not has_op(op):
         raise MXNetError(f"symbol operator {op!r} is not an operator mxrs has")
 
@@ -112,7 +113,8 @@ def make_function(op: str) -> Callable[..., Symbol]:
             for k, v in zip(rest, extra, strict=False):
                 kwargs[k] = v
         kwargs.pop("out", None)
-        return create(_CANONICAL.get(op, op), syms, kwargs, name=name, attr=attr, hint=op.lower())
+        node_hint = hint or op.lower()
+        return create(_CANONICAL.get(op, op), syms, kwargs, name=name, attr=attr, hint=node_hint)
 
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Symbolic form of ``mx.nd.{_DEFS[op].nd if op in _DEFS else op}``."
