@@ -42,6 +42,14 @@ CASES = [
     ("slogdet", ["a33"], {}),
     ("extractdiag", ["a33"], {"offset": 1}),
     ("makediag", ["v3"], {"offset": -1}),
+    ("extracttrian", ["a33"], {}),
+    ("extracttrian", ["a33"], {"lower": False}),
+    ("extracttrian", ["a33"], {"offset": 1}),
+    ("extracttrian", ["a33"], {"offset": -1}),
+    ("maketrian", ["v6"], {}),
+    ("maketrian", ["v6"], {"lower": False}),
+    ("maketrian", ["v3"], {"offset": 1}),
+    ("maketrian", ["v3"], {"offset": -1}),
     ("sumlogdiag", ["spd"], {}),
 ]
 
@@ -61,6 +69,7 @@ def _inputs():
         "u33": np.swapaxes(_lower(*b), -1, -2),
         "spd": _spd(*b),
         "v3": RNG.standard_normal((*b, 3)),
+        "v6": RNG.standard_normal((*b, 6)),
     }
 
 
@@ -128,6 +137,8 @@ def test_linalg_names_errors_and_symbols():
         nd.linalg.gemm2(nd.ones((2, 3)), nd.ones((2, 3)))
     with pytest.raises(mx.MXNetError, match="square matrices"):
         nd.linalg.inverse(nd.ones((2, 3)))
+    with pytest.raises(mx.MXNetError, match="5 entries make no triangle"):
+        nd.linalg.maketrian(nd.ones((5,)))
     with pytest.raises(mx.MXNetError, match="axis=0 is not supported"):
         nd.linalg.gemm2(nd.ones((2, 2)), nd.ones((2, 2)), axis=0)
     x, y = mx.sym.var("x"), mx.sym.var("y")

@@ -1,8 +1,9 @@
 """Linear algebra on the last two axes (``mx.nd.linalg``, also ``mx.nd.linalg_<name>``), every
 leading axis a batch, as MXNet 1.9.1's ``linalg`` operators: products (``gemm``, ``gemm2``,
 ``syrk``, ``trmm``), triangular solves (``trsm``), Cholesky (``potrf``, ``potri``), inverse and
-determinants (``inverse``, ``det``, ``slogdet``), diagonals (``extractdiag``, ``makediag``,
-``sumlogdiag``). Each has its gradient; triangular inputs get gradients on their triangle only.
+determinants (``inverse``, ``det``, ``slogdet``), diagonals and triangles (``extractdiag``,
+``makediag``, ``extracttrian``, ``maketrian``, ``sumlogdiag``). Each has its gradient;
+triangular inputs get gradients on their triangle only.
 
 A result with no matrix axes left (``det`` of one matrix) has shape ``(1,)``, as MXNet 1.x has
 no zero-dimensional arrays.
@@ -29,6 +30,8 @@ __all__ = [
     "slogdet",
     "extractdiag",
     "makediag",
+    "extracttrian",
+    "maketrian",
     "sumlogdiag",
 ]
 
@@ -366,6 +369,63 @@ def extractdiag(A: ArrayT, offset: int = 0) -> ArrayT:
 def makediag(A: ArrayT, offset: int = 0) -> ArrayT:
     """Square matrices with ``A``'s last axis on the diagonal at ``offset``, zeros elsewhere."""
     return apply(_Diag, (A,), offset=int(offset), make=True)
+
+
+def _trian_index(xp, n, offset, lower):
+    """Rows and columns of a triangle's entries in MXNet's packing order: the lower triangle
+    (``offset <= 0``, with ``lower`` at 0) row by row; the upper one column by column."""
+    k = abs(offset)
+    rows = [i for i in range(k, n) for _ in range(i - k + 1)]
+    cols = [j for i in range(k, n) for j in range(i - k + 1)]
+    if offset > 0 or (offset == 0 and not lower):
+        rows, cols = cols, rows
+    return xp.asarray(rows, dtype=xp.int64), xp.asarray(cols, dtype=xp.int64)
+
+
+class _Trian(Op):
+    """``extracttrian`` (``make=False``) and ``maketrian`` (``make=True``)."""
+
+    def forward(self, a, offset, lower, make):
+        xp = self.xp
+        if make:
+            m, k = a.shape[-1], abs(offset)
+            side = int(round(((8 * m + 1) ** 0.5 - 1) / 2))
+            if side * (side + 1) // 2 != m:
+                raise MXNetError(f"linalg.maketrian: {m} entries make no triangle")
+            n = side + k
+            self.index = _trian_index(xp, n, offset, lower)
+            out = xp.zeros(a.shape[:-1] + (n, n), dtype=a.dtype)
+            out[(Ellipsis,) + self.index] = a
+            return out
+        _square("extracttrian", a)
+        self.shape, self.index = a.shape, _trian_index(xp, a.shape[-1], offset, lower)
+        return xp.ascontiguousarray(a[(Ellipsis,) + self.index])
+
+    def backward(self, g):
+        if hasattr(self, "shape"):  # extracttrian
+            out = self.xp.zeros(self.shape, dtype=g.dtype)
+            out[(Ellipsis,) + self.index] = g
+            return out
+        return self.xp.ascontiguousarray(g[(Ellipsis,) + self.index])
+
+
+def extracttrian(A: ArrayT, offset: int = 0, lower: bool = True) -> ArrayT:
+    """The lower (``offset < 0``, or 0 with ``lower``) or upper triangle of each square matrix
+    ``A`` from the diagonal at ``offset`` on, packed into the last axis as MXNet packs it: the
+    lower triangle row by row, the upper one column by column."""
+    return apply(_Trian, (A,), offset=int(offset), lower=bool(lower), make=False)
+
+
+def maketrian(A: ArrayT, offset: int = 0, lower: bool = True) -> ArrayT:
+    """Square matrices holding the packed triangle ``A`` (as :func:`extracttrian` packs it),
+    zeros elsewhere.
+
+    Raises
+    ------
+    MXNetError
+        When the last axis's length is not a triangular number.
+    """
+    return apply(_Trian, (A,), offset=int(offset), lower=bool(lower), make=True)
 
 
 class _SumLogDiag(Op):
