@@ -78,6 +78,7 @@ from . import (  # noqa: E402
     monitor,
     name,
     ndarray,
+    operator,
     optimizer,
     profiler,
     random,
@@ -88,6 +89,8 @@ from . import (  # noqa: E402
 from .base import MXNetError  # noqa: E402
 from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
 
+# mx.nd.Custom: the custom operators sit above the arrays, so they are put in from here
+ndarray.Custom = operator.Custom  # type: ignore[attr-defined]
 nd = ndarray
 kv = kvstore
 init = initializer
@@ -128,6 +131,7 @@ __all__ = [
     "name",
     "nd",
     "ndarray",
+    "operator",
     "optimizer",
     "profiler",
     "random",

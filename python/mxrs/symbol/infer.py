@@ -311,7 +311,24 @@ def _flatten(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     return ins, [None if data is None else (data[0], math.prod(data[1:]))]
 
 
+def _custom(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    """A custom operator's shapes, as its property's ``infer_shape`` gives them."""
+    from .opinfo import _custom_prop
+
+    prop = _custom_prop(a)
+    n_args, n_out = len(prop.list_arguments()), len(prop.list_outputs())
+    if any(s is None for s in ins[:n_args]):
+        return ins, [None] * n_out
+    args, outs, aux = prop.infer_shape([list(s) for s in ins[:n_args] if s is not None])
+    shapes: Shapes = []
+    shapes.extend(tuple(s) for s in args)
+    shapes.extend(tuple(s) for s in aux)
+    shapes += ins[len(shapes) :]
+    return shapes, [tuple(o) for o in outs]
+
+
 _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
+    "Custom": _custom,
     "FullyConnected": _fully_connected,
     "Convolution": _conv,
     "Deconvolution": _deconv,

@@ -215,8 +215,20 @@ def _may_be_array(annotation: Any) -> bool:
     return any(k in text for k in ("NDArray", "Any", "ArrayCore", "ArrayT"))
 
 
+def _custom_prop(attrs: dict[str, Any]) -> Any:
+    from ..operator import make_prop
+
+    rest = {k: v for k, v in attrs.items() if k != "op_type"}
+    if "op_type" not in attrs:
+        raise MXNetError("Custom: op_type (the registered name) is required")
+    return make_prop(str(attrs["op_type"]), rest)
+
+
 def input_names(op: str, attrs: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
     """``(names, variadic)``: the inputs of an ``op`` node with (parsed) ``attrs``."""
+    if op == "Custom":
+        prop = _custom_prop(attrs)
+        return tuple(prop.list_arguments()) + tuple(prop.list_auxiliary_states()), False
     d = _DEFS.get(op)
     if d is None:
         return _signature_inputs(op)
@@ -230,6 +242,10 @@ def input_names(op: str, attrs: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
 
 def aux_positions(op: str, attrs: dict[str, str], n_inputs: int) -> list[int]:
     """Which inputs of an ``op`` node are auxiliary states."""
+    if op == "Custom":
+        prop = _custom_prop(parse_attrs(attrs))
+        n_args = len(prop.list_arguments())
+        return list(range(n_args, min(n_inputs, n_args + len(prop.list_auxiliary_states()))))
     d = _DEFS.get(op)
     if d is None or not d.aux:
         return []
@@ -242,6 +258,9 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
     if op in ("SliceChannel", "split"):
         n = int(parse_attrs(attrs).get("num_outputs", 1))
         return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
+    if op == "Custom":
+        outs = _custom_prop(parse_attrs(attrs)).list_outputs()
+        return ["output"] if len(outs) == 1 else list(outs)
     if op in ("linalg_det", "linalg_slogdet"):  # MXNet's: they have hidden outputs
         return ["output0", "output1"] if op == "linalg_slogdet" else ["output0"]
     norms = ("BatchNorm", "BatchNorm_v1", "LayerNorm", "GroupNorm")
