@@ -32,7 +32,7 @@ import numpy as np
 
 from . import autograd
 from .base import MXNetError
-from .ndarray.core.op import Op, apply
+from .ndarray.core.op import Op, apply, with_out
 from .ndarray.ndarray import NDArray, _wrap
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom"]
@@ -223,5 +223,7 @@ def Custom(*data: NDArray, op_type: str, **kwargs: Any) -> Any:
     MXNetError
         For an unregistered ``op_type`` or a wrong number of arrays.
     """
-    kwargs.pop("name", None)
     return apply(_Custom, data, op_type=op_type, attrs=kwargs)
+
+
+Custom = with_out(Custom)  # MXNet's out= and name= keywords
