@@ -38,6 +38,7 @@ OP_MODULES = [
     "reduce",
     "sequence",
     "shape",
+    "spatial",
     "unary",
     "windows",
     "core",

@@ -112,6 +112,7 @@ from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sparse import cast_storage  # noqa: F401
 from .sparse._arrays import CSRNDArray, RowSparseNDArray  # noqa: F401
+from .spatial import *  # noqa: F403
 from .unary import *  # noqa: F403
 from .unary import abs, round  # noqa: F401  (shadow the builtins on purpose)
 from .windows import *  # noqa: F403
@@ -162,6 +163,7 @@ def _take_out() -> None:
         reduce,
         sequence,
         shape,
+        spatial,
         unary,
         windows,
     )
@@ -180,6 +182,7 @@ def _take_out() -> None:
         reduce,
         sequence,
         shape,
+        spatial,
         unary,
         windows,
     )
