@@ -37,6 +37,7 @@ OP_MODULES = [
     "padding",
     "reduce",
     "sequence",
+    "roi",
     "shape",
     "spatial",
     "unary",

@@ -108,6 +108,7 @@ from .nn import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403
+from .roi import *  # noqa: F403
 from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
 from .sparse import cast_storage  # noqa: F401
@@ -161,6 +162,7 @@ def _take_out() -> None:
         normalization,
         padding,
         reduce,
+        roi,
         sequence,
         shape,
         spatial,
@@ -181,6 +183,7 @@ def _take_out() -> None:
         padding,
         reduce,
         sequence,
+        roi,
         shape,
         spatial,
         unary,
