@@ -335,6 +335,7 @@ _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
     "Pooling": _pool,
     "BatchNorm": _channel_params("axis", 1),
     "BatchNorm_v1": _channel_params("axis", 1),
+    "_contrib_BatchNormWithReLU": _channel_params("axis", 1),
     "LayerNorm": _channel_params("axis", -1),
     "InstanceNorm": _channel_params("axis", 1),
     "GroupNorm": _group_norm,

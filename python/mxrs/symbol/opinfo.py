@@ -90,6 +90,12 @@ _DEFS: dict[str, _Def] = {
         aux=("moving_mean", "moving_var"),
         hidden=2,
     ),  # fmt: skip
+    "_contrib_BatchNormWithReLU": _Def(
+        "_contrib_BatchNormWithReLU",
+        ("data", "gamma", "beta", "moving_mean", "moving_var"),
+        aux=("moving_mean", "moving_var"),
+        hidden=2,
+    ),  # fmt: skip
     "LayerNorm": _Def("LayerNorm", ("data", "gamma", "beta"), hidden=2),
     "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta"), hidden=2),
     "GroupNorm": _Def("GroupNorm", ("data", "gamma", "beta"), hidden=2),
@@ -172,9 +178,26 @@ def _nd() -> Any:
     return ndarray
 
 
+#: ``mx.nd.contrib``'s functions that are not operators: control flow over Python callables.
+_CONTRIB_NOT_OPS = frozenset({"foreach", "cond", "while_loop", "with_out"})
+#: ... and those MXNet composes from other operators (no ``_contrib_`` operator of theirs).
+_CONTRIB_COMPOSED = frozenset({"isnan", "isinf", "isfinite"})
+
+
+def _contrib_fn(op: str) -> Any:
+    """``mx.nd.contrib``'s function for ``_contrib_<name>`` (MXNet's name of its contrib
+    operators), or None."""
+    name = op[len("_contrib_") :]
+    skip = _CONTRIB_NOT_OPS | _CONTRIB_COMPOSED
+    if not op.startswith("_contrib_") or name in skip or name.startswith("_"):
+        return None
+    return getattr(_nd().contrib, name, None)
+
+
 def _nd_fn(op: str) -> Callable[..., Any]:
     d = _DEFS.get(op)
-    fn = getattr(_nd(), d.nd if d is not None else op, None)
+    contrib = _contrib_fn(d.nd if d is not None else op)
+    fn = contrib or getattr(_nd(), d.nd if d is not None else op, None)
     if fn is None or not callable(fn) or op.startswith("__"):
         raise MXNetError(f"symbol operator {op!r} is not an operator mxrs has")
     return fn
@@ -184,6 +207,8 @@ def has_op(op: str) -> bool:
     """Whether ``op`` names a symbol operator."""
     if op in _DEFS:
         return True
+    if op.startswith("_contrib_"):
+        return callable(_contrib_fn(op))
     fn = getattr(_nd(), op, None)
     return callable(fn) and not isinstance(fn, type) and not op.startswith("_")
 
