@@ -89,8 +89,10 @@ from . import (  # noqa: E402
 from .base import MXNetError  # noqa: E402
 from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
 
-# mx.nd.Custom: the custom operators sit above the arrays, so they are put in from here
+# mx.nd.Custom and mx.nd.CachedOp sit above the arrays (on custom operators, on symbol
+# graphs), so they are put in from here
 ndarray.Custom = operator.Custom  # type: ignore[attr-defined]
+ndarray.CachedOp = symbol.cached_op.CachedOp  # type: ignore[attr-defined]
 nd = ndarray
 kv = kvstore
 init = initializer

@@ -30,6 +30,7 @@ Examples
 
 from typing import Any
 
+from . import cached_op as cached_op
 from . import contrib as contrib
 from . import from_autograd as from_autograd  # installs autograd.get_symbol
 from . import linalg as linalg
