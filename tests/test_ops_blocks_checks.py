@@ -240,3 +240,25 @@ def test_dlpack_shares_memory_both_ways():
     np.testing.assert_array_equal(y.asnumpy(), [[9.0, 2.0], [3.0, 4.0]])
     with pytest.raises(mx.MXNetError, match="expected a DLPack capsule"):
         nd.from_dlpack(42)
+
+
+def test_rand_zipfian_counts_match_mxnet_and_samples_follow_the_law(tmp_path):
+    true = np.array([3, 10, 0, 19], dtype=np.float32)
+    script = """
+import mxnet as mx
+s, ct, cs = mx.nd.contrib.rand_zipfian(mx.nd.array(inputs["true"]), 8, 20)
+arrays["ct"] = ct.asnumpy()
+"""
+    _, want = mxnet_ref.run(tmp_path, script, true=true)
+    mx.random.seed(3)
+    s, ct, cs = nd.contrib.rand_zipfian(nd.array(true), 20000, 20)
+    np.testing.assert_allclose(ct.asnumpy() / 20000 * 8, want["ct"], rtol=1e-12)
+    assert s.dtype == np.int64 and ct.dtype == np.float64
+    drawn = s.asnumpy()
+    assert drawn.min() >= 0 and drawn.max() < 20
+    prob = np.log((np.arange(20) + 2.0) / (np.arange(20) + 1.0)) / np.log(21)
+    np.testing.assert_allclose(cs.asnumpy(), prob[drawn] * 20000, rtol=1e-12)
+    freq = np.bincount(drawn, minlength=20) / len(drawn)
+    np.testing.assert_allclose(freq[:3], prob[:3], atol=0.015)  # 20000 draws: ~3 sigma
+    with pytest.raises(mx.MXNetError, match="at least 1"):
+        nd.contrib.rand_zipfian(nd.array(true), 0, 20)

@@ -7,7 +7,7 @@ control_flow
 ops
     Array operators: ``boolean_mask``, ``index_copy``, ``index_array``, ``arange_like``,
     ``div_sqrt_dim``, ``quadratic``, ``gradientmultiplier``, ``isfinite/isnan/isinf``,
-    ``allclose``.
+    ``allclose``, ``rand_zipfian``.
 box
     Bounding boxes: ``box_iou``, ``box_nms`` (``box_non_maximum_suppression``).
 resize
@@ -36,6 +36,7 @@ from .ops import (
     isinf,
     isnan,
     quadratic,
+    rand_zipfian,
 )
 from .resize import AdaptiveAvgPooling2D, BilinearResize2D
 
@@ -49,6 +50,7 @@ __all__ = [
     "index_array",
     "div_sqrt_dim",
     "quadratic",
+    "rand_zipfian",
     "gradientmultiplier",
     "isfinite",
     "isnan",

@@ -20,6 +20,7 @@ from ..core.array import ArrayT
 from ..core.op import Op, apply, axis_index
 
 __all__ = [
+    "rand_zipfian",
     "boolean_mask",
     "arange_like",
     "index_copy",
@@ -371,3 +372,55 @@ def allclose(
     if a.shape != b.shape:
         raise InvalidShapeError(f"allclose: the shapes differ, {a.shape} and {b.shape}")
     return apply(_AllClose, (a, b), rtol=float(rtol), atol=float(atol), equal_nan=bool(equal_nan))
+
+
+class _RandZipfian(Op):
+    """Log-uniform (Zipfian) candidate sampling; outputs only, no gradient."""
+
+    def forward(self, true_classes, num_sampled, range_max, rng):
+        xp, be = self.xp, self.be
+        log_range = math.log(range_max + 1)
+        draw = be.uniform(rng, 0.0, log_range, (num_sampled,), np.float64)
+        sampled = (xp.exp(draw) - 1).astype(np.int64) % range_max
+        true = true_classes.astype(np.float64)
+        count_true = xp.log((true + 2.0) / (true + 1.0)) / log_range * num_sampled
+        s64 = sampled.astype(np.float64)
+        count_sampled = xp.log((s64 + 2.0) / (s64 + 1.0)) / log_range * num_sampled
+        return sampled, count_true, count_sampled
+
+    def backward(self, *grads):
+        return None
+
+
+def rand_zipfian(
+    true_classes: ArrayT, num_sampled: int, range_max: int, ctx: Context | None = None
+) -> list[ArrayT]:
+    """``[sampled_classes, expected_count_true, expected_count_sampled]``: ``num_sampled``
+    classes drawn from ``[0, range_max)`` by the log-uniform (Zipfian) law, class ``c`` with
+    probability ``log((c + 2) / (c + 1)) / log(range_max + 1)``, and the expected counts of
+    ``true_classes`` and of the sampled ones among ``num_sampled`` draws (float64), as MXNet's
+    sampled-softmax helper gives them.
+
+    Raises
+    ------
+    MXNetError
+        For ``num_sampled`` or ``range_max`` below 1.
+    """
+    from ..core.rng import generator
+    from ..core.transfer import to_context
+
+    if num_sampled < 1 or range_max < 1:
+        raise MXNetError(
+            f"rand_zipfian: num_sampled and range_max must be at least 1, got {num_sampled} "
+            f"and {range_max}"
+        )
+    if ctx is not None and ctx != true_classes._ctx:
+        true_classes = to_context(true_classes, ctx)
+    rng = generator(true_classes._ctx)
+    return apply(
+        _RandZipfian,
+        (true_classes,),
+        num_sampled=int(num_sampled),
+        range_max=int(range_max),
+        rng=rng,
+    )
