@@ -72,30 +72,22 @@ def _softmax_length(a: dict[str, Any]) -> set[str]:
     return set() if a.get("use_length", False) else {"length"}
 
 
+def _batch_norm(nd: str) -> _Def:
+    """A batch normalisation: its moving statistics are auxiliary states, and its mean and
+    variance hidden outputs."""
+    inputs = ("data", "gamma", "beta", "moving_mean", "moving_var")
+    return _Def(nd, inputs, aux=("moving_mean", "moving_var"), hidden=2)
+
+
 _LABEL = ("data", "label")
 _CTC_INPUTS = ("data", "label", "data_lengths", "label_lengths")
 _DEFS: dict[str, _Def] = {
     "FullyConnected": _Def("FullyConnected", ("data", "weight", "bias"), drop=_no_bias(False)),
     "Convolution": _Def("Convolution", ("data", "weight", "bias"), drop=_no_bias(False)),
     "Deconvolution": _Def("Deconvolution", ("data", "weight", "bias"), drop=_no_bias(True)),
-    "BatchNorm": _Def(
-        "BatchNorm",
-        ("data", "gamma", "beta", "moving_mean", "moving_var"),
-        aux=("moving_mean", "moving_var"),
-        hidden=2,
-    ),  # fmt: skip
-    "BatchNorm_v1": _Def(
-        "BatchNorm_v1",
-        ("data", "gamma", "beta", "moving_mean", "moving_var"),
-        aux=("moving_mean", "moving_var"),
-        hidden=2,
-    ),  # fmt: skip
-    "_contrib_BatchNormWithReLU": _Def(
-        "_contrib_BatchNormWithReLU",
-        ("data", "gamma", "beta", "moving_mean", "moving_var"),
-        aux=("moving_mean", "moving_var"),
-        hidden=2,
-    ),  # fmt: skip
+    "BatchNorm": _batch_norm("BatchNorm"),
+    "BatchNorm_v1": _batch_norm("BatchNorm_v1"),
+    "_contrib_BatchNormWithReLU": _batch_norm("_contrib_BatchNormWithReLU"),
     "LayerNorm": _Def("LayerNorm", ("data", "gamma", "beta"), hidden=2),
     "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta"), hidden=2),
     "GroupNorm": _Def("GroupNorm", ("data", "gamma", "beta"), hidden=2),
