@@ -12,6 +12,7 @@ has none, as in MXNet.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -549,8 +550,6 @@ def histogram(
     MXNetError
         For a range whose low end is above its high end, or fewer than one bin.
     """
-    import warnings
-
     be, ctx = a._ctx.backend, a._ctx
 
     def made(values, dtype=None):
