@@ -187,18 +187,47 @@ _POOL_SUM_BWD = (
 
 # -- SGD -----------------------------------------------------------------------------------
 
-_SGD_MOM = """
+#: SGD's kernels share the rescaled, clipped gradient ``t``; then each updates the weight (or
+#: the float32 master copy, which it writes back into the weight), with momentum or without.
+_SGD_GRAD = """
     float t = (float)g * rescale;
     if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
-    float m = mu * (float)mom - (float)w * lrwd - t * lr;
-    mom = (T)m;
-    w = (T)((float)w + m);
 """
-_SGD_PLAIN = """
-    float t = (float)g * rescale;
-    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
-    w = (T)((float)w * decay - t * lr);
-"""
+_SGD_STEP = {
+    # (master copy, momentum): the update
+    (False, False): "w = (T)((float)w * decay - t * lr);",
+    (False, True): "float m = mu * (float)mom - (float)w * lrwd - t * lr; "
+    "mom = (T)m; w = (T)((float)w + m);",
+    (True, False): "master = master * decay - t * lr; w = (T)master;",
+    (True, True): "float m = mu * mom - master * lrwd - t * lr; "
+    "mom = m; master = master + m; w = (T)master;",
+}
+
+
+def _sgd(
+    g: Any,
+    outs: tuple,
+    master: bool,
+    momentum: bool,
+    lr: float,
+    wd: float,
+    mu: float,
+    rescale: float,
+    clip: float | None,
+) -> None:
+    """Run SGD's kernel for ``(master, momentum)`` on gradient ``g`` and ``outs`` (the weight
+    and momentum, or the master copy, momentum and weight)."""
+    rate = "float32 lrwd, float32 mu" if momentum else "float32 decay"
+    if master:
+        written = ["float32 master"] + ["float32 mom"] * momentum + ["T w"]
+    else:
+        written = ["T w"] + ["T mom"] * momentum
+    name = "mp_" * master + "sgd" + "_mom" * momentum
+    params = f"T g, float32 lr, {rate}, float32 rescale, float32 clip"
+    k = _ew(name, params, ", ".join(written), _SGD_GRAD + _SGD_STEP[(master, momentum)])
+    rates = (_F32(lr * wd), _F32(mu)) if momentum else (_F32(1.0 - lr * wd),)
+    c = _F32(clip if clip is not None and clip > 0 else 0.0)
+    k(g, _F32(lr), *rates, _F32(rescale), c, *outs)
 
 
 def sgd_update(
@@ -218,40 +247,9 @@ def sgd_update(
     arrays = (w, g) if mom is None else (w, g, mom)
     if w.dtype not in CUDA_DTYPES or any(a.dtype != w.dtype or a.shape != w.shape for a in arrays):
         return False
-    c = _F32(clip if clip is not None and clip > 0 else 0.0)
-    if mom is None:
-        k = _ew(
-            "sgd",
-            "T g, float32 lr, float32 decay, float32 rescale, float32 clip",
-            "T w",
-            _SGD_PLAIN,
-        )
-        k(g, _F32(lr), _F32(1.0 - lr * wd), _F32(rescale), c, w)
-    else:
-        k = _ew(
-            "sgd_mom",
-            "T g, float32 lr, float32 lrwd, float32 mu, float32 rescale, float32 clip",
-            "T w, T mom",
-            _SGD_MOM,
-        )
-        k(g, _F32(lr), _F32(lr * wd), _F32(mu), _F32(rescale), c, w, mom)
+    outs = (w,) if mom is None else (w, mom)
+    _sgd(g, outs, False, mom is not None, lr, wd, mu, rescale, clip)
     return True
-
-
-_MP_SGD_MOM = """
-    float t = (float)g * rescale;
-    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
-    float m = mu * mom - master * lrwd - t * lr;
-    mom = m;
-    master = master + m;
-    w = (T)master;
-"""
-_MP_SGD_PLAIN = """
-    float t = (float)g * rescale;
-    if (clip > 0.f) t = fminf(fmaxf(t, -clip), clip);
-    master = master * decay - t * lr;
-    w = (T)master;
-"""
 
 
 def mp_sgd_accepts(w: Any, g: Any, master: Any, mom: Any | None) -> bool:
@@ -279,23 +277,8 @@ def mp_sgd_update(
     from the float16 gradient ``g`` as :func:`sgd_update` does, then copied into the float16
     weight ``w`` (MXNet's ``mp_sgd_update`` / ``mp_sgd_mom_update``). Check the arrays with
     :func:`mp_sgd_accepts` first."""
-    c = _F32(clip if clip is not None and clip > 0 else 0.0)
-    if mom is None:
-        k = _ew(
-            "mp_sgd",
-            "T g, float32 lr, float32 decay, float32 rescale, float32 clip",
-            "float32 master, T w",
-            _MP_SGD_PLAIN,
-        )
-        k(g, _F32(lr), _F32(1.0 - lr * wd), _F32(rescale), c, master, w)
-    else:
-        k = _ew(
-            "mp_sgd_mom",
-            "T g, float32 lr, float32 lrwd, float32 mu, float32 rescale, float32 clip",
-            "float32 master, float32 mom, T w",
-            _MP_SGD_MOM,
-        )
-        k(g, _F32(lr), _F32(lr * wd), _F32(mu), _F32(rescale), c, master, mom, w)
+    outs = (master, w) if mom is None else (master, mom, w)
+    _sgd(g, outs, True, mom is not None, lr, wd, mu, rescale, clip)
 
 
 class CudaKernels:
