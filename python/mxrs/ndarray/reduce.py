@@ -489,13 +489,17 @@ class ReduceMethods(ArrayCore):
 
 
 class _AllFinite(Op):
-    """1 where every element of every input is finite, else 0 (or ``prior`` where that is 0),
-    shape ``(1,)`` float32; no gradient, as in MXNet."""
+    """1 where every element of every input is finite, else 0, shape ``(1,)`` float32; no
+    gradient, as in MXNet."""
 
-    def forward(self, *arrays, prior):
+    def forward(self, *arrays):
+        # on the device, without waiting for it: AMP checks every step's gradients
         xp = self.xp
-        ok = all(bool(xp.isfinite(a).all()) for a in arrays if a.dtype.kind == "f")
-        return xp.asarray([float(ok) * prior], dtype=np.float32)
+        flag = xp.ones(1, dtype=np.float32)
+        for a in arrays:
+            if a.dtype.kind == "f":
+                flag *= xp.isfinite(a).all()
+        return flag
 
     def backward(self, g):
         return None
@@ -524,12 +528,9 @@ def multi_all_finite(
     """
     if num_arrays is not None and num_arrays != len(data):
         raise MXNetError(f"multi_all_finite: num_arrays={num_arrays} but {len(data)} arrays given")
-    prior = 1.0
-    if not init_output and out is not None:
-        prior = float(np.asarray(out._ctx.backend.to_host(out._data)).reshape(-1)[0] != 0)
-    result = apply(_AllFinite, data, prior=prior)
+    result = apply(_AllFinite, data)
     if out is not None:
-        out[:] = result
+        out[:] = result if init_output else result * (out != 0)
         return out
     return result
 
