@@ -530,7 +530,7 @@ def multi_all_finite(
         raise MXNetError(f"multi_all_finite: num_arrays={num_arrays} but {len(data)} arrays given")
     result = apply(_AllFinite, data)
     if out is not None:
-        out[:] = result if init_output else result * (out != 0)
+        out[:] = result if init_output else result * elementwise.not_equal(out, 0)
         return out
     return result
 
