@@ -35,7 +35,7 @@ class _ROIPooling(Op):
         ph, pw = pooled
         boxes = np.asarray(self.be.to_host(rois), dtype=np.float64)
         out = xp.zeros((len(boxes), c, ph, pw), dtype=x.dtype)
-        arg = np.full((len(boxes), c, ph, pw), -1, dtype=np.int64)
+        arg = xp.full((len(boxes), c, ph, pw), -1, dtype=np.int64)  # stays on the device
         flat = x.reshape(n, c, h * w)
         for i, (b, *corners) in enumerate(boxes):
             bi = int(b)
@@ -51,12 +51,12 @@ class _ROIPooling(Op):
                     we = min(max(math.ceil((q + 1) * bw) + x1, 0), w)
                     if he <= hs or we <= ws:
                         continue
-                    cells = (np.arange(hs, he)[:, None] * w + np.arange(ws, we)).reshape(-1)
-                    patch = flat[bi][:, xp.asarray(cells)]  # (C, cells)
-                    best = np.asarray(self.be.to_host(patch.argmax(axis=1)))
-                    arg[i, :, p, q] = cells[best]
+                    window = np.arange(hs, he)[:, None] * w + np.arange(ws, we)
+                    cells = xp.asarray(window.reshape(-1))
+                    patch = flat[bi][:, cells]  # (C, cells)
+                    arg[i, :, p, q] = cells[patch.argmax(axis=1)]
                     out[i, :, p, q] = patch.max(axis=1)
-        self.shape, self.batch = x.shape, boxes[:, 0].astype(np.int64)
+        self.shape, self.batch = x.shape, xp.asarray(boxes[:, 0].astype(np.int64))
         self.arg = arg
         return out
 
@@ -65,17 +65,10 @@ class _ROIPooling(Op):
         n, c, h, w = self.shape
         gx = xp.zeros((n, c, h * w), dtype=g.dtype)
         arg = self.arg
-        found = arg >= 0
-        r, ch, p, q = np.nonzero(found)
-        if len(r):
-            idx = (
-                xp.asarray(self.batch[r]),
-                xp.asarray(ch),
-                xp.asarray(arg[r, ch, p, q]),
-            )
-            self.be.scatter_add(
-                gx, idx, g[xp.asarray(r), xp.asarray(ch), xp.asarray(p), xp.asarray(q)]
-            )
+        r, ch, p, q = xp.nonzero(arg >= 0)
+        if r.size:
+            idx = (self.batch[r], ch, arg[r, ch, p, q])
+            self.be.scatter_add(gx, idx, g[r, ch, p, q])
         return gx.reshape(n, c, h, w), None
 
 
