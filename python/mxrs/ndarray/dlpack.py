@@ -97,14 +97,13 @@ def _host_array(capsule: Any, t: _Tensor) -> np.ndarray:
         raise MXNetError(f"from_dlpack: DLPack type code {t.dtype.code} is not supported")
     dtype = np.dtype(f"{kind}{t.dtype.bits // 8}") if kind != "b" else np.dtype(bool)
     shape = tuple(t.shape[i] for i in range(t.ndim))
-    strides = None
     if t.strides:
-        strides = tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
-    extent = dtype.itemsize
-    for n, st in zip(shape, strides or (), strict=False):
-        extent += (n - 1) * abs(st) if n else 0
-    if strides is None:
-        extent = dtype.itemsize * int(np.prod(shape))
+        steps = [t.strides[i] for i in range(t.ndim)]
+    else:  # no strides: C order
+        steps = [int(np.prod(shape[i + 1 :])) for i in range(t.ndim)]
+    strides = tuple(st * dtype.itemsize for st in steps)
+    spans = ((n - 1) * abs(st) for n, st in zip(shape, strides, strict=True) if n)
+    extent = dtype.itemsize + sum(spans)
     buf = (ctypes.c_char * max(int(t.byte_offset) + extent, 1)).from_address(t.data)
     buf._mxrs_capsule = capsule  # type: ignore[attr-defined]
     view = memoryview(buf).cast("B")
