@@ -105,7 +105,7 @@ def _host_array(capsule: Any, t: _Tensor) -> np.ndarray:
     spans = ((n - 1) * abs(st) for n, st in zip(shape, strides, strict=True) if n)
     extent = dtype.itemsize + sum(spans)
     buf = (ctypes.c_char * max(int(t.byte_offset) + extent, 1)).from_address(t.data)
-    buf._mxrs_capsule = capsule  # type: ignore[attr-defined]
+    buf._mxrs_capsule = capsule  # the memory lives as long as the array
     view = memoryview(buf).cast("B")
     return np.ndarray(shape, dtype, buffer=view, offset=int(t.byte_offset), strides=strides)
 
