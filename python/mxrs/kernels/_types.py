@@ -98,6 +98,11 @@ class NormKernels(Protocol):
         a ReLU with ``relu``, NaN kept); ``grad`` gives ``(gx, ggamma, gbeta)``."""
         ...
 
+    def moving_average(self, avg: Any, stat: Any, momentum: float) -> None:
+        """``avg = momentum * avg + (1 - momentum) * stat`` in place (the running
+        statistics)."""
+        ...
+
 
 class ActKernels(Protocol):
     """A provider of elementwise activations: 'relu', 'sigmoid', 'tanh', 'softrelu'."""

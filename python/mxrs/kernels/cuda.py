@@ -16,7 +16,7 @@ arrays on GPU contexts.
   result on every run.
 - :func:`sgd_update` is SGD's step (momentum, weight decay, rescaling and clipping) in one
   kernel; :func:`mp_sgd_update` the same on a float32 master copy of a float16 weight, which
-  it then writes; :func:`moving_average` BatchNorm's running statistics.
+  it then writes; BatchNorm's running statistics move in one kernel too.
 
 Kernels compile (NVRTC, through CuPy) the first time each is used. Nothing here waits for the
 device: a step's kernels are queued on CuPy's current stream.
@@ -38,7 +38,6 @@ __all__ = [
     "sgd_update",
     "mp_sgd_accepts",
     "mp_sgd_update",
-    "moving_average",
 ]
 
 #: Element types the CUDA provider serves (others use the portable CuPy kernels).
@@ -525,6 +524,16 @@ class CudaKernels:
 
         return y3.reshape(shape), mean, var, grad
 
+    def moving_average(self, avg: Any, stat: Any, momentum: float) -> None:
+        """``avg = momentum * avg + (1 - momentum) * stat`` in one kernel for float32 (the
+        running statistics); the portable kernel otherwise."""
+        if avg.dtype != _F32 or stat.dtype != _F32 or avg.shape != stat.shape:
+            self.portable.moving_average(avg, stat, momentum)
+            return
+        params = "float32 s, float32 mom, float32 rest"
+        k = _ew("moving_avg", params, "float32 a", "a = a * mom + rest * s")
+        k(stat, _F32(momentum), _F32(1.0 - momentum), avg)
+
     # -- activations -----------------------------------------------------------------------
 
     def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
@@ -575,17 +584,6 @@ def _sum_pool(xp: Any, x: Any, dims: tuple, y: Any, avg: bool, cip: bool) -> tup
 def _f32(a: Any) -> Any:
     """``a`` as float32 (itself when it is)."""
     return a if a.dtype == _F32 else a.astype(_F32)
-
-
-def moving_average(avg: Any, stat: Any, momentum: float) -> bool:
-    """``avg = momentum * avg + (1 - momentum) * stat`` on float32 CuPy arrays in one kernel, in
-    place; False where they are not (the caller computes with array operations)."""
-    if avg.dtype != _F32 or stat.dtype != _F32 or avg.shape != stat.shape:
-        return False
-    params = "float32 s, float32 mom, float32 rest"
-    k = _ew("moving_avg", params, "float32 a", "a = a * mom + rest * s")
-    k(stat, _F32(momentum), _F32(1.0 - momentum), avg)
-    return True
 
 
 def _bias_grad(g: Any, nd: int) -> Any:

@@ -361,6 +361,10 @@ class OnednnKernels:
 
         return y, grad
 
+    def moving_average(self, avg: Any, stat: Any, momentum: float) -> None:
+        """As the portable kernel (one pass over a vector of channels)."""
+        self._fallback.moving_average(avg, stat, momentum)
+
     def batch_norm(
         self,
         x: Any,

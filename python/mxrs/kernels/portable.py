@@ -362,6 +362,11 @@ class Portable:
 
         return y, mean, var, grad
 
+    def moving_average(self, avg: Any, stat: Any, momentum: float) -> None:
+        """``avg = momentum * avg + (1 - momentum) * stat`` in place."""
+        avg *= momentum
+        avg += (1 - momentum) * stat
+
     def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
         """ReLU, sigmoid, tanh or softrelu in array operations."""
         xp = self.xp

@@ -31,7 +31,6 @@ import numpy as np
 from .. import kernels
 from ..autograd import _state
 from ..base import ContextError, MXNetError
-from ..kernels import cuda
 from .core.array import ArrayT
 from .core.op import Op, apply, axis_index
 
@@ -72,6 +71,7 @@ class _BatchNorm(Op):
         stats = (mm._data, mv._data) if use_global else None
         train = True in self.needs
         y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, train, relu)
+        self.provider = k  # its kernels move the running statistics in backward
         if not use_global and momentum is not None:
             self.update = (momentum, ((mm, mean), (mv, var)))
         if output_mean_var:
@@ -83,10 +83,7 @@ class _BatchNorm(Op):
         if update is not None:  # as MXNet 1.9.1: the running statistics move in backward
             momentum, pairs = update
             for aux, stat in pairs:
-                if self.be.name == "cupy" and cuda.moving_average(aux._data, stat, momentum):
-                    continue  # one kernel on the GPU
-                aux._data *= momentum
-                aux._data += (1 - momentum) * stat
+                self.provider.moving_average(aux._data, stat, momentum)
         if gy is None:
             return None, None, None
         gx, ggamma, gbeta = self.grad(gy, self.needs)
