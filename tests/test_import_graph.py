@@ -37,6 +37,7 @@ OP_MODULES = [
     "padding",
     "reduce",
     "sequence",
+    "rnn",
     "roi",
     "shape",
     "spatial",

@@ -347,3 +347,16 @@ def test_out_keyword_and_onehot_encode_writes_its_out():
     target = nd.zeros((3, 4))
     assert nd.onehot_encode(nd.array([1, 0, 3]), target) is target
     np.testing.assert_array_equal(target.asnumpy(), np.eye(4)[[1, 0, 3]])
+
+
+@pytest.mark.parametrize("op", ["SequenceMask", "SequenceLast", "SequenceReverse"])
+def test_sequence_ops_take_sequence_length_as_a_symbol_input(op):
+    data, lens = mx.sym.var("data"), mx.sym.var("lens")
+    out = getattr(mx.sym, op)(data, sequence_length=lens, use_sequence_length=True)
+    assert out.list_arguments() == ["data", "lens"]
+    assert getattr(mx.sym, op)(data).list_arguments() == ["data"]
+    x = mx.nd.array(np.arange(24).reshape(4, 3, 2))
+    n = mx.nd.array([1, 4, 2])
+    got = out.eval(data=x, lens=n)[0].asnumpy()
+    want = getattr(mx.nd, op)(x, n, use_sequence_length=True).asnumpy()
+    np.testing.assert_array_equal(got, want)

@@ -108,6 +108,7 @@ from .nn import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .reduce import *  # noqa: F403
+from .rnn import *  # noqa: F403
 from .roi import *  # noqa: F403
 from .sequence import *  # noqa: F403
 from .shape import *  # noqa: F403
@@ -162,6 +163,7 @@ def _take_out() -> None:
         normalization,
         padding,
         reduce,
+        rnn,
         roi,
         sequence,
         shape,
@@ -182,6 +184,7 @@ def _take_out() -> None:
         normalization,
         padding,
         reduce,
+        rnn,
         sequence,
         roi,
         shape,

@@ -162,14 +162,15 @@ def empty(
     return _filled(None, shape, ctx, dtype)
 
 
-def zeros_like(data: NDArray) -> NDArray:
-    """Return zeros with the shape, dtype and context of ``data``."""
-    return data._filled_like(0)
+def zeros_like(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
+    """Return zeros with the shape, dtype and context of ``data`` (written into ``out`` if
+    given; ``name`` is accepted as MXNet's operators accept it)."""
+    return _out(data._filled_like(0), out)
 
 
-def ones_like(data: NDArray) -> NDArray:
-    """Return ones with the shape, dtype and context of ``data``."""
-    return data._filled_like(1)
+def ones_like(data: NDArray, out: NDArray | None = None, name: str | None = None) -> NDArray:
+    """Return ones with the shape, dtype and context of ``data`` (see :func:`zeros_like`)."""
+    return _out(data._filled_like(1), out)
 
 
 def full_like(data: NDArray, fill_value: float) -> NDArray:

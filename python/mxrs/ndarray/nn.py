@@ -316,11 +316,13 @@ class _SoftmaxOutput(Op):
         xp, y, axis = self.xp, self.y, self.axis
         grad_scale, ignore_label, use_ignore, norm = self.cfg
         lab = self.label.astype(np.int64)
-        onehot = (
-            xp.moveaxis(xp.eye(y.shape[axis], dtype=y.dtype)[lab], -1, axis)
-            if lab.ndim == y.ndim - 1
-            else self.label
-        )
+        if lab.ndim == y.ndim - 1:
+            # as MXNet: a label outside [0, classes) (-1 padding...) matches no class
+            inside = (lab >= 0) & (lab < y.shape[axis])
+            rows = xp.eye(y.shape[axis], dtype=y.dtype)[xp.where(inside, lab, 0)]
+            onehot = xp.moveaxis(rows * inside[..., None], -1, axis)
+        else:
+            onehot = self.label
         gx = y - onehot
         valid = None
         if use_ignore:

@@ -18,7 +18,10 @@ from .. import autograd
 from ..base import MXNetError
 from ..context import Context
 from .fusion import fuse
+from .graph import Node
+from .infer import node_shapes
 from .opinfo import compile_node
+from .partial_shape import is_partial, partial_source
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -109,7 +112,28 @@ class Executor:
         self._plan = [
             (node, None if node.op is None else compile_node(node)) for node in symbol._nodes()
         ]
+        self._fill_open_shapes()
         self._fused_plan = fuse(self._plan, symbol._outputs)
+
+    def _fill_open_shapes(self) -> None:
+        """Compile the operators whose ``shape`` leaves dimensions open (0, as an RNN cell's
+        begin state ``zeros(shape=(0, 100))``) with the shape inferred from the bound arrays."""
+        opened = [k for k, (node, _) in enumerate(self._plan)
+                  if node.op is not None and partial_source(node)]  # fmt: skip
+        if not opened:
+            return
+        known = {n: a.shape for n, a in {**self.arg_dict, **self.aux_dict}.items()}
+        shapes = node_shapes(self._symbol, known)
+        for k in opened:
+            node = self._plan[k][0]
+            shape = shapes.get((id(node), 0))
+            if is_partial(shape):
+                raise MXNetError(
+                    f"bind: cannot infer the shape of {node.op} node {node.name!r} (given "
+                    f"{node.attrs['shape']}, 0 meaning unknown) from the bound arguments"
+                )
+            attrs = dict(node.attrs, shape=str(shape))
+            self._plan[k] = (node, compile_node(Node(node.op, node.name, attrs, [])))
 
     @property
     def output_dict(self) -> dict[str, Any]:
@@ -142,7 +166,7 @@ class Executor:
             scope = autograd.record(train_mode=train_mode)
         else:
             scope = autograd.pause(train_mode=train_mode)
-        with scope:
+        with scope, self._ctx:  # operators without inputs (zeros...) make arrays on ctx
             self.outputs = self._evaluate()
         self._recorded = record
 

@@ -5,6 +5,12 @@ attribute); operators with parameters fill in their parameters' shapes from thei
 (``FullyConnected``'s weight is ``(num_hidden, in_units)``) and output layers their label's.
 The operators whose output shape has a formula here (convolution, pooling, fully connected,
 elementwise) are never run; any other is run once on zero arrays of its input shapes.
+
+As in MXNet 1.x, a 0 in a shape is an unknown dimension: a variable's ``__shape__`` or a source
+operator's ``shape`` (``mx.sym.zeros(shape=(0, 100))``, an RNN cell's begin state) may leave the
+batch size open. Such graphs are inferred to a fixed point: an elementwise operator unifies its
+inputs with each other and with its output, and the batch size of a fully connected, convolution
+or pooling output flows back to its data.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 from ..base import MXNetError
 from .graph import DTYPE_CODES, Node
 from .opinfo import parse_attr, parse_attrs, run
+from .partial_shape import is_partial, partial_source, refine_inputs, unify
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -44,20 +51,46 @@ def _known(sym: Graph, args: Sequence[Any], kwargs: dict[str, Any], what: str) -
 
 def node_shapes(sym: Graph, known: dict[str, Shape]) -> dict[tuple[int, int], Shape | None]:
     """The shape of every node output (keyed by ``(id(node), index)``) and of every variable
-    (index 0), None where it cannot be inferred."""
+    (index 0), None where it cannot be inferred (a 0 in a shape: an unknown dimension, in graphs
+    with partial shapes)."""
     shapes: dict[tuple[int, int], Shape | None] = {}
     nodes = sym._nodes()
+    if not any(partial_source(n) for n in nodes):
+        _shape_pass(nodes, known, shapes, None)
+        return shapes
+    cache: dict[Any, Shapes] = {}
+    for _ in range(len(nodes) + 1):  # each pass that refines something feeds the next one
+        if not _shape_pass(nodes, known, shapes, cache):
+            break
+    return shapes
+
+
+def _shape_pass(
+    nodes: list[Node], known: dict[str, Shape], shapes: dict[tuple[int, int], Shape | None],
+    cache: dict[Any, Shapes] | None,
+) -> bool:  # fmt: skip
+    """One forward pass over ``nodes``; ``cache`` is None for graphs whose shapes are all
+    known from their inputs (one pass, strict checks). Returns whether a shape already set
+    was refined by a later node (another pass may then learn more)."""
+    refined = False
     for node in nodes:
         if node.op is None:
             s = known.get(node.name)
             if s is None and "__shape__" in node.attrs:
                 s = tuple(parse_attr(node.attrs["__shape__"]))
-                s = None if 0 in s else s  # MXNet 1.x: 0 is an unknown dimension
-            shapes[(id(node), 0)] = tuple(int(d) for d in s) if s is not None else None
+                if cache is None and 0 in s:
+                    s = None  # MXNet 1.x: 0 is an unknown dimension
+            key = (id(node), 0)
+            s = tuple(int(d) for d in s) if s is not None else None
+            shapes[key] = s if cache is None else _merge(shapes.get(key), s, node, node.name)
             continue
         ins: Shapes = [shapes.get((id(c), i)) for c, i in node.inputs]
         try:
-            filled, outs = _infer_node(node, ins)
+            if cache is None:
+                filled, outs = _infer_node(node, ins)
+            else:
+                old = [shapes.get((id(node), i)) for i in range(len(node.output_names()))]
+                filled, outs = _infer_partial(node, ins, old, cache)
         except MXNetError:
             raise
         except Exception as e:  # an operator refused the shapes
@@ -67,15 +100,62 @@ def node_shapes(sym: Graph, known: dict[str, Shape]) -> dict[tuple[int, int], Sh
         for (child, i), before, after in zip(node.inputs, ins, filled, strict=True):
             if after is None:
                 continue
-            if before is not None and tuple(before) != tuple(after):
-                raise MXNetError(
-                    f"infer_shape: {node.op} node {node.name!r} needs input "
-                    f"{child.name!r} of shape {tuple(after)}, but it has shape {tuple(before)}"
-                )
-            shapes[(id(child), i)] = tuple(after)
+            if cache is None:
+                if before is not None and tuple(before) != tuple(after):
+                    raise MXNetError(
+                        f"infer_shape: {node.op} node {node.name!r} needs input "
+                        f"{child.name!r} of shape {tuple(after)}, but it has shape {tuple(before)}"
+                    )
+                shapes[(id(child), i)] = tuple(after)
+                continue
+            merged = _merge(before, tuple(after), node, child.name)
+            refined = refined or merged != before
+            shapes[(id(child), i)] = merged
         for i, s in enumerate(outs):
-            shapes[(id(node), i)] = s
-    return shapes
+            key = (id(node), i)
+            shapes[key] = s if cache is None else _merge(shapes.get(key), s, node, "its output")
+    return refined
+
+
+def _merge(before: Shape | None, after: Shape | None, node: Node, what: str) -> Shape | None:
+    try:
+        return unify(before, after)
+    except ValueError:
+        raise MXNetError(
+            f"infer_shape: {node.op or 'variable'} node {node.name!r} needs {what!r} of shape "
+            f"{after}, but it has shape {before}"
+        ) from None
+
+
+def _infer_partial(
+    node: Node, ins: Shapes, outs: Shapes, cache: dict[Any, Shapes]
+) -> tuple[Shapes, Shapes]:
+    """``node``'s inputs and outputs where some shapes are partial: known outputs flow back
+    first (``refine_inputs``), then the operator's rule runs; an operator without one is only
+    run on fully known inputs."""
+    assert node.op is not None
+    attrs = parse_attrs(node.attrs)
+    if partial_source(node):
+        return ins, [tuple(int(d) for d in attrs["shape"])]
+    elementwise = node.op in _SAME_SHAPE or node.op in _BROADCAST or node.op == "LeakyReLU"
+    ins = refine_inputs(node.op, ins, outs, elementwise)
+    if node.op in _RULES or node.op in _SAME_SHAPE or node.op in _BROADCAST:
+        if node.op in _BROADCAST and not any(s is None for s in ins):
+            try:  # elementwise operands of one rank describe one shape
+                s = ins[0]
+                for other in ins[1:]:
+                    s = unify(s, other)
+                return [s] * len(ins), [s]
+            except ValueError:
+                pass
+        filled, new = _infer_node(node, ins)
+        return filled, [None if s is None else tuple(max(int(d), 0) for d in s) for s in new]
+    if any(is_partial(s) for s in ins):
+        return ins, [None] * len(node.output_names())
+    key = (id(node), tuple(ins))
+    if key not in cache:
+        cache[key] = _evaluate(node, ins)
+    return ins, cache[key]
 
 
 def infer_shape(
@@ -88,7 +168,8 @@ def infer_shape(
     arg = [var[n] for n in sym.list_arguments()]
     aux = [var[n] for n in sym.list_auxiliary_states()]
     out = [shapes.get((id(n), i)) for n, i in sym._outputs]
-    if any(s is None for s in arg + aux + out):
+    open_dims = any(partial_source(n) for n in sym._nodes())  # a 0 left: an unknown dimension
+    if any(s is None or (open_dims and 0 in s) for s in arg + aux + out):
         if not partial:
             return None, None, None
         return tuple([() if s is None else s for s in group] for group in (arg, out, aux))  # type: ignore[return-value]
@@ -170,6 +251,20 @@ def _broadcast(attrs: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     return ins, [tuple(np.broadcast_shapes(ins[0], ins[1]))]
 
 
+def _where(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    """``where(condition, x, y)``: x and y of one shape (the output's), condition too unless it
+    is 1-D (one value per row)."""
+    cond, x, y = ins
+    if x is None or y is None:
+        s = x or y
+        return [cond, s, s], [s]
+    s = unify(x, y)
+    if cond is not None and s is not None and len(cond) == len(s):
+        s = unify(s, cond)
+        cond = s
+    return [cond, s, s], [s]
+
+
 def _fully_connected(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     data, nh = ins[0], int(a["num_hidden"])
     if data is None:
@@ -181,6 +276,38 @@ def _fully_connected(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
         filled.append((nh,))
     out = (data[0], nh) if flatten else tuple(data[:-1]) + (nh,)
     return filled, [out]
+
+
+def _rnn(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+    """The fused RNN: its flat parameter vector's length and its states' shapes from the
+    data's ``(T, N, C)``."""
+    from ..ndarray.rnn import rnn_param_shapes
+
+    data = ins[0]
+    n_out = 1 + (1 + (a.get("mode") == "lstm") if a.get("state_outputs", False) else 0)
+    if data is None or len(data) != 3:
+        return ins, [None] * n_out
+    t_len, batch, feats = (int(d) for d in data)
+    hidden, layers = int(a["state_size"]), int(a["num_layers"])
+    dirs = 2 if a.get("bidirectional", False) else 1
+    proj = a.get("projection_size") or 0
+    rec = int(proj) or hidden
+    total = sum(
+        math.prod(s)
+        for _, s in rnn_param_shapes(
+            str(a["mode"]), hidden, layers, feats, dirs == 2, int(proj) or None
+        )
+    )
+    state = (layers * dirs, batch, rec)
+    filled: Shapes = [data, (total,) if feats > 0 else ins[1], state]
+    if a.get("mode") == "lstm":
+        filled.append((layers * dirs, batch, hidden))
+    if len(ins) > len(filled):
+        filled.append((batch,))
+    outs: Shapes = [(t_len, batch, dirs * rec), state]
+    if a.get("mode") == "lstm":
+        outs.append((layers * dirs, batch, hidden))
+    return filled, outs[:n_out]
 
 
 def _spatial(a: dict[str, Any], key: str, n: int, default: int) -> tuple[int, ...]:
@@ -340,6 +467,7 @@ _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
     "InstanceNorm": _channel_params("axis", 1),
     "GroupNorm": _group_norm,
     "Embedding": _embedding,
+    "RNN": _rnn,
     "LeakyReLU": _leaky,
     "SoftmaxOutput": _softmax_output,
     "Softmax": _softmax_output,
@@ -349,6 +477,7 @@ _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
     "SVMOutput": _softmax_output,
     "Flatten": _flatten,
     "flatten": _flatten,
+    "where": _where,
 }
 _SAME_SHAPE = {
     "Activation", "Dropout", "BlockGrad", "stop_gradient", "MakeLoss", "make_loss", "identity",

@@ -72,6 +72,15 @@ def _softmax_length(a: dict[str, Any]) -> set[str]:
     return set() if a.get("use_length", False) else {"length"}
 
 
+def _rnn_inputs(a: dict[str, Any]) -> set[str]:
+    drop = set() if a.get("mode") == "lstm" else {"state_cell"}
+    return drop | (set() if a.get("use_sequence_length", False) else {"sequence_length"})
+
+
+def _sequence_length(a: dict[str, Any]) -> set[str]:
+    return set() if a.get("use_sequence_length", False) else {"sequence_length"}
+
+
 def _batch_norm(nd: str) -> _Def:
     """A batch normalisation: its moving statistics are auxiliary states, and its mean and
     variance hidden outputs."""
@@ -80,6 +89,8 @@ def _batch_norm(nd: str) -> _Def:
 
 
 _LABEL = ("data", "label")
+_SEQUENCE = ("data", "sequence_length")
+_RNN_INPUTS = ("data", "parameters", "state", "state_cell", "sequence_length")
 _CTC_INPUTS = ("data", "label", "data_lengths", "label_lengths")
 _DEFS: dict[str, _Def] = {
     "FullyConnected": _Def("FullyConnected", ("data", "weight", "bias"), drop=_no_bias(False)),
@@ -92,6 +103,10 @@ _DEFS: dict[str, _Def] = {
     "InstanceNorm": _Def("InstanceNorm", ("data", "gamma", "beta"), hidden=2),
     "GroupNorm": _Def("GroupNorm", ("data", "gamma", "beta"), hidden=2),
     "Embedding": _Def("Embedding", ("data", "weight")),
+    "RNN": _Def("RNN", _RNN_INPUTS, drop=_rnn_inputs),
+    "SequenceMask": _Def("SequenceMask", _SEQUENCE, drop=_sequence_length),
+    "SequenceLast": _Def("SequenceLast", _SEQUENCE, drop=_sequence_length),
+    "SequenceReverse": _Def("SequenceReverse", _SEQUENCE, drop=_sequence_length),
     "LeakyReLU": _Def("LeakyReLU", ("data", "gamma"), drop=_prelu),
     "Dropout": _Def("Dropout", ("data",), hidden=1),
     "SoftmaxOutput": _Def("SoftmaxOutput", _LABEL),
@@ -280,6 +295,12 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
         return ["output"] if len(outs) == 1 else list(outs)
     if op in ("linalg_det", "linalg_slogdet"):  # MXNet's: they have hidden outputs
         return ["output0", "output1"] if op == "linalg_slogdet" else ["output0"]
+    if op == "RNN":
+        a = parse_attrs(attrs)
+        if not a.get("state_outputs", False):
+            return ["output"]
+        lstm = a.get("mode") == "lstm"  # MXNet's names: rnn_state_output, rnn_statecell_output
+        return ["output", "state_output"] + (["statecell_output"] if lstm else [])
     norms = ("BatchNorm", "BatchNorm_v1", "LayerNorm", "GroupNorm")
     if op in norms and parse_attrs(attrs).get("output_mean_var"):
         return (
