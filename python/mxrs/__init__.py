@@ -46,6 +46,9 @@ io
     ``PrefetchingIter``; ``DataBatch``, ``DataDesc``, ``DataIter``.
 model
     ``FeedForward``: the older fit/predict/score API over a Gluon Block.
+rnn
+    Recurrent cells on the symbolic API (``LSTMCell``, ``FusedRNNCell``...), unrolled over
+    sequences; ``BucketSentenceIter``; RNN checkpoints.
 runtime
     ``Features()``: what this build can do (CUDA through CuPy, the dist KVStore, ...).
 test_utils
@@ -82,6 +85,7 @@ from . import (  # noqa: E402
     optimizer,
     profiler,
     random,
+    rnn,
     runtime,
     symbol,
     test_utils,
@@ -137,6 +141,7 @@ __all__ = [
     "optimizer",
     "profiler",
     "random",
+    "rnn",
     "runtime",
     "sym",
     "symbol",

@@ -40,6 +40,29 @@ def set_default_context(ctx: Context | None) -> None:
     _default_ctx = ctx
 
 
+def effective_dtype(dat: Any) -> np.dtype:
+    """The precision ``dat``'s values were computed in, for choosing comparison tolerances:
+    float16 for float32 data on a GPU of compute capability 8.0 or later, where matrix
+    products and convolutions round their inputs to TF32 (unless ``MXRS_CUDNN_TF32=0`` or
+    ``NVIDIA_TF32_OVERRIDE=0``); otherwise ``dat``'s own dtype."""
+    dtype = np.dtype(dat.dtype)
+    ctx = getattr(dat, "ctx", None)
+    if dtype != np.float32 or ctx is None or ctx.device_type != "gpu":
+        return dtype
+    off = ("0", "false", "no")
+    if os.environ.get("MXRS_CUDNN_TF32", "1").strip() in off:
+        return dtype
+    if os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
+        return dtype
+    try:
+        import cupy
+
+        major = int(cupy.cuda.Device(ctx.device_id).compute_capability) // 10
+    except Exception:  # no CuPy or no such device: nothing rounds to TF32
+        return dtype
+    return np.dtype(np.float16) if major >= 8 else dtype
+
+
 def _numpy(a: Any) -> np.ndarray:
     if isinstance(a, NDArray):
         return a.asnumpy()

@@ -1,10 +1,12 @@
 """``mx.contrib``: MXNet 1.x's experimental namespace.
 
-``mx.contrib.nd`` (``mx.contrib.ndarray``) is the same module as ``mx.nd.contrib``.
+``mx.contrib.nd`` (``mx.contrib.ndarray``) is the same module as ``mx.nd.contrib``;
+``mx.contrib.text`` counts and indexes the tokens of texts.
 """
 
 from ..ndarray import contrib as ndarray
+from . import text
 
 nd = ndarray
 
-__all__ = ["nd", "ndarray"]
+__all__ = ["nd", "ndarray", "text"]

@@ -14,6 +14,10 @@ symbol_block
     ``SymbolBlock``: a block running a Symbol graph (``SymbolBlock.imports``).
 nn
     Layers: dense, convolution, pooling, normalization, activations, containers.
+rnn
+    Recurrent cells (``RNNCell``, ``LSTMCell``, ``GRUCell``...) and their unrolling.
+contrib
+    Contributed blocks: ``contrib.rnn`` (variational dropout, LSTMP and convolutional cells).
 loss
     ``L2Loss``, ``L1Loss``, ``SoftmaxCrossEntropyLoss``, ``SigmoidBinaryCrossEntropyLoss``, ...
 utils
@@ -29,7 +33,7 @@ metric
 """
 
 from .. import metric
-from . import data, loss, model_zoo, nn, utils
+from . import contrib, data, loss, model_zoo, nn, rnn, utils
 from .block import Block, HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
@@ -45,10 +49,12 @@ __all__ = [
     "ParameterDict",
     "SymbolBlock",
     "Trainer",
+    "contrib",
     "data",
     "loss",
     "metric",
     "model_zoo",
     "nn",
+    "rnn",
     "utils",
 ]

@@ -24,7 +24,9 @@ from .. import autograd, symbol
 from ..base import MXNetError
 from ..symbol import Symbol
 from ..symbol.graph import DTYPE_CODES, Node
+from ..symbol.infer import node_shapes
 from ..symbol.opinfo import compile_node
+from ..symbol.partial_shape import is_partial, partial_source
 from . import _symbolic
 from .block import HybridBlock
 from .parameter import DeferredInitializationError
@@ -176,6 +178,7 @@ class SymbolBlock(HybridBlock):
         len_prefix = len(_common_prefix(list(self._params.keys())))
         self._reg_params = {key[len_prefix:]: val for key, val in self._params.items()}
         self._plan: list[tuple[Node, Callable[[list[Any]], list[Any]] | None]] | None = None
+        self._opened_plans: dict[tuple[Any, ...], list[tuple[Node, Any]]] = {}
 
     def __repr__(self) -> str:
         assert self._cached_graph  # set by __init__ and never dropped
@@ -256,7 +259,7 @@ class SymbolBlock(HybridBlock):
         if self._plan is None:
             self._plan = [(n, None if n.op is None else compile_node(n)) for n in out._nodes()]
         results: dict[tuple[int, int], Any] = {}
-        for node, run in self._plan:
+        for node, run in self._opened(out, values):
             if run is None:
                 results[(id(node), 0)] = values[node.name]
                 continue
@@ -264,6 +267,34 @@ class SymbolBlock(HybridBlock):
             for i, o in enumerate(outs):
                 results[(id(node), i)] = o
         return [results[(id(n), i)] for n, i in out._outputs]
+
+    def _opened(self, out: Symbol, values: dict[str, Any]) -> list[tuple[Node, Any]]:
+        """The plan, with each operator whose ``shape`` leaves dimensions open (0, as MXNet's
+        RNN begin states ``zeros(shape=(0, 100))``) compiled for the shape these inputs give
+        it (remembered per input shapes)."""
+        assert self._plan is not None
+        opened = [k for k, (node, _) in enumerate(self._plan)
+                  if node.op is not None and partial_source(node)]  # fmt: skip
+        if not opened:
+            return self._plan
+        known = {n: tuple(v.shape) for n, v in values.items()}
+        key = tuple(sorted(known.items()))
+        plan = self._opened_plans.get(key)
+        if plan is None:
+            shapes = node_shapes(out, known)
+            plan = list(self._plan)
+            for k in opened:
+                node = plan[k][0]
+                shape = shapes.get((id(node), 0))
+                if shape is None or is_partial(shape):
+                    raise MXNetError(
+                        f"{self.name}: cannot infer the shape of {node.op} node {node.name!r} "
+                        f"(given {node.attrs['shape']}, 0 meaning unknown) from the inputs"
+                    )
+                attrs = dict(node.attrs, shape=str(tuple(shape)))
+                plan[k] = (node, compile_node(Node(node.op, node.name, attrs, [])))
+            self._opened_plans[key] = plan
+        return plan
 
     def _infer_attrs(self, method: str, attr: str, *args: Any) -> None:
         """Set every parameter's ``attr`` (shape or dtype) from the graph's inference on the

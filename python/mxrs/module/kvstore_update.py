@@ -31,6 +31,7 @@ def create_kvstore(
     store when a parameter passes 16M elements; ``MXNET_UPDATE_ON_KVSTORE=0`` turns it off.
     """
     update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+    kvstore = _kvs.chosen(kvstore)
     if kvstore is None:
         kv = None
     elif isinstance(kvstore, _kvs.KVStoreBase):

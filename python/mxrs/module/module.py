@@ -28,6 +28,7 @@ from .base_module import BaseModule
 from .executor_group import DataParallelExecutorGroup
 from .inputs import check_names, names_of, parse_descs
 from .kvstore_update import create_kvstore, init_kvstore, update_locally, update_on_kvstore
+from .shared_group import SharingExecutorGroup, group_of
 
 __all__ = ["Module"]
 
@@ -278,26 +279,36 @@ class Module(BaseModule):
         grad_req: str | dict[str, str] = "write",
     ) -> None:
         """Create the executors for batches of ``data_shapes`` (and ``label_shapes``): lists of
-        DataDesc or ``(name, shape)``."""
+        DataDesc or ``(name, shape)``.
+
+        With ``shared_module`` (a bound Module with initialized parameters, typically another
+        bucket of a BucketingModule) the executors use that module's parameter, gradient and
+        auxiliary arrays, and its optimizer once it has one.
+        """
         if force_rebind:
             self._reset_bind()
         if self.binded:
             self.logger.warning("Already bound, ignoring bind()")
             return
-        if shared_module is not None:
-            raise MXNetError("bind: shared_module is not supported; bind each module on its own")
+        shared_group = None if shared_module is None else group_of(shared_module)
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._data_shapes = parse_descs(self._data_names, data_shapes, "data")
         label_names = self._label_names if label_shapes else []
         self._label_shapes = parse_descs(label_names, label_shapes or None, "label")
-        self._exec_group = DataParallelExecutorGroup(
+        self._exec_group = SharingExecutorGroup(
             self._symbol, self._context, self._work_load_list, self._data_shapes,
             self._label_shapes, self._param_names, for_training, inputs_need_grad,
-            self._fixed_param_names, grad_req,
+            self._fixed_param_names, grad_req, shared_group=shared_group,
         )  # fmt: skip
         self.binded = True
-        if self.params_initialized:
+        if shared_module is not None:
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+            self.params_initialized = True
+            if shared_module.optimizer_initialized:
+                self.borrow_optimizer(shared_module)
+        elif self.params_initialized:
             # parameters known before binding (Module.load, or a re-bind): onto the contexts
             assert self._arg_params is not None
             self._exec_group.set_params(self._arg_params, self._aux_params or {})
