@@ -208,6 +208,26 @@ def test_a_gradient_written_again_after_it_was_sent_is_an_error():
         _backward(params, mx.cpu(0))
 
 
+def test_a_sent_gradient_refuses_in_place_writes_until_the_next_step():
+    owner, stream, params = _armed(bucket_bytes=32)
+    _backward(params, mx.cpu(0))
+    assert owner.sent == [[2, 1]]
+    grads = [p.grad() for p in params]
+    before = grads[2].asnumpy().copy()
+    with pytest.raises(MXNetError, match="Parameter 'w1' was already sent.*MXRS_OVERLAP=0"):
+        gluon.utils.clip_global_norm(grads, 1e-3)  # what clipping does: grad *= scale
+    np.testing.assert_array_equal(grads[0].asnumpy(), before)  # all or nothing
+    for write in (lambda g: g.__setitem__(slice(None), 0), lambda g: mx.nd.ones((4,)).copyto(g)):
+        with pytest.raises(MXNetError, match="Parameter 'w1' was already sent"):
+            write(grads[1])
+    np.testing.assert_array_equal(grads[2].asnumpy(), before)  # nothing was written
+    grads[0][:] = 0  # not sent yet: a write is fine
+    stream.flush()
+    stream.next_step()
+    grads[2] *= 0.5  # the step is over: writes are the program's again
+    np.testing.assert_array_equal(grads[2].asnumpy(), before * 0.5)
+
+
 def test_a_disarmed_stream_or_another_trainers_parameter_sends_nothing():
     owner, stream, params = _armed(bucket_bytes=0)
     params[0]._set_trainer(_Owner())

@@ -11,7 +11,8 @@ Parameters, and any Parameter whose gradient backward did not produce or that ac
 The numbers are those of sending everything at ``step``: each key is pushed once per step
 either way. A gradient written twice before one step (two backward passes through a Parameter
 with ``grad_req='write'``) cannot be taken back once sent, so it is an error; so is changing a
-gradient between backward and step, which the sent value would not show. Programs that do
+gradient between backward and step, which the sent value would not show: a sent gradient
+refuses in-place writes until the step. Programs that do
 either train with overlap off (``Trainer(..., overlap=False)`` or ``MXRS_OVERLAP=0``).
 """
 
@@ -75,6 +76,7 @@ class GradientStream:
         self._sent: set[int] = set()
         self._bucket: list[int] = []
         self._bucket_size = 0
+        self._guarded: list[Any] = []
 
     def arm(self, params: Sequence[tuple[int, Parameter]], contexts: int) -> None:
         """Hook the arrays of ``params`` (index, Parameter) that backward overwrites."""
@@ -89,6 +91,7 @@ class GradientStream:
 
     def disarm(self) -> None:
         """Unhook every array; later backward passes send nothing early."""
+        self._unguard()
         for _, _, _, arr in self._arrays.values():
             if getattr(arr, "_on_grad", None) == self._on_grad:
                 del arr._on_grad
@@ -124,13 +127,40 @@ class GradientStream:
             bucket, self._bucket, self._bucket_size = self._bucket, [], 0
             self._sent.update(bucket)
             self._send(bucket)
+            self._guard(bucket)
+
+    def _guard(self, indices: list[int]) -> None:
+        """Refuse writes into the gradients just sent until the step: what was sent would not
+        show them (``gluon.utils.clip_global_norm`` between backward and step, say)."""
+        params = {i: p for i, _, p, _ in self._arrays.values()}
+        for i in indices:
+            param = params.get(i)
+            if param is None or param._grad is None:
+                continue
+            reason = (
+                f"Trainer: the gradient of Parameter '{param.name}' was already sent to the "
+                "KVStore when this in-place write came; with overlap on, gradients are sent as "
+                "soon as backward stores them, so a program that changes them between backward "
+                "and step (clip_global_norm...) trains with Trainer(..., overlap=False) or "
+                "MXRS_OVERLAP=0"
+            )
+            for g in param.list_grad():
+                g._guard = reason
+                self._guarded.append(g)
+
+    def _unguard(self) -> None:
+        for g in self._guarded:
+            if getattr(g, "_guard", None) is not None:
+                del g._guard
+        self._guarded.clear()
 
     def sent(self) -> set[int]:
         """set of int: the Parameters sent since the last :meth:`next_step`."""
         return self._sent
 
     def next_step(self) -> None:
-        """Start a new step: nothing is ready or sent."""
+        """Start a new step: nothing is ready or sent (or guarded)."""
+        self._unguard()
         self._ready.clear()
         self._sent = set()
         self._bucket, self._bucket_size = [], 0

@@ -29,6 +29,7 @@ from .. import ndarray
 from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
+from ..ndarray.core.array import check_writable
 from .download import check_sha1, download, replace_file
 
 __all__ = [
@@ -219,6 +220,8 @@ def clip_global_norm(
     """
     if not arrays:
         raise MXNetError("clip_global_norm needs at least one array")
+    for arr in arrays:  # all or none: refuse before scaling any (a gradient already sent)
+        check_writable(arr)
     ctx = arrays[0].context
     total = None
     for arr in arrays:

@@ -24,7 +24,7 @@ import numpy as np
 from .._sparse_rows import SparseRows, sum_rows
 from ..base import MXNetError
 from . import shape
-from .core.array import ArrayCore, ArrayT
+from .core.array import ArrayCore, ArrayT, check_writable
 from .core.op import Op, apply, as_method, axis_index
 from .core.transfer import move_data
 
@@ -108,6 +108,7 @@ def setitem(x: ArrayT, key: Any, value: Any) -> None:
 
     An NDArray value on another context is copied over, as ``copyto`` would.
     """
+    check_writable(x)
     key = _convert_key(x, key)
     if len(key) == 1:
         key = key[0]

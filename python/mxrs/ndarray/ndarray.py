@@ -17,7 +17,7 @@ import numpy as np
 from ..autograd import backward as _backward
 from ..base import MXNetError
 from ..context import Context, current_context
-from .core.array import ArrayCore
+from .core.array import ArrayCore, check_writable
 from .core.transfer import move_data, to_context, to_raw
 from .indexing import IndexingMethods
 from .nn import SoftmaxMethods
@@ -160,6 +160,7 @@ class NDArray(
                 return other
             if other.shape != self.shape:
                 raise MXNetError(f"copyto: shape {self.shape} does not match target {other.shape}")
+            check_writable(other)
             if other._sparse:  # re-encoded in the target's storage type
                 other._data = move_data(self._data, self._ctx, other._ctx).astype(other.dtype)
                 return other

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..autograd import _state
 from ..base import ContextError
-from .core.array import ArrayCore, ArrayT
+from .core.array import ArrayCore, ArrayT, check_writable
 from .elementwise import (
     add,
     divide,
@@ -121,6 +121,7 @@ def _inplace(
 ) -> ArrayT:
     """In-place arithmetic: ``pyop`` (``operator.iadd``, ...) on ``x._data``, unless autograd must
     see a new node, which ``fn`` (``add``, ...) makes."""
+    check_writable(x)
     if _state.recording and (
         x._needs_grad() or (isinstance(other, ArrayCore) and other._needs_grad())
     ):

@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ...base import MXNetError
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
     from ...autograd import TapeNode
     from ...context import Context
 
-__all__ = ["ArrayCore", "ArrayT"]
+__all__ = ["ArrayCore", "ArrayT", "check_writable"]
 
 
 class ArrayCore:
@@ -29,7 +31,9 @@ class ArrayCore:
     it, when recorded) and ``_oidx`` (which of that op's outputs it is), ``_grad`` and
     ``_grad_req`` (set by ``attach_grad``), ``_fresh`` (backward wrote ``_grad`` and no trainer
     has used it yet), ``_on_grad`` (set by a trainer on a parameter's array: called with the
-    array as soon as a backward pass has stored its final gradient; unset on other arrays).
+    array as soon as a backward pass has stored its final gradient; unset on other arrays),
+    ``_guard`` (set by a trainer on a gradient it has sent and not yet stepped past: why the
+    array must not be written now, which :func:`check_writable` raises; unset otherwise).
     """
 
     __slots__ = (
@@ -41,6 +45,7 @@ class ArrayCore:
         "_grad_req",
         "_fresh",
         "_on_grad",
+        "_guard",
         "__weakref__",
     )
 
@@ -52,6 +57,7 @@ class ArrayCore:
     _grad_req: str
     _fresh: bool
     _on_grad: Callable[[Self], None]
+    _guard: str
     #: Whether the array is a sparse one (its ``_data`` is then a dense copy made on reading).
     _sparse = False
 
@@ -128,3 +134,16 @@ class ArrayCore:
 
 #: The array type an op takes and gives back: an op's result is of its array operands' class.
 ArrayT = TypeVar("ArrayT", bound=ArrayCore)
+
+
+def check_writable(x: ArrayCore) -> None:
+    """Refuse an in-place write into ``x`` while a trainer guards it (see ``_guard``).
+
+    Raises
+    ------
+    MXNetError
+        With the guard's reason.
+    """
+    reason = getattr(x, "_guard", None)
+    if reason is not None:
+        raise MXNetError(reason)
