@@ -60,6 +60,16 @@ mx.nd.waitall()
 net.save_parameters(f'final{{r}}.params')
 with open(f'order{{r}}.json', 'w') as f:
     json.dump(order, f)
+# weights loaded after training are this worker's to use; training on them is an error
+net.load_parameters('init.params', ctx=ctx)
+loaded = net(mx.nd.array(x[:4], ctx=ctx[0])).asnumpy()
+with autograd.record():
+    loss = loss_fn(net(mx.nd.array(x[:4], ctx=ctx[0])), mx.nd.array(y[:4], ctx=ctx[0]))
+loss.backward()
+try:
+    trainer.step(4, ignore_stale_grad=True)
+except mx.MXNetError as e:
+    print('refused:', e, flush=True)
 print('ok', r, flush=True)
 """
 
@@ -93,6 +103,8 @@ def _replay(tmp_path):
 def test_two_workers_train_like_one_process_replaying_their_steps(tmp_path):
     result = launch(tmp_path, WORKER, args=["dist_sync"])
     assert result.returncode == 0, result.stdout + result.stderr
+    refused = "refused: Trainer: set_data (or load_parameters) changed Parameters"
+    assert result.stdout.count(refused) == 2, result.stdout
     finals = []
     for r in range(2):
         net = _net()

@@ -93,6 +93,8 @@ class Trainer:
         self._distributed = False
         self._kv_initialized = False
         self._params_to_init = list(self._params)
+        # Parameters set_data changed after a distributed store took their values
+        self._set_after_servers: list[str] = []
         self._steps = 0
         self._server_lr: float | None = None
         self._lr_sent = False  # the lr of the current step went to the servers
@@ -178,13 +180,29 @@ class Trainer:
     def _data_changed(self, parameter: Parameter) -> None:
         """``parameter.set_data`` was called: where the store holds the weights
         (``update_on_kvstore``) and already holds this one, it is made again at the next step
-        from the Parameters' values, as MXNet's Trainer does."""
+        from the Parameters' values, as MXNet's Trainer does. The servers of a distributed
+        store cannot take a new value: the new weights are this worker's to use (to evaluate
+        a model loaded after training), and the next step, which would train on the servers'
+        old values, is an error."""
         if (
             self._kv_initialized
             and self._update_on_kvstore
             and parameter not in self._params_to_init
         ):
+            if self._kvstore is not None and self._distributed:
+                self._set_after_servers.append(parameter.name)
+                return
             self._reset_kvstore()
+
+    def _check_servers_current(self) -> None:
+        if self._set_after_servers:
+            names = ", ".join(sorted(set(self._set_after_servers)))
+            raise MXNetError(
+                f"Trainer: set_data (or load_parameters) changed Parameters {names} after the "
+                "distributed KVStore took their values; the servers keep the values they have, "
+                "so training on would ignore the new ones. Set or load weights before the first "
+                "step"
+            )
 
     def _row_sparse_pull(
         self, parameter: Parameter, out: Any, row_id: Any, full_idx: bool = False
@@ -280,6 +298,7 @@ class Trainer:
         UserWarning
             For a stale gradient, unless ``ignore_stale_grad`` (MXNet raises the same class).
         """
+        self._check_servers_current()
         self._prepare(batch_size)
         self._check_stale(ignore_stale_grad)
         self._reduce(update=True)
@@ -294,6 +313,7 @@ class Trainer:
     @timeline.traced("allreduce_grads", "step", after=_pending.settle_all)
     def allreduce_grads(self) -> None:
         """Sum the gradients over devices and workers, in place (``update_on_kvstore=False``)."""
+        self._check_servers_current()
         self._ensure_store()
         if self._update_on_kvstore:
             raise InvalidUsageError(
