@@ -81,6 +81,38 @@ def test_create_names():
         mx.kv.create("nccl2")
 
 
+def test_mxrs_kvstore_replaces_one_process_stores_in_trainers_and_modules(monkeypatch):
+    from mxrs.gluon._trainer_kv import choose_store
+    from mxrs.module.kvstore_update import create_kvstore
+
+    mine = mx.kv.create("local")
+    assert mx.kv.chosen("device") == "device"
+    monkeypatch.setenv("MXRS_KVSTORE", "dist_sync")
+    assert [mx.kv.chosen(n) for n in ("device", "LOCAL", "dist_async")] == [
+        "dist_sync",
+        "dist_sync",
+        "dist_async",
+    ]
+    assert mx.kv.chosen(mine) is mine and mx.kv.chosen(None) is None
+    made = []
+
+    def create(name):
+        made.append(name)
+        return mine
+
+    monkeypatch.setattr(mx.kvstore, "create", create)
+    net = mx.gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    # one context and 'device': no store at all, unless the override names a dist one
+    kv, _ = choose_store(list(net.collect_params().values()), 1, "device", None)
+    assert kv is mine
+    kv, _ = create_kvstore("local", 1, {"w": mx.nd.ones((2,))})
+    assert kv is mine and made == ["dist_sync", "dist_sync"]
+    monkeypatch.setenv("MXRS_KVSTORE", "nccl2")
+    with pytest.raises(mx.MXNetError, match="MXRS_KVSTORE='nccl2' is not a KVStore type"):
+        mx.kv.chosen("device")
+
+
 def test_registering_a_taken_name_warns_and_takes_it_over():
     from mxrs.kvstore import base
 

@@ -64,6 +64,7 @@ def choose_store(
     TypeError, MXNetError
         For a ``kvstore`` that is neither a name, a KVStore nor None.
     """
+    kvstore = kvs.chosen(kvstore)
     if any(p._stype != "default" for p in params):
         return _sparse_weight_store(kvstore, update_on_kvstore)
     sparse_grads = any(p._grad_stype != "default" for p in params)

@@ -11,10 +11,10 @@ dist
 """
 
 from . import dist, local  # noqa: F401  (registers the store types)
-from .base import KVStoreBase, create
+from .base import KVStoreBase, chosen, create
 from .dist import DistKVStore
 from .local import LocalKVStore
 
 KVStore = KVStoreBase
 
-__all__ = ["DistKVStore", "KVStore", "KVStoreBase", "LocalKVStore", "create"]
+__all__ = ["DistKVStore", "KVStore", "KVStoreBase", "LocalKVStore", "chosen", "create"]

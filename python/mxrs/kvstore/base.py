@@ -50,6 +50,28 @@ def register(*names: str) -> Callable[[_K], _K]:
     return deco
 
 
+def chosen(name: Any) -> Any:
+    """The store type a Trainer or Module uses when its code names ``name``: the value of
+    ``MXRS_KVSTORE`` in place of a one-process type (``local``, ``device``), so that a
+    single-machine script, unchanged, trains as a worker of a job (``MXRS_KVSTORE=dist_sync``
+    under ``mxrs-launch``); ``name`` itself otherwise.
+
+    Raises
+    ------
+    MXNetError
+        When ``MXRS_KVSTORE`` names no store type.
+    """
+    override = os.environ.get("MXRS_KVSTORE", "").strip()
+    if not override or not isinstance(name, str) or name.lower() not in ("local", "device"):
+        return name
+    if override.lower() not in _REGISTRY and override.lower() != "dist":
+        raise MXNetError(
+            f"MXRS_KVSTORE={override!r} is not a KVStore type; known: "
+            f"{', '.join(sorted(_REGISTRY))}"
+        )
+    return override
+
+
 def create(name: str | KVStoreBase = "local") -> KVStoreBase:
     """Create a KVStore.
 
