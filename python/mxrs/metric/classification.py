@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy
@@ -238,7 +239,8 @@ class Perplexity(EvalMetric):
     Parameters
     ----------
     ignore_label : int or None
-        Labels equal to it are left out (of the sum and the count).
+        Labels equal to it are left out (of the sum and the count). Other labels outside
+        ``[0, classes)`` count as the nearest class, as in MXNet 1.9.1, with a warning.
     axis : int, default -1
         The class axis of the predictions.
     name : str, default 'perplexity'
@@ -294,9 +296,13 @@ class Perplexity(EvalMetric):
         )
         bad = ~ignore & ((targets < 0) | (targets >= classes))
         if bad.any():
-            raise MXNetError(
-                f"{self.name}: label {targets[bad][0]} is out of range for {classes} classes"
+            warnings.warn(
+                f"{self.name}: label {targets[bad][0]} is out of range for {classes} classes; "
+                "out-of-range labels count as the nearest class, as MXNet's pick clips them",
+                UserWarning,
+                stacklevel=3,
             )
+            targets = numpy.clip(targets, 0, classes - 1)
         picked = rows[numpy.arange(targets.shape[0]), numpy.where(ignore, 0, targets)]
         picked = numpy.where(ignore, picked.dtype.type(1), picked)
         floor = picked.dtype.type(1e-10)

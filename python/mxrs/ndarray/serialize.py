@@ -104,8 +104,17 @@ def save(
     for a in arrays:
         if not isinstance(a, NDArray):
             raise TypeError(f"save expects NDArrays, got {type(a)}")
-    with open(fname, "wb") as f:
-        f.write(_dumps(arrays, names))
+    # written beside the target and renamed over it: a reader (another worker of the job
+    # saving the same file) sees the old file or the new one, never half of one
+    path = os.fspath(fname)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_dumps(arrays, names))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def _dumps(arrays: list[NDArray], names: list[str]) -> bytes:
