@@ -23,6 +23,7 @@ OP_MODULES = [
     "contrib.resize",
     "conv",
     "elementwise",
+    "factorizations",
     "grad",
     "grad.graph",
     "grad.linear",

@@ -15,6 +15,11 @@ def _spd(*batch, n=3):
     return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
 
 
+def _sym(*batch, n=3):
+    a = RNG.standard_normal((*batch, n, n))
+    return a + np.swapaxes(a, -1, -2)
+
+
 def _lower(*batch, n=3):
     low = np.tril(RNG.standard_normal((*batch, n, n)))
     idx = np.arange(n)
@@ -51,6 +56,10 @@ CASES = [
     ("maketrian", ["v3"], {"offset": 1}),
     ("maketrian", ["v3"], {"offset": -1}),
     ("sumlogdiag", ["spd"], {}),
+    ("gemm", ["a4d", "b4d", "c4d"], {"axis": 1, "alpha": 0.5, "beta": -1.0}),
+    ("gemm2", ["b4d", "a4d"], {"axis": -3, "transpose_a": True, "transpose_b": True}),
+    ("gelqf", ["a35"], {}),
+    ("syevd", ["sym4"], {}),
 ]
 
 
@@ -70,6 +79,11 @@ def _inputs():
         "spd": _spd(*b),
         "v3": RNG.standard_normal((*b, 3)),
         "v6": RNG.standard_normal((*b, 6)),
+        "a4d": RNG.standard_normal((*b, 3, 4, 5)),  # rows on axis 1, columns last
+        "b4d": RNG.standard_normal((*b, 5, 4, 3)),
+        "c4d": RNG.standard_normal((*b, 3, 4, 3)),
+        "a35": RNG.standard_normal((*b, 3, 5)),
+        "sym4": _sym(*b, n=4),
     }
 
 
@@ -87,7 +101,10 @@ def _run(lib, fn_of, inputs):
             lib.nd.array(np.cos(np.arange(y.size) + i).reshape(y.shape), dtype="float64")
             for y in ys
         ]
-        lib.autograd.backward(ys[-1:], heads[-1:])  # slogdet: the log-determinant only
+        # slogdet: the log-determinant only (the sign has no gradient)
+        lib.autograd.backward(
+            ys[-1:] if name == "slogdet" else ys, heads[-1:] if name == "slogdet" else heads
+        )
         for j, y in enumerate(ys):
             out[f"{i}.y{j}"] = y.asnumpy()
         for j, a in enumerate(arrays):
@@ -111,7 +128,12 @@ for i, (name, args, attrs) in enumerate(cases):
     ys = ys if isinstance(ys, list) else [ys]
     heads = [mx.nd.array(np.cos(np.arange(y.size) + i).reshape(y.shape), dtype="float64")
              for y in ys]
-    mx.autograd.backward(ys[-1:], heads[-1:])
+    if name == "slogdet":
+        ys, heads = ys[-1:] + ys[:-1], heads[-1:]
+        mx.autograd.backward(ys[:1], heads)
+        ys = ys[1:] + ys[:1]
+    else:
+        mx.autograd.backward(ys, heads)
     for j, y in enumerate(ys):
         arrays[f"{i}.y{j}"] = y.asnumpy()
     for j, a in enumerate(xs):
@@ -139,9 +161,16 @@ def test_linalg_names_errors_and_symbols():
         nd.linalg.inverse(nd.ones((2, 3)))
     with pytest.raises(mx.MXNetError, match="5 entries make no triangle"):
         nd.linalg.maketrian(nd.ones((5,)))
-    with pytest.raises(mx.MXNetError, match="axis=0 is not supported"):
-        nd.linalg.gemm2(nd.ones((2, 2)), nd.ones((2, 2)), axis=0)
+    with pytest.raises(mx.MXNetError, match="axis -1 cannot hold the rows"):
+        nd.linalg.gemm2(nd.ones((2, 2)), nd.ones((2, 2)), axis=-1)
+    with pytest.raises(mx.MXNetError, match="x <= y"):
+        nd.linalg.gelqf(nd.ones((3, 2)))
+    with pytest.raises(mx.MXNetError, match="full row rank"):
+        nd.linalg.gelqf(nd.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]], dtype="float64"))
+    with pytest.raises(mx.MXNetError, match="float32 and float64 only"):
+        nd.linalg.syevd(nd.ones((2, 2), dtype="float16"))
     x, y = mx.sym.var("x"), mx.sym.var("y")
+    assert mx.sym.linalg.syevd(x).list_outputs() == ["syevd0_output0", "syevd0_output1"]
     assert mx.sym.linalg.gemm2(x, y).list_outputs() == ["gemm20_output"]
     assert mx.sym.linalg.slogdet(x).list_outputs() == ["slogdet0_output0", "slogdet0_output1"]
     sym = mx.sym.linalg.gemm2(x, y, transpose_b=True, alpha=2.0)

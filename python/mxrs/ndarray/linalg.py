@@ -16,6 +16,8 @@ from typing import Any
 from ..base import MXNetError
 from .core.array import ArrayT
 from .core.op import Op, apply
+from .factorizations import gelqf, syevd
+from .shape import swapaxes
 
 __all__ = [
     "gemm",
@@ -33,6 +35,8 @@ __all__ = [
     "extracttrian",
     "maketrian",
     "sumlogdiag",
+    "gelqf",
+    "syevd",
 ]
 
 
@@ -96,14 +100,18 @@ def gemm(
 ) -> ArrayT:
     """``alpha * op(A) @ op(B) + beta * C``, ``op`` transposing when asked.
 
+    The matrices' columns are the last axis and their rows axis ``axis`` (default the one
+    before): any other axis is a batch, as if ``axis`` were swapped with the second-to-last
+    one before and after.
+
     Raises
     ------
     MXNetError
-        When the shapes do not multiply, or for an ``axis`` other than -2.
+        When the shapes do not multiply, or ``axis`` is the last axis or out of range.
     """
-    _check_axis("gemm", axis)
     attrs = {"ta": bool(transpose_a), "tb": bool(transpose_b), "beta": float(beta)}
-    return apply(_Gemm, (A, B, C), alpha=float(alpha), **attrs)
+    arrays, swap = _rows_at(("gemm", axis), A, B, C)
+    return _unswap(apply(_Gemm, arrays, alpha=float(alpha), **attrs), swap)
 
 
 def gemm2(
@@ -114,15 +122,30 @@ def gemm2(
     alpha: float = 1.0,
     axis: int = -2,
 ) -> ArrayT:
-    """``alpha * op(A) @ op(B)``; see :func:`gemm`."""
-    _check_axis("gemm2", axis)
+    """``alpha * op(A) @ op(B)``; see :func:`gemm` (``axis`` too)."""
     attrs = {"ta": bool(transpose_a), "tb": bool(transpose_b), "beta": 0.0}
-    return apply(_Gemm, (A, B), alpha=float(alpha), **attrs)
+    arrays, swap = _rows_at(("gemm2", axis), A, B)
+    return _unswap(apply(_Gemm, arrays, alpha=float(alpha), **attrs), swap)
 
 
-def _check_axis(what: str, axis: int) -> None:
-    if axis != -2:
-        raise MXNetError(f"linalg.{what}: axis={axis} is not supported; mxrs takes axis=-2")
+def _rows_at(what: tuple[str, int], *arrays: ArrayT) -> tuple[tuple[ArrayT, ...], int | None]:
+    """``arrays`` with row axis ``axis`` moved to the second-to-last place (MXNet's swap),
+    and the axis to swap back (None when it is already there)."""
+    name, axis = what
+    ndim = arrays[0].ndim
+    a = int(axis) + ndim if int(axis) < 0 else int(axis)
+    if not 0 <= a < ndim - 1:
+        raise MXNetError(
+            f"linalg.{name}: axis {axis} cannot hold the rows of arrays of {ndim} dimensions "
+            "(the columns are the last axis)"
+        )
+    if a == ndim - 2:
+        return arrays, None
+    return tuple(swapaxes(x, a, ndim - 2) for x in arrays), a
+
+
+def _unswap(out: ArrayT, swap: int | None) -> ArrayT:
+    return out if swap is None else swapaxes(out, swap, out.ndim - 2)
 
 
 class _Syrk(Op):

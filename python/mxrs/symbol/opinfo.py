@@ -295,6 +295,8 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
         return ["output"] if len(outs) == 1 else list(outs)
     if op in ("linalg_det", "linalg_slogdet"):  # MXNet's: they have hidden outputs
         return ["output0", "output1"] if op == "linalg_slogdet" else ["output0"]
+    if op in ("linalg_gelqf", "linalg_syevd"):
+        return ["output0", "output1"]
     if op == "RNN":
         a = parse_attrs(attrs)
         if not a.get("state_outputs", False):
