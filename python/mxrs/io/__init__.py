@@ -16,11 +16,16 @@ mnist
     ``MNISTIter``: MNIST from IDX files (``read_idx`` reads one).
 csv_iter
     ``CSVIter``: rows of CSV files.
+libsvm_iter
+    ``LibSVMIter``: sparse rows of LibSVM files, as CSR batches.
+_row_batches
+    The batching over a file's rows that ``CSVIter`` and ``LibSVMIter`` share.
 """
 
 from .batch import DataBatch, DataDesc
 from .csv_iter import CSVIter
 from .dataiter import DataIter
+from .libsvm_iter import LibSVMIter
 from .mnist import MNISTIter, read_idx
 from .ndarray_iter import NDArrayIter
 from .prefetch import PrefetchingIter
@@ -31,6 +36,7 @@ __all__ = [
     "DataBatch",
     "DataDesc",
     "DataIter",
+    "LibSVMIter",
     "MNISTIter",
     "NDArrayIter",
     "PrefetchingIter",

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..ndarray import array
-from .batch import DataBatch, DataDesc
-from .dataiter import DataIter
+from ._row_batches import RowBatches
+from .batch import DataDesc
 
 __all__ = ["CSVIter"]
 
@@ -27,7 +27,7 @@ def _read_csv(path: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any) 
     return rows.reshape((rows.shape[0], *shape))
 
 
-class CSVIter(DataIter):
+class CSVIter(RowBatches):
     """Iterates over the rows of a CSV file (and, optionally, of a labels CSV file).
 
     Every row is one sample, reshaped to ``data_shape``. With ``round_batch`` a last batch that
@@ -62,7 +62,7 @@ class CSVIter(DataIter):
         label_name: str = "softmax_label",
         **kwargs: Any,
     ) -> None:
-        super().__init__(int(batch_size))
+        super().__init__(batch_size, round_batch)
         if self.batch_size <= 0:
             raise ValueError(f"CSVIter: batch_size must be positive, got {batch_size}")
         self._data = _read_csv(data_csv, tuple(data_shape), dtype)
@@ -81,12 +81,8 @@ class CSVIter(DataIter):
                 )
         if label_shape == (1,):
             self._label = self._label.reshape(n)
-        self.round_batch = bool(round_batch)
+        self.n_rows = n
         self.data_name, self.label_name = data_name, label_name
-        self._pos = 0
-        self._overflow = 0
-        self._rows = np.arange(0)
-        self._pad = 0
 
     @property
     def provide_data(self) -> list[DataDesc]:
@@ -101,41 +97,10 @@ class CSVIter(DataIter):
         shape = (self.batch_size, *self._label.shape[1:])
         return [DataDesc(self.label_name, shape, self._label.dtype)]
 
-    def reset(self) -> None:
-        """Start the next epoch (after the rows a rounded last batch borrowed)."""
-        self._pos = self._overflow if self.round_batch else 0
-        self._overflow = 0
+    def getdata(self) -> Any:
+        """The data of the current batch (one NDArray, as MXNet's CSVIter gives it)."""
+        return array(self._data[self._rows], dtype=self._data.dtype)
 
-    def iter_next(self) -> bool:
-        """Move to the next batch; ``False`` when all rows were read."""
-        n = self._data.shape[0]
-        if self._pos >= n:
-            return False
-        end = self._pos + self.batch_size
-        self._rows = np.arange(self._pos, end) % n
-        self._pad = max(0, end - n)
-        self._overflow = end % n if self._pad else 0
-        self._pos = end
-        return True
-
-    def next(self) -> DataBatch:
-        """The next batch; ``StopIteration`` at the end of the epoch."""
-        if not self.iter_next():
-            raise StopIteration
-        return DataBatch(self.getdata(), self.getlabel(), pad=self.getpad(), index=self.getindex())
-
-    def getdata(self) -> list[Any]:
-        """The data of the current batch."""
-        return [array(self._data[self._rows], dtype=self._data.dtype)]
-
-    def getlabel(self) -> list[Any]:
-        """The labels of the current batch."""
-        return [array(self._label[self._rows], dtype=self._label.dtype)]
-
-    def getindex(self) -> np.ndarray:
-        """The row numbers of the current batch."""
-        return self._rows.astype(np.uint64)
-
-    def getpad(self) -> int:
-        """Rows at the end of the batch borrowed from the start of the file."""
-        return self._pad
+    def getlabel(self) -> Any:
+        """The labels of the current batch (one NDArray)."""
+        return array(self._label[self._rows], dtype=self._label.dtype)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..ndarray import array
-from .batch import DataDesc
+from .batch import DataBatch, DataDesc
 from .dataiter import DataIter
 
 __all__ = ["MNISTIter", "read_idx"]
@@ -165,13 +165,21 @@ class MNISTIter(DataIter):
         self.cursor += self.batch_size
         return self.cursor + self.batch_size <= self.num_data
 
-    def getdata(self) -> list[Any]:
-        """The images of the current batch."""
-        return [array(self._images[self.cursor : self.cursor + self.batch_size])]
+    def next(self) -> DataBatch:
+        """The next full batch; ``StopIteration`` at the end of the epoch."""
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(
+            [self.getdata()], [self.getlabel()], pad=self.getpad(), index=self.getindex()
+        )
 
-    def getlabel(self) -> list[Any]:
-        """The labels of the current batch."""
-        return [array(self._labels[self.cursor : self.cursor + self.batch_size])]
+    def getdata(self) -> Any:
+        """The images of the current batch (one NDArray, as MXNet's MNISTIter gives it)."""
+        return array(self._images[self.cursor : self.cursor + self.batch_size])
+
+    def getlabel(self) -> Any:
+        """The labels of the current batch (one NDArray)."""
+        return array(self._labels[self.cursor : self.cursor + self.batch_size])
 
     def getindex(self) -> np.ndarray:
         """The positions in the files of the current batch's samples."""
