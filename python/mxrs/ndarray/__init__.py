@@ -42,6 +42,8 @@ matmul
 conv
     ``Convolution, Pooling, Deconvolution, UpSampling`` (the arithmetic is a kernel of
     :mod:`mxrs.kernels`).
+correlation
+    ``Correlation`` (FlowNet's correlation of two feature maps).
 nn
     The softmax family (``softmin``, fused softmax cross-entropy, ``SoftmaxOutput``), ``Dropout``.
 leaky
@@ -84,6 +86,7 @@ from . import (
 )
 from . import linalg as linalg
 from .conv import *  # noqa: F403
+from .correlation import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .dlpack import *  # noqa: F403
 from .elementwise import *  # noqa: F403
@@ -154,6 +157,7 @@ def _take_out() -> None:
 
     from . import (
         conv,
+        correlation,
         elementwise,
         indexing,
         leaky,
@@ -175,6 +179,7 @@ def _take_out() -> None:
 
     mods = (
         conv,
+        correlation,
         elementwise,
         indexing,
         leaky,

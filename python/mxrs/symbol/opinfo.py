@@ -92,6 +92,7 @@ _LABEL = ("data", "label")
 _SEQUENCE = ("data", "sequence_length")
 _RNN_INPUTS = ("data", "parameters", "state", "state_cell", "sequence_length")
 _CTC_INPUTS = ("data", "label", "data_lengths", "label_lengths")
+_PROPOSAL_INPUTS = ("cls_prob", "bbox_pred", "im_info")
 _DEFS: dict[str, _Def] = {
     "FullyConnected": _Def("FullyConnected", ("data", "weight", "bias"), drop=_no_bias(False)),
     "Convolution": _Def("Convolution", ("data", "weight", "bias"), drop=_no_bias(False)),
@@ -136,6 +137,9 @@ _DEFS: dict[str, _Def] = {
     "identity": _Def("identity", ("data",)),
     "Pooling": _Def("Pooling", ("data",)),
     "LRN": _Def("LRN", ("data",), hidden=1),
+    "Correlation": _Def("Correlation", ("data1", "data2"), hidden=2),
+    "_contrib_Proposal": _Def("_contrib_Proposal", _PROPOSAL_INPUTS, hidden=1),
+    "_contrib_MultiProposal": _Def("_contrib_MultiProposal", _PROPOSAL_INPUTS, hidden=1),
     "reverse": _Def("flip", ("data",)),
     "Pad": _Def("pad", ("data",)),
     "SwapAxis": _Def("swapaxes", ("data",)),
@@ -293,6 +297,8 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
     if op == "Custom":
         outs = _custom_prop(parse_attrs(attrs)).list_outputs()
         return ["output"] if len(outs) == 1 else list(outs)
+    if op in ("_contrib_Proposal", "_contrib_MultiProposal"):  # scores hidden unless asked
+        return ["output", "score"] if parse_attrs(attrs).get("output_score") else ["output"]
     if op in ("linalg_det", "linalg_slogdet"):  # MXNet's: they have hidden outputs
         return ["output0", "output1"] if op == "linalg_slogdet" else ["output0"]
     if op in ("linalg_gelqf", "linalg_syevd"):

@@ -12,8 +12,11 @@ box
     Bounding boxes: ``box_iou``, ``box_nms`` (``box_non_maximum_suppression``).
 resize
     Resizing NCHW images: ``BilinearResize2D``, ``AdaptiveAvgPooling2D``.
+proposal
+    Faster R-CNN's region proposals: ``Proposal``, ``MultiProposal``.
 
-``BatchNormWithReLU`` is defined beside ``BatchNorm`` in :mod:`mxrs.ndarray.normalization`.
+``BatchNormWithReLU`` is defined beside ``BatchNorm`` in :mod:`mxrs.ndarray.normalization`,
+``ROIAlign`` beside ``ROIPooling`` in :mod:`mxrs.ndarray.roi`.
 
 The operators take MXNet's ``out=`` and ``name=`` keywords here, as in ``mx.nd``.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 from ..core.op import with_out
 from ..normalization import BatchNormWithReLU
+from ..roi import ROIAlign
 from .box import box_iou, box_nms, box_non_maximum_suppression
 from .control_flow import cond, foreach, while_loop
 from .ops import (
@@ -38,6 +42,7 @@ from .ops import (
     quadratic,
     rand_zipfian,
 )
+from .proposal import MultiProposal, Proposal
 from .resize import AdaptiveAvgPooling2D, BilinearResize2D
 
 __all__ = [
@@ -62,6 +67,9 @@ __all__ = [
     "box_iou",
     "box_nms",
     "box_non_maximum_suppression",
+    "ROIAlign",
+    "Proposal",
+    "MultiProposal",
 ]
 
 
