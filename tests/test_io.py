@@ -303,6 +303,9 @@ def test_mnist_reads_idx_files_scaled_by_1_over_256(tiny_mnist):
     assert first.pad == 0 and first.index.tolist() == [0, 1, 2]
     it.reset()
     assert len(list(it)) == 2
+    it.reset()
+    assert it.iter_next()  # the cursor protocol gives one NDArray each, as MXNet's MNISTIter
+    assert it.getdata().shape == (3, 1, 28, 28) and it.getlabel().asnumpy().tolist() == [0, 1, 2]
 
 
 def test_mnist_flat_shuffle_and_parts(tiny_mnist):
@@ -360,6 +363,7 @@ def test_csv_round_batch(tmp_path):
     no_label = mx.io.CSVIter(data_csv=str(data), data_shape=(1, 2), batch_size=5)
     batch = no_label.next()
     assert batch.data[0].shape == (5, 1, 2) and batch.label[0].asnumpy().tolist() == [0] * 5
+    assert no_label.getdata().shape == (5, 1, 2)  # one NDArray, as MXNet's CSVIter gives it
     with pytest.raises(ValueError, match="columns"):
         mx.io.CSVIter(data_csv=str(data), data_shape=(3,))
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from .batch import DataBatch
 from .dataiter import DataIter
 
 __all__ = ["RowBatches"]
@@ -19,11 +18,11 @@ class RowBatches(DataIter):
     A last batch that the rows do not fill is completed from the first rows (``pad`` counts
     them); with ``round_batch`` the next epoch starts after those rows, without it at the first
     row again. Subclasses set ``n_rows`` and give ``getdata``/``getlabel`` for ``self._rows``:
-    one NDArray each, as MXNet's built-in (C++) iterators return them; ``next`` puts them in
-    the batch's lists.
+    one NDArray each, as MXNet's built-in (C++) iterators return them.
     """
 
     n_rows: int
+    _one_array = True
 
     def __init__(self, batch_size: int, round_batch: bool) -> None:
         super().__init__(int(batch_size))
@@ -49,14 +48,6 @@ class RowBatches(DataIter):
         self._overflow = end % n if self._pad else 0
         self._pos = end
         return True
-
-    def next(self) -> DataBatch:
-        """The next batch; ``StopIteration`` at the end of the epoch."""
-        if not self.iter_next():
-            raise StopIteration
-        return DataBatch(
-            [self.getdata()], [self.getlabel()], pad=self.getpad(), index=self.getindex()
-        )
 
     def getdata(self) -> Any:
         """The data of the current batch (one NDArray)."""

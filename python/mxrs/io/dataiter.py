@@ -20,11 +20,17 @@ class DataIter:
     shape, dtype) of the arrays in a batch. The base class leaves them to subclasses, which may
     make them properties or plain attributes.
 
+    ``getdata``/``getlabel`` return lists of NDArrays, or, where a subclass sets
+    ``_one_array`` (MXNet's built-in iterators: ``MNISTIter``, ``CSVIter``, ``LibSVMIter``),
+    one NDArray each, which ``next`` puts in the batch's lists.
+
     Parameters
     ----------
     batch_size : int, default 0
         Samples per batch.
     """
+
+    _one_array = False
 
     def __init__(self, batch_size: int = 0) -> None:
         self.batch_size = batch_size
@@ -42,12 +48,10 @@ class DataIter:
         """The next batch; raises ``StopIteration`` at the end of the data."""
         if not self.iter_next():
             raise StopIteration
-        return DataBatch(
-            data=self.getdata(),
-            label=self.getlabel(),
-            pad=self.getpad(),
-            index=self.getindex(),
-        )
+        data, label = self.getdata(), self.getlabel()
+        if self._one_array:
+            data, label = [data], [label]
+        return DataBatch(data=data, label=label, pad=self.getpad(), index=self.getindex())
 
     def iter_next(self) -> bool:
         """Move to the next batch; ``False`` when there is none."""

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..ndarray import array
-from .batch import DataBatch, DataDesc
+from .batch import DataDesc
 from .dataiter import DataIter
 
 __all__ = ["MNISTIter", "read_idx"]
@@ -89,6 +89,8 @@ class MNISTIter(DataIter):
         Accepted and ignored (``prefetch_buffer``, ``ctx``, ``dtype``, ``input_shape``...).
     """
 
+    _one_array = True  # getdata/getlabel give one NDArray each, as MXNet's MNISTIter
+
     def __init__(
         self,
         image: str | os.PathLike[str] = "./train-images-idx3-ubyte",
@@ -164,14 +166,6 @@ class MNISTIter(DataIter):
         """Move to the next full batch; ``False`` when no full batch is left."""
         self.cursor += self.batch_size
         return self.cursor + self.batch_size <= self.num_data
-
-    def next(self) -> DataBatch:
-        """The next full batch; ``StopIteration`` at the end of the epoch."""
-        if not self.iter_next():
-            raise StopIteration
-        return DataBatch(
-            [self.getdata()], [self.getlabel()], pad=self.getpad(), index=self.getindex()
-        )
 
     def getdata(self) -> Any:
         """The images of the current batch (one NDArray, as MXNet's MNISTIter gives it)."""
