@@ -97,6 +97,14 @@ def _sigmoid(xp: Any, x: Any) -> Any:
     return 0.5 * (xp.tanh(0.5 * x) + 1.0)
 
 
+def _sigmoid_into(xp: Any, x: Any, out: Any) -> None:
+    """``out[...] = sigmoid(x)`` without temporaries."""
+    xp.multiply(x, 0.5, out=out)
+    xp.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
+
+
 class _Direction:
     """One direction of one layer: its matrices (views into the flat vector) and, after the
     forward pass, what each step saved."""
@@ -180,7 +188,10 @@ class _RNN(Op):
         xp, mode = self.xp, self.geo.mode
         t_len, batch, _ = x.shape
         gh = dr.wh.shape[0]
-        xw = (x.reshape(t_len * batch, -1) @ dr.wi.T + dr.bi).reshape(t_len, batch, gh)
+        # the input part of every step in one GEMM; h2h's bias joins it where nothing scales
+        # it apart (GRU's reset gate multiplies the candidate's h2h output, bias included)
+        bias = dr.bi if mode == "gru" else dr.bi + dr.bh
+        xw = (x.reshape(t_len * batch, -1) @ dr.wi.T + bias).reshape(t_len, batch, gh)
         y = xp.empty((t_len, batch, self.geo.rec), dtype=x.dtype)
         dr.gates = xp.empty_like(xw)  # the activated gates of each step
         dr.h_prev = xp.empty((t_len, batch, h.shape[-1]), dtype=x.dtype)
@@ -191,17 +202,20 @@ class _RNN(Op):
             dr.h_raw = xp.empty_like(dr.c_prev) if dr.wr is not None else None
         elif mode == "gru":
             dr.hn = xp.empty((t_len, batch, self.geo.hidden), dtype=x.dtype)
+        whT = dr.wh.T
         for t in range(t_len - 1, -1, -1) if reverse else range(t_len):
             dr.h_prev[t] = h
-            hw = h @ dr.wh.T + dr.bh
+            pre = h @ whT
             if mode == "lstm":
                 dr.c_prev[t] = c
-                h_new, c_new = self._lstm_step(dr, t, xw[t] + hw, c)
+                pre += xw[t]
+                h_new, c_new = self._lstm_step(dr, t, pre, c)
             elif mode == "gru":
-                h_new, c_new = self._gru_step(dr, t, xw[t], hw, h), None
+                pre += dr.bh
+                h_new, c_new = self._gru_step(dr, t, xw[t], pre, h), None
             else:
-                a = xw[t] + hw
-                h_new = xp.tanh(a) if mode == "rnn_tanh" else xp.maximum(a, 0)
+                pre += xw[t]
+                h_new = xp.tanh(pre, out=pre) if mode == "rnn_tanh" else xp.maximum(pre, 0, out=pre)
                 dr.gates[t] = h_new
                 c_new = None
             if self.masks is not None:
@@ -218,11 +232,13 @@ class _RNN(Op):
     def _lstm_step(self, dr: _Direction, t: int, g: Any, c: Any) -> tuple[Any, Any]:
         xp, hidden = self.xp, self.geo.hidden
         act = dr.gates[t]
-        act[:] = _sigmoid(xp, g)
-        act[:, 2 * hidden : 3 * hidden] = xp.tanh(g[:, 2 * hidden : 3 * hidden])
+        _sigmoid_into(xp, g[:, : 2 * hidden], act[:, : 2 * hidden])
+        xp.tanh(g[:, 2 * hidden : 3 * hidden], out=act[:, 2 * hidden : 3 * hidden])
+        _sigmoid_into(xp, g[:, 3 * hidden :], act[:, 3 * hidden :])
         i, f = act[:, :hidden], act[:, hidden : 2 * hidden]
         cc, o = act[:, 2 * hidden : 3 * hidden], act[:, 3 * hidden :]
-        c_new = f * c + i * cc
+        c_new = f * c
+        c_new += i * cc
         if self.clip is not None:
             lo, hi = self.clip
             if self.clip_nan:  # fmax/fmin take the number over a NaN
@@ -231,7 +247,8 @@ class _RNN(Op):
                 clipped = xp.minimum(xp.maximum(c_new, lo), hi)
             dr.clip_mask[t] = (c_new >= lo) & (c_new <= hi)
             c_new = clipped
-        tc = dr.tanh_c[t] = xp.tanh(c_new)
+        tc = dr.tanh_c[t]
+        xp.tanh(c_new, out=tc)
         h_new = o * tc
         if dr.wr is not None:
             dr.h_raw[t] = h_new
