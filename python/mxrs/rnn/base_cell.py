@@ -225,14 +225,26 @@ class BaseRNNCell:
             The states after the last step.
         """
         self.reset()
+        return self._unroll(length, inputs, begin_state, layout, merge_outputs)
+
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: bool | None
+    ) -> tuple[Any, list[Any]]:
+        """:meth:`unroll` after :meth:`reset` (``merge``: ``merge_outputs``): the cell stepped
+        over the sequence."""
         steps, _ = normalize_sequence(length, inputs, layout, False)
         states = self.begin_state() if begin_state is None else begin_state
         outputs = []
         for t in range(length):
             output, states = self(steps[t], states)
             outputs.append(output)
-        merged, _ = normalize_sequence(length, outputs, layout, merge_outputs)
+        merged, _ = normalize_sequence(length, outputs, layout, merge)
         return merged, states
+
+    def _step_name(self) -> str:
+        """Count one more step; the prefix of its nodes' names (``{prefix}t{step}_``)."""
+        self._counter += 1
+        return f"{self._prefix}t{self._counter}_"
 
     def _get_activation(self, inputs: Symbol, activation: Any, **kwargs: Any) -> Symbol:
         """``activation`` applied to ``inputs``: an ``Activation`` node when it is a name

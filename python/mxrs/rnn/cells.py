@@ -34,10 +34,6 @@ class _FullyConnectedCell(BaseRNNCell):
         self._hW = self.params.get("h2h_weight")
         self._hB = self.params.get("h2h_bias")
 
-    def _step_name(self) -> str:
-        self._counter += 1
-        return f"{self._prefix}t{self._counter}_"
-
     def _projections(self, inputs: Symbol, hidden: Symbol, name: str) -> tuple[Symbol, Symbol]:
         size = self._num_hidden * self._num_gates
         i2h = symbol.FullyConnected(data=inputs, weight=self._iW, bias=self._iB,

@@ -35,7 +35,31 @@ def _adopt(parent: BaseRNNCell, cells: list[BaseRNNCell], override: bool) -> Non
         parent.params._params.update(cell.params._params)
 
 
-class SequentialRNNCell(BaseRNNCell):
+class _CellsOf(BaseRNNCell):
+    """A cell made of the cells ``_cells``: their states and weights, one cell after another."""
+
+    _cells: list[BaseRNNCell]
+
+    @property
+    def state_info(self) -> list[Any]:
+        """The states of every cell, first cell first."""
+        return cells_state_info(self._cells)
+
+    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
+        """Every cell's begin states, first cell first (``kwargs`` go to each)."""
+        self._check_unmodified()
+        return cells_begin_state(self._cells, **kwargs)
+
+    def unpack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Every cell's weights unpacked (see :meth:`BaseRNNCell.unpack_weights`)."""
+        return cells_unpack_weights(self._cells, args)
+
+    def pack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Every cell's weights packed (see :meth:`BaseRNNCell.pack_weights`)."""
+        return cells_pack_weights(self._cells, args)
+
+
+class SequentialRNNCell(_CellsOf):
     """Cells stacked: each one's output is the next one's input.
 
     Parameters
@@ -54,24 +78,6 @@ class SequentialRNNCell(BaseRNNCell):
         self._cells.append(cell)
         _adopt(self, [cell], self._override_cell_params)
 
-    @property
-    def state_info(self) -> list[Any]:
-        """The states of every cell, bottom first."""
-        return cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
-        """Every cell's begin states, bottom first (``kwargs`` go to each)."""
-        self._check_unmodified()
-        return cells_begin_state(self._cells, **kwargs)
-
-    def unpack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Every cell's weights unpacked (see :meth:`BaseRNNCell.unpack_weights`)."""
-        return cells_unpack_weights(self._cells, args)
-
-    def pack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Every cell's weights packed (see :meth:`BaseRNNCell.pack_weights`)."""
-        return cells_pack_weights(self._cells, args)
-
     def __call__(self, inputs: Symbol, states: list[Any]) -> tuple[Symbol, list[Any]]:
         """One step through every cell (a BidirectionalCell cannot step)."""
         self._counter += 1
@@ -86,17 +92,11 @@ class SequentialRNNCell(BaseRNNCell):
             next_states.extend(new)
         return inputs, next_states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: bool | None
     ) -> tuple[Any, list[Any]]:
-        """Unroll each cell over the whole sequence in turn (see :meth:`BaseRNNCell.unroll`);
-        only the top cell's outputs follow ``merge_outputs``."""
-        self.reset()
+        """Unroll each cell over the whole sequence in turn; only the top cell's outputs
+        follow ``merge_outputs``."""
         states = self.begin_state() if begin_state is None else begin_state
         p = 0
         next_states: list[Any] = []
@@ -108,7 +108,7 @@ class SequentialRNNCell(BaseRNNCell):
                 inputs=inputs,
                 begin_state=states[p : p + n],
                 layout=layout,
-                merge_outputs=merge_outputs if i == last else None,
+                merge_outputs=merge if i == last else None,
             )
             p += n
             next_states.extend(new)
@@ -144,24 +144,17 @@ class DropoutCell(BaseRNNCell):
             inputs = symbol.Dropout(data=inputs, p=self.dropout)
         return inputs, states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: bool | None
     ) -> tuple[Any, list[Any]]:
         """Dropout on the whole sequence at once when it is one symbol, else step by step."""
-        self.reset()
-        inputs, _ = normalize_sequence(length, inputs, layout, merge_outputs)
+        inputs, _ = normalize_sequence(length, inputs, layout, merge)
         if isinstance(inputs, Symbol):
             return self(inputs, [])
-        return super().unroll(length, inputs, begin_state=begin_state, layout=layout,
-                              merge_outputs=merge_outputs)  # fmt: skip
+        return super()._unroll(length, inputs, begin_state, layout, merge)
 
 
-class BidirectionalCell(BaseRNNCell):
+class BidirectionalCell(_CellsOf):
     """Two cells over one sequence, ``l_cell`` forward and ``r_cell`` backward; each step's
     output is the two outputs concatenated along the features.
 
@@ -182,54 +175,29 @@ class BidirectionalCell(BaseRNNCell):
         self._cells = [l_cell, r_cell]
         _adopt(self, self._cells, self._override_cell_params)
 
-    def unpack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Both cells' weights unpacked."""
-        return cells_unpack_weights(self._cells, args)
-
-    def pack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Both cells' weights packed."""
-        return cells_pack_weights(self._cells, args)
-
     def __call__(self, inputs: Symbol, states: list[Any]) -> tuple[Symbol, list[Any]]:
         """Not possible: the backward cell needs the whole sequence."""
         raise MXNetError("a BidirectionalCell cannot be stepped; use unroll")
 
-    @property
-    def state_info(self) -> list[Any]:
-        """The forward cell's states, then the backward cell's."""
-        return cells_state_info(self._cells)
-
-    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
-        """Both cells' begin states, forward cell first."""
-        self._check_unmodified()
-        return cells_begin_state(self._cells, **kwargs)
-
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: bool | None
     ) -> tuple[Any, list[Any]]:
         """Unroll ``l_cell`` over the sequence and ``r_cell`` over it reversed, then join their
-        outputs step by step (see :meth:`BaseRNNCell.unroll`). The states returned are
-        ``[l_states, r_states]``, as in MXNet."""
-        self.reset()
+        outputs step by step. The states returned are ``[l_states, r_states]``, as in MXNet."""
         steps, axis = normalize_sequence(length, inputs, layout, False)
         states = self.begin_state() if begin_state is None else begin_state
         l_cell, r_cell = self._cells
         n_l = len(l_cell.state_info)
         l_out, l_states = l_cell.unroll(length, inputs=steps, begin_state=states[:n_l],
-                                        layout=layout, merge_outputs=merge_outputs)  # fmt: skip
+                                        layout=layout, merge_outputs=merge)  # fmt: skip
         r_out, r_states = r_cell.unroll(length, inputs=list(reversed(steps)),
                                         begin_state=states[n_l:], layout=layout,
-                                        merge_outputs=merge_outputs)  # fmt: skip
-        if merge_outputs is None:
-            merge_outputs = isinstance(l_out, Symbol) and isinstance(r_out, Symbol)
-            if not merge_outputs:
+                                        merge_outputs=merge)  # fmt: skip
+        if merge is None:
+            merge = isinstance(l_out, Symbol) and isinstance(r_out, Symbol)
+            if not merge:
                 l_out, r_out = (_per_step(o, axis, length) for o in (l_out, r_out))
-        if merge_outputs:
+        if merge:
             reversed_r = symbol.reverse(r_out, axis=axis)
             out = symbol.Concat(l_out, reversed_r, dim=2, name=f"{self._output_prefix}out")
             return out, [l_states, r_states]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import symbol
+from .._rnn_cell_tools import with_defaults
 from ..base import MXNetError
 from ..symbol import Symbol
 from .base_cell import BaseRNNCell, RNNParams
@@ -21,6 +22,24 @@ __all__ = ["BaseConvRNNCell", "ConvRNNCell", "ConvLSTMCell", "ConvGRUCell"]
 def _leaky(inputs: Symbol, **kwargs: Any) -> Symbol:
     """The default activation of the convolutional cells: leaky ReLU of slope 0.2."""
     return symbol.LeakyReLU(inputs, act_type="leaky", slope=0.2, **kwargs)
+
+
+def _defaults(prefix: str) -> dict[str, Any]:
+    """The constructor defaults of the convolutional cells, with ``prefix``."""
+    return {
+        "h2h_kernel": (3, 3),
+        "h2h_dilate": (1, 1),
+        "i2h_kernel": (3, 3),
+        "i2h_stride": (1, 1),
+        "i2h_pad": (1, 1),
+        "i2h_dilate": (1, 1),
+        "i2h_weight_initializer": None,
+        "h2h_weight_initializer": None,
+        "i2h_bias_initializer": "zeros",
+        "h2h_bias_initializer": "zeros",
+        "activation": _leaky,
+        "prefix": prefix,
+    }
 
 
 class BaseConvRNNCell(BaseRNNCell):
@@ -113,10 +132,6 @@ class BaseConvRNNCell(BaseRNNCell):
                                  bias=self._hB, layout=self._conv_layout)  # fmt: skip
         return i2h, h2h
 
-    def _step_name(self) -> str:
-        self._counter += 1
-        return f"{self._prefix}t{self._counter}_"
-
     def __call__(self, inputs: Symbol, states: list[Any]) -> tuple[Symbol, list[Any]]:
         """Abstract: the subclasses step."""
         raise NotImplementedError("BaseConvRNNCell is abstract; use a subclass")
@@ -131,18 +146,9 @@ class ConvRNNCell(BaseConvRNNCell):
     (slope 0.2), zero biases, prefix ``'ConvRNN_'``.
     """
 
-    def __init__(self, input_shape: Sequence[int], num_hidden: int,
-                 h2h_kernel: Sequence[int] = (3, 3), h2h_dilate: Sequence[int] = (1, 1),
-                 i2h_kernel: Sequence[int] = (3, 3), i2h_stride: Sequence[int] = (1, 1),
-                 i2h_pad: Sequence[int] = (1, 1), i2h_dilate: Sequence[int] = (1, 1),
-                 i2h_weight_initializer: Any = None, h2h_weight_initializer: Any = None,
-                 i2h_bias_initializer: Any = "zeros", h2h_bias_initializer: Any = "zeros",
-                 activation: Any = _leaky, prefix: str = "ConvRNN_",
-                 params: RNNParams | None = None, conv_layout: str = "NCHW") -> None:  # fmt: skip
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride,
-                         i2h_pad, i2h_dilate, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, activation, prefix, params,
-                         conv_layout)  # fmt: skip
+    __init__ = with_defaults(
+        BaseConvRNNCell.__init__, "ConvRNNCell.__init__", **_defaults("ConvRNN_")
+    )
 
     @property
     def _gate_names(self) -> tuple[str, ...]:
@@ -165,18 +171,9 @@ class ConvLSTMCell(BaseConvRNNCell):
     See :class:`ConvRNNCell`; prefix ``'ConvLSTM_'``.
     """
 
-    def __init__(self, input_shape: Sequence[int], num_hidden: int,
-                 h2h_kernel: Sequence[int] = (3, 3), h2h_dilate: Sequence[int] = (1, 1),
-                 i2h_kernel: Sequence[int] = (3, 3), i2h_stride: Sequence[int] = (1, 1),
-                 i2h_pad: Sequence[int] = (1, 1), i2h_dilate: Sequence[int] = (1, 1),
-                 i2h_weight_initializer: Any = None, h2h_weight_initializer: Any = None,
-                 i2h_bias_initializer: Any = "zeros", h2h_bias_initializer: Any = "zeros",
-                 activation: Any = _leaky, prefix: str = "ConvLSTM_",
-                 params: RNNParams | None = None, conv_layout: str = "NCHW") -> None:  # fmt: skip
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride,
-                         i2h_pad, i2h_dilate, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, activation, prefix, params,
-                         conv_layout)  # fmt: skip
+    __init__ = with_defaults(
+        BaseConvRNNCell.__init__, "ConvLSTMCell.__init__", **_defaults("ConvLSTM_")
+    )
 
     @property
     def _gate_names(self) -> tuple[str, ...]:
@@ -213,18 +210,9 @@ class ConvGRUCell(BaseConvRNNCell):
     See :class:`ConvRNNCell`; prefix ``'ConvGRU_'``.
     """
 
-    def __init__(self, input_shape: Sequence[int], num_hidden: int,
-                 h2h_kernel: Sequence[int] = (3, 3), h2h_dilate: Sequence[int] = (1, 1),
-                 i2h_kernel: Sequence[int] = (3, 3), i2h_stride: Sequence[int] = (1, 1),
-                 i2h_pad: Sequence[int] = (1, 1), i2h_dilate: Sequence[int] = (1, 1),
-                 i2h_weight_initializer: Any = None, h2h_weight_initializer: Any = None,
-                 i2h_bias_initializer: Any = "zeros", h2h_bias_initializer: Any = "zeros",
-                 activation: Any = _leaky, prefix: str = "ConvGRU_",
-                 params: RNNParams | None = None, conv_layout: str = "NCHW") -> None:  # fmt: skip
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride,
-                         i2h_pad, i2h_dilate, i2h_weight_initializer, h2h_weight_initializer,
-                         i2h_bias_initializer, h2h_bias_initializer, activation, prefix, params,
-                         conv_layout)  # fmt: skip
+    __init__ = with_defaults(
+        BaseConvRNNCell.__init__, "ConvGRUCell.__init__", **_defaults("ConvGRU_")
+    )
 
     @property
     def _gate_names(self) -> tuple[str, ...]:

@@ -139,23 +139,16 @@ class FusedRNNCell(BaseRNNCell):
         """Not possible: the fused cell runs whole sequences only."""
         raise MXNetError("a FusedRNNCell cannot be stepped; use unroll")
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: bool | None
     ) -> tuple[Any, list[Any]]:
-        """One ``RNN`` node over the sequence (see :meth:`BaseRNNCell.unroll`); an 'NTC' input
-        is swapped to 'TNC' for it and back. The states returned are the final ones with
-        ``get_next_state``, else none."""
-        self.reset()
+        """One ``RNN`` node over the sequence; an 'NTC' input is swapped to 'TNC' for it and
+        back. The states returned are the final ones with ``get_next_state``, else none."""
         data, axis = normalize_sequence(length, inputs, layout, True)
         if axis == 1:
             warnings.warn(
                 "NTC layout detected. Consider using TNC for FusedRNNCell for faster speed",
-                stacklevel=2,
+                stacklevel=3,  # the caller of BaseRNNCell.unroll
             )
             data = symbol.swapaxes(data, dim1=0, dim2=1)
         elif axis != 0:
@@ -177,7 +170,7 @@ class FusedRNNCell(BaseRNNCell):
                 s._set_attr(__layout__="LNC")
         if axis == 1:
             outputs = symbol.swapaxes(outputs, dim1=0, dim2=1)
-        outputs, _ = normalize_sequence(length, outputs, layout, merge_outputs)
+        outputs, _ = normalize_sequence(length, outputs, layout, merge)
         return outputs, next_states
 
     def unfuse(self) -> SequentialRNNCell:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import symbol
+from .._rnn_cell_tools import unmodified
 from ..base import MXNetError
 from ..symbol import Symbol
 from .base_cell import BaseRNNCell, RNNParams, normalize_sequence
@@ -48,11 +49,8 @@ class ModifierCell(BaseRNNCell):
         other cells take it by)."""
         self._check_unmodified()
         func = kwargs.pop("func", init_sym)
-        self.base_cell._modified = False
-        try:
+        with unmodified(self.base_cell):
             return self.base_cell.begin_state(func, **kwargs)
-        finally:
-            self.base_cell._modified = True
 
     def unpack_weights(self, args: dict[str, Any]) -> dict[str, Any]:
         """The base cell's weights unpacked."""
@@ -136,27 +134,18 @@ class ResidualCell(ModifierCell):
         output = symbol.elemwise_add(output, inputs, name=f"{output.name}_plus_residual")
         return output, states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: bool | None
     ) -> tuple[Any, list[Any]]:
         """The base cell unrolled (fused or bidirectional alike), its outputs plus the inputs."""
-        self.reset()
-        self.base_cell._modified = False
-        try:
+        with unmodified(self.base_cell):
             outputs, states = self.base_cell.unroll(length, inputs=inputs,
                                                     begin_state=begin_state, layout=layout,
-                                                    merge_outputs=merge_outputs)  # fmt: skip
-        finally:
-            self.base_cell._modified = True
-        if merge_outputs is None:
-            merge_outputs = isinstance(outputs, Symbol)
-        inputs, _ = normalize_sequence(length, inputs, layout, merge_outputs)
-        if merge_outputs:
+                                                    merge_outputs=merge)  # fmt: skip
+        if merge is None:
+            merge = isinstance(outputs, Symbol)
+        inputs, _ = normalize_sequence(length, inputs, layout, merge)
+        if merge:
             return symbol.elemwise_add(outputs, inputs,
                                        name=f"{outputs.name}_plus_residual"), states  # fmt: skip
         added = [symbol.elemwise_add(o, i, name=f"{o.name}_plus_residual")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import symbol
 from ...base import MXNetError
-from .cell_base import HybridRecurrentCell
+from .cell_base import _TwoMapCell
 
 if TYPE_CHECKING:
     from ..parameter import InitLike
@@ -45,53 +45,35 @@ def _positive_int(value: Any, what: str) -> int:
     return number
 
 
-class _FullyConnectedCell(HybridRecurrentCell):
+class _FullyConnectedCell(_TwoMapCell):
     """A cell whose step starts with the two fully connected maps ``i2h`` and ``h2h``, with
-    ``gates`` blocks of ``hidden_size`` rows each."""
+    ``gates`` blocks of ``hidden_size`` rows each; the constructor is :class:`GRUCell`'s."""
 
     _gates = 1
 
     def __init__(
         self,
         hidden_size: int,
-        i2h_weight_initializer: InitLike | None,
-        h2h_weight_initializer: InitLike | None,
-        i2h_bias_initializer: InitLike | None,
-        h2h_bias_initializer: InitLike | None,
-        input_size: int,
-        prefix: str | None,
-        params: ParameterDict | None,
-        recurrent_size: int | None = None,
+        i2h_weight_initializer: InitLike | None = None,
+        h2h_weight_initializer: InitLike | None = None,
+        i2h_bias_initializer: InitLike | None = "zeros",
+        h2h_bias_initializer: InitLike | None = "zeros",
+        input_size: int = 0,
+        prefix: str | None = None,
+        params: ParameterDict | None = None,
     ) -> None:
         super().__init__(prefix=prefix, params=params)
         hidden_size = _positive_int(hidden_size, f"{type(self).__name__}: hidden_size")
         self._hidden_size = hidden_size
         self._input_size = input_size
         rows = self._gates * hidden_size
-        recurrent = hidden_size if recurrent_size is None else recurrent_size
-        self.i2h_weight = self.params.get(
-            "i2h_weight",
-            shape=(rows, input_size),
-            init=i2h_weight_initializer,
-            allow_deferred_init=True,
-        )
-        self.h2h_weight = self.params.get(
-            "h2h_weight",
-            shape=(rows, recurrent),
-            init=h2h_weight_initializer,
-            allow_deferred_init=True,
-        )
-        self._add_extra_params()
-        self.i2h_bias = self.params.get(
-            "i2h_bias", shape=(rows,), init=i2h_bias_initializer, allow_deferred_init=True
-        )
-        self.h2h_bias = self.params.get(
-            "h2h_bias", shape=(rows,), init=h2h_bias_initializer, allow_deferred_init=True
-        )
+        shapes = ((rows, input_size), (rows, self._recurrent_size()), (rows,))
+        weight_inits = (i2h_weight_initializer, h2h_weight_initializer)
+        self._add_maps(shapes, weight_inits, (i2h_bias_initializer, h2h_bias_initializer))
 
-    def _add_extra_params(self) -> None:
-        """Register parameters between the weights and the biases (their order is that of
-        the parameter dict)."""
+    def _recurrent_size(self) -> int:
+        """The width of the state that ``h2h`` maps."""
+        return self._hidden_size
 
     def state_info(self, batch_size: int = 0) -> list[Any]:
         """One ``(batch_size, hidden_size)`` state, layout 'NC'."""
@@ -188,21 +170,10 @@ class RNNCell(_FullyConnectedCell):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._mapping()}, {self._activation})"
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
-        """One step: ``output = activation(i2h + h2h)``, also the new state."""
-        prefix = f"t{self._counter}_"
-        i2h, h2h = self._i2h_h2h(
-            F, inputs, states[0], prefix, (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        )
+        """``output = activation(i2h + h2h)``, also the new state."""
         total = F.elemwise_add(i2h, h2h, name=prefix + "plus0")
         output = self._get_activation(F, total, self._activation, name=prefix + "out")
         return output, [output]
@@ -277,21 +248,10 @@ class LSTMCell(_FullyConnectedCell):
         info = {"shape": (batch_size, self._hidden_size), "__layout__": "NC"}
         return [dict(info), dict(info)]
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
-        """One step: the gates, then ``c' = f * c + i * g`` and ``h' = o * act(c')``."""
-        prefix = f"t{self._counter}_"
-        i2h, h2h = self._i2h_h2h(
-            F, inputs, states[0], prefix, (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        )
+        """The gates, then ``c' = f * c + i * g`` and ``h' = o * act(c')``."""
         gates = F.elemwise_add(i2h, h2h, name=prefix + "plus0")
         parts = F.SliceChannel(gates, num_outputs=4, name=prefix + "slice")
         rec, act = self._recurrent_activation, self._activation
@@ -339,47 +299,14 @@ class GRUCell(_FullyConnectedCell):
 
     _gates = 3
 
-    def __init__(
-        self,
-        hidden_size: int,
-        i2h_weight_initializer: InitLike | None = None,
-        h2h_weight_initializer: InitLike | None = None,
-        i2h_bias_initializer: InitLike | None = "zeros",
-        h2h_bias_initializer: InitLike | None = "zeros",
-        input_size: int = 0,
-        prefix: str | None = None,
-        params: ParameterDict | None = None,
-    ) -> None:
-        super().__init__(
-            hidden_size,
-            i2h_weight_initializer,
-            h2h_weight_initializer,
-            i2h_bias_initializer,
-            h2h_bias_initializer,
-            input_size,
-            prefix,
-            params,
-        )
-
     def _alias(self) -> str:
         return "gru"
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
-        """One step: the reset and update gates, the candidate, then their mix with ``h``."""
-        prefix = f"t{self._counter}_"
+        """The reset and update gates, the candidate, then their mix with ``h``."""
         prev_h = states[0]
-        i2h, h2h = self._i2h_h2h(
-            F, inputs, prev_h, prefix, (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        )
         i2h_r, i2h_z, i2h_n = F.SliceChannel(i2h, num_outputs=3, name=prefix + "i2h_slice")
         h2h_r, h2h_z, h2h_n = F.SliceChannel(h2h, num_outputs=3, name=prefix + "h2h_slice")
         reset_gate = F.Activation(

@@ -18,6 +18,7 @@ from ..nn import LeakyReLU
 from . import _sequence
 
 if TYPE_CHECKING:
+    from ..parameter import Parameter
     from ..parameter_dict import ParameterDict
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell"]
@@ -152,6 +153,13 @@ class RecurrentCell(Block):
             On a bad layout or inputs that do not have ``length`` steps.
         """
         self.reset()
+        return self._unroll(length, inputs, begin_state, layout, merge_outputs, valid_length)
+
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: Any, valid: Any
+    ) -> tuple[Any, list[Any]]:
+        """:meth:`unroll` after :meth:`reset` (``merge``: ``merge_outputs``, ``valid``:
+        ``valid_length``): the cell stepped over the sequence."""
         inputs, axis, F, batch_size = _sequence.format_sequence(length, inputs, layout, False)
         states = _sequence.get_begin_state(self, F, begin_state, inputs, batch_size)
         outputs = []
@@ -159,22 +167,20 @@ class RecurrentCell(Block):
         for i in range(length):
             output, states = self(inputs[i], states)
             outputs.append(output)
-            if valid_length is not None:
+            if valid is not None:
                 all_states.append(states)
-        if valid_length is not None:
+        if valid is not None:
             states = [
                 F.SequenceLast(
                     F.stack(*step_states, axis=0),
-                    sequence_length=valid_length,
+                    sequence_length=valid,
                     use_sequence_length=True,
                     axis=0,
                 )
                 for step_states in zip(*all_states, strict=True)
             ]
-            outputs = _sequence.mask_sequence_variable_length(
-                F, outputs, length, valid_length, axis, True
-            )
-        outputs, _, _, _ = _sequence.format_sequence(length, outputs, layout, merge_outputs)
+            outputs = _sequence.mask_sequence_variable_length(F, outputs, length, valid, axis, True)
+        outputs, _, _, _ = _sequence.format_sequence(length, outputs, layout, merge)
         return outputs, states
 
     def _get_activation(self, F: Any, inputs: Any, activation: Any, **kwargs: Any) -> Any:
@@ -215,3 +221,66 @@ class HybridRecurrentCell(RecurrentCell, HybridBlock):
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         """One step with operator namespace ``F`` (subclasses implement this)."""
         raise NotImplementedError
+
+
+class _TwoMapCell(HybridRecurrentCell):
+    """A cell whose step maps the input (``i2h``) and the first state (``h2h``), each with a
+    weight and a bias (``i2h_weight``, ``h2h_weight``, ``i2h_bias``, ``h2h_bias``), then
+    combines the two maps; subclasses give the maps (:meth:`_i2h_h2h`) and the combination
+    (:meth:`_combine`)."""
+
+    def _add_maps(
+        self,
+        shapes: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+        weight_inits: tuple[Any, Any],
+        bias_inits: tuple[Any, Any],
+    ) -> None:
+        """Register the weights (shapes ``i2h``, ``h2h``), :meth:`_add_extra_params`'s and the
+        biases (one shape), in that order, with the initializers of ``i2h_weight`` and
+        ``h2h_weight``, then of ``i2h_bias`` and ``h2h_bias``."""
+        i2h_shape, h2h_shape, bias_shape = shapes
+        i2h_weight_init, h2h_weight_init = weight_inits
+        i2h_bias_init, h2h_bias_init = bias_inits
+        self.i2h_weight = self._deferred("i2h_weight", i2h_shape, i2h_weight_init)
+        self.h2h_weight = self._deferred("h2h_weight", h2h_shape, h2h_weight_init)
+        self._add_extra_params()
+        self.i2h_bias = self._deferred("i2h_bias", bias_shape, i2h_bias_init)
+        self.h2h_bias = self._deferred("h2h_bias", bias_shape, h2h_bias_init)
+
+    def _add_extra_params(self) -> None:
+        """Register parameters between the weights and the biases (their order is that of
+        the parameter dict)."""
+
+    def _deferred(self, name: str, shape: tuple[int, ...], init: Any) -> Parameter:
+        """The parameter ``name`` (0 in ``shape``: inferred from the first input)."""
+        return self.params.get(name, shape=shape, init=init, allow_deferred_init=True)
+
+    def _i2h_h2h(
+        self, F: Any, inputs: Any, state: Any, prefix: str, params: tuple[Any, ...]
+    ) -> tuple[Any, Any]:
+        """The maps of ``inputs`` and ``state`` with ``params`` (the four weights and biases),
+        their operators named ``<prefix>i2h`` and ``<prefix>h2h``."""
+        raise NotImplementedError
+
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
+    ) -> tuple[Any, list[Any]]:
+        """The output and new states from the two maps (``extra``: further parameters)."""
+        raise NotImplementedError
+
+    def hybrid_forward(  # type: ignore[override]  # **extra: more parameters (LSTMPCell's)
+        self,
+        F: Any,
+        inputs: Any,
+        states: Any,
+        i2h_weight: Any,
+        h2h_weight: Any,
+        i2h_bias: Any,
+        h2h_bias: Any,
+        **extra: Any,
+    ) -> tuple[Any, list[Any]]:
+        """One step: the two maps, then their combination (operators named ``t<step>_...``)."""
+        prefix = f"t{self._counter}_"
+        params = (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
+        i2h, h2h = self._i2h_h2h(F, inputs, states[0], prefix, params)
+        return self._combine(F, i2h, h2h, states, prefix, **extra)

@@ -18,7 +18,6 @@ from .cell_base import HybridRecurrentCell, RecurrentCell, cells_begin_state, ce
 
 if TYPE_CHECKING:
     from ..block import Block
-    from ..parameter_dict import ParameterDict
 
 __all__ = ["SequentialRNNCell", "HybridSequentialRNNCell", "BidirectionalCell"]
 
@@ -32,61 +31,85 @@ def _cells(cell: RecurrentCell) -> list[RecurrentCell]:
     return cells
 
 
-def _stack_repr(cell: RecurrentCell) -> str:
-    body = "\n".join(f"({i}): {_indent(repr(c), 2)}" for i, c in cell._children.items())
-    return f"{type(cell).__name__}(\n{body}\n)"
+class _CellsOf(RecurrentCell):
+    """A cell made of its child cells, whose states are theirs one after the other."""
+
+    def state_info(self, batch_size: int = 0) -> list[Any]:
+        """The child cells' states, one after the other."""
+        return cells_state_info(_cells(self), batch_size)
+
+    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
+        """The child cells' initial states, one after the other (``kwargs`` as for
+        :meth:`RecurrentCell.begin_state`)."""
+        self._check_unmodified()
+        return cells_begin_state(_cells(self), **kwargs)
 
 
-def _step_stack(cell: RecurrentCell, inputs: Any, states: Any) -> tuple[Any, list[Any]]:
-    """One step of each cell of the stack ``cell``, each taking its share of ``states``."""
-    cell._counter += 1
-    children = _cells(cell)
-    if any(isinstance(c, BidirectionalCell) for c in children):
-        raise MXNetError(
-            f"{cell.name}: a BidirectionalCell cannot run one step at a time; use unroll"
-        )
-    next_states: list[Any] = []
-    pos = 0
-    for child in children:
-        n = len(child.state_info())
-        inputs, state = child(inputs, states[pos : pos + n])
-        pos += n
-        next_states.extend(state)
-    return inputs, next_states
+class _Stack(_CellsOf):
+    """A stack of cells: what :class:`SequentialRNNCell` and :class:`HybridSequentialRNNCell`
+    share."""
+
+    def __repr__(self) -> str:
+        body = "\n".join(f"({i}): {_indent(repr(c), 2)}" for i, c in self._children.items())
+        return f"{type(self).__name__}(\n{body}\n)"
+
+    def add(self, cell: RecurrentCell) -> None:
+        """Append ``cell`` to the stack."""
+        self.register_child(cell)
+
+    def __call__(self, inputs: Any, states: Any) -> Any:
+        """One step of each cell in turn."""
+        return self._step(inputs, states)
+
+    def _step(self, inputs: Any, states: Any) -> tuple[Any, list[Any]]:
+        """One step of each cell of the stack, each taking its share of ``states``."""
+        self._counter += 1
+        children = _cells(self)
+        if any(isinstance(c, BidirectionalCell) for c in children):
+            raise MXNetError(
+                f"{self.name}: a BidirectionalCell cannot run one step at a time; use unroll"
+            )
+        next_states: list[Any] = []
+        pos = 0
+        for child in children:
+            n = len(child.state_info())
+            inputs, state = child(inputs, states[pos : pos + n])
+            pos += n
+            next_states.extend(state)
+        return inputs, next_states
+
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: Any, valid: Any
+    ) -> tuple[Any, list[Any]]:
+        """Unroll each cell over the whole sequence in turn (only the last one's outputs
+        follow ``merge_outputs``)."""
+        inputs, _, F, batch_size = _sequence.format_sequence(length, inputs, layout, None)
+        states = _sequence.get_begin_state(self, F, begin_state, inputs, batch_size)
+        children = _cells(self)
+        next_states: list[Any] = []
+        pos = 0
+        for i, child in enumerate(children):
+            n = len(child.state_info())
+            inputs, child_states = child.unroll(
+                length,
+                inputs=inputs,
+                begin_state=states[pos : pos + n],
+                layout=layout,
+                merge_outputs=merge if i == len(children) - 1 else None,
+                valid_length=valid,
+            )
+            pos += n
+            next_states.extend(child_states)
+        return inputs, next_states
+
+    def __getitem__(self, i: int) -> Block:
+        return self._children[str(i)]
+
+    def __len__(self) -> int:
+        return len(self._children)
 
 
-def _unroll_stack(
-    cell: RecurrentCell,
-    length: int,
-    inputs: Any,
-    begin_state: list[Any] | None,
-    layout: str,
-    merge_outputs: bool | None,
-    valid_length: Any,
-) -> tuple[Any, list[Any]]:
-    """Unroll each cell of the stack ``cell`` over the sequence in turn."""
-    cell.reset()
-    inputs, _, F, batch_size = _sequence.format_sequence(length, inputs, layout, None)
-    states = _sequence.get_begin_state(cell, F, begin_state, inputs, batch_size)
-    children = _cells(cell)
-    next_states: list[Any] = []
-    pos = 0
-    for i, child in enumerate(children):
-        n = len(child.state_info())
-        inputs, child_states = child.unroll(
-            length,
-            inputs=inputs,
-            begin_state=states[pos : pos + n],
-            layout=layout,
-            merge_outputs=merge_outputs if i == len(children) - 1 else None,
-            valid_length=valid_length,
-        )
-        pos += n
-        next_states.extend(child_states)
-    return inputs, next_states
-
-
-class SequentialRNNCell(RecurrentCell):
+class SequentialRNNCell(_Stack):
     """A stack of recurrent cells: each cell's output is the next one's input.
 
     Parameters
@@ -103,51 +126,8 @@ class SequentialRNNCell(RecurrentCell):
     3
     """
 
-    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
-        super().__init__(prefix=prefix, params=params)
 
-    def __repr__(self) -> str:
-        return _stack_repr(self)
-
-    def add(self, cell: RecurrentCell) -> None:
-        """Append ``cell`` to the stack."""
-        self.register_child(cell)
-
-    def state_info(self, batch_size: int = 0) -> list[Any]:
-        """The cells' states, one after the other."""
-        return cells_state_info(_cells(self), batch_size)
-
-    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
-        """The cells' initial states, one after the other (``kwargs`` as for
-        :meth:`RecurrentCell.begin_state`)."""
-        self._check_unmodified()
-        return cells_begin_state(_cells(self), **kwargs)
-
-    def __call__(self, inputs: Any, states: Any) -> Any:
-        """One step of each cell in turn."""
-        return _step_stack(self, inputs, states)
-
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
-        valid_length: Any = None,
-    ) -> tuple[Any, list[Any]]:
-        """Unroll each cell over the whole sequence in turn (see
-        :meth:`RecurrentCell.unroll`)."""
-        return _unroll_stack(self, length, inputs, begin_state, layout, merge_outputs, valid_length)
-
-    def __getitem__(self, i: int) -> Block:
-        return self._children[str(i)]
-
-    def __len__(self) -> int:
-        return len(self._children)
-
-
-class HybridSequentialRNNCell(HybridRecurrentCell):
+class HybridSequentialRNNCell(_Stack, HybridRecurrentCell):
     """A stack of hybrid recurrent cells (it can be a child of a HybridBlock).
 
     Parameters
@@ -156,54 +136,12 @@ class HybridSequentialRNNCell(HybridRecurrentCell):
     params : ParameterDict, optional
     """
 
-    def __init__(self, prefix: str | None = None, params: ParameterDict | None = None) -> None:
-        super().__init__(prefix=prefix, params=params)
-
-    def __repr__(self) -> str:
-        return _stack_repr(self)
-
-    def add(self, cell: HybridRecurrentCell) -> None:
-        """Append ``cell`` to the stack."""
-        self.register_child(cell)
-
-    def state_info(self, batch_size: int = 0) -> list[Any]:
-        """The cells' states, one after the other."""
-        return cells_state_info(_cells(self), batch_size)
-
-    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
-        """The cells' initial states, one after the other."""
-        self._check_unmodified()
-        return cells_begin_state(_cells(self), **kwargs)
-
-    def __call__(self, inputs: Any, states: Any) -> Any:
-        """One step of each cell in turn."""
-        return _step_stack(self, inputs, states)
-
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
-        valid_length: Any = None,
-    ) -> tuple[Any, list[Any]]:
-        """Unroll each cell over the whole sequence in turn (see
-        :meth:`RecurrentCell.unroll`)."""
-        return _unroll_stack(self, length, inputs, begin_state, layout, merge_outputs, valid_length)
-
-    def __getitem__(self, i: int) -> Block:
-        return self._children[str(i)]
-
-    def __len__(self) -> int:
-        return len(self._children)
-
     def hybrid_forward(self, F: Any, inputs: Any, states: Any) -> Any:
         """One step of each cell in turn."""
-        return _step_stack(self, inputs, states)
+        return self._step(inputs, states)
 
 
-class BidirectionalCell(HybridRecurrentCell):
+class BidirectionalCell(_CellsOf, HybridRecurrentCell):
     """Run ``l_cell`` forwards and ``r_cell`` backwards over a sequence and join their outputs
     on the feature axis (``unroll`` only: it cannot step).
 
@@ -240,29 +178,13 @@ class BidirectionalCell(HybridRecurrentCell):
             f"backward={self._children['r_cell']})"
         )
 
-    def state_info(self, batch_size: int = 0) -> list[Any]:
-        """The forward cell's states, then the backward cell's."""
-        return cells_state_info(_cells(self), batch_size)
-
-    def begin_state(self, **kwargs: Any) -> list[Any]:  # type: ignore[override]
-        """The forward cell's initial states, then the backward cell's."""
-        self._check_unmodified()
-        return cells_begin_state(_cells(self), **kwargs)
-
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
-        valid_length: Any = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: Any, valid: Any
     ) -> tuple[Any, list[Any]]:
         """Unroll both cells and join their outputs (see :meth:`RecurrentCell.unroll`);
         the states are the forward cell's then the backward cell's."""
-        self.reset()
         inputs, axis, F, batch_size = _sequence.format_sequence(length, inputs, layout, False)
-        reversed_inputs = _sequence.reverse_sequences(inputs, length, valid_length)
+        reversed_inputs = _sequence.reverse_sequences(inputs, length, valid)
         states = _sequence.get_begin_state(self, F, begin_state, inputs, batch_size)
         l_cell, r_cell = _cells(self)
         n_left = len(l_cell.state_info(batch_size))
@@ -271,8 +193,8 @@ class BidirectionalCell(HybridRecurrentCell):
             inputs=inputs,
             begin_state=states[:n_left],
             layout=layout,
-            merge_outputs=merge_outputs,
-            valid_length=valid_length,
+            merge_outputs=merge,
+            valid_length=valid,
         )
         r_outputs, r_states = r_cell.unroll(
             length,
@@ -280,15 +202,15 @@ class BidirectionalCell(HybridRecurrentCell):
             begin_state=states[n_left:],
             layout=layout,
             merge_outputs=False,
-            valid_length=valid_length,
+            valid_length=valid,
         )
-        r_outputs = _sequence.reverse_sequences(r_outputs, length, valid_length)
-        if merge_outputs is None:
-            merge_outputs = _sequence.is_tensor(l_outputs)
-            l_outputs, _, _, _ = _sequence.format_sequence(None, l_outputs, layout, merge_outputs)
-            r_outputs, _, _, _ = _sequence.format_sequence(None, r_outputs, layout, merge_outputs)
+        r_outputs = _sequence.reverse_sequences(r_outputs, length, valid)
+        if merge is None:
+            merge = _sequence.is_tensor(l_outputs)
+            l_outputs, _, _, _ = _sequence.format_sequence(None, l_outputs, layout, merge)
+            r_outputs, _, _, _ = _sequence.format_sequence(None, r_outputs, layout, merge)
         outputs: Any
-        if merge_outputs:
+        if merge:
             if not _sequence.is_tensor(r_outputs):
                 r_outputs = F.stack(*r_outputs, axis=axis)
             outputs = F.concat(l_outputs, r_outputs, dim=2, name=f"{self._output_prefix}out")
@@ -297,8 +219,8 @@ class BidirectionalCell(HybridRecurrentCell):
                 F.concat(left, right, dim=1, name=f"{self._output_prefix}t{i}")
                 for i, (left, right) in enumerate(zip(l_outputs, r_outputs, strict=True))
             ]
-        if valid_length is not None:
+        if valid is not None:
             outputs = _sequence.mask_sequence_variable_length(
-                F, outputs, length, valid_length, axis, merge_outputs
+                F, outputs, length, valid, axis, merge
             )
         return outputs, l_states + r_states

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ... import symbol
+from ..._rnn_cell_tools import unmodified
 from ...base import MXNetError
 from . import _sequence
 from .cell_base import HybridRecurrentCell, RecurrentCell
@@ -73,29 +74,15 @@ class DropoutCell(HybridRecurrentCell):
             )
         return inputs, states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
-        valid_length: Any = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: Any, valid: Any
     ) -> tuple[Any, list[Any]]:
         """Dropout over the whole sequence at once when it is (or is to be) one tensor, else
         step by step (``valid_length`` plays no part: padding stays as it is)."""
-        self.reset()
-        inputs, _, F, _ = _sequence.format_sequence(length, inputs, layout, merge_outputs)
+        inputs, _, F, _ = _sequence.format_sequence(length, inputs, layout, merge)
         if _sequence.is_tensor(inputs):
             return self.hybrid_forward(F, inputs, begin_state if begin_state else [])
-        return super().unroll(
-            length,
-            inputs,
-            begin_state=begin_state,
-            layout=layout,
-            merge_outputs=merge_outputs,
-            valid_length=None,
-        )
+        return super()._unroll(length, inputs, begin_state, layout, merge, None)
 
 
 class ModifierCell(HybridRecurrentCell):
@@ -136,11 +123,8 @@ class ModifierCell(HybridRecurrentCell):
         """The base cell's initial states. As in MXNet 1.9.1, ``func`` defaults to
         ``mx.sym.zeros`` here: pass ``func=mx.nd.zeros`` (and ``batch_size``) for NDArrays."""
         self._check_unmodified()
-        self.base_cell._modified = False
-        try:
+        with unmodified(self.base_cell):
             return self.base_cell.begin_state(func=func, **kwargs)
-        finally:
-            self.base_cell._modified = True
 
     def hybrid_forward(self, F: Any, inputs: Any, states: Any) -> Any:
         """One step of the modified cell (subclasses implement this)."""
@@ -251,36 +235,24 @@ class ResidualCell(ModifierCell):
         output = F.elemwise_add(output, inputs, name=f"t{self._counter}_fwd")
         return output, states
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
-        valid_length: Any = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: Any, valid: Any
     ) -> tuple[Any, list[Any]]:
         """Unroll the base cell, then add the inputs (zero past ``valid_length``) to its
-        outputs (see :meth:`RecurrentCell.unroll`)."""
-        self.reset()
-        self.base_cell._modified = False
-        try:
+        outputs."""
+        with unmodified(self.base_cell):
             outputs, states = self.base_cell.unroll(
                 length,
                 inputs=inputs,
                 begin_state=begin_state,
                 layout=layout,
-                merge_outputs=merge_outputs,
-                valid_length=valid_length,
+                merge_outputs=merge,
+                valid_length=valid,
             )
-        finally:
-            self.base_cell._modified = True
-        merge = _sequence.is_tensor(outputs) if merge_outputs is None else merge_outputs
+        merge = _sequence.is_tensor(outputs) if merge is None else merge
         inputs, axis, F, _ = _sequence.format_sequence(length, inputs, layout, merge)
-        if valid_length is not None:
-            inputs = _sequence.mask_sequence_variable_length(
-                F, inputs, length, valid_length, axis, merge
-            )
+        if valid is not None:
+            inputs = _sequence.mask_sequence_variable_length(F, inputs, length, valid, axis, merge)
         if merge:
             return F.elemwise_add(outputs, inputs), states
         return [F.elemwise_add(o, i) for o, i in zip(outputs, inputs, strict=True)], states

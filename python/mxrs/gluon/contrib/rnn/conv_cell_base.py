@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...._rnn_cell_tools import with_defaults
 from ....base import MXNetError
-from ...rnn.cell_base import HybridRecurrentCell
+from ...rnn.cell_base import _TwoMapCell
 
 if TYPE_CHECKING:
     from ...parameter import InitLike
@@ -34,12 +35,72 @@ def _conv_out_size(
     )
 
 
-class _BaseConvRNNCell(HybridRecurrentCell):
+#: The docstring of a cell of ``dims`` dimensions, from its family's alias and summary.
+_DOC = """{dims}D {summary}
+
+    Parameters
+    ----------
+    input_shape : tuple of int
+        One step's input without the batch axis, in ``conv_layout`` order: ({shape}) for
+        '{layout}' (channels 0: taken from the first input).
+    hidden_channels : int
+        The channels of the output and states.
+    i2h_kernel, h2h_kernel : int or tuple of int
+        The kernels of the input and the recurrent convolutions (``h2h_kernel`` odd).
+    i2h_pad : int or tuple of int, default {zeros}
+    i2h_dilate, h2h_dilate : int or tuple of int, default {ones}
+    i2h_weight_initializer, h2h_weight_initializer : str or Initializer, optional
+    i2h_bias_initializer, h2h_bias_initializer : str or Initializer, default 'zeros'
+    conv_layout : str, default '{layout}'
+        '{layout}' or '{last}' (channel-last convolutions run on GPUs only).
+    activation : str or Block, default 'tanh'
+        An activation name or a block such as ``nn.LeakyReLU``.
+    prefix : str, default ``'{alias}<n>_'``
+    params : ParameterDict, optional
+    """
+
+
+class _BaseConvRNNCell(_TwoMapCell):
     """A recurrent cell whose maps are convolutions, with ``len(_gate_names)`` gates of
-    ``hidden_channels`` channels each."""
+    ``hidden_channels`` channels each.
+
+    A family (RNN, LSTM, GRU) gives its gates, states, alias and ``_summary``; a cell
+    of the family subclasses it with ``dims=1``, ``2`` or ``3``, which sets its constructor's
+    defaults (``i2h_pad``, ``i2h_dilate``, ``h2h_dilate``, ``conv_layout``) and docstring.
+    """
 
     _gate_names: tuple[str, ...] = ("",)
     _num_states = 1
+    _alias_name = ""
+    _summary = ""
+    _dims = 2
+
+    def __init_subclass__(cls, dims: int = 0, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not dims:
+            return
+        cls._dims = dims
+        spatial = "DHW"[3 - dims :]
+        zeros, ones, layout = (0,) * dims, (1,) * dims, "NC" + spatial
+        init = with_defaults(
+            _BaseConvRNNCell.__init__,
+            f"{cls.__qualname__}.__init__",
+            i2h_pad=zeros,
+            i2h_dilate=ones,
+            h2h_dilate=ones,
+            conv_layout=layout,
+        )
+        cls.__init__ = init  # type: ignore[method-assign]
+        cls.__doc__ = _DOC.format(
+            dims=dims,
+            summary=cls._summary,
+            shape=", ".join("C" + spatial),
+            layout=layout,
+            zeros=zeros,
+            ones=ones,
+            last="N" + spatial + "C",
+            alias=cls._alias_name,
+        )
 
     def __init__(
         self,
@@ -47,16 +108,15 @@ class _BaseConvRNNCell(HybridRecurrentCell):
         hidden_channels: int,
         i2h_kernel: Spec,
         h2h_kernel: Spec,
-        i2h_pad: Spec,
-        i2h_dilate: Spec,
-        h2h_dilate: Spec,
-        i2h_weight_initializer: InitLike | None,
-        h2h_weight_initializer: InitLike | None,
-        i2h_bias_initializer: InitLike | None,
-        h2h_bias_initializer: InitLike | None,
-        dims: int,
-        conv_layout: str,
-        activation: Any,
+        i2h_pad: Spec = (0, 0),
+        i2h_dilate: Spec = (1, 1),
+        h2h_dilate: Spec = (1, 1),
+        i2h_weight_initializer: InitLike | None = None,
+        h2h_weight_initializer: InitLike | None = None,
+        i2h_bias_initializer: InitLike | None = "zeros",
+        h2h_bias_initializer: InitLike | None = "zeros",
+        conv_layout: str = "NCHW",
+        activation: Any = "tanh",
         prefix: str | None = None,
         params: ParameterDict | None = None,
     ) -> None:
@@ -65,6 +125,7 @@ class _BaseConvRNNCell(HybridRecurrentCell):
         self._input_shape = tuple(input_shape)
         self._conv_layout = conv_layout
         self._activation = activation
+        dims = self._dims
         self._stride = (1,) * dims
         name = type(self).__name__
         specs = {
@@ -117,18 +178,12 @@ class _BaseConvRNNCell(HybridRecurrentCell):
             (hidden_channels, *out) if self._channel_axis == 1 else (*out, hidden_channels)
         )
         total = hidden_channels * len(self._gate_names)
-        self.i2h_weight = self.params.get(
-            "i2h_weight", shape=i2h_shape, init=i2h_weight_initializer, allow_deferred_init=True
-        )
-        self.h2h_weight = self.params.get(
-            "h2h_weight", shape=h2h_shape, init=h2h_weight_initializer, allow_deferred_init=True
-        )
-        self.i2h_bias = self.params.get(
-            "i2h_bias", shape=(total,), init=i2h_bias_initializer, allow_deferred_init=True
-        )
-        self.h2h_bias = self.params.get(
-            "h2h_bias", shape=(total,), init=h2h_bias_initializer, allow_deferred_init=True
-        )
+        weight_inits = (i2h_weight_initializer, h2h_weight_initializer)
+        bias_inits = (i2h_bias_initializer, h2h_bias_initializer)
+        self._add_maps((i2h_shape, h2h_shape, (total,)), weight_inits, bias_inits)
+
+    def _alias(self) -> str:
+        return self._alias_name
 
     def _weight_shapes(self, in_channels: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """The shapes of ``i2h_weight`` and ``h2h_weight`` for ``in_channels`` inputs."""
@@ -162,8 +217,8 @@ class _BaseConvRNNCell(HybridRecurrentCell):
             f"{self._activation}, {self._conv_layout})"
         )
 
-    def _conv_forward(
-        self, F: Any, inputs: Any, states: Any, params: tuple[Any, ...], prefix: str
+    def _i2h_h2h(
+        self, F: Any, inputs: Any, state: Any, prefix: str, params: tuple[Any, ...]
     ) -> tuple[Any, Any]:
         """The input and recurrent convolutions of one step."""
         i2h_weight, h2h_weight, i2h_bias, h2h_bias = params
@@ -181,7 +236,7 @@ class _BaseConvRNNCell(HybridRecurrentCell):
             name=prefix + "i2h",
         )
         h2h = F.Convolution(
-            data=states[0],
+            data=state,
             num_filter=total,
             kernel=self._h2h_kernel,
             dilate=self._h2h_dilate,
@@ -204,23 +259,13 @@ class ConvRNNFamily(_BaseConvRNNCell):
     give ``dims``).
     """
 
-    def _alias(self) -> str:
-        return "conv_rnn"
+    _alias_name = "conv_rnn"
+    _summary = "convolutional Elman RNN cell: ``h' = activation(W_i * x + R_i * h + b)``."
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
         """One step; the output is also the new state."""
-        prefix = f"t{self._counter}_"
-        params = (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        i2h, h2h = self._conv_forward(F, inputs, states, params, prefix)
         output = self._get_activation(F, i2h + h2h, self._activation, name=prefix + "out")
         return output, [output]
 
@@ -238,23 +283,16 @@ class ConvLSTMFamily(_BaseConvRNNCell):
     _gate_names = ("_i", "_f", "_c", "_o")
     _num_states = 2
 
-    def _alias(self) -> str:
-        return "conv_lstm"
+    _alias_name = "conv_lstm"
+    _summary = (
+        "convolutional LSTM cell (Shi et al., 2015): the LSTM gates ``i, f, g, o`` from\n    "
+        "convolutions, ``c' = f c + i g`` and ``h' = o activation(c')``."
+    )
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
         """One step: ``c' = f * c + i * g``, ``h' = o * activation(c')``; states ``[h', c']``."""
-        prefix = f"t{self._counter}_"
-        params = (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        i2h, h2h = self._conv_forward(F, inputs, states, params, prefix)
         gates = i2h + h2h
         parts = F.SliceChannel(gates, num_outputs=4, name=prefix + "slice", axis=self._channel_axis)
         in_gate = F.Activation(parts[0], act_type="sigmoid", name=prefix + "i")
@@ -280,23 +318,16 @@ class ConvGRUFamily(_BaseConvRNNCell):
 
     _gate_names = ("_r", "_z", "_o")
 
-    def _alias(self) -> str:
-        return "conv_gru"
+    _alias_name = "conv_gru"
+    _summary = (
+        "convolutional GRU cell: the GRU gates ``r, z`` and candidate ``n`` from\n    "
+        "convolutions, ``h' = (1 - z) n + z h``."
+    )
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
         """One step: ``h' = (1 - z) * n + z * h``; the output is also the new state."""
-        prefix = f"t{self._counter}_"
-        params = (i2h_weight, h2h_weight, i2h_bias, h2h_bias)
-        i2h, h2h = self._conv_forward(F, inputs, states, params, prefix)
         axis = self._channel_axis
         i2h_r, i2h_z, i2h_n = F.SliceChannel(
             i2h, num_outputs=3, name=prefix + "i2h_slice", axis=axis

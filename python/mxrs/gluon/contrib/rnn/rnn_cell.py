@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
 from ....base import MXNetError
 from ...rnn import _sequence
-from ...rnn.cell_base import HybridRecurrentCell, RecurrentCell
+from ...rnn.basic_cells import _FullyConnectedCell
+from ...rnn.cell_base import RecurrentCell
 from ...rnn.modifier_cells import ModifierCell, has_bidirectional
 
 if TYPE_CHECKING:
@@ -102,42 +102,32 @@ class VariationalDropoutCell(ModifierCell):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(p_out = {self.drop_outputs}, p_state = {self.drop_states})"
 
-    def unroll(
-        self,
-        length: int,
-        inputs: Any,
-        begin_state: list[Any] | None = None,
-        layout: str = "NTC",
-        merge_outputs: bool | None = None,
-        valid_length: Any = None,
+    def _unroll(
+        self, length: int, inputs: Any, begin_state: Any, layout: str, merge: Any, valid: Any
     ) -> tuple[Any, list[Any]]:
-        """Unroll the base cell (see :meth:`RecurrentCell.unroll`). Without state dropout, the
-        input and output dropouts run once on the whole sequence, with a mask shared along
-        the time axis."""
+        """Without state dropout, the input and output dropouts run once on the whole
+        sequence, with a mask shared along the time axis."""
         if self.drop_states:
-            return super().unroll(
-                length, inputs, begin_state, layout, merge_outputs, valid_length=valid_length
-            )
-        self.reset()
+            return super()._unroll(length, inputs, begin_state, layout, merge, valid)
         inputs, axis, F, batch_size = _sequence.format_sequence(length, inputs, layout, True)
         states = _sequence.get_begin_state(self, F, begin_state, inputs, batch_size)
         if self.drop_inputs:
             inputs = F.Dropout(inputs, p=self.drop_inputs, axes=(axis,))
         outputs, states = self.base_cell.unroll(
-            length, inputs, states, layout, merge_outputs=True, valid_length=valid_length
+            length, inputs, states, layout, merge_outputs=True, valid_length=valid
         )
         if self.drop_outputs:
             outputs = F.Dropout(outputs, p=self.drop_outputs, axes=(axis,))
-        merge = _sequence.is_tensor(outputs) if merge_outputs is None else merge_outputs
+        merge = _sequence.is_tensor(outputs) if merge is None else merge
         outputs, _, _, _ = _sequence.format_sequence(length, outputs, layout, merge)
-        if valid_length is not None:
+        if valid is not None:
             outputs = _sequence.mask_sequence_variable_length(
-                F, outputs, length, valid_length, axis, merge
+                F, outputs, length, valid, axis, merge
             )
         return outputs, states
 
 
-class LSTMPCell(HybridRecurrentCell):
+class LSTMPCell(_FullyConnectedCell):
     r"""LSTM cell with a projection layer (Sak et al., 2014): the recurrent state is
     ``r = W_hr h``, of ``projection_size`` units, instead of ``h``.
 
@@ -169,6 +159,8 @@ class LSTMPCell(HybridRecurrentCell):
     c (batch, hidden_size)]``. Outputs: ``r'`` and ``[r', c']``.
     """
 
+    _gates = 4
+
     def __init__(
         self,
         hidden_size: int,
@@ -182,38 +174,29 @@ class LSTMPCell(HybridRecurrentCell):
         prefix: str | None = None,
         params: ParameterDict | None = None,
     ) -> None:
-        super().__init__(prefix=prefix, params=params)
         for what, value in (("hidden_size", hidden_size), ("projection_size", projection_size)):
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
                 raise MXNetError(f"LSTMPCell: {what} must be a positive int, got {value!r}")
-        self._hidden_size = hidden_size
-        self._input_size = input_size
+        # read by _recurrent_size and _add_extra_params, which the base constructor calls
         self._projection_size = projection_size
-        rows = 4 * hidden_size
-        self.i2h_weight = self.params.get(
-            "i2h_weight",
-            shape=(rows, input_size),
-            init=i2h_weight_initializer,
-            allow_deferred_init=True,
+        self._h2r_weight_initializer = h2r_weight_initializer
+        super().__init__(
+            hidden_size,
+            i2h_weight_initializer,
+            h2h_weight_initializer,
+            i2h_bias_initializer,
+            h2h_bias_initializer,
+            input_size,
+            prefix,
+            params,
         )
-        self.h2h_weight = self.params.get(
-            "h2h_weight",
-            shape=(rows, projection_size),
-            init=h2h_weight_initializer,
-            allow_deferred_init=True,
-        )
-        self.h2r_weight = self.params.get(
-            "h2r_weight",
-            shape=(projection_size, hidden_size),
-            init=h2r_weight_initializer,
-            allow_deferred_init=True,
-        )
-        self.i2h_bias = self.params.get(
-            "i2h_bias", shape=(rows,), init=i2h_bias_initializer, allow_deferred_init=True
-        )
-        self.h2h_bias = self.params.get(
-            "h2h_bias", shape=(rows,), init=h2h_bias_initializer, allow_deferred_init=True
-        )
+
+    def _recurrent_size(self) -> int:
+        return self._projection_size
+
+    def _add_extra_params(self) -> None:
+        shape = (self._projection_size, self._hidden_size)
+        self.h2r_weight = self._deferred("h2r_weight", shape, self._h2r_weight_initializer)
 
     def state_info(self, batch_size: int = 0) -> list[Any]:
         """The states ``r`` ``(batch_size, projection_size)`` and ``c``
@@ -226,39 +209,16 @@ class LSTMPCell(HybridRecurrentCell):
     def _alias(self) -> str:
         return "lstmp"
 
-    def infer_shape(self, inputs: Any, *args: Any) -> None:
-        """Set the input width of ``i2h_weight`` from the first input."""
-        width = math.prod(inputs.shape[1:])
-        self.i2h_weight.shape = (4 * self._hidden_size, width)
-
     def __repr__(self) -> str:
-        shape = self.i2h_weight.shape
         proj = self.h2r_weight.shape
-        assert shape is not None and proj is not None  # given at construction
-        mapping = f"{shape[1] if shape[1] else None} -> {shape[0]} -> {proj[0]}"
-        return f"{type(self).__name__}({mapping})"
+        assert proj is not None  # given at construction
+        return f"{type(self).__name__}({self._mapping()} -> {proj[0]})"
 
-    def hybrid_forward(
-        self,
-        F: Any,
-        inputs: Any,
-        states: Any,
-        i2h_weight: Any,
-        h2h_weight: Any,
-        h2r_weight: Any,
-        i2h_bias: Any,
-        h2h_bias: Any,
+    def _combine(
+        self, F: Any, i2h: Any, h2h: Any, states: Any, prefix: str, **extra: Any
     ) -> tuple[Any, list[Any]]:
-        """One step: the LSTM gates on ``x`` and ``r``, the new ``c`` and ``h``, then the
-        projection ``r' = W_hr h'`` (named ``t<step>_out``)."""
-        prefix = f"t{self._counter}_"
-        rows = 4 * self._hidden_size
-        i2h = F.FullyConnected(
-            data=inputs, weight=i2h_weight, bias=i2h_bias, num_hidden=rows, name=prefix + "i2h"
-        )
-        h2h = F.FullyConnected(
-            data=states[0], weight=h2h_weight, bias=h2h_bias, num_hidden=rows, name=prefix + "h2h"
-        )
+        """The LSTM gates on ``x`` and ``r``, the new ``c`` and ``h``, then the projection
+        ``r' = W_hr h'`` (named ``t<step>_out``); ``extra`` holds ``h2r_weight``."""
         gates = i2h + h2h
         parts = F.SliceChannel(gates, num_outputs=4, name=prefix + "slice")
         in_gate = F.Activation(parts[0], act_type="sigmoid", name=prefix + "i")
@@ -272,7 +232,7 @@ class LSTMPCell(HybridRecurrentCell):
         next_r = F.FullyConnected(
             data=hidden,
             num_hidden=self._projection_size,
-            weight=h2r_weight,
+            weight=extra["h2r_weight"],
             no_bias=True,
             name=prefix + "out",
         )
