@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 DIR=${1:-.venv-np1}
 SITE=$(.venv/bin/python -c 'import mxrs, os; print(os.path.dirname(os.path.dirname(mxrs.__file__)))')
 [ -x "$DIR/bin/python" ] || python3 -m venv "$DIR"
-"$DIR/bin/python" -c 'import numpy, tqdm, requests, sys; sys.exit(numpy.__version__ >= "2")' 2>/dev/null ||
-  "$DIR/bin/python" -m pip install -q 'numpy<2' 'tqdm>=4.60' requests
+"$DIR/bin/python" -c 'import numpy, tqdm, requests, ml_dtypes, sys; sys.exit(numpy.__version__ >= "2")' 2>/dev/null ||
+  "$DIR/bin/python" -m pip install -q 'numpy<2' 'tqdm>=4.60' requests 'ml_dtypes>=0.4'
 # oneDNN's kernels, as .venv has them: the wheel puts libdnnl.so.3 in the environment's lib,
 # where mxrs looks for it
 if [ "$(uname -sm)" = "Linux x86_64" ] && [ ! -e "$DIR/lib/libdnnl.so.3" ]; then

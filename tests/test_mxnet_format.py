@@ -287,10 +287,9 @@ def test_every_truncation_raises(fixture, tmp_path):
         ),
         (
             struct.pack("<QQQ", 0x112, 0, 1)
-            + struct.pack("<IiIqiii", 0xF993FAC9, 0, 1, 1, 1, 0, 12)
-            + b"\0\0"
-            + struct.pack("<Q", 0),
-            "bfloat16",
+            + struct.pack("<IiIqiii", 0xF993FAC9, 0, 1, 2, 1, 0, 12)
+            + b"\0\0",
+            "truncated: data of .* bfloat16",
         ),
         (
             struct.pack("<QQQ", 0x112, 0, 1)

@@ -73,3 +73,20 @@ def test_symbolic_control_flow_is_refused_with_the_way_out():
         mx.sym.contrib.foreach  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         mx.sym.contrib.nope  # noqa: B018
+
+
+def test_rand_zipfian_is_composed_as_mxnet_composes_it():
+    mx.random.seed(3)
+    outs = mx.sym.contrib.rand_zipfian(mx.sym.var("true"), 4000, 20)
+    assert isinstance(outs, tuple) and len(outs) == 3
+    ex = mx.sym.Group(list(outs)).bind(mx.cpu(), {"true": mx.nd.array([0, 5, 19], dtype="int32")})
+    sampled, count_true, count_sampled = ex.forward()
+    s = sampled.asnumpy()
+    assert sampled.dtype == np.int64 and s.shape == (4000,) and 0 <= s.min() and s.max() < 20
+    law = np.log((np.arange(20) + 2.0) / (np.arange(20) + 1.0)) / np.log(21.0)
+    np.testing.assert_allclose(count_true.asnumpy(), law[[0, 5, 19]] * 4000, rtol=1e-12)
+    np.testing.assert_allclose(count_sampled.asnumpy(), law[s] * 4000, rtol=1e-12)
+    freq = np.bincount(s, minlength=20) / 4000.0
+    assert np.abs(freq - law).max() < 0.03  # the log-uniform law, within sampling noise
+    with pytest.raises(mx.MXNetError, match="must be at least 1"):
+        mx.sym.contrib.rand_zipfian(mx.sym.var("t"), 0, 20)

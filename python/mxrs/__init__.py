@@ -92,6 +92,7 @@ from . import (  # noqa: E402
 )
 from .base import MXNetError  # noqa: E402
 from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
+from .contrib import amp as _amp  # noqa: E402, F401  (mx.contrib.amp, which stands on gluon)
 
 # mx.nd.Custom and mx.nd.CachedOp sit above the arrays (on custom operators, on symbol
 # graphs), so they are put in from here

@@ -449,6 +449,9 @@ class Trainer:
 
     def _local_update(self, ignore_stale_grad: bool) -> None:
         assert self._updaters is not None  # made by _init_kvstore
+        scaler = getattr(self, "_amp_loss_scaler", None)  # set by amp.init_trainer
+        if scaler is not None and scaler.has_overflow(self._params):
+            return  # AMP skips a step whose gradients overflowed
         for i, p in self._trained():
             for updater, arr, grad in zip(
                 self._updaters, p.list_data(), p.list_grad(), strict=True

@@ -52,6 +52,11 @@ normalization
     ``BatchNorm, LayerNorm, InstanceNorm, GroupNorm, L2Normalization, LRN``.
 sequence
     ``SequenceMask, SequenceLast, SequenceReverse``.
+precision
+    ``amp_cast, amp_multicast``: the casts automatic mixed precision inserts.
+random_pdf
+    ``random_pdf_uniform, random_pdf_normal ... random_pdf_dirichlet``: densities of samples,
+    with their gradients.
 losses
     ``smooth_l1, CTCLoss``, the output layers (``LinearRegressionOutput, MakeLoss``...),
     ``identity, BlockGrad`` (``stop_gradient``).
@@ -67,7 +72,12 @@ creation, serialize
     ``array, zeros, ones, full, empty, arange, *_like, eye, linspace``, ``waitall``;
     ``save``/``load`` in MXNet's binary format.
 random
-    ``mx.nd.random``: ``seed, uniform, normal, randint, shuffle``...
+    ``mx.nd.random``: ``seed, uniform, normal, randint, shuffle``..., the ``*_like`` samplers.
+random_sample
+    ``sample_uniform, sample_normal``...: one set of draws per element of array parameters;
+    ``sample_multinomial``, ``sample_unique_zipfian``.
+_internal
+    ``mx.nd._internal``: MXNet's underscore names of those operators.
 sparse/
     ``mx.nd.sparse``: ``RowSparseNDArray``, ``CSRNDArray`` and their operators.
 contrib/
@@ -80,6 +90,7 @@ apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays onl
 """
 
 from . import (
+    _internal,  # noqa: F401
     contrib,  # noqa: F401
     random,  # noqa: F401
     sparse,  # noqa: F401
@@ -110,6 +121,18 @@ from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
+from .precision import *  # noqa: F403
+from .random_pdf import *  # noqa: F403
+from .random_sample import (  # noqa: F401  (not sample_unique_zipfian, which is _internal)
+    sample_exponential,
+    sample_gamma,
+    sample_generalized_negative_binomial,
+    sample_multinomial,
+    sample_negative_binomial,
+    sample_normal,
+    sample_poisson,
+    sample_uniform,
+)
 from .reduce import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .roi import *  # noqa: F403
@@ -136,11 +159,10 @@ random_uniform = uniform = random.uniform
 random_normal = normal = random.normal
 random_randint = random.randint
 random_poisson = random.poisson
-random_exponential = random.exponential
+random_exponential = random.random_exponential
 random_gamma = random.gamma
 random_negative_binomial = random.negative_binomial
 random_generalized_negative_binomial = random.generalized_negative_binomial
-sample_multinomial = random.multinomial
 shuffle = random.shuffle
 # MXNet's other spellings of existing operators.
 SwapAxis = swapaxes  # noqa: F405
@@ -166,6 +188,8 @@ def _take_out() -> None:
         nn,
         normalization,
         padding,
+        precision,
+        random_pdf,
         reduce,
         rnn,
         roi,
@@ -188,6 +212,8 @@ def _take_out() -> None:
         nn,
         normalization,
         padding,
+        precision,
+        random_pdf,
         reduce,
         rnn,
         sequence,

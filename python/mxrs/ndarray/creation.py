@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _backend
+from .._bfloat16 import check_backend
 from ..context import Context, current_context
 from . import _pending
 from . import serialize as _serialize
@@ -93,6 +94,7 @@ def _filled(
 ) -> NDArray:
     ctx = _ctx(ctx)
     be = ctx.backend
+    check_backend(be.xp, _dtype(dtype), "creating an array")
     with be.guard(ctx.device_id):
         if fill is None:
             data = be.xp.empty(_shape(shape), dtype=_dtype(dtype))

@@ -3,17 +3,35 @@
 Each context draws from its own generator, created on first use. :func:`seed` resets the
 generators of every context (or of one), so a seeded program draws the same numbers on each run;
 contexts seeded with the same value still get distinct streams.
+
+A distribution's parameters are numbers (``shape`` draws from that one distribution) or
+NDArrays of one shape (``shape`` draws per element, through the ``sample_*`` operators of
+:mod:`.random_sample`). The ``*_like`` functions draw an array of another's shape and dtype;
+``pdf_*`` are the densities of :mod:`.random_pdf`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..context import Context, current_context
+from . import random_pdf as _pdf
 from .core.rng import generator, seed
 from .ndarray import NDArray, _wrap
+from .random_sample import (
+    DistributionError,
+    sample_exponential,
+    sample_gamma,
+    sample_generalized_negative_binomial,
+    sample_multinomial,
+    sample_negative_binomial,
+    sample_normal,
+    sample_poisson,
+    sample_uniform,
+)
 
 if TYPE_CHECKING:
     from .._typing import CtxLike, DTypeLike, ShapeLike
@@ -31,7 +49,32 @@ __all__ = [
     "negative_binomial",
     "generalized_negative_binomial",
     "multinomial",
+    "uniform_like",
+    "normal_like",
+    "gamma_like",
+    "exponential_like",
+    "poisson_like",
+    "negative_binomial_like",
+    "generalized_negative_binomial_like",
+    "pdf_uniform",
+    "pdf_normal",
+    "pdf_gamma",
+    "pdf_exponential",
+    "pdf_poisson",
+    "pdf_negative_binomial",
+    "pdf_generalized_negative_binomial",
+    "pdf_dirichlet",
 ]
+
+
+pdf_uniform = _pdf.random_pdf_uniform
+pdf_normal = _pdf.random_pdf_normal
+pdf_gamma = _pdf.random_pdf_gamma
+pdf_exponential = _pdf.random_pdf_exponential
+pdf_poisson = _pdf.random_pdf_poisson
+pdf_negative_binomial = _pdf.random_pdf_negative_binomial
+pdf_generalized_negative_binomial = _pdf.random_pdf_generalized_negative_binomial
+pdf_dirichlet = _pdf.random_pdf_dirichlet
 
 
 def _shape(shape: ShapeLike | None) -> tuple[int, ...]:
@@ -52,12 +95,23 @@ def _target(ctx: CtxLike | None, out: NDArray | None) -> Context:
         return out._ctx
     if ctx is None:
         return current_context()
+    if isinstance(ctx, str) and ctx.endswith(")") and "(" in ctx:  # a symbol's "cpu(0)"
+        kind, _, rest = ctx.partition("(")
+        return Context(kind, int(rest[:-1]))
     return ctx if isinstance(ctx, Context) else Context(ctx)
 
 
+def _arrays(name: str, **params: Any) -> bool:
+    """Whether the parameters are NDArrays (all of them) rather than numbers (all of them)."""
+    arrays = [isinstance(v, NDArray) for v in params.values()]
+    if any(arrays) and not all(arrays):
+        raise DistributionError(f"{name}: give every parameter as an NDArray, or none")
+    return all(arrays)
+
+
 def uniform(
-    low: float = 0.0,
-    high: float = 1.0,
+    low: float | NDArray = 0.0,
+    high: float | NDArray = 1.0,
     shape: ShapeLike | None = None,
     dtype: DTypeLike | None = None,
     ctx: CtxLike | None = None,
@@ -68,9 +122,11 @@ def uniform(
 
     Parameters
     ----------
-    low, high : float
+    low, high : float or NDArray
+        NDArrays of one shape ``S`` give ``shape`` draws per element (the result has
+        ``S + shape``, on their context), as :func:`~.random_sample.sample_uniform`.
     shape : int or tuple of int, optional
-        Defaults to ``(1,)``.
+        Defaults to ``(1,)`` for numbers, to no extra axes for NDArrays.
     dtype : str or numpy.dtype, default float32
     ctx : Context, optional
         Defaults to the current context.
@@ -83,6 +139,8 @@ def uniform(
     >>> mx.random.uniform(-1, 1, shape=(2, 3)).shape
     (2, 3)
     """
+    if _arrays("uniform", low=low, high=high):
+        return sample_uniform(low, high, shape, dtype, out)  # type: ignore[arg-type]
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
@@ -92,8 +150,8 @@ def uniform(
 
 
 def normal(
-    loc: float = 0.0,
-    scale: float = 1.0,
+    loc: float | NDArray = 0.0,
+    scale: float | NDArray = 1.0,
     shape: ShapeLike | None = None,
     dtype: DTypeLike | None = None,
     ctx: CtxLike | None = None,
@@ -104,6 +162,8 @@ def normal(
 
     Parameters as :func:`uniform`.
     """
+    if _arrays("normal", loc=loc, scale=scale):
+        return sample_normal(loc, scale, shape, dtype, out)  # type: ignore[arg-type]
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
@@ -114,8 +174,8 @@ def normal(
 
 def randn(
     *shape: int,
-    loc: float = 0.0,
-    scale: float = 1.0,
+    loc: float | NDArray = 0.0,
+    scale: float | NDArray = 1.0,
     dtype: DTypeLike | None = None,
     ctx: CtxLike | None = None,
     **kwargs: Any,
@@ -137,7 +197,9 @@ def randint(
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
     with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.randint(generator(ctx), int(low), int(high), shape, np.dtype(dtype))
+        data = ctx.backend.randint(
+            generator(ctx), int(low), int(high), shape, np.dtype(dtype or "int32")
+        )
     return _result(data, ctx, out)
 
 
@@ -151,44 +213,27 @@ def shuffle(data: NDArray, **kwargs: Any) -> NDArray:
         return _wrap(data._data[perm], ctx)
 
 
-def _sample(
-    name: str,
-    draw: Any,
-    params: dict[str, Any],
+def _draws(
+    draw: Callable[..., Any],
+    values: list[float],
     shape: ShapeLike | None,
     dtype: DTypeLike | None,
     ctx: CtxLike | None,
     out: NDArray | None,
 ) -> NDArray:
-    """Samples ``draw(rng, *params, size)`` of ``shape``; a parameter given as an NDArray
-    draws one set of ``shape`` samples per element (the result is its shape + ``shape``)."""
-    arrays = [v for v in params.values() if isinstance(v, NDArray)]
-    if arrays and len(arrays) != len(params):
-        raise ValueError(f"{name}: give every parameter as an NDArray, or none")
-    if arrays:
-        first = arrays[0]
-        for v in arrays[1:]:
-            if v.shape != first.shape:
-                raise ValueError(f"{name}: parameter shapes differ: {first.shape} and {v.shape}")
-        extra = () if shape is None or shape == () else _shape(shape)
-        size = out.shape if out is not None else first.shape + extra
-        ctx = _target(ctx, out) if out is not None else first._ctx
-        values = [v._data.reshape(v.shape + (1,) * len(extra)) for v in arrays]
-        dt = np.dtype(dtype or (out.dtype if out is not None else first.dtype))
-    else:
-        ctx = _target(ctx, out)
-        size = out.shape if out is not None else _shape(shape)
-        values = [float(v) for v in params.values()]
-        dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
-    with ctx.backend.guard(ctx.device_id):
+    """Draws ``draw(rng, *values, size)`` from one distribution, of ``shape`` (or ``out``'s)."""
+    ctx = _target(ctx, out)
+    size = out.shape if out is not None else _shape(shape)
+    dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
+    with ctx.backend.guard(ctx.device_id), np.errstate(all="ignore"):
         data = draw(generator(ctx), *values, size).astype(dt)
     return _result(data, ctx, out)
 
 
 def _positive(name: str, **values: Any) -> None:
     for key, v in values.items():
-        if not isinstance(v, NDArray) and not float(v) > 0:
-            raise ValueError(f"{name}: {key} must be positive, got {v}")
+        if not float(v) > 0:
+            raise DistributionError(f"{name}: {key} must be positive, got {v}")
 
 
 def poisson(
@@ -203,11 +248,11 @@ def poisson(
 
     ``lam`` may be an NDArray: each element gets ``shape`` samples of its own rate.
     """
-    if not isinstance(lam, NDArray) and float(lam) < 0:
-        raise ValueError(f"poisson: lam must be 0 or more, got {lam}")
-    return _sample(
-        "poisson", lambda g, lam, n: g.poisson(lam, n), {"lam": lam}, shape, dtype, ctx, out
-    )
+    if _arrays("poisson", lam=lam):
+        return sample_poisson(lam, shape, dtype, out)  # type: ignore[arg-type]
+    if float(lam) < 0:
+        raise DistributionError(f"poisson: lam must be 0 or more, got {lam}")
+    return _draws(lambda g, lam, n: g.poisson(lam, n), [float(lam)], shape, dtype, ctx, out)
 
 
 def exponential(
@@ -218,17 +263,30 @@ def exponential(
     out: NDArray | None = None,
     **kwargs: Any,
 ) -> NDArray:
-    """Draw from the exponential distribution of mean ``scale`` (rate ``1 / scale``)."""
+    """Draw from the exponential distribution of mean ``scale`` (rate ``1 / scale``).
+
+    NDArray scales draw per element, through ``sample_exponential(1 / scale)``.
+    """
+    if _arrays("exponential", scale=scale):
+        return sample_exponential(1.0 / scale, shape, dtype, out)  # type: ignore[arg-type]
     _positive("exponential", scale=scale)
-    return _sample(
-        "exponential",
-        lambda g, scale, n: g.exponential(scale, n),
-        {"scale": scale},
-        shape,
-        dtype,
-        ctx,
-        out,
+    return _draws(
+        lambda g, scale, n: g.exponential(scale, n), [float(scale)], shape, dtype, ctx, out
     )
+
+
+def random_exponential(
+    lam: float = 1.0,
+    shape: ShapeLike | None = None,
+    dtype: DTypeLike | None = None,
+    ctx: CtxLike | None = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """MXNet's operator ``random_exponential``: the exponential distribution of *rate*
+    ``lam`` (mean ``1 / lam``), unlike :func:`exponential`, which takes the scale."""
+    _positive("random_exponential", lam=lam)
+    return exponential(1.0 / float(lam), shape, dtype, ctx, out)
 
 
 def gamma(
@@ -241,15 +299,11 @@ def gamma(
     **kwargs: Any,
 ) -> NDArray:
     """Draw from the gamma distribution of shape ``alpha`` and scale ``beta``."""
+    if _arrays("gamma", alpha=alpha, beta=beta):
+        return sample_gamma(alpha, beta, shape, dtype, out)  # type: ignore[arg-type]
     _positive("gamma", alpha=alpha, beta=beta)
-    return _sample(
-        "gamma",
-        lambda g, a, b, n: g.gamma(a, b, n),
-        {"alpha": alpha, "beta": beta},
-        shape,
-        dtype,
-        ctx,
-        out,
+    return _draws(
+        lambda g, a, b, n: g.gamma(a, b, n), [float(alpha), float(beta)], shape, dtype, ctx, out
     )
 
 
@@ -264,18 +318,15 @@ def negative_binomial(
 ) -> NDArray:
     """Draw the number of failures before the ``k``-th success in trials of success
     probability ``p``."""
+    if _arrays("negative_binomial", k=k, p=p):
+        return sample_negative_binomial(k, p, shape, dtype, out)  # type: ignore[arg-type]
     _positive("negative_binomial", k=k)
-    if not isinstance(p, NDArray) and not 0 < float(p) <= 1:
-        raise ValueError(f"negative_binomial: p must be in (0, 1], got {p}")
-    return _sample(
-        "negative_binomial",
-        lambda g, k, p, n: g.negative_binomial(k, p, n),
-        {"k": k, "p": p},
-        shape,
-        dtype,
-        ctx,
-        out,
-    )
+    if not 0 < float(p) <= 1:
+        raise DistributionError(f"negative_binomial: p must be in (0, 1], got {p}")
+    return _draws(
+        lambda g, k, p, n: g.negative_binomial(k, p, n), [float(k), float(p)], shape, dtype,
+        ctx, out,
+    )  # fmt: skip
 
 
 def generalized_negative_binomial(
@@ -291,25 +342,17 @@ def generalized_negative_binomial(
     ``mu + alpha * mu**2``): Poisson counts whose rate is gamma-distributed; ``alpha`` 0 is
     Poisson of rate ``mu``."""
 
-    def draw(g: Any, mu: Any, alpha: Any, n: Any) -> Any:
-        xp = np if isinstance(g, np.random.Generator) else __import__("cupy")
-        mu, alpha = xp.asarray(mu, dtype=np.float64), xp.asarray(alpha, dtype=np.float64)
-        shape_ = xp.where(alpha > 0, 1.0 / xp.maximum(alpha, 1e-300), 1.0)
-        rate = xp.where(alpha > 0, g.gamma(shape_, alpha * mu, n), mu * xp.ones(n))
-        return g.poisson(rate, n)
+    def draw(g: Any, mu: float, alpha: float, n: Any) -> Any:
+        return g.poisson(g.gamma(1.0 / alpha, alpha * mu, n) if alpha > 0 else mu, n)
 
+    if _arrays("generalized_negative_binomial", mu=mu, alpha=alpha):
+        return sample_generalized_negative_binomial(mu, alpha, shape, dtype, out)  # type: ignore[arg-type]
     _positive("generalized_negative_binomial", mu=mu)
-    if not isinstance(alpha, NDArray) and float(alpha) < 0:
-        raise ValueError(f"generalized_negative_binomial: alpha must be 0 or more, got {alpha}")
-    return _sample(
-        "generalized_negative_binomial",
-        draw,
-        {"mu": mu, "alpha": alpha},
-        shape,
-        dtype,
-        ctx,
-        out,
-    )
+    if float(alpha) < 0:
+        raise DistributionError(
+            f"generalized_negative_binomial: alpha must be 0 or more, got {alpha}"
+        )
+    return _draws(draw, [float(mu), float(alpha)], shape, dtype, ctx, out)
 
 
 def multinomial(
@@ -319,31 +362,76 @@ def multinomial(
     out: NDArray | None = None,
     dtype: DTypeLike = "int32",
     **kwargs: Any,
-) -> NDArray | tuple[NDArray, NDArray]:
+) -> NDArray | list[NDArray]:
     """Draw category indices from the distributions in ``data``'s last axis (probabilities
     that sum to 1): ``shape`` samples per distribution (one without it), so the result has
-    ``data.shape[:-1] + shape``. With ``get_prob``, also the log-probability of each draw."""
+    ``data.shape[:-1] + shape``. With ``get_prob``, a list that also holds the
+    log-probability of each draw (differentiable for ``data``); see
+    :func:`~.random_sample.sample_multinomial`."""
+    return sample_multinomial(data, shape, get_prob, dtype, out)
+
+
+def _like(
+    draw: Callable[..., NDArray], data: NDArray, out: NDArray | None, *params: Any
+) -> NDArray:
     if not isinstance(data, NDArray):
-        raise TypeError("multinomial expects an NDArray of probabilities")
-    ctx = data._ctx
-    extra = () if shape is None or shape == () else _shape(shape)
-    probs = np.asarray(data.asnumpy(), dtype=np.float64)
-    if probs.ndim == 0 or (probs < 0).any():
-        raise ValueError("multinomial: data must hold non-negative probabilities in its last axis")
-    flat = probs.reshape(-1, probs.shape[-1])
-    cdf = np.cumsum(flat, axis=1)
-    cdf /= cdf[:, -1:]
-    count = int(np.prod(extra)) if extra else 1
-    with ctx.backend.guard(ctx.device_id):
-        draws = ctx.backend.uniform(
-            generator(ctx), 0.0, 1.0, (flat.shape[0], count), np.dtype(np.float64)
+        raise DistributionError(
+            f"the *_like samplers need an NDArray data, got {type(data).__name__}"
         )
-    u = np.asarray(draws.get() if hasattr(draws, "get") else draws)
-    picks = np.stack([np.searchsorted(c, row, side="right") for c, row in zip(cdf, u, strict=True)])
-    picks = np.minimum(picks, flat.shape[1] - 1).reshape(probs.shape[:-1] + extra)
-    result = _result(picks.astype(np.dtype(dtype)), ctx, out)
-    if not get_prob:
-        return result
-    rows = np.arange(flat.shape[0])[:, None]
-    logp = np.log(flat[rows, picks.reshape(flat.shape[0], count)]).reshape(picks.shape)
-    return result, _wrap(logp.astype(data.dtype), ctx)
+    return draw(*params, shape=data.shape, dtype=data.dtype, ctx=data._ctx, out=out)
+
+
+def uniform_like(
+    data: NDArray, low: float = 0.0, high: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw from the uniform distribution on ``[low, high)`` an array of ``data``'s shape,
+    dtype and context."""
+    return _like(uniform, data, out, low, high)
+
+
+def normal_like(
+    data: NDArray, loc: float = 0.0, scale: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw from the normal distribution an array of ``data``'s shape, dtype and context."""
+    return _like(normal, data, out, loc, scale)
+
+
+def gamma_like(
+    data: NDArray, alpha: float = 1.0, beta: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw from the gamma distribution of shape ``alpha`` and scale ``beta`` an array of
+    ``data``'s shape, dtype and context."""
+    return _like(gamma, data, out, alpha, beta)
+
+
+def exponential_like(
+    data: NDArray, lam: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw from the exponential distribution of *rate* ``lam`` (as MXNet's operator takes
+    it; mean ``1 / lam``) an array of ``data``'s shape, dtype and context."""
+    _positive("exponential_like", lam=lam)
+    return _like(exponential, data, out, 1.0 / float(lam))
+
+
+def poisson_like(
+    data: NDArray, lam: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw from the Poisson distribution of rate ``lam`` an array of ``data``'s shape, dtype
+    and context."""
+    return _like(poisson, data, out, lam)
+
+
+def negative_binomial_like(
+    data: NDArray, k: float = 1, p: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw negative binomial counts (see :func:`negative_binomial`) into an array of
+    ``data``'s shape, dtype and context."""
+    return _like(negative_binomial, data, out, k, p)
+
+
+def generalized_negative_binomial_like(
+    data: NDArray, mu: float = 1.0, alpha: float = 1.0, out: NDArray | None = None, **kwargs: Any
+) -> NDArray:
+    """Draw generalized negative binomial counts (see :func:`generalized_negative_binomial`)
+    into an array of ``data``'s shape, dtype and context."""
+    return _like(generalized_negative_binomial, data, out, mu, alpha)

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._bfloat16 import BFLOAT16
 from ..base import MXNetError
 from .ndarray import NDArray
 
@@ -61,9 +62,9 @@ _FLAG_TO_DTYPE: dict[int, np.dtype] = {
     9: np.dtype(np.uint16),
     10: np.dtype(np.uint32),
     11: np.dtype(np.uint64),
+    12: BFLOAT16,
 }
 _DTYPE_TO_FLAG = {dt: flag for flag, dt in _FLAG_TO_DTYPE.items()}
-_BFLOAT16_FLAG = 12
 
 _ZIP_SIGNATURE = b"PK"
 
@@ -274,8 +275,7 @@ class _Reader:
         (flag,) = self._unpack("i", f"type flag of {what}")
         dtype = _FLAG_TO_DTYPE.get(flag)
         if dtype is None:
-            kind = "bfloat16 (not supported by mxrs)" if flag == _BFLOAT16_FLAG else "unknown"
-            raise self._fail(f"{what} has type flag {flag}: {kind}")
+            raise self._fail(f"{what} has type flag {flag}: unknown")
         size = 1
         for d in shape:
             size *= d

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import kernels
+from .._bfloat16 import BFLOAT16, check_backend, truncate
 from ..base import MXNetError
 from .core import special as _special
 from .core.array import ArrayCore, ArrayT
@@ -273,12 +274,25 @@ class _Where(Op):
 
 
 class _Cast(Op):
+    bfloat16 = True
+
     def forward(self, x, dtype):
         self.src = x.dtype
-        return x.astype(dtype)
+        return _convert(x, dtype)
 
     def backward(self, g):
-        return g.astype(self.src)
+        return _convert(g, self.src)
+
+
+def _convert(x, dtype):
+    """``x`` as ``dtype``; to bfloat16 by keeping the high bits of float32, as MXNet's CPU
+    ``Cast`` does (see ``mxrs._bfloat16``)."""
+    if dtype is BFLOAT16 and x.dtype is not BFLOAT16:
+        return truncate(x)
+    if isinstance(x, np.ndarray):
+        with np.errstate(over="ignore", invalid="ignore"):  # too large: inf, as in MXNet
+            return x.astype(dtype)
+    return x.astype(dtype)
 
 
 def negative(data: ArrayT) -> ArrayT:
@@ -430,8 +444,19 @@ def where(condition: ArrayT, x: ArrayT, y: ArrayT) -> ArrayT:
 
 
 def cast(data: ArrayT, dtype: DTypeLike) -> ArrayT:
-    """Return ``data`` converted to ``dtype`` (the gradient converts back)."""
-    return apply(_Cast, (data,), dtype=np.dtype(dtype))
+    """Return ``data`` converted to ``dtype`` (the gradient converts back).
+
+    To bfloat16 the float32 value's low 16 bits are dropped (rounding toward zero), as MXNet's
+    CPU ``Cast`` does; :func:`amp_cast` rounds to nearest even.
+
+    Raises
+    ------
+    MXNetError
+        For bfloat16 on a GPU context.
+    """
+    dt = np.dtype(dtype)
+    check_backend(data._ctx.backend.xp, dt, "cast")
+    return apply(_Cast, (data,), dtype=dt)
 
 
 class _Identity(Op):

@@ -35,6 +35,7 @@ from . import contrib as contrib
 from . import from_autograd as from_autograd  # installs autograd.get_symbol
 from . import linalg as linalg
 from . import ops
+from . import random as random
 from . import sparse as sparse
 from .executor import Executor
 from .opinfo import has_op

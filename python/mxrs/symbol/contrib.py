@@ -1,10 +1,12 @@
 """``mx.sym.contrib``: the symbolic forms of ``mx.nd.contrib``'s operators, as nodes of MXNet's
-``_contrib_<name>`` operators (so their JSON loads in MXNet); ``isnan``, ``isinf`` and
-``isfinite`` are composed of other operators, as MXNet composes them. Control flow
-(``foreach``, ``cond``, ``while_loop``) runs Python callables and exists imperatively only."""
+``_contrib_<name>`` operators (so their JSON loads in MXNet); ``isnan``, ``isinf``,
+``isfinite`` and ``rand_zipfian`` are composed of other operators, as MXNet composes them.
+Control flow (``foreach``, ``cond``, ``while_loop``) runs Python callables and exists
+imperatively only."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,37 @@ def isinf(data: Symbol) -> Symbol:
 def isfinite(data: Symbol) -> Symbol:
     """1 where ``data`` is neither NaN nor infinite, else 0."""
     return (make_function("abs")(data) != np.inf) * (data == data)
+
+
+def rand_zipfian(
+    true_classes: Symbol, num_sampled: int, range_max: int, ctx: Any = None
+) -> tuple[Symbol, Symbol, Symbol]:
+    """``(sampled_classes, expected_count_true, expected_count_sampled)``: ``num_sampled``
+    classes of ``[0, range_max)`` drawn by the log-uniform (Zipfian) law and the expected
+    counts of ``true_classes`` and of the sampled ones (float64), as
+    :func:`mxrs.nd.contrib.rand_zipfian` computes them.
+
+    Raises
+    ------
+    MXNetError
+        For ``num_sampled`` or ``range_max`` below 1.
+    """
+    if num_sampled < 1 or range_max < 1:
+        raise MXNetError(
+            f"rand_zipfian: num_sampled and range_max must be at least 1, got {num_sampled} "
+            f"and {range_max}"
+        )
+    log_range = math.log(range_max + 1)
+    uniform = make_function("random_uniform", "uniform")
+    cast, log, exp = make_function("Cast"), make_function("log"), make_function("exp")
+    draw = uniform(low=0.0, high=log_range, shape=(num_sampled,), dtype="float64")
+    sampled = cast(exp(draw) - 1, dtype="int64") % range_max
+
+    def expected(classes: Symbol) -> Symbol:
+        c = cast(classes, dtype="float64")
+        return log((c + 2.0) / (c + 1.0)) / log_range * num_sampled
+
+    return sampled, expected(true_classes), expected(sampled)
 
 
 def __getattr__(name: str) -> Any:

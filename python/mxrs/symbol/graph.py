@@ -11,7 +11,15 @@ from typing import Any, Protocol
 
 from .opinfo import visible_outputs
 
-__all__ = ["Node", "Graph", "topo", "hidden_attrs", "HIDDEN_KEYS", "DTYPE_CODES"]
+__all__ = [
+    "Node",
+    "Graph",
+    "topo",
+    "without_amp_casts",
+    "hidden_attrs",
+    "HIDDEN_KEYS",
+    "DTYPE_CODES",
+]
 
 #: attributes MXNet stores as ``__key__`` when given as ``key``
 HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
@@ -75,6 +83,27 @@ def topo(outputs: Sequence[tuple[Node, int]]) -> list[Node]:
             else:
                 order.append(node)
     return order
+
+
+_AMP_CASTS = ("amp_cast", "amp_multicast")
+
+
+def without_amp_casts(outputs: Sequence[tuple[Node, int]]) -> list[tuple[Node, int]]:
+    """A copy of the graph of ``outputs`` where every ``amp_cast`` and ``amp_multicast`` node
+    is bypassed: its consumers read what it cast (MXNet's ``remove_amp_cast``)."""
+    copies: dict[int, Node] = {}
+
+    def source(entry: tuple[Node, int]) -> tuple[Node, int]:
+        node, i = entry
+        while node.op in _AMP_CASTS:
+            node, i = node.inputs[0 if node.op == "amp_cast" else i]
+        return copies[id(node)], i
+
+    for node in topo(outputs):
+        if node.op not in _AMP_CASTS:
+            inputs = [source(e) for e in node.inputs]
+            copies[id(node)] = Node(node.op, node.name, dict(node.attrs), inputs)
+    return [source(e) for e in outputs]
 
 
 #: MXNet's numeric dtype codes, as the ``__dtype__`` attribute stores them

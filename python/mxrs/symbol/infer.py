@@ -107,14 +107,29 @@ def _shape_pass(
                         f"{child.name!r} of shape {tuple(after)}, but it has shape {tuple(before)}"
                     )
                 shapes[(id(child), i)] = tuple(after)
+                _through_casts(child, i, tuple(after), shapes)
                 continue
             merged = _merge(before, tuple(after), node, child.name)
             refined = refined or merged != before
             shapes[(id(child), i)] = merged
+            if merged is not None:
+                _through_casts(child, i, merged, shapes)
         for i, s in enumerate(outs):
             key = (id(node), i)
             shapes[key] = s if cache is None else _merge(shapes.get(key), s, node, "its output")
     return refined
+
+
+def _through_casts(
+    node: Node, i: int, shape: Shape, shapes: dict[tuple[int, int], Shape | None]
+) -> None:
+    """Give the shape an operator needs of an ``amp_cast``/``amp_multicast`` output to what it
+    casts too (a parameter read through a cast gets its shape)."""
+    while node.op in ("amp_cast", "amp_multicast"):
+        node, i = node.inputs[0 if node.op == "amp_cast" else i]
+        if shapes.get((id(node), i)) is not None:
+            return
+        shapes[(id(node), i)] = shape
 
 
 def _merge(before: Shape | None, after: Shape | None, node: Node, what: str) -> Shape | None:
@@ -191,20 +206,44 @@ def infer_type(sym: Graph, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple
             continue
         first = next((types[(id(c), i)] for c, i in node.inputs if types.get((id(c), i))), None)
         first = first or np.float32
-        for c, i in node.inputs:
+        params_f32 = node.op in _FP32_PARAMS and np.dtype(first) in _LOW
+        for j, (c, i) in enumerate(node.inputs):
             if types.get((id(c), i)) is None:
-                types[(id(c), i)] = first
-        out_t = first
-        if node.op in ("Cast", "cast", "amp_cast"):
-            out_t = np.dtype(parse_attrs(node.attrs)["dtype"]).type
-        for i in range(len(node.output_names())):
-            types[(id(node), i)] = out_t
+                types[(id(c), i)] = np.float32 if j and params_f32 else first
+        ins = [types[(id(c), i)] for c, i in node.inputs]
+        for i, t in enumerate(_output_types(node, ins, first)):
+            types[(id(node), i)] = t
     var = {n.name: types.get((id(n), 0)) or np.float32 for n in sym._nodes() if n.op is None}
     return (
         [var[n] for n in sym.list_arguments()],
         [types[(id(n), i)] for n, i in sym._outputs],
         [var[n] for n in sym.list_auxiliary_states()],
     )
+
+
+#: Operators whose parameters stay float32 for float16 and bfloat16 data (MXNet's BatchNorm).
+_FP32_PARAMS = frozenset(("BatchNorm", "BatchNorm_v1", "_contrib_BatchNormWithReLU"))
+_LOW = (np.dtype(np.float16), np.dtype("bfloat16"))
+
+
+def _output_types(node: Node, ins: list[Any], first: Any) -> list[Any]:
+    """The types of every output of ``node`` given its inputs' (``first``: the first known)."""
+    n = len(node.output_names())
+    if node.op in ("Cast", "cast", "amp_cast"):
+        to = np.dtype(parse_attrs(node.attrs)["dtype"])
+        if node.op == "amp_cast" and np.dtype(ins[0]) not in _AMP:
+            to = np.dtype(ins[0])
+        return [to.type] * n
+    if node.op == "amp_multicast":
+        from ..ndarray.precision import _widest
+
+        dts = [np.dtype(t) for t in ins]
+        common = _widest(dts, bool(parse_attrs(node.attrs).get("cast_narrow", False)))
+        return [(common if d in _AMP else d).type for d in dts]
+    return [first] * n
+
+
+_AMP = (np.dtype(np.float32), *_LOW)
 
 
 # ----------------------------------------------------------------- per-operator rules
@@ -478,8 +517,10 @@ _RULES: dict[str, Callable[[dict[str, Any], Shapes], tuple[Shapes, Shapes]]] = {
     "Flatten": _flatten,
     "flatten": _flatten,
     "where": _where,
+    "amp_multicast": lambda a, ins: (ins, list(ins)),
 }
 _SAME_SHAPE = {
+    "amp_cast",
     "Activation", "Dropout", "BlockGrad", "stop_gradient", "MakeLoss", "make_loss", "identity",
     "_copy", "relu", "sigmoid", "tanh", "softsign", "exp", "log", "sqrt", "square", "abs",
     "negative", "clip", "Cast", "cast", "softmax", "log_softmax", "SoftmaxActivation",

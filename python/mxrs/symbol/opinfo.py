@@ -53,6 +53,7 @@ class _Def:
     drop: Callable[[dict[str, Any]], set[str]] = field(default=lambda a: set())
     hidden: int = 0  # outputs beyond the visible ones (BatchNorm's mean and variance)
     scalar: str | None = None  # an arithmetic op with a number: how to compute it
+    count: str = "num_args"  # the attribute holding a variadic op's number of inputs
 
 
 def _no_bias(default: bool) -> Callable[[dict[str, Any]], set[str]]:
@@ -121,6 +122,7 @@ _DEFS: dict[str, _Def] = {
     "add_n": _Def("add_n", variadic=True),
     "ElementWiseSum": _Def("add_n", variadic=True),
     "stack": _Def("stack", variadic=True),
+    "amp_multicast": _Def("amp_multicast", variadic=True, count="num_outputs"),
     "SliceChannel": _Def("SliceChannel", ("data",)),
     "split": _Def("split", ("data",)),
     "Flatten": _Def("Flatten", ("data",)),
@@ -192,7 +194,7 @@ def _nd() -> Any:
 #: ``mx.nd.contrib``'s functions that are not operators: control flow over Python callables.
 _CONTRIB_NOT_OPS = frozenset({"foreach", "cond", "while_loop", "with_out"})
 #: ... and those MXNet composes from other operators (no ``_contrib_`` operator of theirs).
-_CONTRIB_COMPOSED = frozenset({"isnan", "isinf", "isfinite"})
+_CONTRIB_COMPOSED = frozenset({"isnan", "isinf", "isfinite", "rand_zipfian"})
 
 
 def _contrib_fn(op: str) -> Any:
@@ -211,7 +213,8 @@ def _nd_fn(op: str) -> Callable[..., Any]:
     fn = contrib or getattr(_nd(), d.nd if d is not None else op, None)
     if fn is None or not callable(fn) or op.startswith("__"):
         raise MXNetError(f"symbol operator {op!r} is not an operator mxrs has")
-    return fn
+    # AMP's imperative wrappers cast inputs; a graph holds its casts as nodes already
+    return getattr(fn, "_amp_original", fn)
 
 
 def has_op(op: str) -> bool:
@@ -291,7 +294,7 @@ def aux_positions(op: str, attrs: dict[str, str], n_inputs: int) -> list[int]:
 
 def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
     """The names (suffixes) of an ``op`` node's visible outputs."""
-    if op in ("SliceChannel", "split"):
+    if op in ("SliceChannel", "split", "amp_multicast"):
         n = int(parse_attrs(attrs).get("num_outputs", 1))
         return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
     if op == "Custom":
@@ -363,7 +366,7 @@ def compile_node(node: OpNode) -> Callable[[list[Any]], list[Any]]:
         how, s = d.scalar, params.get("scalar", 0.0)
         return lambda inputs: [_scalar(how, inputs[0], s)]
     fn = _nd_fn(op)
-    if d is not None and d.variadic:
+    if d is not None and d.variadic and d.count == "num_args":
         params.pop("num_args", None)
 
     def call(inputs: list[Any]) -> list[Any]:

@@ -44,7 +44,7 @@ def create(
     if variadic:
         if named:
             raise MXNetError(f"{op} takes its inputs by position, not {sorted(named)}")
-        attrs.setdefault("num_args", str(len(args)))
+        attrs.setdefault(_DEFS[op].count if op in _DEFS else "num_args", str(len(args)))
     elif len(args) > len(names):
         raise MXNetError(f"{op} takes {len(names)} inputs {list(names)}, got {len(args)}")
     node_name = _name.current().get(name, hint or op.lower())

@@ -17,7 +17,7 @@ from ..attribute import AttrScope
 from ..base import MXNetError
 from . import infer, json_io
 from .executor import Executor, simple_bind
-from .graph import DTYPE_CODES, HIDDEN_KEYS, Node, hidden_attrs, topo
+from .graph import DTYPE_CODES, HIDDEN_KEYS, Node, hidden_attrs, topo, without_amp_casts
 from .opinfo import aux_positions, has_op
 
 if TYPE_CHECKING:
@@ -194,20 +194,23 @@ class Symbol:
         return self()
 
     def __deepcopy__(self, memo: Any) -> Symbol:
-        return load_json(self.tojson())
+        return load_json(json_io.dumps(self))
 
     # ----------------------------------------------------------------- serialisation
-    def tojson(self) -> str:
-        """The graph in MXNet's JSON format."""
+    def tojson(self, remove_amp_cast: bool = True) -> str:
+        """The graph in MXNet's JSON format; with ``remove_amp_cast`` (the default, as in
+        MXNet) without the ``amp_cast``/``amp_multicast`` nodes mixed precision added."""
+        if remove_amp_cast:
+            return json_io.dumps(Symbol(without_amp_casts(self._outputs)))
         return json_io.dumps(self)
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
-        """Write :meth:`tojson` to ``fname``."""
+        """Write :meth:`tojson` (with ``remove_amp_cast``) to ``fname``."""
         with open(fname, "w") as f:
-            f.write(self.tojson())
+            f.write(self.tojson(remove_amp_cast))
 
     def __getstate__(self) -> dict[str, str]:
-        return {"json": self.tojson()}
+        return {"json": json_io.dumps(self)}
 
     def __setstate__(self, state: dict[str, str]) -> None:
         self._outputs = load_json(state["json"])._outputs

@@ -18,6 +18,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
+from ..._bfloat16 import BFLOAT16, forward_in_float32
 from ...autograd import _state
 from ...base import ContextError, InvalidShapeError, MXNetError
 
@@ -53,6 +54,9 @@ class Op:
     """
 
     keeps_inputs = True
+    #: Whether ``forward`` and ``backward`` take bfloat16 arrays as they are (casts); other ops
+    #: given a bfloat16 input run in float32 (see ``mxrs._bfloat16.forward_in_float32``).
+    bfloat16 = False
 
     xp: Any
     be: Any
@@ -98,12 +102,14 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         When the arrays live on different contexts.
     """
     ctx = arrays[0]._ctx
-    sparse = False
+    sparse = low = False
     for a in arrays:
         if a._ctx is not ctx and a._ctx != ctx:
             raise _mixed(op_cls, ctx, a._ctx)
         if a._sparse:
             sparse = True
+        elif a._data.dtype is BFLOAT16:
+            low = not op_cls.bfloat16
     if sparse:
         rule = sparse_rules.get(op_cls)
         if rule is not None:
@@ -126,6 +132,8 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         if ctx.device_typeid == 2:
             with be.guard(ctx.device_id):
                 out = op.forward(*[a._data for a in arrays], **attrs)
+        elif low:
+            out = forward_in_float32(op, [a._data for a in arrays], attrs)
         else:
             out = op.forward(*[a._data for a in arrays], **attrs)
     except ValueError as err:  # the array library's shape errors, e.g. broadcasting

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..._bfloat16 import BFLOAT16, check_backend
 from ...autograd import _state
 from .array import ArrayCore, ArrayT
 from .op import Op
@@ -25,6 +26,7 @@ def move_data(data: Any, src: Context, dst: Context) -> Any:
     sbe, dbe = src.backend, dst.backend
     if sbe is dbe and dbe.xp is np:
         return data
+    check_backend(dbe.xp, data.dtype, f"copying to {dst}")
     host = sbe.to_host(data) if dbe is not sbe else data
     return dbe.asarray(host, data.dtype, dst.device_id)
 
@@ -56,11 +58,25 @@ def to_raw(source: Any, ctx: Context, dtype: DTypeLike | None = None) -> Any:
     """Return ``source`` (array_like or NDArray) as raw data of ``ctx``'s library and device.
 
     The element type is ``dtype``, else the source's for an NDArray, else float32; a scalar
-    becomes a 1-element array.
+    becomes a 1-element array. Values become bfloat16 through float32 (rounded to nearest
+    even), as ``amp_cast`` of a float32 array makes them.
+
+    Raises
+    ------
+    MXNetError
+        For bfloat16 on a GPU context.
     """
     be = ctx.backend
+    dt = None if dtype is None else np.dtype(dtype)
+    check_backend(be.xp, dt, "creating an array")
     if isinstance(source, ArrayCore):
-        dt = source._data.dtype if dtype is None else np.dtype(dtype)
-        return be.asarray(move_data(source._data, source._ctx, ctx), dt, ctx.device_id)
-    data = be.asarray(source, np.dtype(np.float32 if dtype is None else dtype), ctx.device_id)
+        dt = source._data.dtype if dt is None else dt
+        data = move_data(source._data, source._ctx, ctx)
+        if dt is BFLOAT16 and data.dtype is not BFLOAT16:
+            return data.astype(np.float32).astype(BFLOAT16)
+        return be.asarray(data, dt, ctx.device_id)
+    if dt is BFLOAT16 and getattr(source, "dtype", None) is not BFLOAT16:
+        data = be.asarray(source, np.dtype(np.float32), ctx.device_id).astype(BFLOAT16)
+    else:
+        data = be.asarray(source, np.dtype(np.float32) if dt is None else dt, ctx.device_id)
     return data.reshape(1) if data.ndim == 0 else data

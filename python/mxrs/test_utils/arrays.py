@@ -1,9 +1,5 @@
-"""Helpers for testing code written against mxrs (or Apache MXNet 1.x): comparing arrays with
-tolerances that follow their dtypes, random arrays and shapes, the default test context,
-temporary environment variables, and checking an optimizer against a reference one.
-
-``from mxrs.test_utils import *`` also brings ``np``, ``mx`` and ``array``, as MXNet's does.
-"""
+"""Comparing arrays with tolerances that follow their dtypes, random arrays and shapes
+(dense and sparse), the default test context and temporary environment variables."""
 
 from __future__ import annotations
 
@@ -15,10 +11,29 @@ from typing import Any
 
 import numpy as np
 
-import mxrs as mx
+from .. import ndarray as nd
+from ..context import Context, current_context
+from ..ndarray import NDArray, array
 
-from .context import Context, current_context
-from .ndarray import NDArray, array
+__all__ = [
+    "default_context",
+    "set_default_context",
+    "effective_dtype",
+    "almost_equal",
+    "assert_almost_equal",
+    "same",
+    "assert_exception",
+    "random_arrays",
+    "rand_shape_2d",
+    "rand_shape_3d",
+    "rand_shape_nd",
+    "rand_ndarray",
+    "rand_sparse_ndarray",
+    "create_sparse_array",
+    "environment",
+    "discard_stderr",
+    "compare_ndarray_tuple",
+]
 
 _default_ctx: Context | None = None
 
@@ -242,7 +257,7 @@ def rand_sparse_ndarray(
         else:
             indices = np.flatnonzero(np.random.rand(shape[0]) < density).astype(np.int64)
         values = fill((len(indices),) + tuple(shape[1:]))
-        arr = mx.nd.sparse.row_sparse_array((values, indices), shape=shape, ctx=ctx, dtype=dtype)
+        arr = nd.sparse.row_sparse_array((values, indices), shape=shape, ctx=ctx, dtype=dtype)
         return arr, (values, indices)
     if stype == "csr":
         if len(shape) != 2:
@@ -265,7 +280,7 @@ def rand_sparse_ndarray(
         rows, cols = np.nonzero(mask)
         values = fill((len(rows),))
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=shape[0]))])
-        csr = mx.nd.sparse.csr_matrix((values, cols, indptr), shape=shape, ctx=ctx, dtype=dtype)
+        csr = nd.sparse.csr_matrix((values, cols, indptr), shape=shape, ctx=ctx, dtype=dtype)
         return csr, (indptr.astype(np.int64), cols.astype(np.int64), values)
     raise ValueError(f"unknown storage type {stype!r}; use 'row_sparse' or 'csr'")
 
@@ -348,115 +363,3 @@ def compare_ndarray_tuple(t1, t2, rtol: float | None = None, atol: float | None 
             compare_ndarray_tuple(a, b, rtol, atol)
         return
     assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
-
-
-def compare_optimizer(
-    opt1,
-    opt2,
-    shapes,
-    dtype,
-    w_stype: str = "default",
-    g_stype: str = "default",
-    rtol: float = 1e-4,
-    atol: float = 1e-5,
-    compare_states: bool = True,
-    ntensors: int = 1,
-) -> None:
-    """Check that optimizers ``opt1`` and ``opt2`` agree: both create states for the same
-    random weights and update them with the same random gradients; their states (if
-    ``compare_states``) and weights must match.
-
-    ``shapes`` is one shape, or a list of ``ntensors`` shapes: then ``opt2`` updates all the
-    tensors in one multi-tensor call and ``opt1``, the reference, one by one.
-    """
-    ctx = default_context()
-    if not isinstance(shapes, list):
-        if ntensors != 1:
-            raise ValueError(f"compare_optimizer: ntensors={ntensors} needs a list of shapes")
-        if w_stype == "default":
-            w2 = mx.random.uniform(shape=shapes, ctx=ctx, dtype=dtype)
-            w1 = w2.copyto(ctx)
-        else:  # opt2 gets a fully stored sparse weight, the reference its dense copy
-            w2 = rand_ndarray(shapes, w_stype, density=1, dtype=dtype, ctx=ctx)
-            w1 = w2.copyto(ctx).tostype("default")
-        if g_stype == "default":
-            g2 = mx.random.uniform(shape=shapes, ctx=ctx, dtype=dtype)
-            g1 = g2.copyto(ctx)
-        else:
-            g2 = rand_ndarray(shapes, g_stype, dtype=dtype, ctx=ctx)
-            g1 = g2.copyto(ctx).tostype("default")
-        state1 = opt1.create_state_multi_precision(0, w1)
-        state2 = opt2.create_state_multi_precision(0, w2)
-        if compare_states:
-            compare_ndarray_tuple(state1, state2)
-        opt1.update_multi_precision(0, w1, g1, state1)
-        opt2.update_multi_precision(0, w2, g2, state2)
-        if compare_states:
-            compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
-        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
-        return
-    if w_stype != "default" or g_stype != "default":
-        raise ValueError("compare_optimizer: sparse storage types take one shape, not a list")
-    if len(shapes) != ntensors:
-        raise ValueError(f"compare_optimizer: {len(shapes)} shapes for ntensors={ntensors}")
-    ws1 = [mx.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]
-    gs1 = [mx.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shapes]
-    ws2 = [w.copyto(ctx) for w in ws1]
-    gs2 = [g.copyto(ctx) for g in gs1]
-    states2 = [opt2.create_state_multi_precision(0, w) for w in ws2]
-    opt2.update_multi_precision(list(range(ntensors)), ws2, gs2, states2)
-    for i in range(ntensors):
-        state1 = opt1.create_state_multi_precision(i, ws1[i])
-        opt1.update_multi_precision(i, ws1[i], gs1[i], state1)
-        if compare_states:
-            compare_ndarray_tuple(state1, states2[i], rtol, atol)
-        compare_ndarray_tuple(ws1[i], ws2[i], rtol, atol)
-
-
-def check_numeric_gradient(
-    f,
-    location,
-    numeric_eps: float = 1e-3,
-    rtol: float = 1e-2,
-    atol: float | None = None,
-    dtype=np.float64,
-) -> None:
-    """Check the gradients autograd computes for ``f`` against central finite differences.
-
-    ``f`` takes the NDArrays of ``location`` (a list or dict of arrays) and returns one NDArray;
-    the gradient of ``sum(f(...) * head)`` for a random ``head`` is compared at each input.
-    """
-    names = list(location) if isinstance(location, Mapping) else None
-    values = list(location.values()) if names is not None else list(location)
-    points = [_numpy(v).astype(dtype) for v in values]
-    head = np.random.normal(size=_numpy(f(*[array(p, dtype=dtype) for p in points])).shape)
-
-    def objective(arrays) -> float:
-        out = _numpy(f(*[array(a, dtype=dtype) for a in arrays]))
-        return float(np.sum(out * head))
-
-    inputs = [array(p, dtype=dtype) for p in points]
-    for x in inputs:
-        x.attach_grad()
-    with mx.autograd.record():
-        out = f(*inputs)
-    out.backward(array(head, dtype=dtype))
-    for i, p in enumerate(points):
-        numeric = np.zeros_like(p)
-        flat, grad = p.reshape(-1), numeric.reshape(-1)
-        for j in range(flat.size):
-            keep = flat[j]
-            flat[j] = keep + numeric_eps / 2
-            up = objective(points)
-            flat[j] = keep - numeric_eps / 2
-            down = objective(points)
-            flat[j] = keep
-            grad[j] = (up - down) / numeric_eps
-        name = names[i] if names is not None else f"input {i}"
-        assert_almost_equal(
-            inputs[i].grad,
-            numeric,
-            rtol=rtol,
-            atol=atol if atol is not None else 1e-4,
-            names=(f"autograd gradient of {name}", f"numeric gradient of {name}"),
-        )
