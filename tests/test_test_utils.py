@@ -126,3 +126,12 @@ def test_py_str_and_runtime_features():
     with pytest.raises(RuntimeError, match="feature 'FOO' is unknown"):
         features.is_enabled("FOO")
     assert [f.name for f in mx.runtime.feature_list()] == list(features)
+
+
+def test_star_import_brings_what_mxnets_test_files_use_through_it():
+    names = {}
+    exec("from mxrs.test_utils import *", names)
+    used = {"np", "mx", "rnd", "npt", "NDArray", "Symbol", "array", "os", "sys", "time"}
+    assert used <= set(names)
+    assert names["rnd"].randint(5, 6) == 5  # numpy.random, as in MXNet
+    assert {"assert_almost_equal", "verify_generator", "check_numeric_gradient"} <= set(names)

@@ -12,17 +12,38 @@ gradients
 generators
     Statistical checks of random generators; retrying stochastic tests.
 
-``from mxrs.test_utils import *`` also brings ``np``, ``mx``, ``rnd`` (Python's ``random``)
-and ``array``, as MXNet's does.
+``from mxrs.test_utils import *`` also brings what MXNet's module imports and MXNet's test
+files use through that star import: ``np``, ``npt`` (``numpy.testing``), ``rnd``
+(``numpy.random``), ``mx``, ``array``, ``NDArray``, ``Symbol``, ``Context``,
+``current_context`` and standard modules (``os``, ``sys``, ``time``, ``json``...).
 """
 
-import random as rnd  # noqa: F401  (MXNet's test files use it through the star import)
+# MXNet's test files use these through the star import
+import bz2  # noqa: F401
+import errno  # noqa: F401
+import gzip  # noqa: F401
+import json  # noqa: F401
+import logging  # noqa: F401
+import numbers  # noqa: F401
+import os  # noqa: F401
+import platform  # noqa: F401
+import struct  # noqa: F401
+import sys  # noqa: F401
+import time  # noqa: F401
+import traceback  # noqa: F401
+import zipfile  # noqa: F401
+from collections import OrderedDict  # noqa: F401
+from contextlib import contextmanager  # noqa: F401
 
 import numpy as np  # noqa: F401
+import numpy.random as rnd  # noqa: F401
+import numpy.testing as npt  # noqa: F401
 
 import mxrs as mx  # noqa: F401
 
-from ..ndarray import array  # noqa: F401
+from ..context import Context, current_context  # noqa: F401
+from ..ndarray import NDArray, array  # noqa: F401
+from ..symbol import Symbol  # noqa: F401
 from .arrays import *  # noqa: F403
 from .generators import *  # noqa: F403
 from .gradients import *  # noqa: F403
