@@ -29,4 +29,5 @@ if [ -d ../shared/mxnet-examples ]; then $py bench/symbolic.py --write; fi
 $py bench/sparse.py --write
 $py bench/run_lenet.py --repeats 5 --threads 1 2 --write
 $py bench/compute.py --repeats 3 --threads 1 2 --openblas both --write
+$py bench/rnn.py --repeats 3 --threads 1 --openblas both --write
 $py bench/scaling.py --write
