@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..base import MXNetError
+from ..ndarray.contrib.ops import check_zipfian
 from .opinfo import _CONTRIB_NOT_OPS, has_op
 from .ops import make_function
 from .symbol import Symbol
@@ -45,11 +46,7 @@ def rand_zipfian(
     MXNetError
         For ``num_sampled`` or ``range_max`` below 1.
     """
-    if num_sampled < 1 or range_max < 1:
-        raise MXNetError(
-            f"rand_zipfian: num_sampled and range_max must be at least 1, got {num_sampled} "
-            f"and {range_max}"
-        )
+    check_zipfian(num_sampled, range_max)
     log_range = math.log(range_max + 1)
     uniform = make_function("random_uniform", "uniform")
     cast, log, exp = make_function("Cast"), make_function("log"), make_function("exp")

@@ -392,6 +392,21 @@ class _RandZipfian(Op):
         return None
 
 
+def check_zipfian(num_sampled: int, range_max: int) -> None:
+    """Refuse ``rand_zipfian`` arguments below 1 (for the NDArray and Symbol forms alike).
+
+    Raises
+    ------
+    MXNetError
+        For ``num_sampled`` or ``range_max`` below 1.
+    """
+    if num_sampled < 1 or range_max < 1:
+        raise MXNetError(
+            f"rand_zipfian: num_sampled and range_max must be at least 1, got {num_sampled} "
+            f"and {range_max}"
+        )
+
+
 def rand_zipfian(
     true_classes: ArrayT, num_sampled: int, range_max: int, ctx: Context | None = None
 ) -> list[ArrayT]:
@@ -409,11 +424,7 @@ def rand_zipfian(
     from ..core.rng import generator
     from ..core.transfer import to_context
 
-    if num_sampled < 1 or range_max < 1:
-        raise MXNetError(
-            f"rand_zipfian: num_sampled and range_max must be at least 1, got {num_sampled} "
-            f"and {range_max}"
-        )
+    check_zipfian(num_sampled, range_max)
     if ctx is not None and ctx != true_classes._ctx:
         true_classes = to_context(true_classes, ctx)
     rng = generator(true_classes._ctx)
