@@ -15,10 +15,12 @@ all the backward pass (backpropagation through time) reads again.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from .._rnn_layout import Geometry, check_mode
+from .._rnn_layout import rnn_param_shapes as rnn_param_shapes  # the documented layout
 from ..autograd import _state
 from ..base import MXNetError
 from .core.array import ArrayT
@@ -26,70 +28,6 @@ from .core.op import Op, apply
 from .core.rng import generator
 
 __all__ = ["RNN"]
-
-#: gates per mode: how many blocks of ``state_size`` rows each layer matrix stacks
-GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
-
-
-class _Geometry(NamedTuple):
-    mode: str
-    hidden: int
-    layers: int
-    dirs: int
-    inputs: int  # the first layer's input features
-    proj: int  # the LSTM projection's size, 0 for none
-
-    @property
-    def rec(self) -> int:
-        """The size of the recurrent state each step passes on (the projection's, if any)."""
-        return self.proj or self.hidden
-
-    def layer_input(self, layer: int) -> int:
-        return self.inputs if layer == 0 else self.dirs * self.rec
-
-    def shapes(self) -> list[tuple[str, tuple[int, ...]]]:
-        gh = GATES[self.mode] * self.hidden
-        weights: list[tuple[str, tuple[int, ...]]] = []
-        biases: list[tuple[str, tuple[int, ...]]] = []
-        for layer in range(self.layers):
-            for d in "lr"[: self.dirs]:
-                tag = f"{d}{layer}_"
-                weights.append((tag + "i2h_weight", (gh, self.layer_input(layer))))
-                weights.append((tag + "h2h_weight", (gh, self.rec)))
-                if self.proj:
-                    weights.append((tag + "h2r_weight", (self.proj, self.hidden)))
-                biases.append((tag + "i2h_bias", (gh,)))
-                biases.append((tag + "h2h_bias", (gh,)))
-        return weights + biases
-
-
-def rnn_param_shapes(
-    mode: str,
-    state_size: int,
-    num_layers: int,
-    input_size: int,
-    bidirectional: bool = False,
-    projection_size: int | None = None,
-) -> list[tuple[str, tuple[int, ...]]]:
-    """The pieces of the ``RNN`` operator's flat parameter vector, in order: ``(name, shape)``
-    with names as the Gluon layers give their parameters (``l0_i2h_weight``, ``r1_h2h_bias``).
-
-    Raises
-    ------
-    MXNetError
-        For an unknown ``mode`` or a projection on a mode other than ``lstm``.
-    """
-    _check_mode(mode, projection_size)
-    dirs = 2 if bidirectional else 1
-    geo = _Geometry(mode, state_size, num_layers, dirs, input_size, projection_size or 0)
-    return geo.shapes()
-
-
-def _check_mode(mode: str, proj: int | None) -> None:
-    if mode not in GATES:
-        raise MXNetError(f"RNN: mode must be one of {sorted(GATES)}, not {mode!r}")
-    if proj and mode != "lstm":
-        raise MXNetError(f"RNN: projection_size is only for mode 'lstm', not {mode!r}")
 
 
 def _sigmoid(xp: Any, x: Any) -> Any:
@@ -170,7 +108,7 @@ class _RNN(Op):
         return (out, *states)
 
     @staticmethod
-    def _unpack(params: Any, geo: _Geometry) -> list[_Direction]:
+    def _unpack(params: Any, geo: Geometry) -> list[_Direction]:
         pieces, at = [], 0
         for _, shape in geo.shapes():
             size = int(np.prod(shape))
@@ -469,7 +407,7 @@ def RNN(
         For an unknown mode, non-positive sizes, or arrays whose shapes do not fit these
         attributes (the message names the array and the shape expected).
     """
-    _check_mode(mode, projection_size)
+    check_mode(mode, projection_size)
     hidden = _positive("state_size", state_size)
     layers = _positive("num_layers", num_layers)
     proj = _positive("projection_size", projection_size) if projection_size else 0
@@ -485,7 +423,7 @@ def RNN(
         raise MXNetError(f"RNN: data must be (T, N, C), got shape {data.shape}")
     t_len, batch, feats = data.shape
     dirs = 2 if bidirectional else 1
-    geo = _Geometry(mode, hidden, layers, dirs, feats, proj)
+    geo = Geometry(mode, hidden, layers, dirs, feats, proj)
     total = sum(int(np.prod(s)) for _, s in geo.shapes())
     expect: dict[str, tuple[Any, tuple[int, ...]]] = {
         "parameters": (parameters, (total,)),

@@ -320,7 +320,7 @@ def _fully_connected(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
 def _rnn(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     """The fused RNN: its flat parameter vector's length and its states' shapes from the
     data's ``(T, N, C)``."""
-    from ..ndarray.rnn import rnn_param_shapes
+    from .._rnn_layout import rnn_param_shapes
 
     data = ins[0]
     n_out = 1 + (1 + (a.get("mode") == "lstm") if a.get("state_outputs", False) else 0)

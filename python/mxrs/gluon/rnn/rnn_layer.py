@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from ... import ndarray, symbol
+from ..._rnn_layout import GATES
 from ...base import InvalidShapeError, MXNetError
-from ...ndarray.rnn import GATES
 from ..block import HybridBlock
 from ..parameter import Parameter
 
