@@ -62,3 +62,19 @@ def run(tmp_path, script, timeout=300, **inputs):
     with np.load(out) as z:
         arrays = {k: z[k] for k in z.files}
     return json.loads(res.read_text()), arrays
+
+
+def check_body(tmp_path, body, inputs, rtol, atol):
+    """Run ``body`` under MXNet 1.9.1 and under mxrs (as ``mx``, with ``np``, ``json`` and the
+    dict ``inputs``), each filling ``arrays``; assert that both fill the same names with arrays
+    of one shape, equal within ``rtol``/``atol``. Returns MXNet's arrays."""
+    import mxrs
+
+    _, want = run(tmp_path, "import mxnet as mx\n" + body, **inputs)
+    got: dict = {}
+    exec(body, {"mx": mxrs, "np": np, "json": json, "inputs": inputs, "arrays": got})
+    assert sorted(got) == sorted(want), (sorted(got), sorted(want))
+    for key in sorted(got):
+        assert got[key].shape == want[key].shape, (key, got[key].shape, want[key].shape)
+        np.testing.assert_allclose(got[key], want[key], rtol=rtol, atol=atol, err_msg=key)
+    return want

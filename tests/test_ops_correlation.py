@@ -52,13 +52,7 @@ def _inputs():
 
 def test_correlation_matches_mxnet(tmp_path):
     inputs = _inputs()
-    _, want = mxnet_ref.run(tmp_path, "import mxnet as mx\n" + _BODY, **inputs)
-    got: dict = {}
-    exec(_BODY, {"mx": mx, "np": np, "json": json, "inputs": inputs, "arrays": got})
-    assert sorted(got) == sorted(want)
-    for key in sorted(got):
-        assert got[key].shape == want[key].shape, key
-        np.testing.assert_allclose(got[key], want[key], rtol=1e-4, atol=1e-5, err_msg=key)
+    mxnet_ref.check_body(tmp_path, _BODY, inputs, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("case", [CASES[1], CASES[3], CASES[5]])

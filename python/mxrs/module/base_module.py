@@ -306,8 +306,65 @@ class BaseModule:
         """Initialize the parameters (see :class:`Module`)."""
         raise NotImplementedError()
 
-    def set_params(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover - abstract
-        """Assign parameter values (see :class:`Module`)."""
+    def set_params(
+        self,
+        arg_params: dict[str, Any],
+        aux_params: dict[str, Any] | None,
+        allow_missing: bool = False,
+        force_init: bool = True,
+        allow_extra: bool = False,
+    ) -> None:
+        """Assign parameter values (every parameter unless ``allow_missing``).
+
+        Parameters
+        ----------
+        arg_params : dict of str to NDArray
+            The parameter values, by name.
+        aux_params : dict of str to NDArray or None
+            The auxiliary-state values, by name.
+        allow_missing : bool
+            Whether values may be missing; without it this is :meth:`init_params` with no
+            initializer.
+        force_init : bool
+            Whether to assign when the parameters are initialized already (else the call is
+            ignored with a warning).
+        allow_extra : bool
+            Whether the dicts may name parameters the module does not have.
+        """
+        if not allow_missing:
+            self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            self._warn_set_params_ignored()
+            return
+        self._assign_params(arg_params, aux_params, force_init=force_init, allow_extra=allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
+
+    def _warn_set_params_ignored(self) -> None:
+        """Say that :meth:`set_params` ignores its call (a subclass may warn otherwise)."""
+        self.logger.warning("Parameters already initialized and force_init=False. "
+                            "set_params call ignored.")  # fmt: skip
+
+    def _assign_params(
+        self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None, **flags: bool
+    ) -> None:  # pragma: no cover - abstract
+        """Assign the values :meth:`set_params` was given, some maybe missing (``flags``: its
+        ``force_init`` and ``allow_extra``)."""
+        raise NotImplementedError()
+
+    def _bound_already(self, force_rebind: bool) -> bool:
+        """The start of ``bind``: unbind first with ``force_rebind``; True (after a warning)
+        when still bound, as ``bind`` then does nothing."""
+        if force_rebind:
+            self._reset_bind()
+        if self.binded:
+            self.logger.warning("Already bound, ignoring bind()")
+            return True
+        return False
+
+    def _reset_bind(self) -> None:  # pragma: no cover - abstract
+        """Forget the binding."""
         raise NotImplementedError()
 
     def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:  # pragma: no cover

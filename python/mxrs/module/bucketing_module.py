@@ -215,28 +215,11 @@ class BucketingModule(BaseModule):
         self._params_dirty = False
         self.params_initialized = True
 
-    def set_params(
-        self,
-        arg_params: dict[str, Any],
-        aux_params: dict[str, Any] | None,
-        allow_missing: bool = False,
-        force_init: bool = True,
-        allow_extra: bool = False,
+    def _assign_params(
+        self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None, **flags: bool
     ) -> None:
-        """Assign parameter values (every parameter unless ``allow_missing``)."""
-        if not allow_missing:
-            self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            self.logger.warning("Parameters already initialized and force_init=False. "
-                                "set_params call ignored.")  # fmt: skip
-            return
-        self._check_bound("set_params").set_params(
-            arg_params, aux_params, allow_missing=allow_missing, force_init=force_init,
-            allow_extra=allow_extra,
-        )  # fmt: skip
-        self._params_dirty = True
-        self.params_initialized = True
+        module = self._check_bound("set_params")
+        module.set_params(arg_params, aux_params, allow_missing=True, **flags)
 
     # ------------------------------------------------------------------ binding
     def bind(
@@ -259,10 +242,7 @@ class BucketingModule(BaseModule):
             default bucket's module cannot be bound for these shapes.
         """
         saved = self.get_params() if self.params_initialized else None
-        if force_rebind:
-            self._reset_bind()
-        if self.binded:
-            self.logger.warning("Already bound, ignoring bind()")
+        if self._bound_already(force_rebind):
             return
         if shared_module is not None:
             raise MXNetError("bind: shared_module is not supported for a BucketingModule")

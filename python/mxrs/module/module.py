@@ -243,29 +243,18 @@ class Module(BaseModule):
         assert self._exec_group is not None
         self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
 
-    def set_params(
-        self,
-        arg_params: dict[str, Any],
-        aux_params: dict[str, Any] | None,
-        allow_missing: bool = False,
-        force_init: bool = True,
-        allow_extra: bool = False,
+    def _warn_set_params_ignored(self) -> None:
+        warnings.warn(
+            "Parameters already initialized and force_init=False. set_params call ignored.",
+            stacklevel=3,  # set_params's caller
+        )
+
+    def _assign_params(
+        self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None, **flags: bool
     ) -> None:
-        """Assign parameter values (every parameter unless ``allow_missing``)."""
-        if not allow_missing:
-            self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn(
-                "Parameters already initialized and force_init=False. set_params call ignored.",
-                stacklevel=2,
-            )
-            return
         self._check_bound("set_params")
         assert self._exec_group is not None
-        self._exec_group.set_params(arg_params, aux_params or {}, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
+        self._exec_group.set_params(arg_params, aux_params or {}, allow_extra=flags["allow_extra"])
 
     # ------------------------------------------------------------------ binding
     def bind(
@@ -285,10 +274,7 @@ class Module(BaseModule):
         bucket of a BucketingModule) the executors use that module's parameter, gradient and
         auxiliary arrays, and its optimizer once it has one.
         """
-        if force_rebind:
-            self._reset_bind()
-        if self.binded:
-            self.logger.warning("Already bound, ignoring bind()")
+        if self._bound_already(force_rebind):
             return
         shared_group = None if shared_module is None else group_of(shared_module)
         self.for_training = for_training

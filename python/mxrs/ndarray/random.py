@@ -19,19 +19,10 @@ import numpy as np
 
 from ..context import Context, current_context
 from . import random_pdf as _pdf
+from . import random_sample as _sample
 from .core.rng import generator, seed
 from .ndarray import NDArray, _wrap
-from .random_sample import (
-    DistributionError,
-    sample_exponential,
-    sample_gamma,
-    sample_generalized_negative_binomial,
-    sample_multinomial,
-    sample_negative_binomial,
-    sample_normal,
-    sample_poisson,
-    sample_uniform,
-)
+from .random_sample import DistributionError
 
 if TYPE_CHECKING:
     from .._typing import CtxLike, DTypeLike, ShapeLike
@@ -140,7 +131,7 @@ def uniform(
     (2, 3)
     """
     if _arrays("uniform", low=low, high=high):
-        return sample_uniform(low, high, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_uniform(low, high, shape, dtype, out)  # type: ignore[arg-type]
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
@@ -163,7 +154,7 @@ def normal(
     Parameters as :func:`uniform`.
     """
     if _arrays("normal", loc=loc, scale=scale):
-        return sample_normal(loc, scale, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_normal(loc, scale, shape, dtype, out)  # type: ignore[arg-type]
     ctx = _target(ctx, out)
     shape = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
@@ -249,7 +240,7 @@ def poisson(
     ``lam`` may be an NDArray: each element gets ``shape`` samples of its own rate.
     """
     if _arrays("poisson", lam=lam):
-        return sample_poisson(lam, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_poisson(lam, shape, dtype, out)  # type: ignore[arg-type]
     if float(lam) < 0:
         raise DistributionError(f"poisson: lam must be 0 or more, got {lam}")
     return _draws(lambda g, lam, n: g.poisson(lam, n), [float(lam)], shape, dtype, ctx, out)
@@ -268,7 +259,7 @@ def exponential(
     NDArray scales draw per element, through ``sample_exponential(1 / scale)``.
     """
     if _arrays("exponential", scale=scale):
-        return sample_exponential(1.0 / scale, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_exponential(1.0 / scale, shape, dtype, out)  # type: ignore[arg-type]
     _positive("exponential", scale=scale)
     return _draws(
         lambda g, scale, n: g.exponential(scale, n), [float(scale)], shape, dtype, ctx, out
@@ -300,7 +291,7 @@ def gamma(
 ) -> NDArray:
     """Draw from the gamma distribution of shape ``alpha`` and scale ``beta``."""
     if _arrays("gamma", alpha=alpha, beta=beta):
-        return sample_gamma(alpha, beta, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_gamma(alpha, beta, shape, dtype, out)  # type: ignore[arg-type]
     _positive("gamma", alpha=alpha, beta=beta)
     return _draws(
         lambda g, a, b, n: g.gamma(a, b, n), [float(alpha), float(beta)], shape, dtype, ctx, out
@@ -319,7 +310,7 @@ def negative_binomial(
     """Draw the number of failures before the ``k``-th success in trials of success
     probability ``p``."""
     if _arrays("negative_binomial", k=k, p=p):
-        return sample_negative_binomial(k, p, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_negative_binomial(k, p, shape, dtype, out)  # type: ignore[arg-type]
     _positive("negative_binomial", k=k)
     if not 0 < float(p) <= 1:
         raise DistributionError(f"negative_binomial: p must be in (0, 1], got {p}")
@@ -346,7 +337,7 @@ def generalized_negative_binomial(
         return g.poisson(g.gamma(1.0 / alpha, alpha * mu, n) if alpha > 0 else mu, n)
 
     if _arrays("generalized_negative_binomial", mu=mu, alpha=alpha):
-        return sample_generalized_negative_binomial(mu, alpha, shape, dtype, out)  # type: ignore[arg-type]
+        return _sample.sample_generalized_negative_binomial(mu, alpha, shape, dtype, out)  # type: ignore[arg-type]
     _positive("generalized_negative_binomial", mu=mu)
     if float(alpha) < 0:
         raise DistributionError(
@@ -368,7 +359,7 @@ def multinomial(
     ``data.shape[:-1] + shape``. With ``get_prob``, a list that also holds the
     log-probability of each draw (differentiable for ``data``); see
     :func:`~.random_sample.sample_multinomial`."""
-    return sample_multinomial(data, shape, get_prob, dtype, out)
+    return _sample.sample_multinomial(data, shape, get_prob, dtype, out)
 
 
 def _like(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import MXNetError
+from ..ndarray import random as _nd_random
 from .ops import make_function
 from .symbol import Symbol
 
@@ -27,22 +28,9 @@ __all__ = [
     "generalized_negative_binomial",
     "shuffle",
     "randint",
-    "uniform_like",
-    "normal_like",
-    "gamma_like",
-    "exponential_like",
-    "poisson_like",
-    "negative_binomial_like",
-    "generalized_negative_binomial_like",
-    "pdf_uniform",
-    "pdf_normal",
-    "pdf_gamma",
-    "pdf_exponential",
-    "pdf_poisson",
-    "pdf_negative_binomial",
-    "pdf_generalized_negative_binomial",
-    "pdf_dirichlet",
 ]
+# the *_like samplers and the densities, as mx.nd.random has them
+__all__ += [n for n in _nd_random.__all__ if n.endswith("_like") or n.startswith("pdf_")]
 
 
 def _node(

@@ -109,26 +109,41 @@ def _applies(cond: tuple[str, Sequence[str]] | None, kwargs: dict[str, Any]) -> 
     return cond is None or (cond[0] in kwargs and str(kwargs[cond[0]]) in cond[1])
 
 
-def _nd_casting(
-    dtype: np.dtype, fp32_params: Sequence[str] | None = None, cond: Any = None
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def make(f: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            if not _applies(cond, kwargs):
-                return f(*args, **kwargs)
-            args = tuple(
-                a if _keeps(fp32_params, i) else _cast_array(a, dtype) for i, a in enumerate(args)
-            )
-            kept = set(fp32_params or ()) | {"out"}
-            kwargs = {k: v if k in kept else _cast_array(v, dtype) for k, v in kwargs.items()}
-            return f(*args, **kwargs)
-
-        return run
-
-    return make
+_F = Callable[..., Any]
+_Make = Callable[[_F], _F]
+_Names = Sequence[str] | None
 
 
-def _nd_widest(target: np.dtype) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _casting(call: _F) -> Callable[..., _Make]:
+    """The wrapper factory ``(dtype, fp32_params=None, cond=None) -> make`` whose wrappers run
+    ``call(f, dtype, fp32_params, args, kwargs)`` (``f`` with its inputs cast to ``dtype``), or
+    plain ``f`` when ``cond`` (``(parameter, values)``) does not apply to the call."""
+
+    def casting(dtype: np.dtype, fp32_params: _Names = None, cond: Any = None) -> _Make:
+        def make(f: _F) -> _F:
+            def run(*args: Any, **kwargs: Any) -> Any:
+                if not _applies(cond, kwargs):
+                    return f(*args, **kwargs)
+                return call(f, dtype, fp32_params, args, kwargs)
+
+            return run
+
+        return make
+
+    return casting
+
+
+def _nd_cast_call(f: _F, dtype: np.dtype, fp32_params: _Names, args: tuple, kwargs: dict) -> Any:
+    args = tuple(a if _keeps(fp32_params, i) else _cast_array(a, dtype) for i, a in enumerate(args))
+    kept = set(fp32_params or ()) | {"out"}
+    kwargs = {k: v if k in kept else _cast_array(v, dtype) for k, v in kwargs.items()}
+    return f(*args, **kwargs)
+
+
+_nd_casting = _casting(_nd_cast_call)
+
+
+def _nd_widest(target: np.dtype) -> _Make:
     f32 = np.dtype(np.float32)
 
     def make(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -150,7 +165,7 @@ def _widen(x: Any, target: np.dtype) -> Any:
     return x
 
 
-def _nd_loss_output(scaler: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _nd_loss_output(scaler: Any) -> _Make:
     def make(f: Callable[..., Any]) -> Callable[..., Any]:
         def run(*args: Any, **kwargs: Any) -> Any:
             kwargs["grad_scale"] = kwargs.get("grad_scale", 1.0) * scaler.loss_scale
@@ -162,29 +177,22 @@ def _nd_loss_output(scaler: Any) -> Callable[[Callable[..., Any]], Callable[...,
 
 
 # ----------------------------------------------------------------- Symbol wrappers
-def _sym_casting(
-    dtype: np.dtype, fp32_params: Sequence[str] | None = None, cond: Any = None
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def make(f: Callable[..., Any]) -> Callable[..., Any]:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            if not _applies(cond, kwargs):
-                return f(*args, **kwargs)
-            out = f(*args, **kwargs)
-            node = out._outputs[0][0]
-            aux = set(aux_positions(node.op, node.attrs, len(node.inputs)))
-            inputs = []
-            for i, entry in enumerate(node.inputs):
-                if i in aux or _keeps(fp32_params, i):
-                    inputs.append(entry)
-                else:
-                    cast = symbol.amp_cast(Symbol([entry]), dtype=dtype.name)
-                    inputs.append(cast._outputs[0])
-            new = Node(node.op, node.name, node.attrs, inputs)
-            return Symbol([(new, i) for _, i in out._outputs])
+def _sym_cast_call(f: _F, dtype: np.dtype, fp32_params: _Names, args: tuple, kwargs: dict) -> Any:
+    out = f(*args, **kwargs)
+    node = out._outputs[0][0]
+    aux = set(aux_positions(node.op, node.attrs, len(node.inputs)))
+    inputs = []
+    for i, entry in enumerate(node.inputs):
+        if i in aux or _keeps(fp32_params, i):
+            inputs.append(entry)
+        else:
+            cast = symbol.amp_cast(Symbol([entry]), dtype=dtype.name)
+            inputs.append(cast._outputs[0])
+    new = Node(node.op, node.name, node.attrs, inputs)
+    return Symbol([(new, i) for _, i in out._outputs])
 
-        return run
 
-    return make
+_sym_casting = _casting(_sym_cast_call)
 
 
 def _sym_widest(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -70,11 +70,9 @@ def _list_module(target_dtype: Any) -> Any:
     InvalidUsageError
         For a type other than float16 and bfloat16.
     """
-    name = _dtype_name(target_dtype)
-    if name == "float16":
-        return lists.symbol_fp16
-    if name == "bfloat16":
-        return lists.symbol_bf16
+    m = lists._by_type(_dtype_name(target_dtype))
+    if m is not None:
+        return m
     raise InvalidUsageError(
         f"AMP supports only float16 and bfloat16 as target_dtype, not {target_dtype!r}"
     )

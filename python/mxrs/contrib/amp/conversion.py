@@ -27,10 +27,9 @@ _CODE_TO_NAME = {v: k for k, v in DTYPE_CODES.items()}
 
 
 def _lists(target_dtype: str) -> Any:
-    if target_dtype == "float16":
-        return lists.symbol_fp16
-    if target_dtype == "bfloat16":
-        return lists.symbol_bf16
+    m = lists._by_type(target_dtype)
+    if m is not None:
+        return m
     raise InvalidUsageError(
         f"Only target_dtype float16 and bfloat16 are supported currently, not {target_dtype!r}"
     )
