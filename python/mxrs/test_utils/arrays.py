@@ -21,6 +21,7 @@ __all__ = [
     "effective_dtype",
     "almost_equal",
     "assert_almost_equal",
+    "assert_allclose",
     "same",
     "assert_exception",
     "random_arrays",
@@ -150,6 +151,14 @@ def assert_almost_equal(
         f"(rtol={rtol}, atol={atol}); worst at {tuple(int(i) for i in worst)}: "
         f"{names[0]}={x64[worst]!r}, {names[1]}={y64[worst]!r}; first ones: {shown}"
     )
+
+
+def assert_allclose(
+    a: Any, b: Any, rtol: float = 1e-07, atol: float = 0, equal_nan: bool = True
+) -> None:
+    """:func:`assert_almost_equal` with NumPy's ``assert_allclose`` defaults (``rtol=1e-7``,
+    ``atol=0``, NaNs equal)."""
+    assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
 def same(a: Any, b: Any) -> bool:

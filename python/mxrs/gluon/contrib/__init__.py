@@ -4,10 +4,13 @@ Layout
 ------
 data
     ``IntervalSampler`` and the WikiText language-modelling datasets (``data.text``).
+nn
+    Concurrent containers, ``Identity``, ``SparseEmbedding``, ``SyncBatchNorm`` and the
+    pixel-shuffle layers.
 rnn
     Variational dropout, LSTM with projection and convolutional recurrent cells.
 """
 
-from . import data, rnn
+from . import data, nn, rnn
 
-__all__ = ["data", "rnn"]
+__all__ = ["data", "nn", "rnn"]
