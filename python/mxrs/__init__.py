@@ -51,6 +51,9 @@ rnn
     sequences; ``BucketSentenceIter``; RNN checkpoints.
 runtime
     ``Features()``: what this build can do (CUDA through CuPy, the dist KVStore, ...).
+util
+    ``np_shape``/``set_np_shape``/``is_np_shape`` (a per-thread flag), ``getenv``/``setenv``, and
+    ``use_np``/``use_np_array``, which decorate but raise when called (no ``mx.np`` yet).
 test_utils
     Array comparisons with dtype tolerances, random arrays, ``environment``, optimizer checks.
 launcher
@@ -93,6 +96,15 @@ from . import (  # noqa: E402
 from .base import MXNetError  # noqa: E402
 from .context import Context, cpu, cpu_pinned, current_context, gpu  # noqa: E402
 from .contrib import amp as _amp  # noqa: E402, F401  (mx.contrib.amp, which stands on gluon)
+from .util import (  # noqa: E402, F401
+    is_np_array,
+    is_np_shape,
+    np_shape,
+    set_np_shape,
+    use_np,
+    use_np_array,
+    use_np_shape,
+)
 
 # mx.nd.Custom and mx.nd.CachedOp sit above the arrays (on custom operators, on symbol
 # graphs), so they are put in from here

@@ -28,7 +28,7 @@ from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context
 from ..ndarray import NDArray
-from . import _summary, _symbolic
+from . import _block_files, _summary, _symbolic
 from ._scope import _BlockScope
 from .parameter import DeferredInitializationError, Parameter, _shape_known
 from .parameter_dict import ParameterDict
@@ -331,6 +331,42 @@ class Block:
         """Accepted for compatibility: blocks always run imperatively in mxrs."""
         for child in self._children.values():
             child.hybridize(active, **kwargs)
+
+    def save(self, prefix: str) -> None:
+        """Save the block tree's structure and parameters, for :meth:`load` on a block built
+        the same way.
+
+        ``prefix-model.json`` records, depth first, each block under its class name and
+        position (``mybock0``, ``dense1``...) with its name, its children's attribute names
+        and, for a hybridized block that has run, its graph; ``prefix-model.params`` holds the
+        parameters as :meth:`save_parameters` writes them. MXNet 1.9.1 reads both.
+
+        Parameters
+        ----------
+        prefix : str
+            The files' common prefix.
+        """
+        _block_files.save_structure(self, prefix + "-model.json")
+        self.save_parameters(prefix + "-model.params")
+
+    def load(self, prefix: str) -> None:
+        """Load what :meth:`save` wrote (in mxrs or MXNet) into a block tree built the same way.
+
+        Blocks take back their saved names and children their saved attribute names, so that
+        the parameters match; hybridized blocks get back their graph and are hybridized.
+
+        Parameters
+        ----------
+        prefix : str
+            The files' common prefix.
+
+        Raises
+        ------
+        MXNetError
+            When the saved structure does not match this block tree.
+        """
+        _block_files.load_structure(self, prefix + "-model.json")
+        self.load_parameters(prefix + "-model.params")
 
     def cast(self, dtype: DTypeLike) -> None:
         """Convert every parameter of this block and its descendants to ``dtype``."""

@@ -44,6 +44,7 @@ import mxrs as mx  # noqa: F401
 from ..context import Context, current_context  # noqa: F401
 from ..ndarray import NDArray, array  # noqa: F401
 from ..symbol import Symbol  # noqa: F401
+from ..util import getenv, setenv, use_np  # noqa: F401
 from .arrays import *  # noqa: F403
 from .generators import *  # noqa: F403
 from .gradients import *  # noqa: F403
