@@ -4,6 +4,8 @@ Layout
 ------
 data
     ``IntervalSampler`` and the WikiText language-modelling datasets (``data.text``).
+estimator
+    ``Estimator``, its event handlers and ``BatchProcessor``: a high-level training loop.
 nn
     Concurrent containers, ``Identity``, ``SparseEmbedding``, ``SyncBatchNorm`` and the
     pixel-shuffle layers.
@@ -11,6 +13,6 @@ rnn
     Variational dropout, LSTM with projection and convolutional recurrent cells.
 """
 
-from . import data, nn, rnn
+from . import data, estimator, nn, rnn
 
-__all__ = ["data", "nn", "rnn"]
+__all__ = ["data", "estimator", "nn", "rnn"]
