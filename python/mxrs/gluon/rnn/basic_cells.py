@@ -37,7 +37,7 @@ def _positive_int(value: Any, what: str) -> int:
         When ``value`` is not a positive integer.
     """
     try:
-        number = operator.index(value)
+        number = 0 if isinstance(value, bool) else operator.index(value)
     except TypeError:
         number = 0
     if number <= 0:

@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import TYPE_CHECKING, Any
 
 from ....base import MXNetError
 from ...rnn import _sequence
-from ...rnn.basic_cells import _FullyConnectedCell
+from ...rnn.basic_cells import _FullyConnectedCell, _positive_int
 from ...rnn.cell_base import RecurrentCell
 from ...rnn.modifier_cells import ModifierCell, has_bidirectional
 
@@ -174,11 +173,9 @@ class LSTMPCell(_FullyConnectedCell):
         prefix: str | None = None,
         params: ParameterDict | None = None,
     ) -> None:
-        for what, value in (("hidden_size", hidden_size), ("projection_size", projection_size)):
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
-                raise MXNetError(f"LSTMPCell: {what} must be a positive int, got {value!r}")
+        _positive_int(hidden_size, "LSTMPCell: hidden_size")
         # read by _recurrent_size and _add_extra_params, which the base constructor calls
-        self._projection_size = projection_size
+        self._projection_size = _positive_int(projection_size, "LSTMPCell: projection_size")
         self._h2r_weight_initializer = h2r_weight_initializer
         super().__init__(
             hidden_size,
