@@ -94,7 +94,7 @@ class Trainer:
         self._kv_initialized = False
         self._params_to_init = list(self._params)
         # Parameters set_data changed after a distributed store took their values
-        self._set_after_servers: list[str] = []
+        self._set_after_servers: set[str] = set()
         self._steps = 0
         self._server_lr: float | None = None
         self._lr_sent = False  # the lr of the current step went to the servers
@@ -190,13 +190,13 @@ class Trainer:
             and parameter not in self._params_to_init
         ):
             if self._kvstore is not None and self._distributed:
-                self._set_after_servers.append(parameter.name)
+                self._set_after_servers.add(parameter.name)
                 return
             self._reset_kvstore()
 
     def _check_servers_current(self) -> None:
         if self._set_after_servers:
-            names = ", ".join(sorted(set(self._set_after_servers)))
+            names = ", ".join(sorted(self._set_after_servers))
             raise MXNetError(
                 f"Trainer: set_data (or load_parameters) changed Parameters {names} after the "
                 "distributed KVStore took their values; the servers keep the values they have, "
@@ -242,18 +242,9 @@ class Trainer:
         return self._steps
 
     def _reset_kvstore(self) -> None:
-        """Forget the store so the next step sets it up again (after ``Parameter.set_data``).
-
-        Raises
-        ------
-        MXNetError
-            For a distributed store: the servers keep the values, they cannot be reset.
-        """
-        if self._kvstore is not None and self._distributed:
-            raise MXNetError(
-                "Trainer: a distributed KVStore cannot be reset; set_data on a "
-                "Parameter being trained through one is not supported"
-            )
+        """Forget the (single-process) store so the next step sets it up again (after
+        ``Parameter.set_data``; a distributed store's servers keep their values instead, see
+        :meth:`_data_changed`)."""
         self._stream.disarm()
         self._kv_initialized = False
         self._kvstore = None
