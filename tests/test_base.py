@@ -1,5 +1,7 @@
 """The error hierarchy in mxrs.base."""
 
+import os
+
 import mxrs as mx
 import pytest
 from mxrs import base
@@ -39,3 +41,12 @@ def test_a_store_shape_mismatch_is_caught_as_runtime_error():
         assert "holds shape (2, 3)" in str(err)
     else:
         pytest.fail("a push of the wrong shape was accepted")
+
+
+def test_data_dir_is_mxrs_home_or_dot_mxrs(monkeypatch, tmp_path):
+    from mxrs.base import data_dir
+
+    monkeypatch.setenv("MXRS_HOME", str(tmp_path))
+    assert data_dir() == str(tmp_path)
+    monkeypatch.delenv("MXRS_HOME")
+    assert data_dir() == os.path.expanduser(os.path.join("~", ".mxrs"))

