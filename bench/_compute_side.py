@@ -162,6 +162,20 @@ def kernels(mx):
     }
 
 
+def timed(mx, step, warmup, steps):
+    """``(last output, seconds)`` of ``steps`` calls of ``step`` after ``warmup`` untimed ones,
+    waiting for all pending work before and after."""
+    for _ in range(warmup):
+        step()
+    mx.nd.waitall()
+    t0 = time.perf_counter()
+    out = None
+    for _ in range(steps):
+        out = step()
+    mx.nd.waitall()
+    return out, time.perf_counter() - t0
+
+
 def main(argv=None):
     """Parse the options, build, warm up, time the steps and print the JSON line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -179,14 +193,7 @@ def main(argv=None):
     mx = importlib.import_module(lib)
     net, data, label = build(mx, args)
     step = make_step(mx, net, data, label, args.mode)
-    for _ in range(args.warmup):
-        step()
-    mx.nd.waitall()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        out = step()
-    mx.nd.waitall()
-    secs = time.perf_counter() - t0
+    out, secs = timed(mx, step, args.warmup, args.steps)
     mean = float(out.mean().asnumpy().reshape(-1)[0])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     result = {

@@ -15,10 +15,9 @@ import importlib
 import json
 import os
 import resource
-import time
 
 import numpy as np
-from _compute_side import kernels
+from _compute_side import kernels, timed
 
 
 def _lm(mx, args):
@@ -95,14 +94,7 @@ def main(argv=None):
     mx = importlib.import_module(lib)
     mx.random.seed(0)
     step, tokens = (_lm if args.model == "lm" else _layer)(mx, args)
-    for _ in range(args.warmup):
-        step()
-    mx.nd.waitall()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        out = step()
-    mx.nd.waitall()
-    secs = time.perf_counter() - t0
+    out, secs = timed(mx, step, args.warmup, args.steps)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "lib": lib,
