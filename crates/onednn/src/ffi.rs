@@ -154,15 +154,28 @@ macro_rules! api {
 pub struct Omp {
     _lib: Library,
     pub set_num_threads: unsafe extern "C" fn(c_int),
+    /// `omp_get_max_threads`: the team size a parallel region of the calling thread gets.
+    pub max_threads: unsafe extern "C" fn() -> c_int,
+    /// `omp_get_thread_num` and `omp_get_num_threads`, inside a parallel region.
+    pub thread_num: unsafe extern "C" fn() -> c_int,
+    pub num_threads: unsafe extern "C" fn() -> c_int,
+    /// `GOMP_parallel(fn, data, num_threads, flags)`: what `#pragma omp parallel` compiles to
+    /// (GCC 4.9 and later): runs `fn(data)` on each thread of a team, the caller's included.
+    pub parallel: unsafe extern "C" fn(OmpTask, *mut c_void, c_uint, c_uint),
 }
 
+/// The body of an OpenMP parallel region.
+pub type OmpTask = unsafe extern "C" fn(*mut c_void);
+
 impl Omp {
-    /// Opens `libgomp.so.1` (loaded already where oneDNN is) and resolves
-    /// `omp_set_num_threads`.
+    /// Opens `libgomp.so.1` (loaded already where oneDNN is) and resolves the functions
+    /// mxrs calls.
     ///
     /// # Safety
-    /// `libgomp.so.1` must be GNU OpenMP's runtime, whose function has the C signature
-    /// `void omp_set_num_threads(int)`.
+    /// `libgomp.so.1` must be GNU OpenMP's runtime, whose functions have the C signatures
+    /// `void omp_set_num_threads(int)`, `int omp_get_max_threads(void)`,
+    /// `int omp_get_thread_num(void)`, `int omp_get_num_threads(void)` and
+    /// `void GOMP_parallel(void (*)(void *), void *, unsigned, unsigned)`.
     pub unsafe fn open() -> Result<Omp, libloading::Error> {
         // SAFETY: the caller vouches for the library; GNU OpenMP's initialisers are sound and
         // run at most once per process.
@@ -171,9 +184,24 @@ impl Omp {
         // stays open as long as `Omp`.
         let set_num_threads =
             unsafe { *lib.get::<unsafe extern "C" fn(c_int)>(b"omp_set_num_threads\0")? };
+        // SAFETY: as above, for each symbol: GNU OpenMP's functions of these C signatures.
+        let (max_threads, thread_num, num_threads, parallel) = unsafe {
+            (
+                *lib.get::<unsafe extern "C" fn() -> c_int>(b"omp_get_max_threads\0")?,
+                *lib.get::<unsafe extern "C" fn() -> c_int>(b"omp_get_thread_num\0")?,
+                *lib.get::<unsafe extern "C" fn() -> c_int>(b"omp_get_num_threads\0")?,
+                *lib.get::<unsafe extern "C" fn(OmpTask, *mut c_void, c_uint, c_uint)>(
+                    b"GOMP_parallel\0",
+                )?,
+            )
+        };
         Ok(Omp {
             _lib: lib,
             set_num_threads,
+            max_threads,
+            thread_num,
+            num_threads,
+            parallel,
         })
     }
 }

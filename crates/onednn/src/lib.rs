@@ -17,8 +17,10 @@ pub mod eltwise;
 mod ffi;
 pub mod inner;
 pub mod lrn;
+pub mod parallel;
 pub mod pool;
 mod prim;
+pub mod relu;
 pub mod softmax;
 
 use std::ffi::{CStr, c_int};

@@ -43,6 +43,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(updates::sgd_update, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_set_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(onednn::relu_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(onednn::relu_add_forward, m)?)?;
+    m.add_function(wrap_pyfunction!(onednn::relu_backward, m)?)?;
     m.add_class::<onednn::OnednnConv>()?;
     m.add_class::<onednn::OnednnPool>()?;
     m.add_class::<onednn::OnednnBatchNorm>()?;

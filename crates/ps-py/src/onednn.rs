@@ -7,6 +7,7 @@ use mxrs_onednn::eltwise::{Activation, Eltwise};
 use mxrs_onednn::inner::InnerProduct;
 use mxrs_onednn::lrn::{Lrn, LrnParams};
 use mxrs_onednn::pool::{Pool, PoolKind, PoolSpec};
+use mxrs_onednn::relu;
 use mxrs_onednn::softmax::Softmax;
 use mxrs_onednn::{DnnlError, Tensor, TensorMut, load};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
@@ -546,6 +547,50 @@ impl OnednnActivation {
         py.detach(|| self.op.backward(data.data, gy.data, gx.data))
             .map_err(to_py)
     }
+}
+
+/// ReLU's forward pass, `y = relu(x)`, keeping NaN (see `mxrs_onednn::relu`); the arrays share
+/// one dense layout. Runs on oneDNN's OpenMP threads when it is loaded, else on this one.
+#[pyfunction]
+pub(crate) fn relu_forward(
+    py: Python<'_>,
+    x: PyReadonlyArrayDyn<'_, f32>,
+    mut y: PyReadwriteArrayDyn<'_, f32>,
+) -> PyResult<()> {
+    let x = dense(&x, "data")?;
+    let y = dense_mut(&mut y, "output")?;
+    same_order(&[&x.strides, &y.strides])?;
+    py.detach(|| relu::forward(x.data, y.data)).map_err(to_py)
+}
+
+/// The residual addition and its ReLU in one pass: `y = relu(a + b)`.
+#[pyfunction]
+pub(crate) fn relu_add_forward(
+    py: Python<'_>,
+    a: PyReadonlyArrayDyn<'_, f32>,
+    b: PyReadonlyArrayDyn<'_, f32>,
+    mut y: PyReadwriteArrayDyn<'_, f32>,
+) -> PyResult<()> {
+    let (a, b) = (dense(&a, "first addend")?, dense(&b, "second addend")?);
+    let y = dense_mut(&mut y, "output")?;
+    same_order(&[&a.strides, &b.strides, &y.strides])?;
+    py.detach(|| relu::add_forward(a.data, b.data, y.data))
+        .map_err(to_py)
+}
+
+/// ReLU's gradient `gx` from its output `y` and the output's gradient `gy`, NaN kept.
+#[pyfunction]
+pub(crate) fn relu_backward(
+    py: Python<'_>,
+    y: PyReadonlyArrayDyn<'_, f32>,
+    gy: PyReadonlyArrayDyn<'_, f32>,
+    mut gx: PyReadwriteArrayDyn<'_, f32>,
+) -> PyResult<()> {
+    let (y, gy) = (dense(&y, "output")?, dense(&gy, "gradient")?);
+    let gx = dense_mut(&mut gx, "data gradient")?;
+    same_order(&[&y.strides, &gy.strides, &gx.strides])?;
+    py.detach(|| relu::backward(y.data, gy.data, gx.data))
+        .map_err(to_py)
 }
 
 /// One inner product (`FullyConnected`): `OnednnInnerProduct(batch, inputs, outputs, bias,

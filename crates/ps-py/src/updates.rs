@@ -1,6 +1,9 @@
 //! Optimizer updates of a worker's own weights (the Python optimizers' local steps) by the loops
-//! the servers run (`ps_core::updater`): one pass over the arrays, without the GIL.
+//! the servers run (`ps_core::updater`): one pass over the arrays, without the GIL, split over
+//! oneDNN's OpenMP threads where it is loaded (`mxrs_onednn::parallel`), as MXNet's CPU
+//! optimizer kernels run on its OpenMP threads.
 
+use mxrs_onednn::parallel::{SharedMut, for_ranges};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
 use ps_core::PsError;
 use ps_core::updater::{SgdStep, sgd_update as sgd};
@@ -46,5 +49,23 @@ pub(crate) fn sgd_update(
         rescale_grad,
         clip_gradient,
     };
-    py.detach(|| sgd(step, w, g, m)).map_err(to_py)
+    let n = w.len();
+    if g.len() != n || m.as_ref().is_some_and(|m| m.len() != n) {
+        // the one-threaded call names the lengths in its error
+        return sgd(step, w, g, m).map_err(to_py);
+    }
+    let (w, m) = (SharedMut::new(w), m.map(SharedMut::new));
+    py.detach(|| {
+        let failed = parking_lot::Mutex::new(None);
+        for_ranges(n, |r| {
+            // SAFETY: for_ranges hands out each range once; `w` and `m` are distinct arrays
+            // (NumPy would not lend one array both read-write).
+            let (w, m) = unsafe { (w.range(r.clone()), m.map(|m| m.range(r.clone()))) };
+            if let Err(e) = sgd(step, w, &g[r], m) {
+                failed.lock().get_or_insert(e);
+            }
+        });
+        failed.into_inner().map_or(Ok(()), Err)
+    })
+    .map_err(to_py)
 }

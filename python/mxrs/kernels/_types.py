@@ -105,12 +105,18 @@ class NormKernels(Protocol):
 
 
 class ActKernels(Protocol):
-    """A provider of elementwise activations: 'relu', 'sigmoid', 'tanh', 'softrelu'."""
+    """A provider of elementwise activations: 'relu', 'sigmoid', 'tanh', 'softrelu', and
+    ReLU after an addition."""
 
     name: str
 
     def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
         """``kind(x)`` and the closure giving ``(gx,)``."""
+        ...
+
+    def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
+        """``relu(a + b)`` for ``a`` and ``b`` of one shape (a residual block's end), and the
+        closure giving ``(ga, gb)``, both the ReLU's gradient."""
         ...
 
 

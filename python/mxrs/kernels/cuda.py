@@ -77,6 +77,8 @@ _ACT_FWD = {
     "sigmoid": "y = (T)(0.5f * (tanhf(0.5f * (float)x) + 1.f))",
     "tanh": "y = (T)tanhf((float)x)",
 }
+# The residual addition and its ReLU (NaN kept, as the forward ReLU above).
+_ADD_RELU = "float v = (float)a + (float)b; y = (v > 0.f || v != v) ? (T)v : (T)0"
 _ACT_BWD = {
     # NaN in, NaN gradient out (the portable kernel's rule).
     "relu": "float v = (float)y; gx = (v != v) ? y : (v > 0.f ? g : (T)0)",
@@ -544,6 +546,19 @@ class CudaKernels:
 
         def grad(g, needs):
             return (_ew("act_bwd_" + kind, "T y, T g", "T gx", _ACT_BWD[kind])(y, g),)
+
+        return y, grad
+
+    def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
+        """``relu(a + b)`` in one kernel (float32 arithmetic), and ReLU's gradient kernel
+        shared by both addends; addends of other shapes or dtypes are portable."""
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return self.portable.add_relu(a, b, train)
+        y = _ew("add_relu", "T a, T b", "T y", _ADD_RELU)(a, b)
+
+        def grad(g, needs):
+            gs = _ew("act_bwd_relu", "T y, T g", "T gx", _ACT_BWD["relu"])(y, g)
+            return (gs, gs)
 
         return y, grad
 

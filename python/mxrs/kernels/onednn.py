@@ -143,6 +143,18 @@ def _inference_only(what: str) -> Grad:
     return grad
 
 
+def _relu_grad(y: Any, inputs: int = 1) -> Grad:
+    """The gradient closure of a ReLU whose output is ``y`` (over ``inputs`` addends, which
+    share it): one native pass, NaN kept."""
+
+    def grad(g: Any, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        gx = numpy.empty_like(y)
+        _native.relu_backward(y, in_layout_of(y, g), gx)
+        return (gx,) * inputs
+
+    return grad
+
+
 class OnednnKernels:
     """oneDNN's convolution, deconvolution, pooling, batch norm, activations, softmax and
     LRN on dense float32 NumPy arrays (any axis order: see :mod:`mxrs.kernels._layout`)."""
@@ -324,14 +336,20 @@ class OnednnKernels:
         return y, grad
 
     def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
-        """oneDNN's activation gradients (and sigmoid's forward pass) over the whole buffer.
+        """oneDNN's activation gradients (and sigmoid's forward pass) over the whole buffer;
+        ReLU on mxrs's own loops.
 
-        ReLU and tanh run forward on NumPy, as fast on one thread, and NumPy's ReLU passes NaN
-        on as MXNet's does (oneDNN's gives 0); a NaN output then gets a NaN gradient. Softrelu,
-        whose oneDNN form loses digits far into the negative tail, and arrays of fewer than
-        :data:`ACTIVATION_MIN` elements stay on NumPy."""
+        ReLU runs on the native loops of :func:`_relu` (oneDNN's turns NaN into 0; MXNet's
+        passes it on, and a NaN output gets a NaN gradient). Tanh runs forward on NumPy, as
+        fast on one thread. Softrelu, whose oneDNN form loses digits far into the negative
+        tail, and arrays of fewer than :data:`ACTIVATION_MIN` elements stay on NumPy."""
         if kind not in ("relu", "sigmoid", "tanh") or x.size < ACTIVATION_MIN:
             return self._fallback.activation(x, kind, train)
+        if kind == "relu":
+            x = dense(x)
+            y = numpy.empty_like(x)
+            _native.relu_forward(x, y)
+            return y, (_relu_grad(y) if train else _inference_only("activation"))
         n = x.size
         k = self._kernel(("act", kind, n, train), lambda: _native.OnednnActivation(kind, n, train))
         if k is None:
@@ -340,8 +358,6 @@ class OnednnKernels:
             x = dense(x)
             y = numpy.empty_like(x)
             k.forward(x, y)
-        elif kind == "relu":
-            y = numpy.maximum(x, 0)
         else:
             y = numpy.tanh(x)
         if not train:
@@ -353,13 +369,21 @@ class OnednnKernels:
             data = dense(y)
             gx = numpy.empty_like(data)
             k.backward(data, in_layout_of(data, g), gx)
-            # y >= 0 or NaN, so its sum is NaN exactly when some element is
-            if kind == "relu" and numpy.isnan(numpy.sum(y)):
-                nan = numpy.isnan(y)
-                gx[nan] = y[nan]
             return (gx,)
 
         return y, grad
+
+    def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
+        """``relu(a + b)`` in one pass over the three buffers; see
+        :class:`mxrs.kernels.ActKernels`. Addends of other shapes or layouts, and short
+        ones, take the portable kernel."""
+        if a.shape != b.shape or a.size < ACTIVATION_MIN:
+            return self._fallback.add_relu(a, b, train)
+        a = dense(a)
+        b = in_layout_of(a, b)
+        y = numpy.empty_like(a)
+        _native.relu_add_forward(a, b, y)
+        return y, (_relu_grad(y, 2) if train else _inference_only("activation"))
 
     def moving_average(self, avg: Any, stat: Any, momentum: float) -> None:
         """As the portable kernel (one pass over a vector of channels)."""

@@ -401,6 +401,18 @@ class Portable:
             raise ValueError(f"unknown activation {kind!r}")
         return y, grad
 
+    def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
+        """``relu(a + b)`` for addends of one shape; both get the ReLU's gradient."""
+        xp = self.xp
+        y = a + b
+        xp.maximum(y, 0, out=y)
+
+        def grad(g, needs):
+            gs = xp.where(xp.isnan(y), y, g * (y > 0))
+            return (gs, gs)
+
+        return y, grad
+
     def softmax(
         self, x: Any, axis: int, temperature: float, log: bool, train: bool
     ) -> tuple[Any, Grad]:

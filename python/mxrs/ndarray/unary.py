@@ -226,6 +226,28 @@ class _Relu(_Activation):
     keeps_inputs = False  # the gradient comes from the output (and the rule masks with it)
 
 
+class _AddRelu(Op):
+    """``relu(a + b)`` for addends of one shape and dtype, in one kernel: what an executor's
+    graph pass (:mod:`mxrs.symbol.fusion`) runs for an ``elemwise_add`` that only a ReLU
+    reads, as a residual block ends. Both addends get the ReLU's gradient."""
+
+    keeps_inputs = False  # the gradient comes from the output
+
+    def forward(self, a, b):
+        k = kernels.select("Activation", self.be, a.dtype)
+        y, self.grad = k.add_relu(a, b, True in self.needs)
+        return y
+
+    def backward(self, g):
+        ga, gb = self.grad(g, self.needs)
+        return (ga if self.needs[0] else None, gb if self.needs[1] else None)
+
+
+def _add_relu(a: ArrayT, b: ArrayT) -> ArrayT:
+    """``relu(a + b)`` in one pass, for ``a`` and ``b`` of one shape and dtype."""
+    return apply(_AddRelu, (a, b))
+
+
 class _Sigmoid(_Activation):
     kind = "sigmoid"
 

@@ -1,11 +1,17 @@
 """The graph pass of an executor: operators computed as one where the result is the same.
 
-A bound graph is fixed, so an executor can see what each output feeds. A ``BatchNorm`` whose
-normalised output is read by one ``Activation`` with ``act_type='relu'`` and by nothing else
-(not an output of the graph either) runs as ``mx.nd.contrib.BatchNormWithReLU``, and the
-activation hands its input on, as MXNet's oneDNN graph passes fuse the pair: on oneDNN the ReLU
-is applied in the normalisation's own pass over the data, and its gradient comes from a one-byte
-mask. An executor with a monitor callback runs the graph as written, so that every operator's
+A bound graph is fixed, so an executor can see what each output feeds. Where an operator's
+output is read by one ``Activation`` with ``act_type='relu'`` and by nothing else (not an
+output of the graph either), the pair runs as one operator and the activation hands its input
+on, as MXNet's oneDNN graph passes fuse such pairs:
+
+- ``BatchNorm`` + ReLU runs as ``mx.nd.contrib.BatchNormWithReLU``: on oneDNN the ReLU is
+  applied in the normalisation's own pass over the data, and its gradient comes from a
+  one-byte mask;
+- ``elemwise_add`` + ReLU (a residual block's end) runs as one pass over the three buffers,
+  and both addends share the ReLU's gradient.
+
+An executor with a monitor callback runs the graph as written, so that every operator's
 output is there to watch.
 """
 
@@ -22,18 +28,22 @@ __all__ = ["Plan", "fuse"]
 #: The nodes in order, each with the call computing its outputs (None for a variable).
 Plan = list[tuple[Node, Callable[[list[Any]], list[Any]] | None]]
 
+Call = Callable[[list[Any]], list[Any]]
+
 
 def fuse(plan: Plan, outputs: Sequence[tuple[Node, int]]) -> Plan:
-    """``plan`` with every BatchNorm that only a ReLU reads computed together with it."""
+    """``plan`` with every BatchNorm and every ``elemwise_add`` that only a ReLU reads
+    computed together with it."""
     readers: dict[tuple[int, int], list[Node]] = {}
     for node, _ in plan:
         for child, i in node.inputs:
             readers.setdefault((id(child), i), []).append(node)
     exposed = {(id(n), i) for n, i in outputs}
-    norms: dict[int, dict[str, Any]] = {}
+    fused: dict[int, Call] = {}
     relus: set[int] = set()
     for node, _ in plan:
-        if node.op != "BatchNorm":
+        make = _FUSED.get(node.op or "")
+        if make is None:
             continue
         params = parse_attrs(node.attrs)
         users = readers.get((id(node), 0), [])
@@ -41,19 +51,21 @@ def fuse(plan: Plan, outputs: Sequence[tuple[Node, int]]) -> Plan:
             continue
         act = users[0]
         if act.op == "Activation" and parse_attrs(act.attrs).get("act_type") == "relu":
-            norms[id(node)] = params
+            fused[id(node)] = make(params)
             relus.add(id(act))
-    if not norms:
+    if not fused:
         return plan
     return [
-        (node, _norm_relu(norms[id(node)]) if id(node) in norms else _passed_on)
-        if id(node) in norms or id(node) in relus
+        (node, fused[id(node)])
+        if id(node) in fused
+        else (node, _passed_on)
+        if id(node) in relus
         else (node, call)
         for node, call in plan
     ]
 
 
-def _norm_relu(params: dict[str, Any]) -> Callable[[list[Any]], list[Any]]:
+def _norm_relu(params: dict[str, Any]) -> Call:
     from .. import ndarray as nd
 
     def call(inputs: list[Any]) -> list[Any]:
@@ -62,5 +74,24 @@ def _norm_relu(params: dict[str, Any]) -> Callable[[list[Any]], list[Any]]:
     return call
 
 
+def _sum_relu(params: dict[str, Any]) -> Call:
+    from .. import ndarray as nd
+
+    def call(inputs: list[Any]) -> list[Any]:
+        a, b = inputs
+        if a.shape == b.shape and a.dtype == b.dtype and a.stype == b.stype == "default":
+            return [nd.unary._add_relu(a, b)]
+        return [nd.relu(nd.elemwise_add(a, b))]
+
+    return call
+
+
 def _passed_on(inputs: list[Any]) -> list[Any]:
     return [inputs[0]]
+
+
+#: The operators fused with a ReLU that alone reads them, and what makes the fused call.
+_FUSED: dict[str, Callable[[dict[str, Any]], Call]] = {
+    "BatchNorm": _norm_relu,
+    "elemwise_add": _sum_relu,
+}

@@ -82,6 +82,14 @@ def _masked(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     return g * const(g, mask)
 
 
+def _masked_sum(node: Any, xs: list[Any], gs: list[Any]) -> Any:
+    """``relu(a + b)``: each addend's gradient is ``g`` masked as the ReLU's."""
+    g = gs[0]
+    ga, gb = node.backward(node.xp.ones(g.shape, g._data.dtype))
+    masked = g * const(g, ga if ga is not None else gb)
+    return (masked if ga is not None else None, masked if gb is not None else None)
+
+
 def _extreme(node: Any, xs: list[Any], gs: list[Any]) -> Any:
     mask = (node.x == node.y).astype(node.x.dtype)
     return const(xs[0], mask) * shape.reshape(gs[0], node.kshape)
@@ -166,6 +174,7 @@ def _unary_rules() -> dict[type, Rule]:
         unary._NoGrad: lambda n, xs, gs: None,
         unary._Abs: _masked,
         unary._Relu: _masked,
+        unary._AddRelu: _masked_sum,
         unary._Clip: _masked,
         leaky._Leaky: _masked,
         nn._Dropout: _masked,

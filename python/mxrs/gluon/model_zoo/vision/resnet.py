@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .... import ndarray as nd
 from ....base import MXNetError
 from ....context import Context, cpu
 from ... import nn
@@ -50,6 +51,15 @@ def _conv3x3(channels: int, stride: int, in_channels: int) -> nn.Conv2D:
     return nn.Conv2D(
         channels, 3, strides=stride, padding=1, use_bias=False, in_channels=in_channels
     )
+
+
+def _residual_relu(F: Any, a: Any, b: Any) -> Any:
+    """``relu(a + b)``, the end of a V1 unit: on NDArrays one pass over the data (mxrs's fused
+    operator, the same numbers); in a Symbol graph the two nodes MXNet's zoo writes, which an
+    executor fuses in its turn (:mod:`mxrs.symbol.fusion`)."""
+    if F is nd and a.shape == b.shape and a.dtype == b.dtype:
+        return nd.unary._add_relu(a, b)
+    return F.Activation(a + b, act_type="relu")
 
 
 def _shortcut(channels: int, stride: int, in_channels: int, with_bn: bool) -> HybridBlock:
@@ -102,7 +112,7 @@ class BasicBlockV1(HybridBlock):
     def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Add the (projected) input to the body's output and apply ReLU."""
         residual = x if self.downsample is None else self.downsample(x)
-        return F.Activation(residual + self.body(x), act_type="relu")
+        return _residual_relu(F, residual, self.body(x))
 
 
 class BottleneckV1(HybridBlock):
@@ -139,7 +149,7 @@ class BottleneckV1(HybridBlock):
     def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Add the (projected) input to the body's output and apply ReLU."""
         residual = x if self.downsample is None else self.downsample(x)
-        return F.Activation(self.body(x) + residual, act_type="relu")
+        return _residual_relu(F, self.body(x), residual)
 
 
 class BasicBlockV2(HybridBlock):

@@ -1,0 +1,119 @@
+//! ReLU's own loops, one pass over memory each, on OpenMP's threads ([`crate::parallel`]):
+//! the forward pass, the residual addition with its ReLU (`relu(a + b)`, as a ResNet block
+//! ends), and the gradient. oneDNN's ReLU turns NaN into 0; these keep MXNet's semantics: a
+//! NaN input gives a NaN output, whose gradient is NaN, and elsewhere the gradient is
+//! `g * (y > 0)` (so a NaN or infinite `g` where `y <= 0` stays NaN).
+
+use crate::DnnlError;
+use crate::parallel::{SharedMut, for_ranges};
+
+fn check(lens: &[usize], what: &str) -> Result<(), DnnlError> {
+    if lens.windows(2).all(|w| w[0] == w[1]) {
+        Ok(())
+    } else {
+        Err(DnnlError::Input(format!(
+            "{what}: buffers of different lengths {lens:?}"
+        )))
+    }
+}
+
+#[inline(always)]
+fn relu(x: f32) -> f32 {
+    // NaN compares false, so it passes through
+    if x <= 0.0 { 0.0 } else { x }
+}
+
+/// `y = relu(x)`.
+pub fn forward(x: &[f32], y: &mut [f32]) -> Result<(), DnnlError> {
+    check(&[x.len(), y.len()], "relu")?;
+    let out = SharedMut::new(y);
+    for_ranges(x.len(), |r| {
+        // SAFETY: for_ranges hands out each range once.
+        let y = unsafe { out.range(r.clone()) };
+        for (y, &x) in y.iter_mut().zip(&x[r]) {
+            *y = relu(x);
+        }
+    });
+    Ok(())
+}
+
+/// `y = relu(a + b)`.
+pub fn add_forward(a: &[f32], b: &[f32], y: &mut [f32]) -> Result<(), DnnlError> {
+    check(&[a.len(), b.len(), y.len()], "relu of a sum")?;
+    let out = SharedMut::new(y);
+    for_ranges(a.len(), |r| {
+        // SAFETY: for_ranges hands out each range once.
+        let y = unsafe { out.range(r.clone()) };
+        for ((y, &a), &b) in y.iter_mut().zip(&a[r.clone()]).zip(&b[r]) {
+            *y = relu(a + b);
+        }
+    });
+    Ok(())
+}
+
+/// The input gradient `gx` for the output `y` and its gradient `gy`.
+pub fn backward(y: &[f32], gy: &[f32], gx: &mut [f32]) -> Result<(), DnnlError> {
+    check(&[y.len(), gy.len(), gx.len()], "relu gradient")?;
+    let out = SharedMut::new(gx);
+    for_ranges(y.len(), |r| {
+        // SAFETY: for_ranges hands out each range once.
+        let gx = unsafe { out.range(r.clone()) };
+        for ((gx, &y), &g) in gx.iter_mut().zip(&y[r.clone()]).zip(&gy[r]) {
+            let masked = if y > 0.0 { g } else { g * 0.0 };
+            *gx = if y.is_nan() { y } else { masked };
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forward_keeps_nan_and_clamps() {
+        let x = [-1.0, 0.0, 2.5, f32::NAN, -0.0, f32::INFINITY];
+        let mut y = [9.0; 6];
+        forward(&x, &mut y).unwrap();
+        assert_eq!(&y[..3], &[0.0, 0.0, 2.5]);
+        assert!(y[3].is_nan());
+        assert_eq!(y[4], 0.0);
+        assert_eq!(y[5], f32::INFINITY);
+    }
+
+    #[test]
+    fn sum_then_relu() {
+        let (a, b) = ([1.0, -3.0, f32::NAN], [-2.0, 4.0, 1.0]);
+        let mut y = [0.0; 3];
+        add_forward(&a, &b, &mut y).unwrap();
+        assert_eq!(&y[..2], &[0.0, 1.0]);
+        assert!(y[2].is_nan());
+    }
+
+    #[test]
+    fn gradient_masks_and_keeps_nan() {
+        let y = [0.0, 3.0, f32::NAN, 0.0];
+        let g = [5.0, 7.0, 1.0, f32::NAN];
+        let mut gx = [9.0; 4];
+        backward(&y, &g, &mut gx).unwrap();
+        assert_eq!(&gx[..2], &[0.0, 7.0]);
+        assert!(gx[2].is_nan() && gx[3].is_nan());
+    }
+
+    #[test]
+    fn lengths_must_agree() {
+        let mut y = [0.0; 2];
+        let err = add_forward(&[1.0; 3], &[1.0; 3], &mut y).unwrap_err();
+        assert!(err.to_string().contains("different lengths"), "{err}");
+    }
+
+    #[test]
+    fn long_buffers_split_the_same() {
+        let n = 4 * crate::parallel::MIN_PER_THREAD + 5;
+        let a: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+        let mut y = vec![0.0; n];
+        add_forward(&a, &b, &mut y).unwrap();
+        assert!((0..n).all(|i| y[i] == (a[i] + b[i]).max(0.0)));
+    }
+}
