@@ -6,7 +6,8 @@
 //! [`inner::InnerProduct`], [`softmax::Softmax`], [`lrn::Lrn`]) is built for one shape and set
 //! of attributes, creates its oneDNN primitives once and runs them on caller-owned, dense,
 //! row-major `f32` buffers: data in a layout oneDNN computes faster in (its blocked formats) is
-//! reordered in and out inside the call.
+//! reordered in and out inside the call. Beside them, [`relu`] holds ReLU's own loops, which
+//! [`parallel`] splits over the OpenMP threads oneDNN runs on.
 //!
 //! Every `unsafe` block is a call into oneDNN's C API; the wrappers here own its handles
 //! (destroyed on drop) and check every buffer's length before oneDNN sees it.
