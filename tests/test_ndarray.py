@@ -146,3 +146,15 @@ def test_ndarray_constructor_and_detach():
     assert a.context == mx.cpu(1) and a.dtype == np.float32
     d = a.detach()
     assert d.asnumpy().tolist() == [1, 2]
+
+
+def test_setitem_broadcasts_a_value_with_extra_leading_ones_as_mxnet():
+    x = nd.zeros((3,))
+    x[0] = nd.array([5.0])  # one element into one slot, as MXNet allows
+    y = nd.zeros((3, 4))
+    y[1] = nd.array([[7.0]])
+    np.testing.assert_array_equal(x.asnumpy(), [5, 0, 0])
+    np.testing.assert_array_equal(y.asnumpy()[1], [7, 7, 7, 7])
+    with pytest.raises(ValueError):
+        x[0] = nd.array([5.0, 6.0])  # two elements do not fit one slot
+    np.testing.assert_array_equal(x.asnumpy(), [5, 0, 0])

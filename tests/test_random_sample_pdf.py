@@ -175,7 +175,7 @@ def test_sample_operators_refuse_bad_parameters_shapes_and_dtypes():
         (lambda: mx.nd.random.normal(one, 1.0), "give every parameter as an NDArray"),
     ):
         with pytest.raises(MXNetError, match=said):
-            call()
+            call().wait_to_read()  # a bad value raises where the draws are read
 
 
 def test_nd_random_functions_dispatch_array_parameters_to_the_sample_operators():
@@ -237,7 +237,7 @@ def test_multinomial_refuses_what_it_cannot_draw():
         (lambda: mx.nd.random.multinomial(mx.nd.array([-0.1, 1.1])), "non-negative"),
     ):
         with pytest.raises(MXNetError, match=said):
-            call()
+            call().wait_to_read()  # a bad value raises where the draws are read
 
 
 def test_unique_zipfian_draws_distinct_classes_and_counts_its_trials():

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from . import timeline
+from ._failure import ComputeError, Failure, fail
 from ._sparse_rows import SparseRows, add_grads, as_dense
 from .base import MXNetError
 
@@ -247,18 +248,24 @@ def _run(
     retain_graph: bool,
     on_final: Callable[[Any, Any], None],
     create_graph: bool = False,
+    on_fail: Callable[[Any, Failure], None] | None = None,
 ) -> None:
     """Propagate gradients from ``heads``; call ``on_final(variable, gradient)`` once for every
     variable reached, as soon as the last op that uses it has given its share (so a caller may
     act on early layers' gradients while the pass goes on through the rest).
 
     Gradients are raw arrays; with ``create_graph`` they are NDArrays computed with recorded
-    operations (``ndarray.grad.graph``), so they can be differentiated again."""
+    operations (``ndarray.grad.graph``), so they can be differentiated again.
+
+    A failed array on the way (a head, a head gradient, or an operation recorded on failed
+    arrays; see :mod:`mxrs._failure`) does not raise: ``on_fail(variable, failure)`` is called
+    instead for every variable not given its gradient yet, as MXNet's backward operators fail
+    their outputs."""
     if create_graph:
         with _Scope(True, None):
-            _run_pass(heads, head_grads, retain_graph, on_final, True)
+            _run_pass(heads, head_grads, retain_graph, on_final, True, on_fail)
     else:
-        _run_pass(heads, head_grads, retain_graph, on_final, False)
+        _run_pass(heads, head_grads, retain_graph, on_final, False, on_fail)
 
 
 def _run_pass(
@@ -267,6 +274,7 @@ def _run_pass(
     retain_graph: bool,
     on_final: Callable[[Any, Any], None],
     graph: bool,
+    on_fail: Callable[[Any, Failure], None] | None,
 ) -> None:
     heads = _as_list(heads)
     if head_grads is None:
@@ -275,37 +283,35 @@ def _run_pass(
         head_grads = _as_list(head_grads)
         if len(head_grads) != len(heads):
             raise MXNetError(f"backward got {len(heads)} heads but {len(head_grads)} head_grads")
-    pending: dict[int, Any] = {}
-    leaves: dict[int, Any] = {}
-    for h, hg in zip(heads, head_grads, strict=True):
-        be = h._ctx.backend
-        if hg is None:
-            with be.guard(h._ctx.device_id):
-                g = be.xp.ones_like(h._data)
-            if graph:
-                g = h._new(g, h._ctx)
-        else:
-            if hg._ctx != h._ctx:
-                raise MXNetError(f"head gradient on {hg._ctx} for a head on {h._ctx}")
-            g = hg if graph else hg._data
-        node = h._node
-        if node is None:
-            if h._grad is None:
-                raise MXNetError(_NOT_IN_GRAPH)
-            _accumulate(leaves, h, g)
-            continue
-        if node.inputs is None:
-            raise MXNetError(_NOT_IN_GRAPH)
-        slot = pending.setdefault(id(node), [None] * node.nout)
-        k = h._oidx
-        slot[k] = g if slot[k] is None else slot[k] + g
     order = _toposort(heads)
     uses: dict[int, int] = {}  # id(variable) -> ops using it that have not run yet
     for node in order:
         for a in node.inputs:
             if a._node is None and a._grad is not None:
                 uses[id(a)] = uses.get(id(a), 0) + 1
+    pending: dict[int, Any] = {}
+    leaves: dict[int, Any] = {}
     try:
+        for h, hg in zip(heads, head_grads, strict=True):
+            be = h._ctx.backend
+            if hg is None:
+                with be.guard(h._ctx.device_id):
+                    g = be.xp.ones_like(h._data)
+                if graph:
+                    g = h._new(g, h._ctx)
+            else:
+                if hg._ctx != h._ctx:
+                    raise MXNetError(f"head gradient on {hg._ctx} for a head on {h._ctx}")
+                g = hg if graph else hg._data
+            node = h._node
+            if node is None:
+                if h._grad is None:
+                    raise MXNetError(_NOT_IN_GRAPH)
+                _accumulate(leaves, h, g)
+                continue
+            slot = pending.setdefault(id(node), [None] * node.nout)
+            k = h._oidx
+            slot[k] = g if slot[k] is None else slot[k] + g
         for node in reversed(order):
             gouts = pending.pop(id(node), None)
             if gouts is not None:
@@ -321,11 +327,33 @@ def _run_pass(
                         on_final(*entry)
         for var, g in leaves.values():  # heads that no op uses
             on_final(var, g)
+    except ComputeError as err:  # free while nothing fails
+        if err.failure is None or on_fail is None:
+            raise
+        err.failure.rearm()
+        _fail_rest(heads, order, uses, err.failure, on_fail)
     finally:
         if not retain_graph:
             for node in order:
                 node.__dict__.clear()
                 node.inputs = None
+
+
+def _fail_rest(
+    heads: list[Any],
+    order: list[Any],
+    uses: dict[int, int],
+    failure: Failure,
+    on_fail: Callable[[Any, Failure], None],
+) -> None:
+    """The pass met ``failure``: fail every variable it reaches that has no gradient yet."""
+    seen = set()
+    reached = [h for h in heads if h._node is None and h._grad is not None]
+    reached += [a for node in order for a in node.inputs if a._node is None and a._grad is not None]
+    for var in reached:  # a head is given its gradient last; the others when their uses are done
+        if id(var) not in seen and uses.get(id(var), 1) > 0:
+            seen.add(id(var))
+            on_fail(var, failure)
 
 
 def _propagate(
@@ -445,6 +473,16 @@ def _store(var: TapeArray, g: Any) -> None:
         hook(var)
 
 
+def _store_failed(var: TapeArray, failure: Failure) -> None:
+    """The backward pass failed before ``var``'s gradient: its ``.grad`` becomes a failed array,
+    raising the error at the next wait on it (as MXNet's failed backward operators leave it)."""
+    fail((var._grad,), failure)
+    var._fresh = True
+    hook = getattr(var, "_on_grad", None)
+    if hook is not None:
+        hook(var)
+
+
 @timeline.traced("backward")
 def backward(
     heads: TapeArray | Sequence[TapeArray],
@@ -470,7 +508,7 @@ def backward(
     MXNetError
         When a head was not computed inside :func:`record` or its graph was already freed.
     """
-    _run(heads, head_grads, retain_graph, _store)
+    _run(heads, head_grads, retain_graph, _store, on_fail=_store_failed)
 
 
 def grad(
@@ -517,17 +555,24 @@ def grad(
         retain_graph,
         lambda var, g: found.__setitem__(id(var), g),
         create_graph=create_graph,
+        on_fail=lambda var, f: found.__setitem__(id(var), f),
     )
     out = []
     for v in variables:
         g = found.get(id(v))
-        if create_graph and g is not None:
+        if create_graph and g is not None and not isinstance(g, Failure):
             out.append(g)
             continue
         be = v._ctx.backend
         with be.guard(v._ctx.device_id):
-            g = be.xp.zeros_like(v._data) if g is None else be.xp.array(g, copy=True)
-        out.append(v._new(g, v._ctx))
+            if g is None or isinstance(g, Failure):
+                raw = be.xp.zeros_like(v._data)
+            else:
+                raw = be.xp.array(g, copy=True)
+        res = v._new(raw, v._ctx)
+        if isinstance(g, Failure):  # the pass failed before this gradient
+            fail((res,), g)
+        out.append(res)
     return out[0] if single else out
 
 

@@ -16,6 +16,8 @@ call, :func:`settle_all` (``nd.waitall``), or a read of an array it touched; an 
 write raises at its first read even when the error was already reported elsewhere (its data was
 never written). Errors still unreported
 when the process exits are printed and make it exit with status 1 (see :mod:`.dist`).
+Operators' errors of computation have failed arrays of their own, by the same device of a
+switched class (:mod:`._failed`, :mod:`mxrs._failure`); ``nd.waitall`` consults both.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._failure import ComputeError, propagate
 from .._sparse_rows import SparseRows, sum_rows
 from ..base import MXNetError
 from . import shape
@@ -106,23 +107,41 @@ def getitem(x: ArrayT, key: Any) -> ArrayT:
 def setitem(x: ArrayT, key: Any, value: Any) -> None:
     """Write ``value`` (scalar, array_like or NDArray, broadcast as needed) into ``x[key]``.
 
-    An NDArray value on another context is copied over, as ``copyto`` would.
+    An NDArray value on another context is copied over, as ``copyto`` would. A failed value
+    makes ``x`` fail with its failure; a failed ``x`` stays failed (see :mod:`mxrs._failure`).
     """
     check_writable(x)
-    key = _convert_key(x, key)
-    if len(key) == 1:
-        key = key[0]
-    if isinstance(value, ArrayCore):
-        if value._ctx != x._ctx:
-            v = move_data(value._data, value._ctx, x._ctx)
+    try:  # free while nothing fails
+        k = _convert_key(x, key)
+        if len(k) == 1:
+            k = k[0]
+        if isinstance(value, ArrayCore):
+            if value._ctx != x._ctx:
+                v = move_data(value._data, value._ctx, x._ctx)
+            else:
+                v = value._data
+        elif isinstance(value, (np.ndarray, list, tuple)):
+            be = x._ctx.backend
+            v = be.asarray(value, x._data.dtype, x._ctx.device_id)
         else:
-            v = value._data
-    elif isinstance(value, (np.ndarray, list, tuple)):
-        be = x._ctx.backend
-        v = be.asarray(value, x._data.dtype, x._ctx.device_id)
-    else:
-        v = value
-    x._data[key] = v
+            v = value
+        try:
+            x._data[k] = v
+        except ValueError:
+            # MXNet broadcasts a value with extra leading 1s (``x[0] = nd.array([5])`` into a
+            # 1-D ``x``); NumPy does not drop them
+            target = x._data[k]
+            extra = getattr(v, "ndim", 0) - getattr(target, "ndim", 0)
+            if extra <= 0 or any(d != 1 for d in v.shape[:extra]):
+                raise
+            x._data[k] = v.reshape(v.shape[extra:])
+    except ComputeError as err:
+        _write_failed(err, x, key, value)
+
+
+def _write_failed(err: ComputeError, x: Any, key: Any, value: Any) -> None:
+    """:func:`setitem` read a failed array (``x`` or ``value``): ``x`` fails with it."""
+    propagate(err, lambda: setitem(x, key, value), into=(x,))
 
 
 def _int_index(xp, idx, n, mode):

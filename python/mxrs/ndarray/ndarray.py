@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._failure import ComputeError, propagate
 from ..autograd import backward as _backward
 from ..base import MXNetError
 from ..context import Context, current_context
@@ -47,6 +48,11 @@ def _wrap(data: Any, ctx: Context) -> NDArray:
     a._grad = None
     a._grad_req = "null"
     return a
+
+
+def _copy_failed(err: ComputeError, src: NDArray, dst: NDArray) -> None:
+    """``src.copyto(dst)`` read a failed array: ``dst`` fails with it."""
+    propagate(err, lambda: src.copyto(dst), into=(dst,))
 
 
 class NDArray(
@@ -146,7 +152,8 @@ class NDArray(
         return self.copyto(self._ctx)
 
     def copyto(self, other: NDArray | Context) -> NDArray:
-        """Copy into another NDArray, or to a new array on a context.
+        """Copy into another NDArray, or to a new array on a context (a failed array's copy
+        fails with it, see :mod:`mxrs._failure`).
 
         Parameters
         ----------
@@ -161,10 +168,13 @@ class NDArray(
             if other.shape != self.shape:
                 raise MXNetError(f"copyto: shape {self.shape} does not match target {other.shape}")
             check_writable(other)
-            if other._sparse:  # re-encoded in the target's storage type
-                other._data = move_data(self._data, self._ctx, other._ctx).astype(other.dtype)
-                return other
-            other._data[...] = move_data(self._data, self._ctx, other._ctx)
+            try:  # free while nothing fails
+                if other._sparse:  # re-encoded in the target's storage type
+                    other._data = move_data(self._data, self._ctx, other._ctx).astype(other.dtype)
+                    return other
+                other._data[...] = move_data(self._data, self._ctx, other._ctx)
+            except ComputeError as err:  # a failed array: the target fails with it
+                _copy_failed(err, self, other)
             return other
         raise TypeError(f"copyto does not support type {type(other).__name__}")
 

@@ -360,9 +360,11 @@ def SoftmaxOutput(
 
 
 class _Dropout(Op):
-    def forward(self, x, p, axes, rng):
+    def forward(self, x, p, axes):
         shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
-        keep = self.be.uniform(rng, 0.0, 1.0, shape, x.dtype) >= p
+        # the generator is taken here, inside the dispatcher: a device whose sampler failed
+        # fails the dropout too (see core.rng.fail_device)
+        keep = self.be.uniform(generator(self.ctx), 0.0, 1.0, shape, x.dtype) >= p
         mask = keep.astype(x.dtype)
         mask *= 1.0 / (1.0 - p)
         self.mask = mask
@@ -389,7 +391,6 @@ def Dropout(
         (data,),
         p=float(p),
         axes={axis_index(a, data.ndim) for a in axes},
-        rng=generator(data._ctx),
     )
 
 

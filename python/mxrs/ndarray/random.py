@@ -8,6 +8,11 @@ A distribution's parameters are numbers (``shape`` draws from that one distribut
 NDArrays of one shape (``shape`` draws per element, through the ``sample_*`` operators of
 :mod:`.random_sample`). The ``*_like`` functions draw an array of another's shape and dtype;
 ``pdf_*`` are the densities of :mod:`.random_pdf`.
+
+A parameter out of its distribution's range (a negative scale, ``low`` above ``high``) is an
+error of the computation, as MXNet 1.9.1 checks it where it draws: the call returns a failed
+array of the right shape and dtype, which raises :class:`DistributionError` at the next wait on
+it (``wait_to_read``, ``asnumpy``, ``nd.waitall()``; see :mod:`mxrs._failure`).
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._failure import ComputeError
 from ..context import Context, current_context
 from . import random_pdf as _pdf
 from . import random_sample as _sample
+from ._failed import failed_array
 from .core.rng import generator, seed
 from .ndarray import NDArray, _wrap
-from .random_sample import DistributionError
+from .random_sample import DistributionError, failed_draws
 
 if TYPE_CHECKING:
     from .._typing import CtxLike, DTypeLike, ShapeLike
@@ -74,13 +81,6 @@ def _shape(shape: ShapeLike | None) -> tuple[int, ...]:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
 
-def _result(data: Any, ctx: Context, out: NDArray | None) -> NDArray:
-    if out is None:
-        return _wrap(data, ctx)
-    out[:] = _wrap(data, ctx)
-    return out
-
-
 def _target(ctx: CtxLike | None, out: NDArray | None) -> Context:
     if out is not None:
         return out._ctx
@@ -92,12 +92,13 @@ def _target(ctx: CtxLike | None, out: NDArray | None) -> Context:
     return ctx if isinstance(ctx, Context) else Context(ctx)
 
 
-def _arrays(name: str, **params: Any) -> bool:
+def _arrays(name: str, *params: Any) -> bool:
     """Whether the parameters are NDArrays (all of them) rather than numbers (all of them)."""
-    arrays = [isinstance(v, NDArray) for v in params.values()]
-    if any(arrays) and not all(arrays):
-        raise DistributionError(f"{name}: give every parameter as an NDArray, or none")
-    return all(arrays)
+    first = isinstance(params[0], NDArray)
+    for v in params[1:]:
+        if isinstance(v, NDArray) is not first:
+            raise DistributionError(f"{name}: give every parameter as an NDArray, or none")
+    return first
 
 
 def uniform(
@@ -130,14 +131,16 @@ def uniform(
     >>> mx.random.uniform(-1, 1, shape=(2, 3)).shape
     (2, 3)
     """
-    if _arrays("uniform", low=low, high=high):
+    if _arrays("uniform", low, high):
         return _sample.sample_uniform(low, high, shape, dtype, out)  # type: ignore[arg-type]
-    ctx = _target(ctx, out)
-    shape = out.shape if out is not None else _shape(shape)
-    dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
-    with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.uniform(generator(ctx), float(low), float(high), shape, dt)
-    return _result(data, ctx, out)
+    return _draws(_uniform, (float(low), float(high)), shape, dtype, ctx, out, quiet=False)
+
+
+def _uniform(ctx: Context, size: tuple[int, ...], dt: np.dtype, low: float, high: float) -> Any:
+    g = generator(ctx)
+    if not low <= high:
+        raise DistributionError(f"uniform: low must not exceed high, got {low} and {high}")
+    return ctx.backend.uniform(g, low, high, size, dt)
 
 
 def normal(
@@ -153,14 +156,16 @@ def normal(
 
     Parameters as :func:`uniform`.
     """
-    if _arrays("normal", loc=loc, scale=scale):
+    if _arrays("normal", loc, scale):
         return _sample.sample_normal(loc, scale, shape, dtype, out)  # type: ignore[arg-type]
-    ctx = _target(ctx, out)
-    shape = out.shape if out is not None else _shape(shape)
-    dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
-    with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.normal(generator(ctx), float(loc), float(scale), shape, dt)
-    return _result(data, ctx, out)
+    return _draws(_normal, (float(loc), float(scale)), shape, dtype, ctx, out, quiet=False)
+
+
+def _normal(ctx: Context, size: tuple[int, ...], dt: np.dtype, loc: float, scale: float) -> Any:
+    g = generator(ctx)
+    if not scale > 0:
+        raise DistributionError(f"normal: scale must be positive, got {scale}")
+    return ctx.backend.normal(g, loc, scale, size, dt)
 
 
 def randn(
@@ -185,13 +190,14 @@ def randint(
     **kwargs: Any,
 ) -> NDArray:
     """Draw integers uniformly from ``[low, high)``; parameters as :func:`uniform`."""
-    ctx = _target(ctx, out)
-    shape = out.shape if out is not None else _shape(shape)
-    with ctx.backend.guard(ctx.device_id):
-        data = ctx.backend.randint(
-            generator(ctx), int(low), int(high), shape, np.dtype(dtype or "int32")
-        )
-    return _result(data, ctx, out)
+    return _draws(_randint, (int(low), int(high)), shape, dtype or "int32", ctx, out, quiet=False)
+
+
+def _randint(ctx: Context, size: tuple[int, ...], dt: np.dtype, low: int, high: int) -> Any:
+    g = generator(ctx)
+    if not low < high:
+        raise DistributionError(f"randint: low must be less than high, got {low} and {high}")
+    return ctx.backend.randint(g, low, high, size, dt)
 
 
 def shuffle(data: NDArray, **kwargs: Any) -> NDArray:
@@ -199,31 +205,49 @@ def shuffle(data: NDArray, **kwargs: Any) -> NDArray:
     if not isinstance(data, NDArray):
         raise TypeError("shuffle expects an NDArray")
     ctx = data._ctx
-    with ctx.backend.guard(ctx.device_id):
-        perm = ctx.backend.permutation(generator(ctx), data.shape[0])
-        return _wrap(data._data[perm], ctx)
+    try:  # free while nothing fails
+        with ctx.backend.guard(ctx.device_id):
+            perm = ctx.backend.permutation(generator(ctx, shared=False), data.shape[0])
+            return _wrap(data._data[perm], ctx)
+    except ComputeError as err:  # a failed array: its shuffle fails with it
+        return failed_array(err, ctx, data.shape, data._dtype_raw())
 
 
 def _draws(
     draw: Callable[..., Any],
-    values: list[float],
+    params: tuple[Any, ...],
     shape: ShapeLike | None,
     dtype: DTypeLike | None,
     ctx: CtxLike | None,
     out: NDArray | None,
+    quiet: bool = True,
 ) -> NDArray:
-    """Draws ``draw(rng, *values, size)`` from one distribution, of ``shape`` (or ``out``'s)."""
-    ctx = _target(ctx, out)
+    """Draws ``draw(ctx, size, dtype, *params)`` from one distribution on ``ctx`` (the current
+    context by default), of ``shape`` (or ``out``'s, written into it), with NumPy's
+    floating-point warnings off unless not ``quiet``. ``draw`` takes the context's generator,
+    then checks the parameters: a :class:`DistributionError` it raises makes the result a failed
+    array raising it at the next wait."""
+    where = _target(ctx, out)
     size = out.shape if out is not None else _shape(shape)
     dt = np.dtype(dtype or (out.dtype if out is not None else np.float32))
-    with ctx.backend.guard(ctx.device_id), np.errstate(all="ignore"):
-        data = draw(generator(ctx), *values, size).astype(dt)
-    return _result(data, ctx, out)
+    try:  # free while nothing fails
+        with where.backend.guard(where.device_id):
+            if quiet:
+                with np.errstate(all="ignore"):
+                    res = _wrap(draw(where, size, dt, *params), where)
+            else:
+                res = _wrap(draw(where, size, dt, *params), where)
+    except ComputeError as err:
+        res = failed_draws(err, where, size, dt)
+    if out is None:
+        return res
+    out[:] = res
+    return out
 
 
-def _positive(name: str, **values: Any) -> None:
+def _positive(name: str, **values: float) -> None:
     for key, v in values.items():
-        if not float(v) > 0:
+        if not v > 0:
             raise DistributionError(f"{name}: {key} must be positive, got {v}")
 
 
@@ -239,11 +263,16 @@ def poisson(
 
     ``lam`` may be an NDArray: each element gets ``shape`` samples of its own rate.
     """
-    if _arrays("poisson", lam=lam):
+    if _arrays("poisson", lam):
         return _sample.sample_poisson(lam, shape, dtype, out)  # type: ignore[arg-type]
-    if float(lam) < 0:
+    return _draws(_poisson, (float(lam),), shape, dtype, ctx, out)
+
+
+def _poisson(ctx: Context, size: tuple[int, ...], dt: np.dtype, lam: float) -> Any:
+    g = generator(ctx)
+    if not lam >= 0:
         raise DistributionError(f"poisson: lam must be 0 or more, got {lam}")
-    return _draws(lambda g, lam, n: g.poisson(lam, n), [float(lam)], shape, dtype, ctx, out)
+    return g.poisson(lam, size).astype(dt)
 
 
 def exponential(
@@ -256,14 +285,25 @@ def exponential(
 ) -> NDArray:
     """Draw from the exponential distribution of mean ``scale`` (rate ``1 / scale``).
 
-    NDArray scales draw per element, through ``sample_exponential(1 / scale)``.
+    NDArray scales draw per element, through ``sample_exponential(1 / scale)``. A scale of 0 is
+    refused at the call (its rate would be infinite; MXNet fails dividing by it), a negative
+    one where it draws.
     """
-    if _arrays("exponential", scale=scale):
+    if _arrays("exponential", scale):
         return _sample.sample_exponential(1.0 / scale, shape, dtype, out)  # type: ignore[arg-type]
-    _positive("exponential", scale=scale)
-    return _draws(
-        lambda g, scale, n: g.exponential(scale, n), [float(scale)], shape, dtype, ctx, out
-    )
+    if float(scale) == 0:
+        raise DistributionError(f"exponential: scale must be positive, got {scale}")
+    return _draws(_exponential, ("exponential", 1.0 / float(scale)), shape, dtype, ctx, out)
+
+
+def _exponential(ctx: Context, size: tuple[int, ...], dt: np.dtype, name: str, lam: float) -> Any:
+    g = generator(ctx)
+    if not lam > 0:
+        what = f"scale must be positive, got {1.0 / lam}" if name == "exponential" else (
+            f"lam must be positive, got {lam}"
+        )  # fmt: skip
+        raise DistributionError(f"{name}: {what}")
+    return g.exponential(1.0 / lam, size).astype(dt)
 
 
 def random_exponential(
@@ -276,8 +316,7 @@ def random_exponential(
 ) -> NDArray:
     """MXNet's operator ``random_exponential``: the exponential distribution of *rate*
     ``lam`` (mean ``1 / lam``), unlike :func:`exponential`, which takes the scale."""
-    _positive("random_exponential", lam=lam)
-    return exponential(1.0 / float(lam), shape, dtype, ctx, out)
+    return _draws(_exponential, ("random_exponential", float(lam)), shape, dtype, ctx, out)
 
 
 def gamma(
@@ -290,12 +329,15 @@ def gamma(
     **kwargs: Any,
 ) -> NDArray:
     """Draw from the gamma distribution of shape ``alpha`` and scale ``beta``."""
-    if _arrays("gamma", alpha=alpha, beta=beta):
+    if _arrays("gamma", alpha, beta):
         return _sample.sample_gamma(alpha, beta, shape, dtype, out)  # type: ignore[arg-type]
+    return _draws(_gamma, (float(alpha), float(beta)), shape, dtype, ctx, out)
+
+
+def _gamma(ctx: Context, size: tuple[int, ...], dt: np.dtype, alpha: float, beta: float) -> Any:
+    g = generator(ctx)
     _positive("gamma", alpha=alpha, beta=beta)
-    return _draws(
-        lambda g, a, b, n: g.gamma(a, b, n), [float(alpha), float(beta)], shape, dtype, ctx, out
-    )
+    return g.gamma(alpha, beta, size).astype(dt)
 
 
 def negative_binomial(
@@ -309,15 +351,19 @@ def negative_binomial(
 ) -> NDArray:
     """Draw the number of failures before the ``k``-th success in trials of success
     probability ``p``."""
-    if _arrays("negative_binomial", k=k, p=p):
+    if _arrays("negative_binomial", k, p):
         return _sample.sample_negative_binomial(k, p, shape, dtype, out)  # type: ignore[arg-type]
+    return _draws(_negative_binomial, (float(k), float(p)), shape, dtype, ctx, out)
+
+
+def _negative_binomial(
+    ctx: Context, size: tuple[int, ...], dt: np.dtype, k: float, p: float
+) -> Any:
+    g = generator(ctx)
     _positive("negative_binomial", k=k)
-    if not 0 < float(p) <= 1:
+    if not 0 < p <= 1:
         raise DistributionError(f"negative_binomial: p must be in (0, 1], got {p}")
-    return _draws(
-        lambda g, k, p, n: g.negative_binomial(k, p, n), [float(k), float(p)], shape, dtype,
-        ctx, out,
-    )  # fmt: skip
+    return g.negative_binomial(k, p, size).astype(dt)
 
 
 def generalized_negative_binomial(
@@ -332,18 +378,22 @@ def generalized_negative_binomial(
     """Draw from the negative binomial of mean ``mu`` and dispersion ``alpha`` (variance
     ``mu + alpha * mu**2``): Poisson counts whose rate is gamma-distributed; ``alpha`` 0 is
     Poisson of rate ``mu``."""
-
-    def draw(g: Any, mu: float, alpha: float, n: Any) -> Any:
-        return g.poisson(g.gamma(1.0 / alpha, alpha * mu, n) if alpha > 0 else mu, n)
-
-    if _arrays("generalized_negative_binomial", mu=mu, alpha=alpha):
+    if _arrays("generalized_negative_binomial", mu, alpha):
         return _sample.sample_generalized_negative_binomial(mu, alpha, shape, dtype, out)  # type: ignore[arg-type]
+    return _draws(_generalized_negative_binomial, (float(mu), float(alpha)), shape, dtype, ctx,
+                  out)  # fmt: skip
+
+
+def _generalized_negative_binomial(
+    ctx: Context, size: tuple[int, ...], dt: np.dtype, mu: float, alpha: float
+) -> Any:
+    g = generator(ctx)
     _positive("generalized_negative_binomial", mu=mu)
-    if float(alpha) < 0:
+    if not alpha >= 0:
         raise DistributionError(
             f"generalized_negative_binomial: alpha must be 0 or more, got {alpha}"
         )
-    return _draws(draw, [float(mu), float(alpha)], shape, dtype, ctx, out)
+    return g.poisson(g.gamma(1.0 / alpha, alpha * mu, size) if alpha > 0 else mu, size).astype(dt)
 
 
 def multinomial(
@@ -400,8 +450,7 @@ def exponential_like(
 ) -> NDArray:
     """Draw from the exponential distribution of *rate* ``lam`` (as MXNet's operator takes
     it; mean ``1 / lam``) an array of ``data``'s shape, dtype and context."""
-    _positive("exponential_like", lam=lam)
-    return _like(exponential, data, out, 1.0 / float(lam))
+    return _like(random_exponential, data, out, lam)
 
 
 def poisson_like(

@@ -7,7 +7,10 @@ axis and can return each draw's log-probability, with its gradient for the proba
 ``sample_unique_zipfian`` draws distinct classes from the log-uniform distribution.
 
 Parameters are not checked against their distribution by MXNet (a negative scale gives garbage
-or hangs); here they are, and a bad one raises :class:`DistributionError` naming it.
+or hangs); here they are, and a bad one is an error of the computation, as the samplers of
+:mod:`.random` make theirs: the draws are a failed array raising :class:`DistributionError`,
+naming it, at the next wait on them (see :mod:`mxrs._failure`). So are the draws from a failed
+parameter array.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._failure import ComputeError, fail
 from ..base import InvalidShapeError, MXNetError
+from ._failed import failed_array, failure_of
 from .core.op import Op, apply
-from .core.rng import generator
+from .core.rng import fail_device, generator
 from .ndarray import NDArray, _wrap
 
 if TYPE_CHECKING:
@@ -39,8 +44,14 @@ __all__ = [
 ]
 
 
-class DistributionError(MXNetError, ValueError):
-    """A distribution's parameter is out of its range (also a :class:`ValueError`)."""
+class DistributionError(ComputeError, ValueError):
+    """A distribution's parameter is out of its range (also a :class:`ValueError`).
+
+    An error of the computation, as MXNet's samplers check their parameters: raised where the
+    draws are made, it reaches the program at the next wait on them (:func:`drawn`). Raised at
+    the call for parameters that no draw can take (numbers mixed with arrays, an exponential of
+    scale 0), it reaches it at once.
+    """
 
 
 _FLOATS = ("float16", "float32", "float64")
@@ -69,6 +80,48 @@ def _dtype_name(op: str, dtype: DTypeLike | None, allowed: tuple[str, ...], defa
     if name not in allowed:
         raise MXNetError(f"{op}: dtype must be one of {', '.join(allowed)}, got {dtype!r}")
     return name
+
+
+def drawn(
+    ctx: Any,
+    size: tuple[int, ...],
+    dtype: Any,
+    draw: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    shared: bool = True,
+    quiet: bool = False,
+) -> NDArray:
+    """The array of raw draws ``draw(*args)`` makes on ``ctx``, of ``size`` and ``dtype``.
+
+    A :class:`DistributionError` ``draw`` raises (a parameter out of its range), the read of a
+    failed parameter array, or the generator of a device where a sampler failed makes it a
+    failed array raising that error at the next wait on it, as MXNet 1.9.1 raises its samplers'
+    errors. The device's generator then fails the samplers after it (see
+    :func:`~.core.rng.fail_device`), unless the sampler does not use the ``shared`` random
+    resource. With ``quiet``, NumPy's floating-point warnings are off while it draws.
+    """
+    be = ctx.backend
+    try:  # free while nothing fails
+        with be.guard(ctx.device_id):
+            if quiet:
+                with np.errstate(all="ignore"):
+                    return _wrap(draw(*args), ctx)
+            return _wrap(draw(*args), ctx)
+    except ComputeError as err:
+        return failed_draws(err, ctx, size, dtype, shared)
+
+
+def failed_draws(
+    err: ComputeError, ctx: Any, size: tuple[int, ...], dtype: Any, shared: bool = True
+) -> NDArray:
+    """The failed array of a sampler that caught ``err`` (see :func:`drawn`); the samplers
+    after it on ``ctx``'s device fail with it too when it uses the ``shared`` random resource."""
+    res = failed_array(err, ctx, size, dtype)
+    if shared:
+        failure = failure_of(res)
+        assert failure is not None  # just made
+        fail_device(ctx, failure)
+    return res
 
 
 def _refuse(op: str, bad: Any, what: str) -> None:
@@ -104,17 +157,19 @@ def _draw_many(
     default = np.dtype(out.dtype).name if out is not None else "float32"
     dt = _dtype_name(op, dtype, _FLOATS, default)
     ctx = first._ctx
-    be = ctx.backend
-    xp = be.xp
-    with be.guard(ctx.device_id), np.errstate(all="ignore"):
+    xp = ctx.backend.xp
+
+    def draws() -> Any:
+        g = generator(ctx)
         values = [xp.asarray(v._data, dtype=np.float64) for v in arrays]
         check(op, *values)
         values = [v.reshape(v.shape + (1,) * len(extra)) for v in values]
         try:
-            data = draw(generator(ctx), xp, *values, size).astype(dt)
+            return draw(g, xp, *values, size).astype(dt)
         except ValueError as e:  # the generator refused a parameter (NaN, too large)
             raise DistributionError(f"{op}: {e}") from None
-    result = _wrap(data, ctx)
+
+    result = drawn(ctx, size, dt, draws, quiet=True)
     if out is None:
         return result
     out[:] = result
@@ -373,18 +428,29 @@ def sample_multinomial(
     be = ctx.backend
     xp = be.xp
     count = math.prod(extra) if extra else 1
-    with be.guard(ctx.device_id):
+    picked = []
+
+    def draws() -> Any:
         probs = xp.asarray(data._data, dtype=np.float64).reshape(-1, k)
         _refuse(op, probs < 0, "data must hold non-negative probabilities")
-        u = be.uniform(generator(ctx), 0.0, 1.0, (probs.shape[0], count), np.dtype(np.float64))
-        picks = xp.minimum(_pick(xp, xp.cumsum(probs, axis=1), u), k - 1)
-    result = _wrap(picks.reshape(result_shape).astype(dt), ctx)
+        g = generator(ctx, shared=False)
+        u = be.uniform(g, 0.0, 1.0, (probs.shape[0], count), np.dtype(np.float64))
+        picked.append(xp.minimum(_pick(xp, xp.cumsum(probs, axis=1), u), k - 1))
+        return picked[0].reshape(result_shape).astype(dt)
+
+    result = drawn(ctx, result_shape, dt, draws, shared=False)
+    failure = failure_of(result)
     if out is not None:
         out[:] = result
         result = out
     if not get_prob:
         return result
-    return [result, apply(_LogProb, (data,), picks=picks, shape=result_shape)]
+    if failure is not None:  # the log-probabilities fail with the draws
+        with be.guard(ctx.device_id):
+            logp = _wrap(xp.zeros(result_shape, data._dtype_raw()), ctx)
+        fail((logp,), failure)
+        return [result, logp]
+    return [result, apply(_LogProb, (data,), picks=picked[0], shape=result_shape)]
 
 
 def sample_unique_zipfian(

@@ -81,8 +81,8 @@ class _RNN(Op):
         hy, cy = [], []
         layer_in = x.astype(work, copy=False)
         for layer in range(geo.layers):
-            if layer > 0 and rng is not None:
-                keep = self.be.uniform(rng, 0.0, 1.0, layer_in.shape, work) >= p
+            if layer > 0 and rng:  # the generator is taken inside the dispatcher, as Dropout's
+                keep = self.be.uniform(generator(self.ctx), 0.0, 1.0, layer_in.shape, work) >= p
                 drop = keep.astype(work) * (1.0 / (1.0 - p))
                 layer_in = layer_in * drop
                 self.drops.append(drop)
@@ -462,6 +462,6 @@ def RNN(
         has_cell=state_cell is not None,
         has_len=bool(use_sequence_length),
         outputs=bool(state_outputs),
-        rng=generator(data._ctx) if p > 0 and _state.training else None,
+        rng=p > 0 and _state.training,
     )
     return apply(_RNN, arrays, **op_attrs)

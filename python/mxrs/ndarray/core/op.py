@@ -9,6 +9,10 @@ node. ``backward`` returns one gradient per input (a bare array for one input); 
 tells whether input ``i`` wants one, so unneeded gradients are never computed. Results are made
 by the first input (``ArrayCore._new``), so no op module needs the NDArray class;
 :func:`as_method` turns an op function into the NDArray method of the same name.
+
+An error of computation (:class:`~mxrs._failure.ComputeError`, raised by ``forward`` or by the
+read of a failed input) does not reach the caller of :func:`apply`: the op's outputs become
+failed arrays, raising it at the next wait on them, as MXNet 1.9.1's asynchronous engine does.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
 from ..._bfloat16 import BFLOAT16, forward_in_float32
+from ..._failure import ComputeError, Failure, fail, propagate
 from ...autograd import _state
 from ...base import ContextError, InvalidShapeError, MXNetError
 
@@ -94,7 +99,9 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
     Returns
     -------
     NDArray or list of NDArray
-        One array, or a list when the op's forward returns a tuple.
+        One array, or a list when the op's forward returns a tuple. Failed arrays when an input
+        is one, or when ``forward`` raised a ``ComputeError`` giving its placeholder ``result``
+        (see :func:`_failed`).
 
     Raises
     ------
@@ -103,43 +110,48 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
     """
     ctx = arrays[0]._ctx
     sparse = low = False
-    for a in arrays:
-        if a._ctx is not ctx and a._ctx != ctx:
-            raise _mixed(op_cls, ctx, a._ctx)
-        if a._sparse:
-            sparse = True
-        elif a._data.dtype is BFLOAT16:
-            low = not op_cls.bfloat16
-    if sparse:
-        rule = sparse_rules.get(op_cls)
-        if rule is not None:
-            res = rule(op_cls, arrays, attrs)
-            if res is not NotImplemented:
-                return res
-    be = ctx._backend or ctx.backend
-    op = op_cls()
-    op.xp = be.xp
-    op.be = be
-    op.ctx = ctx
-    rec = False
-    if _state.recording:
-        needs = tuple([a._node is not None or a._grad is not None for a in arrays])
-        rec = True in needs
-        op.needs = needs
-    else:
-        op.needs = (False,) * len(arrays)
-    try:
-        if ctx.device_typeid == 2:
-            with be.guard(ctx.device_id):
-                out = op.forward(*[a._data for a in arrays], **attrs)
-        elif low:
-            out = forward_in_float32(op, [a._data for a in arrays], attrs)
+    try:  # free while nothing fails; a ComputeError is a failed input or forward failing
+        for a in arrays:
+            if a._ctx is not ctx and a._ctx != ctx:
+                raise _mixed(op_cls, ctx, a._ctx)
+            if a._sparse:
+                sparse = True
+            elif a._data.dtype is BFLOAT16:
+                low = not op_cls.bfloat16
+        if sparse:
+            rule = sparse_rules.get(op_cls)
+            if rule is not None:
+                res = rule(op_cls, arrays, attrs)
+                if res is not NotImplemented:
+                    return res
+        be = ctx._backend or ctx.backend
+        op = op_cls()
+        op.xp = be.xp
+        op.be = be
+        op.ctx = ctx
+        rec = False
+        if _state.recording:
+            needs = tuple([a._node is not None or a._grad is not None for a in arrays])
+            rec = True in needs
+            op.needs = needs
         else:
-            out = op.forward(*[a._data for a in arrays], **attrs)
-    except ValueError as err:  # the array library's shape errors, e.g. broadcasting
-        shapes = ", ".join(str(a.shape) for a in arrays)
-        name = op_cls.__name__.lstrip("_")
-        raise InvalidShapeError(f"{name} on shapes {shapes}: {err}") from None
+            op.needs = (False,) * len(arrays)
+        try:
+            if ctx.device_typeid == 2:
+                with be.guard(ctx.device_id):
+                    out = op.forward(*[a._data for a in arrays], **attrs)
+            elif low:
+                out = forward_in_float32(op, [a._data for a in arrays], attrs)
+            else:
+                out = op.forward(*[a._data for a in arrays], **attrs)
+        except ComputeError:
+            raise
+        except ValueError as err:  # the array library's shape errors, e.g. broadcasting
+            shapes = ", ".join(str(a.shape) for a in arrays)
+            name = op_cls.__name__.lstrip("_")
+            raise InvalidShapeError(f"{name} on shapes {shapes}: {err}") from None
+    except ComputeError as err:
+        return _failed(err, op_cls, arrays, attrs)
     new = arrays[0]._new
     if type(out) is tuple:
         outs = [new(o, ctx) for o in out]
@@ -158,6 +170,36 @@ def apply(op_cls: type[Op], arrays: Sequence[ArrayCore], **attrs: Any) -> Any:
         op.attrs = attrs
         res._node = op
     return res
+
+
+def _failed(err: ComputeError, op_cls: type[Op], arrays: Sequence[ArrayCore], attrs: Any) -> Any:
+    """:func:`apply` met ``err``: make the op's outputs failed arrays (see :mod:`mxrs._failure`).
+
+    A failed input makes the outputs fail with its failure (the op runs on the placeholders to
+    give them their shapes); an error of ``forward`` itself, with the placeholder ``result`` it
+    gives, makes them fail with a new one (recorded, so that a backward pass fails the
+    gradients too); without ``result`` it is raised.
+    """
+    if err.failure is not None:
+        return propagate(err, lambda: apply(op_cls, arrays, **attrs))
+    if err.result is None:
+        raise err
+    out = err.result
+    f = Failure.of_new(err)
+    ctx = arrays[0]._ctx
+    new = arrays[0]._new
+    outs = [new(o, ctx) for o in out] if type(out) is tuple else [new(out, ctx)]
+    if _state.recording:
+        needs = tuple([a._node is not None or a._grad is not None for a in arrays])
+        if True in needs:
+            op = op_cls()
+            op.ctx, op.needs, op.inputs, op.attrs, op.nout = ctx, needs, arrays, attrs, len(outs)
+            op.out_meta = [(o.shape, o.dtype) for o in outs]
+            for i, r in enumerate(outs):
+                r._node = op
+                r._oidx = i
+    fail(outs, f)
+    return outs if type(out) is tuple else outs[0]
 
 
 class GraphSlot:

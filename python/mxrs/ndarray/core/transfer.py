@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..._bfloat16 import BFLOAT16, check_backend
+from ..._failure import ComputeError, propagate
 from ...autograd import _state
 from .array import ArrayCore, ArrayT
 from .op import Op
@@ -42,16 +43,26 @@ class _ToContext(Op):
 
 
 def to_context(x: ArrayT, ctx: Context) -> ArrayT:
-    """Copy array ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context)."""
+    """Copy array ``x`` to ``ctx`` as a recorded op (gradients flow back to ``x``'s context);
+    the copy of a failed array fails with its failure."""
     op = _ToContext()
     sbe = x._ctx.backend
     op.xp, op.be, op.ctx = sbe.xp, sbe, x._ctx
-    out = x._new(op.forward(x._data, x._ctx, ctx), ctx)
+    try:  # free while nothing fails
+        data = x._data
+    except ComputeError as err:
+        return _copy_failed(err, x, ctx)
+    out = x._new(op.forward(data, x._ctx, ctx), ctx)
     if _state.recording and x._needs_grad():
         op.needs = (True,)
         op.inputs = (x,)
         out._node = op
     return out
+
+
+def _copy_failed(err: ComputeError, x: ArrayT, ctx: Context) -> ArrayT:
+    """:func:`to_context` read a failed array: the copy fails with it."""
+    return propagate(err, lambda: to_context(x, ctx))
 
 
 def to_raw(source: Any, ctx: Context, dtype: DTypeLike | None = None) -> Any:
