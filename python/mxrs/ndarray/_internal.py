@@ -1,9 +1,10 @@
 """``mx.nd._internal``: the underscore names MXNet gives some operators that have no public
 spelling (``_sample_unique_zipfian``), and the internal names of the sampling and density
-operators, for code written against MXNet's ``_internal`` module."""
+operators and of the AdamW updates, for code written against MXNet's ``_internal`` module."""
 
 from __future__ import annotations
 
+from . import optimizer_ops as _opt
 from . import random_pdf as _pdf
 from . import random_sample as _sample
 
@@ -24,3 +25,7 @@ _random_pdf_poisson = _pdf.random_pdf_poisson
 _random_pdf_negative_binomial = _pdf.random_pdf_negative_binomial
 _random_pdf_generalized_negative_binomial = _pdf.random_pdf_generalized_negative_binomial
 _random_pdf_dirichlet = _pdf.random_pdf_dirichlet
+_adamw_update = _opt.adamw_update
+_mp_adamw_update = _opt.mp_adamw_update
+_multi_adamw_update = _opt._multi_adamw_update
+_multi_mp_adamw_update = _opt._multi_mp_adamw_update

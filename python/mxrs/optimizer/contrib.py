@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import MXNetError
 from ..ndarray import zeros
+from ..ndarray.optimizer_ops import group_adagrad_rows
 from .optimizer import Optimizer, register
 
 if TYPE_CHECKING:
@@ -76,11 +77,7 @@ class GroupAdaGrad(Optimizer):
         self._apply(xp, w, g, state._data, lr, c if c is not None and c > 0 else None)
 
     def _apply(self, xp: Any, w: Any, g: Any, history: Any, lr: float, clip: float | None) -> None:
-        """The update, with the gradient clipped into ``[-clip, clip]`` unless ``clip`` is None."""
-        t = xp.multiply(g, float(self.rescale_grad))
-        if clip is not None:
-            xp.clip(t, -float(clip), float(clip), out=t)
-        history += xp.mean(xp.multiply(t, t), axis=1, keepdims=True).astype(history.dtype)
-        t *= lr
-        t /= xp.sqrt(history + float(self.float_stable_eps))
-        w -= t.astype(w.dtype, copy=False)
+        """The update, with the gradient clipped into ``[-clip, clip]`` unless ``clip`` is None
+        (the arithmetic of ``mx.nd.contrib.group_adagrad_update``)."""
+        eps = float(self.float_stable_eps)
+        group_adagrad_rows(xp, w, g, history, lr, float(self.rescale_grad), clip, eps)

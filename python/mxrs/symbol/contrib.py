@@ -1,6 +1,8 @@
 """``mx.sym.contrib``: the symbolic forms of ``mx.nd.contrib``'s operators, as nodes of MXNet's
 ``_contrib_<name>`` operators (so their JSON loads in MXNet); ``isnan``, ``isinf``,
-``isfinite`` and ``rand_zipfian`` are composed of other operators, as MXNet composes them.
+``isfinite`` and ``rand_zipfian`` are composed of other operators, as MXNet composes them;
+the AdamW updates make nodes of MXNet's ``_adamw_update`` family, their ``rescale_grad`` a
+symbol (a number becomes a ``full`` node).
 Control flow (``foreach``, ``cond``, ``while_loop``) runs Python callables and exists
 imperatively only."""
 
@@ -58,6 +60,71 @@ def rand_zipfian(
         return log((c + 2.0) / (c + 1.0)) / log_range * num_sampled
 
     return sampled, expected(true_classes), expected(sampled)
+
+
+def _scale_symbol(rescale_grad: Any) -> Symbol:
+    if isinstance(rescale_grad, Symbol):
+        return rescale_grad
+    return make_function("full")(shape=(1,), val=float(rescale_grad))
+
+
+def adamw_update(
+    weight: Symbol, grad: Symbol, mean: Symbol, var: Symbol, rescale_grad: Any, lr: float,
+    eta: float, name: str | None = None, attr: Any = None, **kwargs: Any,
+) -> Symbol:  # fmt: skip
+    """A ``_adamw_update`` node: :func:`mxrs.nd.contrib.adamw_update` of symbols
+    (``rescale_grad`` a symbol or a number)."""
+    kwargs.pop("out", None)
+    args = [weight, grad, mean, var, _scale_symbol(rescale_grad)]
+    return make_function("_adamw_update")(*args, lr=lr, eta=eta, name=name, attr=attr, **kwargs)
+
+
+def mp_adamw_update(
+    weight: Symbol, grad: Symbol, mean: Symbol, var: Symbol, weight32: Symbol, rescale_grad: Any,
+    lr: float, eta: float, name: str | None = None, attr: Any = None, **kwargs: Any,
+) -> Symbol:  # fmt: skip
+    """A ``_mp_adamw_update`` node: :func:`mxrs.nd.contrib.mp_adamw_update` of symbols."""
+    kwargs.pop("out", None)
+    args = [weight, grad, mean, var, weight32, _scale_symbol(rescale_grad)]
+    fn = make_function("_mp_adamw_update")
+    return fn(*args, lr=lr, eta=eta, name=name, attr=attr, **kwargs)
+
+
+def _multi_adamw(
+    op: str, lists: list[list[Symbol]], rescale_grad: Any, size: int, **kwargs: Any
+) -> Symbol:
+    n = int(size) if size else len(lists[0])
+    if any(len(lst) != n for lst in lists):
+        raise MXNetError(
+            f"{op[1:]}: expects {n} symbols in each list, got {[len(x) for x in lists]}"
+        )
+    flat = [s for group in zip(*lists, strict=True) for s in group]
+    kwargs.pop("out", None)
+    return make_function(op)(*flat, _scale_symbol(rescale_grad), num_weights=n, **kwargs)
+
+
+def multi_adamw_update(
+    weights: list[Symbol], grads: list[Symbol], mean: list[Symbol], var: list[Symbol],
+    rescale_grad: Any, lrs: Any, wds: Any, etas: Any, name: str | None = None, size: int = 0,
+    **kwargs: Any,
+) -> Symbol:  # fmt: skip
+    """A ``_multi_adamw_update`` node (one output per weight): the symbolic form of
+    :func:`mxrs.nd.contrib.multi_adamw_update`."""
+    lists = [list(weights), list(grads), list(mean), list(var)]
+    return _multi_adamw("_multi_adamw_update", lists, rescale_grad, size, lrs=lrs, wds=wds,
+                        etas=etas, name=name, **kwargs)  # fmt: skip
+
+
+def multi_mp_adamw_update(
+    weights: list[Symbol], grads: list[Symbol], mean: list[Symbol], var: list[Symbol],
+    weights32: list[Symbol], rescale_grad: Any, lrs: Any, wds: Any, etas: Any,
+    name: str | None = None, size: int = 0, **kwargs: Any,
+) -> Symbol:  # fmt: skip
+    """A ``_multi_mp_adamw_update`` node: the symbolic form of
+    :func:`mxrs.nd.contrib.multi_mp_adamw_update`."""
+    lists = [list(weights), list(grads), list(mean), list(var), list(weights32)]
+    return _multi_adamw("_multi_mp_adamw_update", lists, rescale_grad, size, lrs=lrs, wds=wds,
+                        etas=etas, name=name, **kwargs)  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

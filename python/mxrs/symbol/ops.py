@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import name as _name
 from ..base import MXNetError
-from .graph import Node, hidden_attrs
+from .graph import Node, hidden_attrs, hidden_key
 from .opinfo import (
     _AUX_INIT,
     _CANONICAL,
@@ -39,12 +39,15 @@ def create(
 
     params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
     named = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    attrs = {k: _attr_string(k, v) for k, v in params.items() if v is not None}
+    # a hidden key given as a parameter (lr_mult=...) is an attribute, as MXNet makes it
+    attrs = {hidden_key(k): _attr_string(k, v) for k, v in params.items() if v is not None}
     names, variadic = input_names(op, params)
     if variadic:
         if named:
             raise MXNetError(f"{op} takes its inputs by position, not {sorted(named)}")
-        attrs.setdefault(_DEFS[op].count if op in _DEFS else "num_args", str(len(args)))
+        count = _DEFS[op].count if op in _DEFS else "num_args"
+        if count:
+            attrs.setdefault(count, str(len(args)))
     elif len(args) > len(names):
         raise MXNetError(f"{op} takes {len(names)} inputs {list(names)}, got {len(args)}")
     node_name = _name.current().get(name, hint or op.lower())

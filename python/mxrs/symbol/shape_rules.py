@@ -138,6 +138,32 @@ def _conv(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     return filled, [(data[0], nf) + space]
 
 
+def _deformable(masked: bool) -> Rule:
+    """A deformable convolution's (``masked``: modulated) rule: the weight and bias as a
+    convolution's, the offsets ``(N, 2 * kh * kw * groups, *out)`` and the mask
+    ``(N, kh * kw * groups, *out)`` on the output's grid."""
+
+    def rule(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
+        data = ins[0]
+        if data is None:
+            return ins, [None]
+        kernel, stride, dilate, pad, nf, g = _window(a, len(data) - 2)
+        taps = math.prod(kernel) * int(a.get("num_deformable_group", 1))
+        space = tuple(
+            (x + 2 * p - dl * (k - 1) - 1) // s + 1
+            for x, k, s, dl, p in zip(data[2:], kernel, stride, dilate, pad, strict=True)
+        )
+        filled: Shapes = [data, (data[0], 2 * taps) + space]
+        if masked:
+            filled.append((data[0], taps) + space)
+        filled.append((nf, data[1] // g) + kernel)
+        if len(ins) > len(filled):
+            filled.append((nf,))
+        return filled, [(data[0], nf) + space]
+
+    return rule
+
+
 def _deconv(a: dict[str, Any], ins: Shapes) -> tuple[Shapes, Shapes]:
     data = ins[0]
     if data is None:
@@ -256,6 +282,8 @@ RULES: dict[str, Rule] = {
     "FullyConnected": _fully_connected,
     "Convolution": _conv,
     "Deconvolution": _deconv,
+    "_contrib_DeformableConvolution": _deformable(False),
+    "_contrib_ModulatedDeformableConvolution": _deformable(True),
     "Pooling": _pool,
     "BatchNorm": _channel_params("axis", 1),
     "BatchNorm_v1": _channel_params("axis", 1),

@@ -2,6 +2,8 @@
 
 Layout
 ------
+cnn
+    ``DeformableConvolution`` and ``ModulatedDeformableConvolution``.
 data
     ``IntervalSampler`` and the WikiText language-modelling datasets (``data.text``).
 estimator
@@ -13,6 +15,6 @@ rnn
     Variational dropout, LSTM with projection and convolutional recurrent cells.
 """
 
-from . import data, estimator, nn, rnn
+from . import cnn, data, estimator, nn, rnn
 
-__all__ = ["data", "estimator", "nn", "rnn"]
+__all__ = ["cnn", "data", "estimator", "nn", "rnn"]

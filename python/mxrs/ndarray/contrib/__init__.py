@@ -14,9 +14,13 @@ resize
     Resizing NCHW images: ``BilinearResize2D``, ``AdaptiveAvgPooling2D``.
 proposal
     Faster R-CNN's region proposals: ``Proposal``, ``MultiProposal``.
+deformable
+    Deformable convolutions: ``DeformableConvolution``, ``ModulatedDeformableConvolution``.
 
 ``BatchNormWithReLU`` is defined beside ``BatchNorm`` in :mod:`mxrs.ndarray.normalization`,
-``ROIAlign`` beside ``ROIPooling`` in :mod:`mxrs.ndarray.roi`.
+``ROIAlign`` beside ``ROIPooling`` in :mod:`mxrs.ndarray.roi`, the optimizer updates
+``adamw_update``, ``mp_adamw_update``, ``multi_adamw_update``, ``multi_mp_adamw_update`` and
+``group_adagrad_update`` beside the others in :mod:`mxrs.ndarray.optimizer_ops`.
 
 The operators take MXNet's ``out=`` and ``name=`` keywords here, as in ``mx.nd``.
 """
@@ -25,9 +29,17 @@ from __future__ import annotations
 
 from ..core.op import with_out
 from ..normalization import BatchNormWithReLU
+from ..optimizer_ops import (
+    adamw_update,
+    group_adagrad_update,
+    mp_adamw_update,
+    multi_adamw_update,
+    multi_mp_adamw_update,
+)
 from ..roi import ROIAlign
 from .box import box_iou, box_nms, box_non_maximum_suppression
 from .control_flow import cond, foreach, while_loop
+from .deformable import DeformableConvolution, ModulatedDeformableConvolution
 from .ops import (
     allclose,
     arange_like,
@@ -70,6 +82,13 @@ __all__ = [
     "ROIAlign",
     "Proposal",
     "MultiProposal",
+    "DeformableConvolution",
+    "ModulatedDeformableConvolution",
+    "adamw_update",
+    "mp_adamw_update",
+    "multi_adamw_update",
+    "multi_mp_adamw_update",
+    "group_adagrad_update",
 ]
 
 
