@@ -29,8 +29,11 @@ class Clock:
 
 @pytest.fixture(autouse=True)
 def fresh_profiler(monkeypatch):
-    """Each test gets a profiler of its own (stopped, default configuration)."""
+    """Each test gets a profiler of its own (stopped, default configuration), stopped after it
+    (so no operator stays timed for the tests that follow)."""
     monkeypatch.setattr(profiler, "_prof", profiler._Profiler())
+    yield
+    profiler.set_state("stop")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import autograd
+from . import _profiler_ops, autograd
 from .base import MXNetError
 from .ndarray.core.op import Op, apply, with_out
 from .ndarray.ndarray import NDArray, _wrap
@@ -186,7 +186,11 @@ class _Custom(Op):
             for s, t in zip(out_shapes, out_types, strict=True)
         ]
         self.op = prop.create_operator(ctx, shapes[:n_args], [a.dtype for a in arrays[:n_args]])
-        with autograd.pause(train_mode=autograd.is_training()):
+        self.op_type = op_type
+        with (
+            autograd.pause(train_mode=autograd.is_training()),
+            _profiler_ops.custom_operator(op_type),
+        ):
             self.op.forward(
                 autograd.is_training(),
                 ["write"] * len(self.out_data),
@@ -206,7 +210,7 @@ class _Custom(Op):
         in_grad = [_wrap(xp.zeros_like(a._data), ctx) for a in self.in_data]
         needs = list(self.needs) + [False] * len(self.aux)
         req = ["write" if needs[i] else "null" for i in range(len(self.in_data))]
-        with autograd.pause():
+        with autograd.pause(), _profiler_ops.custom_operator(f"_backward_{self.op_type}"):
             self.op.backward(req, grads, self.in_data, self.out_data, in_grad, self.aux)
         return tuple(
             g._data if r != "null" else None for g, r in zip(in_grad, req, strict=True)

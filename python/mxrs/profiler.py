@@ -6,11 +6,19 @@ and the profiling objects :class:`Domain`, :class:`Task`, :class:`Frame`, :class
 :class:`Counter`, :class:`Marker`; plus :func:`state` and :func:`scope` (MXNet 2's scope).
 
 What is recorded, while the state is 'run' and not paused: the user's Task/Frame/Event spans
-(``start``/``stop`` or ``with``), Counter values and Markers, each with a timestamp in
-microseconds (from ``time.perf_counter_ns``), the process id and the thread id. mxrs does not
-hook its array operators, so the ``profile_symbolic`` / ``profile_imperative`` /
-``profile_memory`` / ``profile_api`` options are accepted and record nothing, and profiling
-costs nothing while it is off.
+(``start``/``stop`` or ``with``), Counter values and Markers, and the operators that run (see
+below), each with a timestamp in microseconds (from ``time.perf_counter_ns``), the process id
+and the thread id.
+
+Operators are recorded as MXNet 1.9.1 names them (:mod:`mxrs._profiler_ops`), in the category
+``operator``: with ``profile_imperative`` those of ``mx.nd`` and NDArray's arithmetic
+(``sqrt``, ``_plus_scalar`` for ``a + 1``, ``_zeros`` for ``mx.nd.zeros``), with
+``profile_symbolic`` each node an executor runs (``FullyConnected``); ``profile_all`` sets
+both. A custom operator (``mx.operator.CustomOp``) is recorded in the category ``Custom
+Operator``: ``OPTYPE::pure_python`` (its forward), ``_backward_OPTYPE::pure_python`` and
+``OPTYPE::op`` for each operator its Python code runs. The ``profile_memory`` and
+``profile_api`` options are accepted and record nothing. Nothing is hooked while the profiler
+is off, so it costs nothing then.
 
 ``profile_process='server'`` is accepted everywhere and records nothing here: mxrs's parameter
 servers are Rust processes, outside this Python profiler.
@@ -38,6 +46,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from . import _profiler_ops
 from ._profiler_stats import SORT_KEYS, format_stats
 from .base import InvalidUsageError, MXNetError
 
@@ -93,6 +102,20 @@ class _Profiler:
             if paused is not None:
                 self.paused = paused
             self.recording = self.running and not self.paused
+        self.sync_operators()
+
+    def sync_operators(self) -> None:
+        """Have operators timed as the state and the ``profile_*`` options say."""
+        c = self.config
+        _profiler_ops.configure(
+            imperative=self.recording and (c["profile_all"] or c["profile_imperative"]),
+            symbolic=self.recording and (c["profile_all"] or c["profile_symbolic"]),
+            sink=self.add_operator,
+        )
+
+    def add_operator(self, name: str, cat: str, t0: int, t1: int) -> None:
+        """Record the span of an operator (``_profiler_ops``'s sink)."""
+        self.add_span(name, cat, t0, t1, 0, _scope.get())
 
     def add(self, name: str, cat: str, ph: str, ts_ns: int, tid: int = 0, **fields: Any) -> bool:
         """Append a trace event (``tid`` 0: this thread's) while recording; whether it did."""
@@ -172,8 +195,14 @@ def set_config(**kwargs: Any) -> None:
         The file :func:`dump` writes.
     aggregate_stats : bool, default False
         Keep per-name statistics for :func:`dumps`.
-    profile_all, profile_symbolic, profile_imperative, profile_memory, profile_api : bool
-        Accepted for MXNet's scripts; mxrs records no operator, memory or API events.
+    profile_imperative : bool, default True
+        Record the operators run imperatively (``mx.nd``, NDArray arithmetic).
+    profile_symbolic : bool, default True
+        Record the operators executors run.
+    profile_all : bool, default False
+        Both of the above.
+    profile_memory, profile_api : bool
+        Accepted for MXNet's scripts; mxrs records no memory or API events.
     continuous_dump : bool, dump_period : float
         Accepted; the trace is written by :func:`dump` only.
     profile_process : {'worker', 'server'}, default 'worker'
@@ -195,10 +224,12 @@ def set_config(**kwargs: Any) -> None:
         return
     with _prof.lock:
         _prof.config.update(parsed)
+    _prof.sync_operators()
 
 
 def set_state(state: str = "stop", profile_process: str = "worker") -> None:
-    """Start ('run') or stop ('stop') recording.
+    """Start ('run') or stop ('stop') recording. 'run' also ends a :func:`pause`, as in
+    MXNet.
 
     Raises
     ------
@@ -208,7 +239,8 @@ def set_state(state: str = "stop", profile_process: str = "worker") -> None:
     if state not in ("run", "stop"):
         raise MXNetError(f"set_state: state must be 'run' or 'stop', got {state!r}")
     if _check_process(profile_process, "set_state"):
-        _prof.set_flags(running=state == "run")
+        run = state == "run"
+        _prof.set_flags(running=run, paused=False if run else None)
 
 
 def state() -> str:

@@ -28,10 +28,9 @@ from typing import Any
 from .. import kvstore as kvs
 from .. import ndarray as nd
 from ..base import InvalidUsageError, MXNetError
-from ..kvstore.local import TestStore
 from .parameter import Parameter
 
-__all__ = ["is_sparse", "arrays", "choose_store", "init_keys", "push_sparse"]
+__all__ = ["is_sparse", "arrays", "choose_store", "init_keys", "push_sparse", "store_method"]
 
 _LOCAL_UPDATE_BOUND = 16 * 1024 * 1024  # 'local' stores update on workers above this size
 
@@ -118,7 +117,7 @@ def _sparse_grad_update(kv: kvs.KVStoreBase, update_on_kvstore: bool | None) -> 
                 "present."
             )
         update = update_on_kvstore
-    if isinstance(kv, TestStore) or not isinstance(kv, (kvs.LocalKVStore, kvs.DistKVStore)):
+    if not isinstance(kv, (kvs.LocalKVStore, kvs.DistKVStore)):
         raise ValueError(f"Cannot use {type(kv)} for multi-device training with sparse gradients")
     return update
 
@@ -146,6 +145,24 @@ def _dense_update(
     return True
 
 
+def store_method(kv: kvs.KVStoreBase, name: str) -> Any:
+    """``kv``'s method ``name``, which mxrs's stores all have and a store written on
+    :class:`~mxrs.kvstore.KVStoreBase` alone may lack.
+
+    Raises
+    ------
+    MXNetError
+        Naming the store's class and the method, when it has none.
+    """
+    fn = getattr(kv, name, None)
+    if fn is None:
+        raise MXNetError(
+            f"Trainer: the {type(kv).__name__} KVStore has no {name}() method, which this "
+            "training needs"
+        )
+    return fn
+
+
 def init_keys(
     kv: kvs.KVStoreBase,
     keyed: Sequence[tuple[int, Parameter]],
@@ -154,12 +171,22 @@ def init_keys(
 ) -> None:
     """Put the initialised Parameters ``keyed`` (key, Parameter) into ``kv``.
 
-    A dense weight is initialised from its first copy and pulled into every copy (MXNet's
-    ``broadcast``: all workers start from rank 0's values); a sparse weight is only
-    initialised. Where the store only sums row_sparse gradients (one node, workers update), its
-    key holds the row_sparse sum of the last push, as MXNet's local store does, not the weight;
-    on a distributed store a dense weight with row_sparse gradients is a row key.
+    A dense weight is broadcast from its first copy into every copy (all workers start from
+    rank 0's values): in one batched ``broadcast`` on mxrs's stores, one ``broadcast`` per
+    Parameter on a store written on ``KVStoreBase`` alone, as MXNet's Trainer calls it. A sparse
+    weight is only initialised. Where the store only sums row_sparse gradients (one node,
+    workers update), its key holds the row_sparse sum of the last push, as MXNet's local store
+    does, not the weight; on a distributed store a dense weight with row_sparse gradients is a
+    row key.
     """
+    if not isinstance(kv, kvs.KVStore):
+        for i, p in keyed:
+            arrs = arrays(p)
+            if p._stype != "default":
+                store_method(kv, "init")(i, arrs[0])
+            else:
+                kv.broadcast(i, arrs[0], arrs)
+        return
     dense: list[tuple[int, Parameter]] = []
     for i, p in keyed:
         arrs = arrays(p)
@@ -179,8 +206,7 @@ def init_keys(
             dense.append((i, p))
     if dense:
         idx = [i for i, _ in dense]
-        kv.init(idx, [arrays(p)[0] for _, p in dense])
-        kv.pull(idx, [arrays(p) for _, p in dense])
+        kv.broadcast(idx, [arrays(p)[0] for _, p in dense], [arrays(p) for _, p in dense])
 
 
 def push_sparse(
@@ -193,12 +219,13 @@ def push_sparse(
     weight's new value (``update_on_kvstore``) or its summed gradient, never a sparse weight
     (``row_sparse_data`` fetches its rows). A distributed store leaves sparse outputs alone
     (``ignore_sparse``), as in MXNet."""
+    push, pull = store_method(kv, "push"), store_method(kv, "pull")
     for i, p in keyed:
         grads = p.list_grad()
-        kv.push(i, grads, priority=-i)
+        push(i, grads, priority=-i)
         if p._stype == "default":
             outs = arrays(p) if update_on_kvstore else grads
-            kv.pull(i, outs, priority=-i, ignore_sparse=distributed)
+            pull(i, outs, priority=-i, ignore_sparse=distributed)
 
 
 def _size(shape: Sequence[int] | None) -> int:

@@ -14,7 +14,7 @@ from ..base import InvalidUsageError, MXNetError
 from ..context import Context
 from ..ndarray import _pending
 from ._overlap import GradientStream, bucket_bytes_from_env, overlap_from_env
-from ._trainer_kv import arrays, choose_store, init_keys, is_sparse, push_sparse
+from ._trainer_kv import arrays, choose_store, init_keys, is_sparse, push_sparse, store_method
 from .parameter import Parameter
 from .parameter_dict import ParameterDict
 
@@ -145,7 +145,7 @@ class Trainer:
         if kv is not None:
             self._distributed = "dist" in kv.type
             if self._compression_params:
-                kv.set_gradient_compression(self._compression_params)
+                store_method(kv, "set_gradient_compression")(self._compression_params)
             if update_on_kv:
                 kv.set_optimizer(self._optimizer)
                 self._server_lr = self._optimizer.learning_rate
@@ -215,9 +215,9 @@ class Trainer:
         assert kv is not None  # a sparse weight always has a store
         idx = self._param2idx[parameter.name]
         if full_idx and not self._distributed:
-            kv.pull(idx, out=out, priority=-idx, ignore_sparse=False)
+            store_method(kv, "pull")(idx, out=out, priority=-idx, ignore_sparse=False)
         else:
-            kv.row_sparse_pull(idx, out=out, priority=-idx, row_ids=row_id)
+            store_method(kv, "row_sparse_pull")(idx, out=out, priority=-idx, row_ids=row_id)
 
     def resume_step(self) -> int:
         """The number of steps taken so far: in a worker restarted by ``mxrs-launch
@@ -334,7 +334,7 @@ class Trainer:
             # The store was set up before the first step: the servers learn the scale now.
             assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._optimizer.rescale_grad = scale
-            self._kvstore.set_optimizer_params(rescale_grad=scale)
+            store_method(self._kvstore, "set_optimizer_params")(rescale_grad=scale)
         elif self._update_on_kvstore and self._distributed:
             if self._optimizer.rescale_grad != scale:  # the servers keep the first step's
                 warnings.warn(
@@ -366,7 +366,7 @@ class Trainer:
         pushes of the previous step have arrived and were applied with the old one."""
         assert self._kvstore is not None  # update_on_kvstore is True only with a store
         _pending.settle_all()
-        self._kvstore.set_optimizer_params(learning_rate=float(lr))
+        store_method(self._kvstore, "set_optimizer_params")(learning_rate=float(lr))
         self._server_lr = lr
 
     def _trained(self) -> list[tuple[int, Parameter]]:
@@ -414,17 +414,25 @@ class Trainer:
     def _push(self, keys: list[int], update: bool) -> None:
         """One batched pushpull of ``keys``: gradients in, reduced gradients or (with
         ``update`` when the store runs the optimizer) updated weights out; the first layers,
-        which the next forward needs first, have the highest priority."""
-        assert self._kvstore is not None  # only called with a store
+        which the next forward needs first, have the highest priority. A store written on
+        ``KVStoreBase`` alone gets one pushpull per key, as MXNet's Trainer calls it."""
+        kv = self._kvstore
+        assert kv is not None  # only called with a store
         self._sync_server_lr()
         params = self._params
+        on_store = update and self._update_on_kvstore
+        if not isinstance(kv, kvs.KVStore):
+            for i in keys:
+                out = params[i].list_data() if on_store else None
+                kv.pushpull(i, params[i].list_grad(), out=out, priority=-i)
+            return
         grads = [params[i].list_grad() for i in keys]
         priority = -min(keys)
-        if update and self._update_on_kvstore:
+        if on_store:
             outs = [params[i].list_data() for i in keys]
-            self._kvstore.pushpull(keys, grads, out=outs, priority=priority)
+            kv.pushpull(keys, grads, out=outs, priority=priority)
         else:
-            self._kvstore.pushpull(keys, grads, priority=priority)
+            kv.pushpull(keys, grads, priority=priority)
 
     def _arm(self) -> None:
         """After a step: with overlap on a distributed store, have the next backward send
@@ -471,7 +479,7 @@ class Trainer:
         if self._update_on_kvstore:
             assert self._kvstore is not None  # update_on_kvstore is True only with a store
             self._kvstore.load_optimizer_states(fname)
-            if not self._distributed:
+            if not self._distributed and isinstance(self._kvstore, kvs.KVStore):
                 updater = self._kvstore._updater
                 assert updater is not None  # set_optimizer made it (update_on_kvstore)
                 self._optimizer = updater.optimizer

@@ -1,7 +1,12 @@
 """The KVStore interface, its registry and the key/value normalisation every store shares.
 
-Beside it: :mod:`.compression` checks gradient-compression settings, :mod:`.rows` the
-row-sparse pulls; :mod:`.local` and :mod:`.dist` are the stores."""
+:class:`KVStoreBase` is MXNet 1.9.1's abstract interface (``broadcast``, ``pushpull``, the
+optimizer methods, ``type``/``rank``/``num_workers``) with its registry: a subclass registered
+with :meth:`KVStoreBase.register` is made by ``create(its lower-case class name)``.
+:class:`KVStore` is what mxrs's own stores share: ``init``/``push``/``pull``, the optimizer on
+the store, statistics. Beside it: :mod:`.compression` checks gradient-compression settings,
+:mod:`.rows` the row-sparse pulls; :mod:`.local` and :mod:`.dist` are the stores; :mod:`.teststore`
+is MXNet's Python ``teststore``."""
 
 from __future__ import annotations
 
@@ -79,7 +84,9 @@ def create(name: str | KVStoreBase = "local") -> KVStoreBase:
     ----------
     name : str or KVStoreBase, default 'local'
         'local' (sum and update on CPU), 'device' (on the arrays' devices), 'dist_sync',
-        'dist_device_sync', 'dist_async' or 'dist' (= 'dist_sync'). A store passes through.
+        'dist_device_sync', 'dist_async' or 'dist' (= 'dist_sync'); 'teststore' (MXNet's
+        Python store for tests) or the lower-case class name of a store registered with
+        :meth:`KVStoreBase.register`. A store passes through.
 
     Returns
     -------
@@ -87,20 +94,24 @@ def create(name: str | KVStoreBase = "local") -> KVStoreBase:
 
     Raises
     ------
+    TypeError
+        When ``name`` is neither a str nor a store (as MXNet does).
     MXNetError
         For an unknown name.
     """
     if isinstance(name, KVStoreBase):
         return name
     if not isinstance(name, str):
-        raise MXNetError(f"kvstore.create: name must be a str, got {type(name).__name__}")
+        raise TypeError(f"name must be a string, got {type(name).__name__}")
     key = name.lower()
     if key == "dist":
         key = "dist_sync"
     klass = _REGISTRY.get(key)
     if klass is None:
         raise MXNetError(f"unknown KVStore type '{name}'; known: {', '.join(sorted(_REGISTRY))}")
-    return klass(key)
+    if issubclass(klass, KVStore):
+        return klass(key)  # mxrs's stores know the name they were made under
+    return klass()  # a registered store is made without arguments, as MXNet does
 
 
 def _optimizer_params(values: dict[str, Any]) -> dict[str, float]:
@@ -167,12 +178,107 @@ def check_key(key: object, what: str) -> Key:
 
 
 class KVStoreBase:
-    """A key-value store for data-parallel training (``mx.kv.create(name)``).
+    """The interface of a key-value store for data-parallel training, as MXNet 1.9.1 defines it.
 
-    Every store offers ``init``, ``push``, ``pull``, ``pushpull``, ``set_optimizer``,
-    ``save_optimizer_states`` / ``load_optimizer_states``, ``barrier``, ``type``, ``rank``,
-    ``num_workers`` and (mxrs) ``stats``. Keys are ints or strs; a key's value may be a list of
-    arrays, one per device, which are summed before the push.
+    A store subclasses it and implements ``broadcast``, ``pushpull``, ``is_capable``, the
+    optimizer methods and the ``type``, ``rank`` and ``num_workers`` properties (each raises
+    NotImplementedError here); registered with :meth:`register`, ``mx.kv.create`` makes it by
+    its class name in lower case. A Gluon :class:`~mxrs.gluon.Trainer` uses such a store
+    through ``broadcast`` (to start every device from the same weights) and ``pushpull`` (to
+    sum gradients), and updates on the workers when ``is_capable('optimizer')`` is False.
+    """
+
+    #: The capability :meth:`is_capable` is asked about: running the optimizer on the store.
+    OPTIMIZER = "optimizer"
+    #: The stores ``create`` can make, by lower-case name.
+    kv_registry: dict[str, type[KVStoreBase]] = _REGISTRY
+
+    def broadcast(self, key: Keys, value: Values, out: Values, priority: int = 0) -> None:
+        """Broadcast ``value`` (rank 0's) to every worker and store the result in ``out``
+        (an array, or a list of them).
+
+        Parameters
+        ----------
+        key : str or int
+        value : NDArray
+        out : NDArray or list of NDArray
+        priority : int, optional
+            Higher priority operations are likely to run before others.
+        """
+        raise NotImplementedError()
+
+    def pushpull(
+        self, key: Keys, value: Values, out: Values | None = None, priority: int = 0
+    ) -> None:
+        """Push ``value`` (summed over its list) and pull the result into ``out`` (into
+        ``value`` when ``out`` is None)."""
+        raise NotImplementedError()
+
+    def set_optimizer(self, optimizer: opt.Optimizer) -> None:
+        """Make the store apply ``optimizer`` to what is pushed."""
+        raise NotImplementedError()
+
+    def is_capable(self, capability: str) -> bool:
+        """Whether the store supports ``capability`` (:attr:`OPTIMIZER`: running the
+        optimizer)."""
+        raise NotImplementedError()
+
+    def save_optimizer_states(
+        self, fname: str | os.PathLike[str], dump_optimizer: bool = False
+    ) -> None:
+        """Write the optimizer's states (and, with ``dump_optimizer``, the optimizer) to a file."""
+        raise NotImplementedError()
+
+    def load_optimizer_states(self, fname: str | os.PathLike[str]) -> None:
+        """Restore optimizer states written by :meth:`save_optimizer_states`."""
+        raise NotImplementedError()
+
+    @property
+    def type(self) -> str:
+        """str: the store's type name."""
+        raise NotImplementedError()
+
+    @property
+    def rank(self) -> int:
+        """int: this worker's rank, in ``[0, num_workers)``."""
+        raise NotImplementedError()
+
+    @property
+    def num_workers(self) -> int:
+        """int: the number of workers."""
+        raise NotImplementedError()
+
+    @staticmethod
+    def register(klass: _K) -> _K:
+        """Register store class ``klass`` under its class name in lower case, so that
+        ``mx.kv.create(name)`` makes one (with no arguments). A name already registered is
+        taken over, with a warning.
+
+        Usable as a class decorator::
+
+            @mx.kv.KVStoreBase.register
+            class MyStore(mx.kv.KVStoreBase):
+                ...
+
+            kv = mx.kv.create("mystore")
+
+        Raises
+        ------
+        TypeError
+            When ``klass`` is not a class.
+        """
+        if not isinstance(klass, type):
+            raise TypeError(f"KVStoreBase.register takes a class, got {klass!r}")
+        return register(klass.__name__)(klass)
+
+
+class KVStore(KVStoreBase):
+    """What mxrs's stores (``mx.kv.create(name)``) share.
+
+    Every store offers ``init``, ``push``, ``pull``, ``pushpull``, ``broadcast``,
+    ``set_optimizer``, ``save_optimizer_states`` / ``load_optimizer_states``, ``barrier``,
+    ``type``, ``rank``, ``num_workers`` and (mxrs) ``stats``. Keys are ints or strs; a key's
+    value may be a list of arrays, one per device, which are summed before the push.
     """
 
     def __init__(self, name: str) -> None:
@@ -236,8 +342,17 @@ class KVStoreBase:
 
     @staticmethod
     def is_capable(capability: str) -> bool:
-        """bool: whether the store supports ``capability`` ('optimizer' is the only one asked)."""
-        return capability == "optimizer"
+        """Whether the store supports ``capability``: True for :attr:`OPTIMIZER` (every mxrs
+        store can run the optimizer).
+
+        Raises
+        ------
+        ValueError
+            For another capability (as MXNet does).
+        """
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError(f"Unknown capability: {capability}")
 
     # ------------------------------------------------------------------ data
     def init(self, key: Keys, value: Values) -> None:
@@ -283,6 +398,27 @@ class KVStoreBase:
         """Push ``value`` then pull into ``out`` (into ``value`` when ``out`` is None)."""
         self.push(key, value, priority)
         self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key: Keys, value: Values, out: Values, priority: int = 0) -> None:
+        """Initialise ``key`` with ``value`` and pull it into ``out``, as MXNet's stores do:
+        every output (on any device) receives rank 0's value.
+
+        Parameters
+        ----------
+        key : int, str or list of them
+        value : NDArray or list
+            One value per key (of a list of values, the first initialises the key).
+        out : NDArray or list
+            The arrays to fill: one or a list per key.
+        priority : int, optional
+
+        Raises
+        ------
+        KVStoreError
+            When a key is already initialised (broadcast or ``init`` twice).
+        """
+        self.init(key, value)
+        self.pull(key, out, priority)
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: opt.Optimizer) -> None:

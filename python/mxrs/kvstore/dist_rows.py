@@ -104,7 +104,7 @@ class RowKeys:
         self, key: Keys, out: Values | None = None, priority: int = 0, row_ids: Any = None
     ) -> None:
         """Fetch only rows ``row_ids`` of each key into row_sparse arrays ``out``; returns once
-        they are there. Parameters and errors as :meth:`KVStoreBase.row_sparse_pull`."""
+        they are there. Parameters and errors as :meth:`KVStore.row_sparse_pull`."""
         _pending.check()
         requests = row_sparse_requests(key, out, row_ids)
         for k, o, ids in requests:

@@ -12,13 +12,13 @@ from typing import Any, cast
 import numpy as np
 
 from .. import _native
-from ..base import KVStoreError, MXNetError
+from ..base import KVStoreError
 from ..context import Context, cpu
 from ..ndarray import sparse
 from ..ndarray.core.transfer import move_data
 from ..ndarray.ndarray import NDArray, _wrap
 from . import _nccl
-from .base import Key, Keys, KVStoreBase, Values, check_shapes, register
+from .base import Key, Keys, KVStore, Values, check_shapes, register
 from .compression import compression_spec
 from .rows import check_row_ids, row_sparse_requests, rows_of, take_rows
 
@@ -72,7 +72,7 @@ _ON_CPU = ("local", "local_update_cpu", "local_allreduce_cpu")
 
 
 @register(*_ON_CPU, "device", "local_allreduce_device")
-class LocalKVStore(KVStoreBase):
+class LocalKVStore(KVStore):
     """A KVStore inside one process.
 
     ``local`` (also ``local_update_cpu``, ``local_allreduce_cpu``) keeps every key on CPU and
@@ -144,7 +144,7 @@ class LocalKVStore(KVStoreBase):
     def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
         """Compress each device's pushed value before the merge ('device' only, as in MXNet).
 
-        Parameters and errors as :meth:`KVStoreBase.set_gradient_compression`. It may be set
+        Parameters and errors as :meth:`KVStore.set_gradient_compression`. It may be set
         after ``init``, and set again, as MXNet allows; 2bit residuals carry over.
         """
         if self._type in _ON_CPU:
@@ -200,7 +200,7 @@ class LocalKVStore(KVStoreBase):
     ) -> None:
         """Copy only rows ``row_ids`` of each key's value into row_sparse output arrays.
 
-        Parameters and errors as :meth:`KVStoreBase.row_sparse_pull`.
+        Parameters and errors as :meth:`KVStore.row_sparse_pull`.
         """
         requests = row_sparse_requests(key, out, row_ids)
         self._check_key_types([k for k, _, _ in requests], "row_sparse_pull")
@@ -211,25 +211,3 @@ class LocalKVStore(KVStoreBase):
         for k, o, ids in requests:
             take_rows(o, rows_of(self._store[k], ids, o._ctx))
             self._meter.local(pulled=[o])
-
-
-@register("teststore")
-class TestStore(LocalKVStore):
-    """A store without an optimizer, for testing code against the KVStore interface (MXNet's
-    'teststore'): it sums like 'device', and a Trainer given it updates on the workers."""
-
-    __test__ = False  # not a pytest test class
-
-    @staticmethod
-    def is_capable(capability: str) -> bool:
-        """bool: False: this store runs no optimizer."""
-        return False
-
-    def set_optimizer(self, optimizer: Any) -> None:
-        """Refused: this store runs no optimizer.
-
-        Raises
-        ------
-        MXNetError
-        """
-        raise MXNetError("the teststore KVStore runs no optimizer; update on the workers")

@@ -2,19 +2,24 @@
 
 ``forward`` evaluates the graph node by node with the ``mx.nd`` operators (recorded by autograd
 when training), ``backward`` runs autograd from the outputs and leaves each argument's gradient
-in its gradient array per its ``grad_req`` ('write', 'add' or 'null'). Auxiliary states
+in its gradient array per its ``grad_req`` ('write', 'add' or 'null'). An operator's error of
+computation does not raise there: the arrays it reaches fail and raise it at the next wait
+(``asnumpy``, ``nd.waitall()``), as in MXNet 1.9.1 (see :mod:`mxrs._failure`). Auxiliary states
 (BatchNorm's moving statistics) are inputs the operators update in place. Where the graph
-allows, neighbouring operators run as one (:mod:`.fusion`).
+allows, neighbouring operators run as one (:mod:`.fusion`). With ``group2ctx`` the nodes run
+on their ``ctx_group``'s contexts (:mod:`.placement`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import autograd
+from .. import _profiler_ops, autograd
+from .._failure import ComputeError, propagate
 from ..base import MXNetError
 from ..context import Context
 from .fusion import fuse
@@ -22,6 +27,7 @@ from .graph import Node
 from .infer import node_shapes
 from .opinfo import compile_node
 from .partial_shape import is_partial, partial_source
+from .placement import check_group2ctx, check_on_default, place, variable_contexts
 
 if TYPE_CHECKING:
     from .graph import Graph
@@ -52,7 +58,8 @@ def _by_name(values: Any, names: list[str], what: str, required: bool) -> list[A
 
 
 class Executor:
-    """A symbol bound to argument, gradient and auxiliary arrays on one context.
+    """A symbol bound to argument, gradient and auxiliary arrays on one context (or, with
+    ``group2ctx``, on the contexts of its nodes' groups).
 
     Attributes
     ----------
@@ -72,9 +79,11 @@ class Executor:
         args_grad: Any = None,
         grad_req: Any = "write",
         aux_states: Any = None,
+        group2ctx: Any = None,
     ) -> None:
         self._symbol = symbol
         self._ctx = ctx
+        self._group2ctx = check_group2ctx(group2ctx)
         arg_names = symbol.list_arguments()
         aux_names = symbol.list_auxiliary_states()
         self.arg_arrays = _by_name(args, arg_names, "arguments", True)
@@ -114,6 +123,13 @@ class Executor:
         ]
         self._fill_open_shapes()
         self._fused_plan = fuse(self._plan, symbol._outputs)
+        bound = {**self.arg_dict, **self.aux_dict}
+        # with group2ctx: each operator node's context (by id); the plan runs unfused then
+        self._placement: dict[int, Context] | None = None
+        if self._group2ctx:
+            self._placement = place(symbol._nodes(), bound, ctx, self._group2ctx)
+        else:
+            check_on_default(ctx, bound)
 
     def _fill_open_shapes(self) -> None:
         """Compile the operators whose ``shape`` leaves dimensions open (0, as an RNN cell's
@@ -174,12 +190,27 @@ class Executor:
         values: dict[tuple[int, int], Any] = {}
         names = dict(self.arg_dict)
         names.update(self.aux_dict)
-        plan = self._plan if self._monitor is not None else self._fused_plan
+        placement = self._placement
+        # profiling times each node under its operator's name: the plan runs unfused then
+        profiled = _profiler_ops.recording()
+        unfused = self._monitor is not None or placement or profiled
+        plan = self._plan if unfused else self._fused_plan
         for node, call in plan:
             if call is None:
                 values[(id(node), 0)] = names[node.name]
                 continue
-            outs = call([values[(id(c), i)] for c, i in node.inputs])
+            inputs = [values[(id(c), i)] for c, i in node.inputs]
+            if placement:
+                ctx = placement[id(node)]
+                call = functools.partial(_run_on, ctx, call)
+            try:  # free while nothing fails
+                if profiled:
+                    assert node.op is not None  # only operator nodes are compiled
+                    outs = _profiler_ops.run_node(node.op, call, inputs)
+                else:
+                    outs = call(inputs)
+            except ComputeError as err:  # an operator that reads a failed input by itself
+                outs = propagate(err, functools.partial(call, inputs))
             for i, o in enumerate(outs):
                 values[(id(node), i)] = o
             if self._monitor is not None:
@@ -250,9 +281,11 @@ class Executor:
             else:
                 if name not in kwargs and not partial_shaping:
                     raise MXNetError(f"reshape: {name!r} would change shape; pass partial_shaping")
-                args.append(nd.zeros(shape, ctx=self._ctx, dtype=a.dtype))
-                grads.append(None if g is None else nd.zeros(shape, ctx=self._ctx, dtype=g.dtype))
-        return Executor(self._symbol, self._ctx, args, grads, self._grad_req, self.aux_arrays)
+                args.append(nd.zeros(shape, ctx=a.context, dtype=a.dtype))
+                grads.append(None if g is None else nd.zeros(shape, ctx=g.context, dtype=g.dtype))
+        return Executor(
+            self._symbol, self._ctx, args, grads, self._grad_req, self.aux_arrays, self._group2ctx
+        )
 
     def debug_str(self) -> str:
         """A listing of the graph's nodes."""
@@ -263,13 +296,27 @@ class Executor:
         return "\n".join(lines)
 
 
+def _run_on(ctx: Context, call: Callable[[list[Any]], list[Any]], inputs: list[Any]) -> list[Any]:
+    """Run a compiled node on ``ctx``: inputs living elsewhere are copied there first (a
+    recorded copy, which carries gradients back)."""
+    moved = [a if a.context == ctx else a.as_in_context(ctx) for a in inputs]
+    with ctx:  # operators without inputs make their arrays here
+        return call(moved)
+
+
+#: MXNet's storage-type codes, as ``Variable(stype=...)`` writes them in ``__storage_type__``
+_STYPES = {"0": "default", "1": "row_sparse", "2": "csr"}
+
+
 def simple_bind(
     symbol: Graph, ctx: Context, grad_req: Any, type_dict: dict[str, Any],
-    shapes: dict[str, Sequence[int]],
+    shapes: dict[str, Sequence[int]], stype_dict: dict[str, str] | None = None,
+    group2ctx: Any = None,
 ) -> Executor:  # fmt: skip
     """See :meth:`Symbol.simple_bind`."""
     from .. import ndarray as nd
 
+    groups = check_group2ctx(group2ctx)
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
         partial, _, paux = symbol.infer_shape_partial(**shapes)
@@ -278,16 +325,28 @@ def simple_bind(
         raise MXNetError(f"simple_bind: cannot infer the shapes of {unknown} from {shapes}")
     arg_types, _, aux_types = symbol.infer_type(**type_dict)
     names = symbol.list_arguments()
+    aux_names = symbol.list_auxiliary_states()
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
     elif isinstance(grad_req, dict):
         reqs = {n: grad_req.get(n, "null") for n in names}
     else:
         reqs = dict(zip(names, grad_req, strict=True))
-    args = [nd.zeros(s, ctx=ctx, dtype=np.dtype(t)) for s, t in zip(arg_shapes, arg_types,
-                                                                    strict=True)]  # fmt: skip
-    grads = [None if reqs[n] == "null" else nd.zeros(a.shape, ctx=ctx, dtype=a.dtype)
+    variables = [n for n in symbol._nodes() if n.op is None]
+    where = variable_contexts(variables, ctx, groups)
+    stypes = {n.name: _STYPES.get(n.attrs.get("__storage_type__", "0"), "default")
+              for n in variables}  # fmt: skip
+    stypes.update(stype_dict or {})
+
+    def alloc(name: str, shape: Sequence[int], dtype: Any, stype: str = "default") -> Any:
+        if stype == "default":
+            return nd.zeros(shape, ctx=where[name], dtype=np.dtype(dtype))
+        return nd.sparse.zeros(stype, shape, ctx=where[name], dtype=np.dtype(dtype))
+
+    args = [alloc(n, s, t, stypes.get(n, "default"))
+            for n, s, t in zip(names, arg_shapes, arg_types, strict=True)]  # fmt: skip
+    grads = [None if reqs[n] == "null" else alloc(n, a.shape, a.dtype)
              for n, a in zip(names, args, strict=True)]  # fmt: skip
-    aux = [nd.zeros(s, ctx=ctx, dtype=np.dtype(t)) for s, t in zip(aux_shapes, aux_types,
-                                                                   strict=True)]  # fmt: skip
-    return Executor(symbol, ctx, args, grads, [reqs[n] for n in names], aux)
+    aux = [alloc(n, s, t, stypes.get(n, "default"))
+           for n, s, t in zip(aux_names, aux_shapes, aux_types, strict=True)]  # fmt: skip
+    return Executor(symbol, ctx, args, grads, [reqs[n] for n in names], aux, groups)

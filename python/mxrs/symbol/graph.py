@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from ..base import MXNetError
 from .opinfo import visible_outputs
 
 __all__ = [
@@ -17,6 +18,8 @@ __all__ = [
     "topo",
     "without_amp_casts",
     "hidden_attrs",
+    "hidden_key",
+    "listed_attrs",
     "HIDDEN_KEYS",
     "DTYPE_CODES",
 ]
@@ -26,9 +29,41 @@ HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_sta
                 "profiler_scope")  # fmt: skip
 
 
+def hidden_key(key: str) -> str:
+    """``key`` as a node stores it: a hidden key (``lr_mult``...) as ``__lr_mult__``, any other
+    as it is.
+
+    Raises
+    ------
+    MXNetError
+        For a key that ends in a hidden key (``weight_lr_mult``): MXNet 1.9.1 refuses that old
+        way of setting a variable's attribute through its operator.
+    """
+    if key in HIDDEN_KEYS:
+        return f"__{key}__"
+    for k in HIDDEN_KEYS:
+        if key.endswith(k) and not key.startswith("__"):
+            raise MXNetError(
+                f"setting variable attributes with {key} is deprecated. please instead use\n"
+                f"w = Variable({k}=...)\nsym = YourSymbolName({key[: -len(k)].rstrip('_')}=w)"
+            )
+    return key
+
+
 def hidden_attrs(attrs: dict[str, str]) -> dict[str, str]:
-    """``attrs`` with the hidden keys (``lr_mult``...) written ``__lr_mult__``."""
-    return {f"__{k}__" if k in HIDDEN_KEYS else k: v for k, v in attrs.items()}
+    """``attrs`` with the hidden keys (``lr_mult``...) written ``__lr_mult__``
+    (:func:`hidden_key`)."""
+    return {hidden_key(k): v for k, v in attrs.items()}
+
+
+def listed_attrs(attrs: dict[str, str]) -> dict[str, str]:
+    """A node's ``attrs`` as MXNet lists them (``list_attr``, ``attr_dict``): each hidden one
+    (``__lr_mult__``) also under its plain name (``lr_mult``)."""
+    out = dict(attrs)
+    for k, v in attrs.items():
+        if k.startswith("__") and k.endswith("__") and k[2:-2] in HIDDEN_KEYS:
+            out[k[2:-2]] = v
+    return out
 
 
 class Node:

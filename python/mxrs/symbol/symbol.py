@@ -17,7 +17,16 @@ from ..attribute import AttrScope
 from ..base import MXNetError
 from . import infer, json_io
 from .executor import Executor, simple_bind
-from .graph import DTYPE_CODES, HIDDEN_KEYS, Node, hidden_attrs, topo, without_amp_casts
+from .graph import (
+    DTYPE_CODES,
+    HIDDEN_KEYS,
+    Node,
+    hidden_attrs,
+    hidden_key,
+    listed_attrs,
+    topo,
+    without_amp_casts,
+)
 from .opinfo import aux_positions, has_op
 
 if TYPE_CHECKING:
@@ -115,36 +124,53 @@ class Symbol:
 
     # ----------------------------------------------------------------- attributes
     def attr(self, key: str) -> str | None:
-        """The attribute ``key`` of this symbol's node (None if unset)."""
+        """The attribute ``key`` of this symbol's node, None if unset: an operator's
+        parameter (``'kernel'``), a user attribute, or a hidden one by either name
+        (``'lr_mult'`` or ``'__lr_mult__'``)."""
         node = self._single("attr")
-        return node.attrs.get(f"__{key}__" if key in HIDDEN_KEYS else key)
+        value = node.attrs.get(key)
+        if value is None and key in HIDDEN_KEYS:
+            value = node.attrs.get(f"__{key}__")
+        return value
 
     def list_attr(self, recursive: bool = False) -> dict[str, str]:
-        """This node's attributes (``recursive`` is refused, as in MXNet 1.x)."""
+        """This node's attributes: an operator's parameters, the attributes given with
+        ``attr=`` or an :class:`~mxrs.attribute.AttrScope`, and each hidden one
+        (``__lr_mult__``, ``__ctx_group__``...) under its plain name too (``lr_mult``), as
+        MXNet 1.9.1 lists them.
+
+        Raises
+        ------
+        DeprecationWarning
+            For ``recursive=True`` (raised, as MXNet does): use :meth:`attr_dict`.
+        """
         if recursive:
-            raise MXNetError("list_attr(recursive=True) is gone; use attr_dict()")
-        return dict(self._single("list_attr").attrs)
+            raise DeprecationWarning(
+                "Symbol.list_attr with recursive=True has been deprecated. "
+                "Please use attr_dict instead."
+            )
+        return listed_attrs(self._single("list_attr").attrs)
 
     def attr_dict(self) -> dict[str, dict[str, str]]:
-        """Every node's attributes by node name (nodes without any are left out); a hidden
-        attribute (``__lr_mult__``...) is also given as ``lr_mult``, as MXNet does."""
-        out = {}
-        for node in self._nodes():
-            if node.attrs:
-                d = dict(node.attrs)
-                for k, v in node.attrs.items():
-                    if k.startswith("__") and k.endswith("__") and k[2:-2] in HIDDEN_KEYS:
-                        d[k[2:-2]] = v
-                out[node.name] = d
-        return out
+        """Every node's attributes (as :meth:`list_attr` gives them) by node name; nodes
+        without any are left out."""
+        return {node.name: listed_attrs(node.attrs) for node in self._nodes() if node.attrs}
 
     def _set_attr(self, **kwargs: str) -> None:
-        """Set string attributes on this symbol's node."""
+        """Set string attributes on this symbol's node (a hidden key such as ``lr_mult`` is
+        stored as ``__lr_mult__``).
+
+        Raises
+        ------
+        MXNetError
+            For a value that is not a str, or a key ending in a hidden key
+            (``weight_lr_mult``), which MXNet refuses.
+        """
         node = self._single("_set_attr")
         for k, v in kwargs.items():
             if not isinstance(v, str):
                 raise MXNetError(f"attribute {k!r} must be a string, not {type(v).__name__}")
-            node.attrs[f"__{k}__" if k in HIDDEN_KEYS else k] = v
+            node.attrs[hidden_key(k)] = v
 
     def _single(self, what: str) -> Node:
         if len(self._outputs) != 1:
@@ -246,8 +272,12 @@ class Symbol:
         shared_exec: Any = None,
     ) -> Executor:
         """An :class:`~mxrs.symbol.executor.Executor` running this symbol on ``ctx`` with the
-        given argument arrays (a list in :meth:`list_arguments` order, or a dict by name)."""
-        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+        given argument arrays (a list in :meth:`list_arguments` order, or a dict by name).
+
+        ``group2ctx`` (a dict of ``ctx_group`` names to contexts) runs each node made inside
+        ``AttrScope(ctx_group=...)`` on its group's context; without it every argument and
+        auxiliary state must live on ``ctx``."""
+        return Executor(self, ctx, args, args_grad, grad_req, aux_states, group2ctx)
 
     def simple_bind(
         self,
@@ -262,8 +292,13 @@ class Symbol:
         **kwargs: Any,
     ) -> Executor:
         """Bind with freshly allocated arguments, gradients and auxiliary states whose shapes
-        are inferred from the given ones (``data=(32, 1, 28, 28)``)."""
-        return simple_bind(self, ctx, grad_req, type_dict or {}, kwargs)
+        are inferred from the given ones (``data=(32, 1, 28, 28)``).
+
+        Arguments are allocated in the storage type given by ``stype_dict`` or their
+        variable's ``stype`` (gradients dense); with ``group2ctx`` (a dict of ``ctx_group``
+        names to contexts) each argument, its gradient and each auxiliary state lives on its
+        group's context (the others on ``ctx``) and the nodes run there."""
+        return simple_bind(self, ctx, grad_req, type_dict or {}, kwargs, stype_dict, group2ctx)
 
     def eval(self, ctx: Context | None = None, **kwargs: Any) -> list[Any]:
         """Run the symbol once on the given argument arrays and return its outputs."""
