@@ -143,7 +143,7 @@ def test_to_tensor_layout_and_values():
     np.testing.assert_array_equal(batch.asnumpy()[1], out.asnumpy())
     full = transforms.ToTensor()(mx.nd.array([[[0], [255], [51]]], dtype=np.uint8))
     np.testing.assert_allclose(full.asnumpy().ravel(), [0.0, 1.0, 0.2], rtol=1e-7)
-    with pytest.raises(MXNetError, match="ToTensor expects"):
+    with pytest.raises(MXNetError, match="to_tensor: the input image must have shape"):
         transforms.ToTensor()(mx.nd.zeros((28, 28)))
 
 
@@ -160,13 +160,14 @@ def test_normalize_per_channel_and_broadcast():
     np.testing.assert_array_equal(single.asnumpy(), np.full((2, 1, 2, 2), 2.0, np.float32))
     with pytest.raises(MXNetError, match="2 mean values for 3 channels"):
         transforms.Normalize((0, 1), 1)(mx.nd.ones((3, 2, 2)))
-    with pytest.raises(MXNetError, match="floating-point"):
-        transforms.Normalize()(mx.nd.ones((3, 2, 2), dtype="uint8"))
+    # MXNet normalizes integer tensors too, keeping their type
+    assert transforms.Normalize()(mx.nd.ones((3, 2, 2), dtype="uint8")).dtype == np.uint8
 
 
 def test_compose_cast_and_flip():
     t = transforms.Compose([transforms.ToTensor(), transforms.Normalize(0.1307, 0.3081)])
-    assert len(t) == 2 and isinstance(t[0], transforms.ToTensor)
+    # MXNet groups consecutive HybridBlocks into one HybridSequential
+    assert len(t) == 1 and isinstance(t[0][0], transforms.ToTensor)
     img = mx.nd.array(np.full((28, 28, 1), 255), dtype=np.uint8)
     out = t(img)
     assert out.shape == (1, 28, 28)

@@ -46,9 +46,9 @@ def test_each_console_script_runs(name):
     r = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert name in r.stdout
-    # each one shows its own flags: the node settings, or the launcher's modes
-    expected = "--num-workers" if name.startswith("ps-") else "{local,ssh,mpi,sge,yarn,slurm}"
-    assert expected in r.stdout, r.stdout
+    # each one shows its own flags: the node settings, the launcher's modes, im2rec's packing
+    expected = {"mxrs-launch": "{local,ssh,mpi,sge,yarn,slurm}", "im2rec": "--pack-label"}
+    assert expected.get(name, "--num-workers") in r.stdout, r.stdout
 
 
 def test_the_license_file_is_the_license_the_manifests_declare():

@@ -20,11 +20,19 @@ libsvm_iter
     ``LibSVMIter``: sparse rows of LibSVM files, as CSR batches.
 _row_batches
     The batching over a file's rows that ``CSVIter`` and ``LibSVMIter`` share.
+image_record_iter
+    ``ImageRecordIter`` (and ``ImageRecordUInt8Iter``/``ImageRecordInt8Iter``): images of a
+    RecordIO file, decoded and augmented on background threads.
+_image_record_aug
+    Its image pipeline: MXNet's default augmenter and the normalisation.
+_record_part
+    The records of a worker's part of a RecordIO file.
 """
 
 from .batch import DataBatch, DataDesc
 from .csv_iter import CSVIter
 from .dataiter import DataIter
+from .image_record_iter import ImageRecordInt8Iter, ImageRecordIter, ImageRecordUInt8Iter
 from .libsvm_iter import LibSVMIter
 from .mnist import MNISTIter, read_idx
 from .ndarray_iter import NDArrayIter
@@ -36,6 +44,9 @@ __all__ = [
     "DataBatch",
     "DataDesc",
     "DataIter",
+    "ImageRecordInt8Iter",
+    "ImageRecordIter",
+    "ImageRecordUInt8Iter",
     "LibSVMIter",
     "MNISTIter",
     "NDArrayIter",

@@ -33,6 +33,7 @@ from typing import Any
 from . import cached_op as cached_op
 from . import contrib as contrib
 from . import from_autograd as from_autograd  # installs autograd.get_symbol
+from . import image as image
 from . import linalg as linalg
 from . import ops
 from . import random as random

@@ -4,7 +4,7 @@ Layout
 ------
 dataset
     ``Dataset`` (with ``transform``, ``transform_first``, ``filter``, ``shard``, ``take``,
-    ``sample``), ``SimpleDataset``, ``ArrayDataset``.
+    ``sample``), ``SimpleDataset``, ``ArrayDataset``, ``RecordFileDataset``.
 sampler
     ``Sampler``, ``SequentialSampler``, ``RandomSampler``, ``BatchSampler``,
     ``IntervalSampler`` and ``SplitSampler`` (one worker's part of a distributed dataset).
@@ -13,12 +13,13 @@ dataloader
 _workers
     The worker processes and threads behind ``DataLoader(num_workers > 0)``.
 vision
-    ``MNIST``, ``FashionMNIST`` and the image ``transforms``.
+    ``MNIST``, ``FashionMNIST``, ``CIFAR10``, ``CIFAR100``, the image folder, list and record
+    datasets, and the image ``transforms``.
 """
 
 from . import vision
 from .dataloader import DataLoader, default_batchify_fn
-from .dataset import ArrayDataset, Dataset, SimpleDataset
+from .dataset import ArrayDataset, Dataset, RecordFileDataset, SimpleDataset
 from .sampler import (
     BatchSampler,
     IntervalSampler,
@@ -35,6 +36,7 @@ __all__ = [
     "Dataset",
     "IntervalSampler",
     "RandomSampler",
+    "RecordFileDataset",
     "Sampler",
     "SequentialSampler",
     "SimpleDataset",

@@ -3,18 +3,22 @@
 A dataset is anything with ``__len__`` and ``__getitem__``; :class:`Dataset` adds the derived
 views MXNet 1.x offers (``transform``, ``transform_first``, ``filter``, ``shard``, ``take``,
 ``sample``). Views are cheap: they keep a reference to their source and, where they select
-samples, a list of source indices.
+samples, a list of source indices. :class:`RecordFileDataset` reads the records of a RecordIO
+file.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ... import recordio
 from ...ndarray import NDArray
 from .sampler import Sampler
 
-__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
 class Dataset:
@@ -248,6 +252,62 @@ class ArrayDataset(Dataset):
 
     def __len__(self) -> int:
         return self._length
+
+
+class RecordFileDataset(Dataset):
+    """A dataset over a RecordIO file: sample ``i`` is the raw bytes of the file's ``i``-th
+    record (in the order of its index file).
+
+    Parameters
+    ----------
+    filename : str
+        The ``.rec`` file; its index is the ``.idx`` file of the same name beside it.
+
+    Raises
+    ------
+    MXNetError
+        When the record file or its index cannot be opened.
+
+    Notes
+    -----
+    The file is reopened in each DataLoader worker process, so workers never share a read
+    position; threads (``DataLoader(thread_pool=True)``) read one record at a time.
+
+    Examples
+    --------
+    >>> ds = gluon.data.RecordFileDataset('data.rec')
+    >>> header, payload = mx.recordio.unpack(ds[0])
+    """
+
+    def __init__(self, filename: str) -> None:
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+        self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
+
+    def _read_lock(self) -> threading.Lock:
+        """The lock making a seek and its read one step: this process's (a forked copy of a
+        lock another thread held would never be released)."""
+        if self._lock_pid != os.getpid():
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        return self._lock
+
+    def __getitem__(self, idx: int) -> Any:
+        with self._read_lock():
+            return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self) -> int:
+        return len(self._record.keys)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_lock"], state["_lock_pid"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock, self._lock_pid = threading.Lock(), os.getpid()
 
 
 class _LazyTransformDataset(Dataset):

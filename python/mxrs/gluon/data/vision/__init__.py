@@ -3,9 +3,11 @@
 Layout
 ------
 datasets
-    ``MNIST`` and ``FashionMNIST``, read from gzip'd IDX files in a local folder.
+    ``MNIST`` and ``FashionMNIST`` (gzip'd IDX files in a local folder), ``CIFAR10`` and
+    ``CIFAR100`` (their binary files), ``ImageFolderDataset``, ``ImageListDataset`` and
+    ``ImageRecordDataset``.
 transforms
-    ``ToTensor``, ``Normalize``, ``Compose``, ``Cast``, ``RandomFlipLeftRight``.
+    ``ToTensor``, ``Normalize``, ``Resize``, crops, flips, colour jitter, ``Compose``...
 fetch_mnist
     ``python -m mxrs.gluon.data.vision.fetch_mnist``: fetch and convert the full MNIST once.
 _idx
@@ -13,6 +15,23 @@ _idx
 """
 
 from . import transforms
-from .datasets import MNIST, FashionMNIST
+from .datasets import (
+    CIFAR10,
+    CIFAR100,
+    MNIST,
+    FashionMNIST,
+    ImageFolderDataset,
+    ImageListDataset,
+    ImageRecordDataset,
+)
 
-__all__ = ["MNIST", "FashionMNIST", "transforms"]
+__all__ = [
+    "MNIST",
+    "FashionMNIST",
+    "CIFAR10",
+    "CIFAR100",
+    "ImageFolderDataset",
+    "ImageListDataset",
+    "ImageRecordDataset",
+    "transforms",
+]
