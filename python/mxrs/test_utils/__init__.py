@@ -3,14 +3,32 @@
 
 Layout
 ------
+tolerances
+    Default dtype, tolerances and finite-difference steps by dtype.
 arrays
-    Comparing arrays with dtype-aware tolerances, random arrays and shapes (dense and sparse),
-    the default test context, temporary environment variables.
+    Comparing arrays with those tolerances, random arrays and shapes (dense and sparse), the
+    default test context, temporary environment variables.
+reference
+    NumPy reference computations (element-wise maps, multi-axis reductions, broadcast sums).
+matrices
+    Random matrices with known spectra (real eigenvalues, orthonormal, symmetric).
+large_tensors
+    NDArrays with position-determined values for tests of large tensors.
 gradients
     An optimizer against a reference one; gradients against finite differences; a Symbol's
     outputs against expected values.
+symbols
+    Running a Symbol once; comparing two Symbols' graphs.
+consistency
+    A Symbol across contexts and dtypes; a HybridBlock imperative against hybridized.
+speed
+    Timing a Symbol's passes.
 generators
     Statistical checks of random generators; retrying stochastic tests.
+data
+    Downloads, MNIST, CIFAR-10, zip and bz2 archives, the ``im2rec`` tool, ``DummyIter``.
+platform_checks
+    GPUs, CPU architecture, continuous delivery runs, TVM operators.
 
 ``from mxrs.test_utils import *`` also brings what MXNet's module imports and MXNet's test
 files use through that star import: ``np``, ``npt`` (``numpy.testing``), ``rnd``
@@ -46,5 +64,14 @@ from ..ndarray import NDArray, array  # noqa: F401
 from ..symbol import Symbol  # noqa: F401
 from ..util import getenv, setenv, use_np  # noqa: F401
 from .arrays import *  # noqa: F403
+from .consistency import *  # noqa: F403
+from .data import *  # noqa: F403
 from .generators import *  # noqa: F403
 from .gradients import *  # noqa: F403
+from .large_tensors import *  # noqa: F403
+from .matrices import *  # noqa: F403
+from .platform_checks import *  # noqa: F403
+from .reference import *  # noqa: F403
+from .speed import *  # noqa: F403
+from .symbols import *  # noqa: F403
+from .tolerances import *  # noqa: F403
