@@ -136,16 +136,25 @@ def test_dist_async_applies_every_push(tmp_path):
     _ok(launch(tmp_path, ASYNC))
 
 
-def test_optimizers_the_servers_cannot_run_are_refused(tmp_path):
+def test_optimizers_the_servers_do_not_run_natively_are_sent_pickled(tmp_path):
+    # FTRL has no native server rule: the servers run the pickled Python optimizer.
     script = """
+    import numpy as np
     import mxrs as mx
-    from mxrs.base import KVStoreError
     kv = mx.kv.create('dist_sync')
-    try:
-        kv.set_optimizer(mx.optimizer.FTRL())
-        raise SystemExit('FTRL was accepted')
-    except KVStoreError as e:
-        assert 'update_on_kvstore=False' in str(e), e
+    kv.init(0, mx.nd.ones((3,)))
+    kv.set_optimizer(mx.optimizer.FTRL(learning_rate=0.5))
+    local = mx.kv.create('local')
+    local.init(0, mx.nd.ones((3,)))
+    local.set_optimizer(mx.optimizer.FTRL(learning_rate=0.5))
+    for step in range(3):
+        g = [mx.nd.array([0.5, -1.0, 2.0]) * (step + w) for w in (1, 2)]
+        kv.push(0, g[kv.rank])
+        local.push(0, g)
+    out, ref = mx.nd.zeros((3,)), mx.nd.zeros((3,))
+    kv.pull(0, out=out)
+    local.pull(0, out=ref)
+    np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-6)
     print('ok', kv.rank, flush=True)
     """
     _ok(launch(tmp_path, script, n=2, s=1))

@@ -65,6 +65,7 @@ class Worker:
         name: str,
         params: Sequence[tuple[str, float]],
         key_mults: Sequence[tuple[int, float, float]] = ...,
+        payload: bytes | None = ...,
     ) -> None: ...
     def set_params(
         self,

@@ -275,6 +275,7 @@ async fn worker(args: &Args) -> Result<(), BoxError> {
             name: "sgd".into(),
             params: vec![("learning_rate".into(), 1.0)],
             key_mults: vec![],
+            payload: Vec::new(),
         };
         w.set_optimizer(&sgd).await?;
     }

@@ -135,6 +135,7 @@ async fn two_bit_feeds_the_servers_optimizer_and_pushpull_answers_plain() {
         name: "sgd".into(),
         params: vec![("learning_rate".into(), 0.1)],
         key_mults: vec![],
+        payload: Vec::new(),
     };
     within(workers[0].set_optimizer(&sgd)).await.unwrap();
     let c = Compression::new("2bit", 0.25).unwrap();

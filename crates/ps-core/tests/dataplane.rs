@@ -14,6 +14,7 @@ fn sgd(lr: f64) -> OptimizerSpec {
         name: "sgd".into(),
         params: vec![("learning_rate".into(), lr)],
         key_mults: vec![],
+        payload: Vec::new(),
     }
 }
 

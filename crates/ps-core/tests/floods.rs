@@ -103,6 +103,7 @@ async fn a_peer_that_never_reads_its_replies_is_stopped_not_served() {
         name: "sgd".into(),
         params: vec![("learning_rate".into(), 1.0)],
         key_mults: vec![],
+        payload: Vec::new(),
     };
     within(w.set_optimizer(&sgd)).await.unwrap();
     let before = peak_rss(job.pid("server"));

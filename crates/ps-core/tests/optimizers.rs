@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use ps_core::protocol::frame::Mode;
-use ps_core::updater::{OptimizerSpec, State, Updater};
+use ps_core::updater::{OptimizerSpec, Piece, State, Updater};
 use ps_core::{DType, PsError};
 
 fn spec(name: &str, params: &[(&str, f64)]) -> OptimizerSpec {
@@ -14,6 +14,7 @@ fn spec(name: &str, params: &[(&str, f64)]) -> OptimizerSpec {
         name: name.into(),
         params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         key_mults: vec![],
+        payload: Vec::new(),
     }
 }
 
@@ -51,7 +52,8 @@ fn reference(opt: &OptimizerSpec, w0: &[f32], grads: &[[Vec<f32>; 2]]) -> Vec<Ve
         .iter()
         .map(|g| {
             let sum: Vec<f32> = g[0].iter().zip(&g[1]).map(|(a, b)| a + b).collect();
-            updater.update(11, &mut w, &sum, &mut state);
+            let piece = Piece { key: 11, offset: 0 };
+            updater.update(piece, &mut w, &sum, &mut state).unwrap();
             w.clone()
         })
         .collect()

@@ -152,6 +152,7 @@ async fn a_replacement_server_takes_a_full_copy_and_the_job_survives_losing_the_
         name: "sgd".into(),
         params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
         key_mults: Vec::new(),
+        payload: Vec::new(),
     };
     for w in &workers {
         within(w.set_optimizer(&sgd)).await.unwrap();

@@ -67,6 +67,7 @@ async fn a_push_sent_again_is_applied_once_in_dist_async() {
         name: "sgd".into(),
         params: vec![("learning_rate".into(), 1.0)],
         key_mults: vec![],
+        payload: Vec::new(),
     };
     let mut set = Entry::new(0, DType::F32, &[], 0, 0);
     set.payload = bytes::Bytes::from(sgd.encode());

@@ -27,6 +27,7 @@ fn spec(name: &str, params: &[(&str, f64)]) -> OptimizerSpec {
         name: name.into(),
         params: params.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
         key_mults: vec![],
+        payload: Vec::new(),
     }
 }
 

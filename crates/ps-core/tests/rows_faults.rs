@@ -266,6 +266,7 @@ async fn the_backup_holds_every_row_round_and_its_optimizer_state() {
         name: "sgd".into(),
         params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
         key_mults: Vec::new(),
+        payload: Vec::new(),
     };
     // 4 rows of 2 (8 elements, over the bound): rows 0..2 on server 0, 2..4 on server 1.
     for w in &workers {

@@ -355,19 +355,22 @@ impl Worker {
         self.run(py, self.job()?.finish())
     }
 
-    /// Sends an optimizer (name, hyper-parameters, per-key lr/wd multipliers) to every server.
-    #[pyo3(signature = (name, params, key_mults = Vec::new()))]
+    /// Sends an optimizer (name, hyper-parameters, per-key lr/wd multipliers, and for a
+    /// pickled Python optimizer its bytes) to every server.
+    #[pyo3(signature = (name, params, key_mults = Vec::new(), payload = None))]
     fn set_optimizer(
         &self,
         py: Python<'_>,
         name: String,
         params: Vec<(String, f64)>,
         key_mults: Vec<(u64, f64, f64)>,
+        payload: Option<Bound<'_, PyBytes>>,
     ) -> PyResult<()> {
         let spec = OptimizerSpec {
             name,
             params,
             key_mults,
+            payload: payload.map(|p| p.as_bytes().to_vec()).unwrap_or_default(),
         };
         self.run(py, self.job()?.worker().set_optimizer(&spec))
     }
@@ -384,6 +387,7 @@ impl Worker {
             name: String::new(),
             params,
             key_mults,
+            payload: Vec::new(),
         };
         self.run(py, self.job()?.worker().set_params(&change))
     }

@@ -16,6 +16,10 @@
 //! - `kvstore`: `Worker` (a job's worker) and `Ticket` (a pending push or pull).
 //! - `roles`: running a scheduler or server process (`import mxrs` with `DMLC_ROLE`, and the
 //!   `ps-scheduler` / `ps-server` console scripts).
+//! - `main_thread`: a server's node on a thread of its own, its Python work on the thread that
+//!   started it.
+//! - `python_optimizer`: the pickled Python optimizers a server runs (`ps_core`'s foreign
+//!   updater hook).
 
 mod arrays;
 mod codec;
@@ -23,7 +27,9 @@ mod errors;
 mod exit;
 mod items;
 mod kvstore;
+mod main_thread;
 mod onednn;
+mod python_optimizer;
 mod roles;
 mod runtime;
 mod updates;

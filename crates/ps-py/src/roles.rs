@@ -8,6 +8,7 @@ use ps_core::cli::Settings;
 use pyo3::prelude::*;
 
 use crate::errors::KVStoreError;
+use crate::{main_thread, python_optimizer};
 
 /// Runs a node (scheduler or server) of an mxrs parameter-server job.
 #[derive(Parser)]
@@ -26,12 +27,25 @@ fn role_of(name: &str) -> PyResult<Role> {
     }
 }
 
+/// Runs node `role` with `settings` until the job ends: a server on a thread of its own, while
+/// this thread runs the Python optimizers workers send it (`python_optimizer`); returns the
+/// exit status and why it failed.
+fn run(py: Python<'_>, role: Role, settings: Settings) -> (i32, Option<String>) {
+    match role {
+        Role::Server => {
+            python_optimizer::register();
+            main_thread::run_node(py, move || ps_core::node::run(role, &settings))
+        }
+        _ => py.detach(|| ps_core::node::run(role, &settings)),
+    }
+}
+
 /// Runs `role` with settings from the environment until the job ends; returns the exit status
 /// (0 completed, 1 failed, 2 bad setting) after printing why on stderr.
 #[pyfunction]
 pub(crate) fn run_role(py: Python<'_>, role: &str) -> PyResult<i32> {
     let role = role_of(role)?;
-    let (code, why) = py.detach(|| ps_core::node::run(role, &Settings::default()));
+    let (code, why) = run(py, role, Settings::default());
     if let Some(why) = why {
         eprintln!("mxrs {role}: {why}");
     }
@@ -50,7 +64,7 @@ pub(crate) fn node_main(py: Python<'_>, role: &str, argv: Vec<String>) -> PyResu
             return Ok(e.exit_code());
         }
     };
-    let (code, why) = py.detach(|| ps_core::node::run(role, &args.settings));
+    let (code, why) = run(py, role, args.settings);
     if let Some(why) = why {
         eprintln!("ps-{role}: {why}");
     }

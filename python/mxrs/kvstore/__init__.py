@@ -3,18 +3,28 @@
 Layout
 ------
 base
-    ``KVStoreBase``, the registry behind :func:`create`, key/value normalisation.
+    ``KVStoreBase`` (MXNet's interface, with ``register``), ``KVStore`` (what mxrs's stores
+    share), the registry behind :func:`create`, key/value normalisation.
 local
     ``local`` and ``device``: one process, sums on CPU or on the arrays' devices.
 dist
     ``dist_sync``, ``dist_device_sync``, ``dist_async``: a worker of a parameter-server job.
+server_optimizer
+    Python optimizers on the servers: pickled by a worker, run by a server started from Python.
+teststore
+    ``teststore``: MXNet's store for tests, written on ``KVStoreBase`` alone.
 """
 
-from . import dist, local  # noqa: F401  (registers the store types)
-from .base import KVStoreBase, chosen, create
+from . import dist, local, teststore  # noqa: F401  (registers the store types)
+from .base import KVStore, KVStoreBase, chosen, create
 from .dist import DistKVStore
 from .local import LocalKVStore
 
-KVStore = KVStoreBase
-
-__all__ = ["DistKVStore", "KVStore", "KVStoreBase", "LocalKVStore", "chosen", "create"]
+__all__ = [
+    "DistKVStore",
+    "KVStore",
+    "KVStoreBase",
+    "LocalKVStore",
+    "chosen",
+    "create",
+]

@@ -31,10 +31,11 @@ from ..base import KVStoreError, MXNetError, NodeLostError, ShapeMismatchError
 from ..context import Context, cpu
 from ..ndarray import _pending
 from ..ndarray.ndarray import NDArray
+from . import server_optimizer
 from .base import (
     Key,
     Keys,
-    KVStoreBase,
+    KVStore,
     Values,
     _optimizer_params,
     check_shapes,
@@ -109,7 +110,7 @@ def _restarts() -> bool:
 
 
 @register("dist_sync", "dist_device_sync", "dist_async")
-class DistKVStore(RowKeys, KVStoreBase):
+class DistKVStore(RowKeys, KVStore):
     """A worker's store in a distributed job; keys live on the servers.
 
     In ``dist_sync`` mode the servers sum one push from every worker per round, apply the
@@ -366,7 +367,7 @@ class DistKVStore(RowKeys, KVStoreBase):
     # ------------------------------------------------------------------ compression
     def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
         """Compress every push from now on, encoded on this worker (see
-        :meth:`KVStoreBase.set_gradient_compression`); the servers decode and sum in float32
+        :meth:`KVStore.set_gradient_compression`); the servers decode and sum in float32
         and pulls stay float32. It may be set after ``init``, and set again, as MXNet 1.9.1
         allows (2bit residuals carry over); each worker sets its own (the servers need no
         setting: every compressed entry carries what decoding it takes).
@@ -390,7 +391,14 @@ class DistKVStore(RowKeys, KVStoreBase):
 
     # ------------------------------------------------------------------ optimizer
     def set_optimizer(self, optimizer: opt.Optimizer) -> None:
-        """Run ``optimizer`` on the servers: rank 0 sends its name and numbers, all wait.
+        """Run ``optimizer`` on the servers, then wait for every worker.
+
+        An optimizer the servers run natively (:meth:`~mxrs.optimizer.Optimizer.to_spec`) is
+        sent by rank 0 as its name and numbers. Any other (a registered custom optimizer,
+        ``mx.optimizer.Test``...) is sent pickled, as MXNet 1.9.1 sends it, by every worker, so
+        that each learns whether its servers run it: servers started from Python (what
+        ``mxrs-launch`` starts) unpickle and run it (:mod:`.server_optimizer`); the
+        ``ps-server`` binary refuses it.
 
         A restarted worker (:attr:`rejoined`) sends nothing and waits for nobody: the servers run
         the job's optimizer already, with its states, and the other workers are training.
@@ -398,20 +406,22 @@ class DistKVStore(RowKeys, KVStoreBase):
         Raises
         ------
         KVStoreError
-            When the servers cannot run this optimizer (use ``update_on_kvstore=False``).
+            When the optimizer cannot be pickled (or lives in ``__main__``), or the servers
+            cannot run it (the ``ps-server`` binary, a job with backups, a class the servers
+            cannot import): then train with ``update_on_kvstore=False``.
         """
         _pending.check()
         try:
             name, params = optimizer.to_spec()
-        except MXNetError as e:
-            raise KVStoreError(
-                f"the servers cannot run this optimizer ({e}); train with update_on_kvstore=False"
-            ) from e
+            payload = None
+        except MXNetError:
+            name, payload = server_optimizer.pickled(optimizer)
+            params = []
         self._optimizer = optimizer
         if self.rejoined:
             return
-        if self.rank == 0:
-            self._worker.set_optimizer(name, params, self._key_mults(self._keys))
+        if payload is not None or self.rank == 0:
+            self._worker.set_optimizer(name, params, self._key_mults(self._keys), payload)
         self.barrier()
 
     def _key_mults(self, keys: Iterable[Key]) -> list[tuple[int, float, float]]:
@@ -432,7 +442,7 @@ class DistKVStore(RowKeys, KVStoreBase):
     def set_optimizer_params(self, **values: float) -> None:
         """Change hyper-parameters of the servers' optimizer from now on (every server).
 
-        Parameters and errors as :meth:`KVStoreBase.set_optimizer_params`.
+        Parameters and errors as :meth:`KVStore.set_optimizer_params`.
         """
         _pending.check()
         params = _optimizer_params(values)

@@ -26,6 +26,12 @@ ftrl
 adamax, adadelta, ftml, lamb, sgld
     ``Adamax``, ``AdaDelta``, ``FTML`` (the servers run them too); ``Nadam``, ``LAMB``,
     ``SGLD``, ``DCASGD`` (workers only).
+test
+    ``Test``: MXNet's optimizer for tests (``weight += rescale_grad * grad``).
+
+Distributed stores send the servers what they do not run natively (``Test``, custom
+optimizers, those marked workers only) pickled, as MXNet does; servers started from Python run
+it (``mxrs.kvstore.server_optimizer``).
 """
 
 from . import (
@@ -43,6 +49,7 @@ from . import (
     sgd,
     sgld,
     signum,
+    test,
     updater,
 )
 from .adadelta import AdaDelta
@@ -58,6 +65,7 @@ from .rmsprop import RMSProp
 from .sgd import SGD
 from .sgld import DCASGD, SGLD
 from .signum import Signum
+from .test import Test
 from .updater import Updater, get_updater
 
 __all__ = [
@@ -77,6 +85,7 @@ __all__ = [
     "RMSProp",
     "SGD",
     "Signum",
+    "Test",
     "Updater",
     "adadelta",
     "adagrad",
@@ -95,5 +104,6 @@ __all__ = [
     "rmsprop",
     "sgd",
     "signum",
+    "test",
     "updater",
 ]

@@ -168,12 +168,12 @@ fn each(frame: &Frame, slots: Vec<ReplySlot>, apply: impl Fn(&Entry) -> Result<(
 /// SaveStates: the optimizer's states of every key this server serves.
 fn save_states(shared: &Shared, frame: &Frame, slots: Vec<ReplySlot>) {
     for (e, slot) in frame.entries.iter().zip(slots) {
-        let r = current(shared)
-            .map(|i| {
-                let states = shared.store.save_states(i.epoch, &|r| serves(shared, r));
-                (0, Bytes::from(states))
-            })
-            .ok_or_else(no_optimizer);
+        let r = current(shared).ok_or_else(no_optimizer).and_then(|i| {
+            let states = shared
+                .store
+                .save_states(i.epoch, &i.updater, &|r| serves(shared, r))?;
+            Ok((0, Bytes::from(states)))
+        });
         slot.complete(answer(e, r));
     }
 }
@@ -192,7 +192,7 @@ fn load_states(shared: &Shared, ctx: &Ctx, frame: &Frame, slots: Vec<ReplySlot>)
     for (e, slot) in frame.entries.iter().zip(slots) {
         let r = current(shared)
             .ok_or_else(no_optimizer)
-            .and_then(|i| shared.store.load_states(i.epoch, &e.payload));
+            .and_then(|i| shared.store.load_states(i.epoch, &i.updater, &e.payload));
         if r.is_ok()
             && let Some(replica) = ctx.replica
         {
@@ -217,17 +217,19 @@ pub(super) fn replica_of(shared: &Shared) -> Option<&dyn Replicate> {
     Some(r.as_ref())
 }
 
-/// A context for work outside a request (a chain that changed): no updater, nothing finished.
+/// A context for work outside a request (a chain that changed): the optimizer `installed`
+/// (whose states a piece's backup gets), nothing finished.
 pub(crate) fn bare_ctx<'a>(
     shared: &'a Shared,
     replica: &'a dyn Replicate,
     finished: &'a [Option<Arc<str>>],
+    installed: Option<&'a Installed>,
 ) -> Ctx<'a> {
     Ctx {
         num_workers: shared.num_workers,
         mode: shared.mode.lock().unwrap_or(Mode::Sync),
-        updater: None,
-        epoch: 0,
+        updater: installed.map(|i| i.updater.as_ref()),
+        epoch: installed.map_or(0, |i| i.epoch),
         finished,
         replica: Some(replica),
         resent: false,

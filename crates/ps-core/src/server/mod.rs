@@ -208,13 +208,14 @@ impl Server {
             t.epoch,
             change.republish
         );
-        if let Some(installed) = handlers::current(&self.shared) {
+        let installed = handlers::current(&self.shared);
+        if let Some(installed) = &installed {
             for (backup, _) in &change.new_backups {
                 r.send_optimizer(*backup, installed.spec.encode());
             }
         }
         let finished = self.shared.finished.read().clone();
-        let ctx = handlers::bare_ctx(&self.shared, r.as_ref(), &finished);
+        let ctx = handlers::bare_ctx(&self.shared, r.as_ref(), &finished, installed.as_deref());
         for (_, k) in self.shared.store.pieces() {
             let mut k = k.lock();
             if change.republish.contains(&k.range()) {
@@ -364,7 +365,8 @@ async fn follow_backups(
                     continue;
                 };
                 let finished = shared.finished.read().clone();
-                let ctx = handlers::bare_ctx(&shared, r.as_ref(), &finished);
+                let installed = handlers::current(&shared);
+                let ctx = handlers::bare_ctx(&shared, r.as_ref(), &finished, installed.as_deref());
                 for (_, k) in shared.store.pieces() {
                     let mut k = k.lock();
                     let range = k.range();

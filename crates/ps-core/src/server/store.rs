@@ -15,6 +15,7 @@ use crate::dtype::Access;
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Entry;
 use crate::protocol::states::{self, StatePiece};
+use crate::updater::{Piece, Updater};
 
 const SHARDS: usize = 64;
 
@@ -215,17 +216,29 @@ impl Store {
         out
     }
 
-    /// The optimizer states of generation `epoch` of every piece `mine` says this server
-    /// serves (not those it only backs up), as a blob (`protocol::states`).
-    pub(crate) fn save_states(&self, epoch: u64, mine: &dyn Fn(u32) -> bool) -> Vec<u8> {
+    /// The optimizer states of generation `epoch` of `updater` of every piece `mine` says this
+    /// server serves (not those it only backs up), as a blob (`protocol::states`); a foreign
+    /// optimizer's are the bytes its hook saves for each piece.
+    pub(crate) fn save_states(
+        &self,
+        epoch: u64,
+        updater: &Updater,
+        mine: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<u8>> {
         let mut saved: Vec<(u64, u64, bool, Vec<u8>)> = Vec::new();
         for ((key, offset), k) in self.pieces() {
             let k = k.lock();
             if !mine(k.range()) {
                 continue;
             }
-            let mut state = Vec::new();
-            k.save_state(epoch, &mut state);
+            let state = match updater.foreign() {
+                Some(hook) => k.foreign_state(hook, epoch)?.unwrap_or_default(),
+                None => {
+                    let mut state = Vec::new();
+                    k.save_state(epoch, &mut state);
+                    state
+                }
+            };
             if !state.is_empty() {
                 saved.push((key, offset, k.is_f64(), state));
             }
@@ -234,13 +247,16 @@ impl Store {
             .iter()
             .map(|(key, offset, is_f64, state)| (*key, *offset, *is_f64, state.as_slice()))
             .collect();
-        states::join(&pieces)
+        Ok(states::join(&pieces))
     }
 
-    /// Replaces optimizer states from a blob written by [`Store::save_states`]. Everything is
-    /// decoded and checked first; on any error nothing changes.
-    pub(crate) fn load_states(&self, epoch: u64, blob: &[u8]) -> Result<()> {
+    /// Replaces optimizer states of `updater` from a blob written by [`Store::save_states`].
+    /// Everything is decoded and checked first; on any error nothing changes.
+    pub(crate) fn load_states(&self, epoch: u64, updater: &Updater, blob: &[u8]) -> Result<()> {
         let mut staged: Vec<(Arc<Mutex<KeyState>>, LoadedState)> = Vec::new();
+        // A foreign optimizer's states, and the pieces they are for.
+        let mut foreign: Vec<(Piece, &[u8])> = Vec::new();
+        let mut foreign_keys: Vec<Arc<Mutex<KeyState>>> = Vec::new();
         for piece in states::split(blob)? {
             let (key, offset, is_f64, bytes) = piece;
             let probe = Entry::new(key, crate::dtype::DType::F32, &[], offset, 0);
@@ -250,6 +266,12 @@ impl Store {
                 return Err(PsError::Rejected(format!(
                     "optimizer state for key {key} has another precision than the key"
                 )));
+            }
+            if updater.foreign().is_some() {
+                drop(guard);
+                foreign.push((Piece { key, offset }, bytes));
+                foreign_keys.push(k);
+                continue;
             }
             let (state, used) = guard.decode_state(bytes).map_err(|e| {
                 PsError::Rejected(format!("optimizer state for key {key} does not fit: {e}"))
@@ -261,6 +283,14 @@ impl Store {
             }
             drop(guard);
             staged.push((k, state));
+        }
+        if let Some(hook) = updater.foreign() {
+            // The hook checks every state before it installs any.
+            hook.load_states(&foreign)?;
+            for k in foreign_keys {
+                k.lock().drop_foreign_state();
+            }
+            return Ok(());
         }
         for (k, state) in staged {
             k.lock().install_state(epoch, state);

@@ -11,8 +11,13 @@
 //! or after it, Adam's bias correction folded into the learning rate with the key's own update
 //! count. Each optimizer file states its rule above its loop.
 //!
+//! A worker may also send an optimizer ps-core does not know (a user's Python optimizer,
+//! pickled): [`foreign`] runs it through a hook the process registers, without which it is
+//! refused.
+//!
 //! # Layout
 //! - `spec`: [`OptimizerSpec`] and its binary encoding.
+//! - [`foreign`]: the hook for optimizers run outside ps-core ([`ForeignUpdater`]).
 //! - `state`: [`State`] and its binary encoding (for `save_optimizer_states`).
 //! - `sgd`, `nag`, `adam`, `adagrad`, `rmsprop`, `signum`, `adamax`, `adadelta`, `ftml`,
 //!   `ftrl`: one update rule each.
@@ -35,6 +40,7 @@ mod adadelta;
 mod adagrad;
 mod adam;
 mod adamax;
+pub mod foreign;
 mod ftml;
 mod ftrl;
 mod nag;
@@ -51,9 +57,11 @@ mod tests;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use crate::dtype::Float;
+use crate::dtype::{DType, Float};
 use crate::error::{PsError, Result};
+use foreign::{Foreign, ForeignFactory, ForeignGrad, ForeignUpdate};
 
+pub use foreign::{FOREIGN, ForeignUpdater, Piece, set_foreign_factory};
 pub use spec::OptimizerSpec;
 pub use state::State;
 
@@ -378,21 +386,188 @@ fn sign<T: Float>(x: T) -> T {
 /// A state's buffers, sliced to the elements one kernel call updates.
 type Buffers<'a, T> = SmallVec<[&'a mut [T]; 3]>;
 
-/// An optimizer ready to run on a server: hyper-parameters and per-key multipliers.
+/// An optimizer ready to run on a server: one of the update rules here with its
+/// hyper-parameters and per-key multipliers, or a foreign optimizer run through the hook the
+/// process registered ([`foreign`]).
 #[derive(Debug, Clone)]
 pub struct Updater {
+    rule: Rule,
+}
+
+#[derive(Debug, Clone)]
+enum Rule {
+    Native(Native),
+    Foreign(Foreign),
+}
+
+/// The element type a foreign optimizer sees for `T`.
+fn dtype_of<T: Float>() -> DType {
+    if size_of::<T>() == 8 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+impl Updater {
+    /// Builds the updater `spec` names: a rule here, starting from MXNet's defaults, or a
+    /// foreign optimizer built by the factory registered with [`set_foreign_factory`].
+    ///
+    /// Fails with [`PsError::Optimizer`] for an optimizer the servers do not run, a
+    /// hyper-parameter it does not take or an invalid value, and for a foreign optimizer in a
+    /// process without a factory (the `ps-server` binary: the message says how to run it);
+    /// with the factory's error when it cannot build one.
+    pub fn new(spec: &OptimizerSpec) -> Result<Updater> {
+        Updater::with_factory(spec, foreign::registered_factory().as_deref())
+    }
+
+    /// [`Updater::new`] with `factory` for foreign optimizers.
+    fn with_factory(spec: &OptimizerSpec, factory: Option<&ForeignFactory>) -> Result<Updater> {
+        let rule = if foreign::is_foreign(&spec.name) {
+            let f = Foreign::new(&spec.name, &spec.payload, factory)?;
+            if !(spec.params.is_empty() && spec.key_mults.is_empty()) {
+                f.hook().set_params(&spec.params, &spec.key_mults)?;
+            }
+            Rule::Foreign(f)
+        } else {
+            Rule::Native(Native::new(spec)?)
+        };
+        Ok(Updater { rule })
+    }
+
+    /// MXNet's lower-case name of the optimizer (a foreign one's spec name).
+    pub fn name(&self) -> &str {
+        match &self.rule {
+            Rule::Native(n) => n.name(),
+            Rule::Foreign(f) => f.name(),
+        }
+    }
+
+    /// The foreign optimizer's hook, when this is one.
+    pub fn foreign(&self) -> Option<&dyn ForeignUpdater> {
+        match &self.rule {
+            Rule::Native(_) => None,
+            Rule::Foreign(f) => Some(f.hook()),
+        }
+    }
+
+    /// Changes hyper-parameters (e.g. `("learning_rate", 0.05)`) and/or per-key multipliers,
+    /// keeping all state; a multiplier entry replaces that key's pair, other keys keep theirs.
+    /// Everything is validated first (a foreign optimizer's hook validates its own): on error
+    /// nothing changes. Changing `momentum` between zero and non-zero, or RMSProp's
+    /// `centered`, changes how many buffers a key needs; the next update starts the new ones
+    /// from zero.
+    pub fn set_params(
+        &mut self,
+        params: &[(String, f64)],
+        key_mults: &[(u64, f64, f64)],
+    ) -> Result<()> {
+        match &mut self.rule {
+            Rule::Native(n) => n.set_params(params, key_mults),
+            Rule::Foreign(f) => f.hook().set_params(params, key_mults),
+        }
+    }
+
+    /// The base learning rate (before any key's `lr_mult`); `None` for a foreign optimizer.
+    pub fn learning_rate(&self) -> Option<f64> {
+        match &self.rule {
+            Rule::Native(n) => Some(n.learning_rate()),
+            Rule::Foreign(_) => None,
+        }
+    }
+
+    /// Fresh per-key state for an array slice of `len` elements: zeros, the right number of
+    /// buffers for this optimizer, an update count starting at `begin_num_update` (as in
+    /// MXNet). A foreign optimizer keeps its states itself: no buffers.
+    pub fn new_state<T: Float>(&self, len: usize) -> State<T> {
+        match &self.rule {
+            Rule::Native(n) => n.new_state(len),
+            Rule::Foreign(_) => State {
+                steps: 0,
+                buffers: Vec::new(),
+            },
+        }
+    }
+
+    /// One update of `weight`, piece `piece`, with (already summed over workers) gradient
+    /// `grad`, in place; `state` is the piece's. `piece.key` selects lr_mult/wd_mult.
+    ///
+    /// `grad` must have `weight`'s length (only the common prefix is updated otherwise). A
+    /// `state` whose buffers do not fit this optimizer and length gets zeroed buffers of the
+    /// right shape. Only a foreign optimizer fails (with its error; its hook decides whether
+    /// the weight changed).
+    pub fn update<T: Float>(
+        &self,
+        piece: Piece,
+        weight: &mut [T],
+        grad: &[T],
+        state: &mut State<T>,
+    ) -> Result<()> {
+        match &self.rule {
+            Rule::Native(n) => {
+                n.update(piece.key, weight, grad, state);
+                Ok(())
+            }
+            Rule::Foreign(f) => f.hook().update(ForeignUpdate {
+                piece,
+                dtype: dtype_of::<T>(),
+                weight: bytemuck::cast_slice_mut(weight),
+                grad: ForeignGrad::Dense(bytemuck::cast_slice(grad)),
+            }),
+        }
+    }
+
+    /// Applies one round of a row-sparse key's pushes to `weight`, piece `piece` of whole rows
+    /// of `row_len` elements: `rows` are the rows present (indices into the piece, increasing)
+    /// and `grads` their summed gradients, `row_len` elements each, in the same order. The
+    /// rules here update the rows present only (`lazy_update`, the default) or every row, the
+    /// absent ones with a zero gradient; a foreign optimizer is given the rows as they are.
+    ///
+    /// Only a foreign optimizer fails (with its error; its hook decides whether the weight
+    /// changed).
+    pub fn update_rows<T: Float>(
+        &self,
+        piece: Piece,
+        weight: &mut [T],
+        row_len: usize,
+        rows: &[usize],
+        grads: &[T],
+        state: &mut State<T>,
+    ) -> Result<()> {
+        match &self.rule {
+            Rule::Native(n) => {
+                n.update_rows(piece.key, weight, row_len, rows, grads, state);
+                Ok(())
+            }
+            Rule::Foreign(f) => f.hook().update(ForeignUpdate {
+                piece,
+                dtype: dtype_of::<T>(),
+                weight: bytemuck::cast_slice_mut(weight),
+                grad: ForeignGrad::Rows {
+                    row_len,
+                    rows,
+                    values: bytemuck::cast_slice(grads),
+                },
+            }),
+        }
+    }
+}
+
+/// One of the update rules here, ready to run: hyper-parameters and per-key multipliers.
+#[derive(Debug, Clone)]
+struct Native {
     kind: Kind,
     hyper: Hyper,
     /// key -> (lr_mult, wd_mult); keys not here use 1.0 for both.
     mults: FxHashMap<u64, (f64, f64)>,
 }
 
-impl Updater {
-    /// Builds the updater `spec` names, starting from MXNet's defaults.
+impl Native {
+    /// Builds the rule `spec` names, starting from MXNet's defaults.
     ///
     /// Fails with [`PsError::Optimizer`] for an optimizer the servers do not run, a
     /// hyper-parameter it does not take or an invalid value.
-    pub fn new(spec: &OptimizerSpec) -> Result<Updater> {
+    fn new(spec: &OptimizerSpec) -> Result<Native> {
         let wanted = spec.name.to_ascii_lowercase();
         let Some(kind) = Kind::ALL.into_iter().find(|k| k.name() == wanted) else {
             let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
@@ -403,17 +578,17 @@ impl Updater {
                 names.join(", ")
             )));
         };
-        let mut updater = Updater {
+        let mut native = Native {
             kind,
             hyper: Hyper::defaults(kind),
             mults: FxHashMap::default(),
         };
-        updater.set_params(&spec.params, &spec.key_mults)?;
-        Ok(updater)
+        native.set_params(&spec.params, &spec.key_mults)?;
+        Ok(native)
     }
 
     /// MXNet's lower-case name of the optimizer.
-    pub fn name(&self) -> &str {
+    fn name(&self) -> &str {
         self.kind.name()
     }
 
@@ -422,8 +597,8 @@ impl Updater {
     /// Validates everything first: on error nothing changes.
     ///
     /// Changing `momentum` between zero and non-zero, or RMSProp's `centered`, changes how many
-    /// buffers a key needs; [`Updater::update`] then starts the new buffers from zero.
-    pub fn set_params(
+    /// buffers a key needs; [`Native::update`] then starts the new buffers from zero.
+    fn set_params(
         &mut self,
         params: &[(String, f64)],
         key_mults: &[(u64, f64, f64)],
@@ -448,13 +623,13 @@ impl Updater {
     }
 
     /// The base learning rate (before any key's `lr_mult`).
-    pub fn learning_rate(&self) -> f64 {
+    fn learning_rate(&self) -> f64 {
         self.hyper.learning_rate
     }
 
     /// Fresh per-key state for an array slice of `len` elements (zeros; right number of buffers
     /// for this optimizer). Its update count starts at `begin_num_update`, as in MXNet.
-    pub fn new_state<T: Float>(&self, len: usize) -> State<T> {
+    fn new_state<T: Float>(&self, len: usize) -> State<T> {
         State {
             steps: self.hyper.begin_num_update,
             buffers: vec![vec![T::zero(); len]; self.hyper.buffer_count(self.kind)],
@@ -468,7 +643,7 @@ impl Updater {
     /// `state` whose buffers do not fit this optimizer and length (after `set_params` changed
     /// the layout, or one decoded for another optimizer) gets zeroed buffers of the right shape;
     /// that is the only case that allocates.
-    pub fn update<T: Float>(&self, key: u64, weight: &mut [T], grad: &[T], state: &mut State<T>) {
+    fn update<T: Float>(&self, key: u64, weight: &mut [T], grad: &[T], state: &mut State<T>) {
         debug_assert_eq!(
             weight.len(),
             grad.len(),

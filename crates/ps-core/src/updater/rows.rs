@@ -20,7 +20,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use super::{Buffers, Hyper, Kind, State, Updater};
+use super::{Buffers, Hyper, Kind, Native, State};
 use crate::dtype::Float;
 use crate::warm::{WARM_ROWS, warm};
 
@@ -32,12 +32,12 @@ fn slices<T>(buffers: &mut [Vec<T>], span: Range<usize>) -> Buffers<'_, T> {
     buffers.iter_mut().map(|b| &mut b[span.clone()]).collect()
 }
 
-impl Updater {
+impl Native {
     /// Applies one round of a row-sparse key's pushes to `weight`, a piece of whole rows of
     /// `row_len` elements: `rows` are the rows present (indices into the piece, increasing) and
     /// `grads` their summed gradients, `row_len` elements each, in the same order. `key`
     /// selects lr_mult/wd_mult. Rows outside the piece are ignored.
-    pub fn update_rows<T: Float>(
+    pub(super) fn update_rows<T: Float>(
         &self,
         key: u64,
         weight: &mut [T],
@@ -142,7 +142,7 @@ mod tests {
     }
 
     /// Runs the rounds through `update_rows` in `T`; weights and state.
-    fn run_rows<T: Float>(u: &Updater, w0: &[f64]) -> (Vec<T>, State<T>) {
+    fn run_rows<T: Float>(u: &Native, w0: &[f64]) -> (Vec<T>, State<T>) {
         let mut w: Vec<T> = w0.iter().map(|&x| T::of(x)).collect();
         let mut state = u.new_state::<T>(w.len());
         for (rows, g) in rounds() {

@@ -1,21 +1,28 @@
 //! [`OptimizerSpec`]: an optimizer as it travels to the servers, and its binary encoding.
 //!
 //! ```text
-//! spec   := version:u8 name:str n_params:u32 param* n_mults:u32 mult*
-//! str    := len:u32 utf8:u8*len
-//! param  := name:str value:f64
-//! mult   := key:u64 lr_mult:f64 wd_mult:f64
+//! spec    := version:u8 name:str n_params:u32 param* n_mults:u32 mult* payload
+//! str     := len:u32 utf8:u8*len
+//! param   := name:str value:f64
+//! mult    := key:u64 lr_mult:f64 wd_mult:f64
+//! payload := len:u64 u8*len          (version 2 only; version 1 has none)
 //! ```
-//! All integers and floats little-endian; `version` is 1. Values are not checked here:
-//! [`Updater::new`](super::Updater::new) validates them and names what is wrong.
+//! All integers and floats little-endian; `version` is 2 (version 1, without the payload, is
+//! still read). Values are not checked here: [`Updater::new`](super::Updater::new) validates
+//! them and names what is wrong.
 
 use crate::error::{PsError, Result};
 
 /// Format version written first.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// The version before the payload, still decoded.
+const VERSION_1: u8 = 1;
 
 /// An optimizer as it travels to the servers: MXNet's lower-case name, hyper-parameters by
-/// MXNet's constructor names, and per-key learning-rate / weight-decay multipliers.
+/// MXNet's constructor names, and per-key learning-rate / weight-decay multipliers; or an
+/// optimizer the servers run through a hook outside ps-core (a Python optimizer, see
+/// [`super::foreign`]), whose name starts with [`FOREIGN`](super::FOREIGN) and whose
+/// `payload` is what the hook builds it from.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OptimizerSpec {
     /// MXNet's registry name, e.g. `"sgd"` or `"adam"`.
@@ -24,14 +31,23 @@ pub struct OptimizerSpec {
     pub params: Vec<(String, f64)>,
     /// `(key, lr_mult, wd_mult)` for keys whose multipliers are not 1.
     pub key_mults: Vec<(u64, f64, f64)>,
+    /// Opaque bytes for a foreign optimizer (the pickled Python optimizer); empty otherwise.
+    pub payload: Vec<u8>,
 }
 
 impl OptimizerSpec {
+    /// Whether this is a foreign optimizer (named [`FOREIGN`](super::FOREIGN) or
+    /// `python:<description>`), which only a server with a registered factory runs.
+    pub fn is_foreign(&self) -> bool {
+        super::foreign::is_foreign(&self.name)
+    }
+
     /// Encodes the spec in the format above.
     pub fn encode(&self) -> Vec<u8> {
         let strings: usize = self.params.iter().map(|(n, _)| 12 + n.len()).sum();
-        let mut out =
-            Vec::with_capacity(13 + self.name.len() + strings + 24 * self.key_mults.len());
+        let mut out = Vec::with_capacity(
+            21 + self.name.len() + strings + 24 * self.key_mults.len() + self.payload.len(),
+        );
         out.push(VERSION);
         put_str(&mut out, &self.name);
         put_count(&mut out, self.params.len());
@@ -45,6 +61,8 @@ impl OptimizerSpec {
             out.extend_from_slice(&lr_mult.to_le_bytes());
             out.extend_from_slice(&wd_mult.to_le_bytes());
         }
+        out.extend_from_slice(&(self.payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.payload);
         out
     }
 
@@ -54,8 +72,10 @@ impl OptimizerSpec {
     pub fn decode(bytes: &[u8]) -> Result<OptimizerSpec> {
         let mut r = Reader::new(bytes, "optimizer spec");
         let version = r.u8()?;
-        if version != VERSION {
-            return Err(r.error(format!("format version {version}, expected {VERSION}")));
+        if version != VERSION && version != VERSION_1 {
+            return Err(r.error(format!(
+                "format version {version}, expected {VERSION} (or {VERSION_1})"
+            )));
         }
         let name = r.str()?;
         let n_params = r.u32()? as usize;
@@ -70,6 +90,15 @@ impl OptimizerSpec {
         for _ in 0..n_mults {
             key_mults.push((r.u64()?, r.f64()?, r.f64()?));
         }
+        let payload = match version {
+            VERSION_1 => Vec::new(),
+            _ => {
+                let len = r.u64()?;
+                let len = usize::try_from(len)
+                    .map_err(|_| r.error(format!("a payload of {len} bytes")))?;
+                r.take(len)?.to_vec()
+            }
+        };
         if r.remaining() != 0 {
             return Err(r.error(format!("{} stray bytes after the end", r.remaining())));
         }
@@ -77,6 +106,7 @@ impl OptimizerSpec {
             name,
             params,
             key_mults,
+            payload,
         })
     }
 }
@@ -175,6 +205,17 @@ mod tests {
                 ("gamma1".into(), f64::MIN_POSITIVE),
             ],
             key_mults: vec![(0, 1.0, 0.0), (u64::MAX, 0.5, 2.0)],
+            payload: Vec::new(),
+        }
+    }
+
+    /// A foreign optimizer's spec: a name, multipliers and an opaque payload.
+    fn foreign_spec() -> OptimizerSpec {
+        OptimizerSpec {
+            name: "python:mymodule.MyOptimizer".into(),
+            params: vec![],
+            key_mults: vec![(3, 0.5, 1.0)],
+            payload: b"\x80\x04opaque pickle bytes\x00\xff".to_vec(),
         }
     }
 
@@ -182,12 +223,43 @@ mod tests {
     fn spec_round_trip() {
         for s in [
             sample_spec(),
+            foreign_spec(),
             OptimizerSpec::default(),
             spec("sgd", &[("momentum", 0.9)]),
         ] {
             let bytes = s.encode();
             assert_eq!(OptimizerSpec::decode(&bytes).unwrap(), s);
         }
+    }
+
+    #[test]
+    fn the_payload_follows_the_multipliers() {
+        let s = foreign_spec();
+        let bytes = s.encode();
+        let n = s.payload.len();
+        assert_eq!(&bytes[bytes.len() - n..], &s.payload[..]);
+        let len = &bytes[bytes.len() - n - 8..bytes.len() - n];
+        assert_eq!(len, (n as u64).to_le_bytes());
+        // A payload longer than the bytes left is truncated, never read past the end.
+        let mut long = bytes.clone();
+        let at = long.len() - n - 8;
+        long[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let e = OptimizerSpec::decode(&long).unwrap_err().to_string();
+        assert!(e.contains("truncated") || e.contains("payload"), "{e}");
+    }
+
+    #[test]
+    fn version_1_specs_have_no_payload() {
+        let s = sample_spec();
+        let mut v1 = s.encode();
+        v1.truncate(v1.len() - 8); // the payload's length, 0
+        v1[0] = 1;
+        assert_eq!(OptimizerSpec::decode(&v1).unwrap(), s);
+        // A version-1 spec followed by a payload has stray bytes.
+        let mut v1_extra = s.encode();
+        v1_extra[0] = 1;
+        let e = OptimizerSpec::decode(&v1_extra).unwrap_err().to_string();
+        assert!(e.contains("8 stray bytes"), "{e}");
     }
 
     #[test]
@@ -202,9 +274,9 @@ mod tests {
         let e = OptimizerSpec::decode(&extra).unwrap_err().to_string();
         assert!(e.contains("1 stray bytes"), "{e}");
         let mut version = bytes.clone();
-        version[0] = 2;
+        version[0] = 3;
         let e = OptimizerSpec::decode(&version).unwrap_err().to_string();
-        assert!(e.contains("format version 2"), "{e}");
+        assert!(e.contains("format version 3"), "{e}");
         let mut utf8 = bytes.clone();
         utf8[5] = 0xff; // first byte of the name
         let e = OptimizerSpec::decode(&utf8).unwrap_err().to_string();
@@ -229,6 +301,7 @@ mod tests {
             cut in any::<usize>(),
         ) {
             let _ = OptimizerSpec::decode(&mutate(sample_spec().encode(), &flips, cut));
+            let _ = OptimizerSpec::decode(&mutate(foreign_spec().encode(), &flips, cut));
         }
     }
 }

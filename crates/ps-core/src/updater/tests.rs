@@ -20,11 +20,12 @@ pub(super) fn spec(name: &str, params: &[(&str, f64)]) -> OptimizerSpec {
         name: name.into(),
         params: params.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
         key_mults: Vec::new(),
+        payload: Vec::new(),
     }
 }
 
-pub(super) fn updater(name: &str, params: &[(&str, f64)]) -> Updater {
-    Updater::new(&spec(name, params)).unwrap()
+pub(super) fn updater(name: &str, params: &[(&str, f64)]) -> Native {
+    Native::new(&spec(name, params)).unwrap()
 }
 
 /// Converts to `T` through [`Float::of`].
@@ -34,7 +35,7 @@ fn to<T: Float>(v: &[f64]) -> Vec<T> {
 
 /// Runs one update of key 0 per gradient, in `T`, from weights `w0` and a fresh state.
 pub(super) fn run<T: Float>(
-    u: &Updater,
+    u: &Native,
     w0: &[f64],
     grads: &[impl AsRef<[f64]>],
 ) -> (Vec<T>, State<T>) {
@@ -42,7 +43,7 @@ pub(super) fn run<T: Float>(
 }
 
 fn run_key<T: Float>(
-    u: &Updater,
+    u: &Native,
     key: u64,
     w0: &[f64],
     grads: &[impl AsRef<[f64]>],
@@ -69,7 +70,7 @@ pub(super) fn assert_close<T: Float>(got: &[T], want: &[f64]) {
     }
 }
 
-fn err(result: Result<Updater>) -> String {
+fn err(result: Result<Native>) -> String {
     match result {
         Ok(u) => panic!("expected an error, built {u:?}"),
         Err(e) => {
@@ -81,7 +82,7 @@ fn err(result: Result<Updater>) -> String {
 
 #[test]
 fn unknown_optimizer_is_refused_with_advice() {
-    let e = err(Updater::new(&spec("lamb", &[])));
+    let e = err(Native::new(&spec("lamb", &[])));
     assert_eq!(
         e,
         "optimizer 'lamb' cannot run on the parameter servers (they run sgd, nag, adam, \
@@ -101,14 +102,14 @@ fn names_are_case_insensitive_like_mxnet_registry() {
 
 #[test]
 fn unknown_hyper_parameter_lists_the_accepted_ones() {
-    let e = err(Updater::new(&spec("adam", &[("momentum", 0.9)])));
+    let e = err(Native::new(&spec("adam", &[("momentum", 0.9)])));
     assert_eq!(
         e,
         "optimizer 'adam' does not take hyper-parameter 'momentum'; it takes learning_rate, wd, \
          rescale_grad, clip_gradient, begin_num_update, multi_precision, lazy_update, beta1, \
          beta2, epsilon"
     );
-    let e = err(Updater::new(&spec("adagrad", &[("epsilon", 1e-6)])));
+    let e = err(Native::new(&spec("adagrad", &[("epsilon", 1e-6)])));
     assert!(
         e.contains("'epsilon'") && e.ends_with("lazy_update, eps"),
         "{e}"
@@ -201,14 +202,14 @@ fn invalid_values_are_named() {
         ),
     ];
     for (name, param, value, msg) in cases {
-        let e = err(Updater::new(&spec(name, &[(param, *value)])));
+        let e = err(Native::new(&spec(name, &[(param, *value)])));
         assert!(e.starts_with(&format!("optimizer '{name}': ")), "{e}");
         assert!(e.contains(msg), "{e} does not say {msg}");
     }
     let mut s = spec("sgd", &[]);
     s.key_mults = vec![(7, 1.0, -2.0)];
     assert_eq!(
-        err(Updater::new(&s)),
+        err(Native::new(&s)),
         "wd_mult of key 7 must be a finite number >= 0, got -2.0"
     );
 }
@@ -269,13 +270,13 @@ fn defaults_follow_mxnet() {
 
 #[test]
 fn new_optimizers_take_only_their_own_parameters() {
-    let e = err(Updater::new(&spec("adamax", &[("epsilon", 1e-3)])));
+    let e = err(Native::new(&spec("adamax", &[("epsilon", 1e-3)])));
     assert!(e.ends_with("lazy_update, beta1, beta2"), "{e}");
-    let e = err(Updater::new(&spec("adadelta", &[("beta1", 0.5)])));
+    let e = err(Native::new(&spec("adadelta", &[("beta1", 0.5)])));
     assert!(e.ends_with("lazy_update, rho, epsilon"), "{e}");
-    let e = err(Updater::new(&spec("ftml", &[("rho", 0.5)])));
+    let e = err(Native::new(&spec("ftml", &[("rho", 0.5)])));
     assert!(e.ends_with("lazy_update, beta1, beta2, epsilon"), "{e}");
-    let e = err(Updater::new(&spec("ftrl", &[("momentum", 0.5)])));
+    let e = err(Native::new(&spec("ftrl", &[("momentum", 0.5)])));
     assert!(e.ends_with("lazy_update, lamda1, beta"), "{e}");
     // Every optimizer takes lazy_update (it decides how a row-sparse round is applied).
     for k in Kind::ALL {
@@ -328,7 +329,7 @@ fn key_multipliers_scale_lr_and_wd() {
         &[("learning_rate", 0.1), ("wd", 0.01), ("momentum", 0.9)],
     );
     s.key_mults = vec![(3, 2.0, 0.0), (4, 0.5, 3.0)];
-    let u = Updater::new(&s).unwrap();
+    let u = Native::new(&s).unwrap();
     for (key, lr, wd) in [(0, 0.1, 0.01), (3, 0.2, 0.0), (4, 0.05, 0.03)] {
         let (got, _) = run_key::<f64>(&u, key, &W0, &GRADS);
         let same = updater(
@@ -341,7 +342,7 @@ fn key_multipliers_scale_lr_and_wd() {
     // Adam's bias correction multiplies the key's learning rate, not the base one.
     let mut s = spec("adam", &[("learning_rate", 0.1), ("wd", 0.01)]);
     s.key_mults = vec![(9, 0.25, 2.0)];
-    let (got, _) = run_key::<f64>(&Updater::new(&s).unwrap(), 9, &W0, &GRADS);
+    let (got, _) = run_key::<f64>(&Native::new(&s).unwrap(), 9, &W0, &GRADS);
     let (want, _) = run::<f64>(
         &updater("adam", &[("learning_rate", 0.025), ("wd", 0.02)]),
         &W0,
@@ -351,7 +352,7 @@ fn key_multipliers_scale_lr_and_wd() {
     // AdaDelta takes no learning rate: lr_mult changes nothing, wd_mult scales the decay.
     let mut s = spec("adadelta", &[("wd", 0.01)]);
     s.key_mults = vec![(5, 0.0, 3.0)];
-    let (got, _) = run_key::<f64>(&Updater::new(&s).unwrap(), 5, &W0, &GRADS);
+    let (got, _) = run_key::<f64>(&Native::new(&s).unwrap(), 5, &W0, &GRADS);
     let (want, _) = run::<f64>(&updater("adadelta", &[("wd", 0.03)]), &W0, &GRADS);
     assert_close(&got, &want);
 }
@@ -383,7 +384,7 @@ fn set_params_changes_learning_rate_between_steps() {
 fn bad_set_params_changes_nothing() {
     let mut s = spec("adam", &[("learning_rate", 0.1)]);
     s.key_mults = vec![(1, 2.0, 1.0)];
-    let mut u = Updater::new(&s).unwrap();
+    let mut u = Native::new(&s).unwrap();
     let (hyper, mults) = (u.hyper.clone(), u.mults.clone());
     type Attempt = (Vec<(String, f64)>, Vec<(u64, f64, f64)>);
     let attempts: [Attempt; 3] = [

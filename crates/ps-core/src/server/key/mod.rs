@@ -28,7 +28,7 @@ use crate::codec::{Codec, Packing};
 use crate::dtype::{Access, DType, Float, describe_array, shape_str};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{Entry, Mode, Shape};
-use crate::updater::{State, Updater};
+use crate::updater::{ForeignUpdater, Piece, State, Updater};
 use pull::PullWaiter;
 pub(crate) use replica::Replicate;
 use rows::{RowLayout, RowSum};
@@ -205,6 +205,20 @@ impl KeyState {
         each!(self, k => k.save_state(epoch, out))
     }
 
+    /// This piece's state under foreign optimizer `hook` (generation `epoch`), if it has one.
+    pub(crate) fn foreign_state(
+        &self,
+        hook: &dyn ForeignUpdater,
+        epoch: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        each!(self, k => k.foreign_state(hook, epoch))
+    }
+
+    /// Forgets a foreign optimizer's state its primary sent (the states were loaded anew).
+    pub(crate) fn drop_foreign_state(&mut self) {
+        each!(self, k => k.foreign_state = None)
+    }
+
     /// Decodes a state for this key from `bytes`; returns a closure-free installer.
     pub(crate) fn decode_state(&self, bytes: &[u8]) -> Result<(LoadedState, usize)> {
         match self {
@@ -274,6 +288,13 @@ pub(crate) struct KeyData<T> {
     /// predecessor had pushed already (empty until a worker is restarted).
     replay: Vec<u64>,
     opt: Option<(u64, State<T>)>,
+    /// A foreign optimizer's state of this piece as its primary sent it (this server being its
+    /// backup), with the generation it was stored under: handed to the optimizer's hook
+    /// before the piece's next update here (once this server has taken the piece over).
+    foreign_state: Option<(u64, Vec<u8>)>,
+    /// The sync rounds whose update failed, with the error their pulls are answered with (the
+    /// latest [`MAX_AHEAD`] and one; only a foreign optimizer fails).
+    failures: VecDeque<(u64, String)>,
     /// The value in the key's dtype when that is not the compute type (float16, bfloat16),
     /// made once per value and shared by every pull reply until the value changes.
     wire: Option<Bytes>,
@@ -308,6 +329,8 @@ impl<T: Float> KeyData<T> {
             seqs: vec![0; num_workers as usize],
             replay: Vec::new(),
             opt: None,
+            foreign_state: None,
+            failures: VecDeque::new(),
             wire: None,
         }
     }
@@ -317,7 +340,8 @@ impl<T: Float> KeyData<T> {
             s.buffers.iter().map(Vec::capacity).sum::<usize>()
         });
         let first = self.first.as_ref().map_or(0, |(_, b)| b.len());
-        (self.value.len() + self.merge.capacity() + opt) * size_of::<T>() + first
+        let foreign = self.foreign_state.as_ref().map_or(0, |(_, b)| b.len());
+        (self.value.len() + self.merge.capacity() + opt) * size_of::<T>() + first + foreign
     }
 
     fn describe(&self) -> String {
@@ -371,6 +395,35 @@ impl<T: Float> KeyData<T> {
         }
         e.packing()
             .check(self.key, &e.payload, self.count, &self.describe())
+    }
+
+    /// The piece's state under foreign optimizer `hook` (generation `epoch`): what its
+    /// primary sent, if not handed over yet, else what the hook saves (`None` before the
+    /// piece's first update).
+    fn foreign_state(&self, hook: &dyn ForeignUpdater, epoch: u64) -> Result<Option<Vec<u8>>> {
+        match &self.foreign_state {
+            Some((e, bytes)) if *e == epoch => Ok(Some(bytes.clone())),
+            _ => hook.save_state(self.piece()),
+        }
+    }
+
+    /// Hands the state its primary sent for this piece (of generation `epoch`) to foreign
+    /// optimizer `hook`, before the piece's first update here.
+    fn load_foreign_state(&mut self, hook: &dyn ForeignUpdater, epoch: u64) -> Result<()> {
+        if let Some((e, bytes)) = self.foreign_state.take()
+            && e == epoch
+        {
+            hook.load_states(&[(self.piece(), &bytes)])?;
+        }
+        Ok(())
+    }
+
+    /// The key and the offset of this piece.
+    fn piece(&self) -> Piece {
+        Piece {
+            key: self.key,
+            offset: self.offset,
+        }
     }
 
     fn save_state(&self, epoch: u64, out: &mut Vec<u8>) {

@@ -60,6 +60,9 @@ impl<T: Float> KeyData<T> {
 
     fn pull_checked(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot, a: Answer) {
         if self.durable.is_some_and(|d| round <= d) {
+            if let Some(err) = self.failure(round) {
+                return slot.complete(e.error(&err));
+            }
             let value = self.answer(a, &e.payload);
             return slot.complete(e.ok(self.round, value));
         }
@@ -194,6 +197,15 @@ impl<T: Float> KeyData<T> {
         while i < self.pulls.len() {
             if self.pulls[i].round <= durable {
                 let w = self.pulls.swap_remove(i);
+                // A pull of a round whose update failed learns why.
+                let failed = match w.answer {
+                    Answer::Ack => None,
+                    Answer::Value | Answer::Rows => self.failure(w.round),
+                };
+                if let Some(err) = failed {
+                    w.slot.complete(w.request.error(&err));
+                    continue;
+                }
                 let value = self.answer(w.answer, &w.request.payload);
                 w.slot.complete(w.request.ok(self.round, value));
             } else {

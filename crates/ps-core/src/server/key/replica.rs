@@ -7,7 +7,10 @@
 //! count, round and layout (a row-sparse key's pieces are row-sparse on the backup too, and are
 //! placed by rows): the first's payload is its `count` values in the compute type (sent from
 //! the value itself, without a copy), the second's one u64 per worker (its applied async
-//! pushes), then the optimizer state (absent when there is none).
+//! pushes), then the optimizer state (absent when there is none): a native optimizer's
+//! `updater::State` encoding, or [`FOREIGN_STATE`] and the bytes a foreign optimizer's hook
+//! saved for the piece, which the backup keeps as they are and hands to its own hook if it
+//! takes the piece over.
 
 use bytes::Bytes;
 
@@ -16,6 +19,10 @@ use crate::dtype::Float;
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Entry;
 use crate::updater::State;
+
+/// First byte of a foreign optimizer's state in a replica (a native state starts with its
+/// element size, 4 or 8).
+const FOREIGN_STATE: u8 = 0xF0;
 
 /// Where a primary sends the state of a changed piece.
 pub(crate) trait Replicate: Send + Sync {
@@ -106,7 +113,7 @@ impl KeyState {
 impl<T: Float> KeyData<T> {
     pub(super) fn publish(&mut self, ctx: &Ctx) {
         let sent = match ctx.replica {
-            Some(r) => r.send(self.range, &|| self.snapshot()),
+            Some(r) => r.send(self.range, &|| self.snapshot(ctx)),
             None => false,
         };
         if !sent {
@@ -121,7 +128,23 @@ impl<T: Float> KeyData<T> {
         self.answer_pulls();
     }
 
-    fn snapshot(&self) -> [Entry; 2] {
+    /// A foreign optimizer's state of the piece, for its backup (`None`: there is none, or
+    /// the hook could not save it, which is logged: the backup then has no state for it).
+    fn foreign_snapshot(&self, ctx: &Ctx) -> Option<Vec<u8>> {
+        let hook = ctx.updater?.foreign()?;
+        match self.foreign_state(hook, ctx.epoch) {
+            Ok(state) => state,
+            Err(e) => {
+                tracing::warn!(
+                    "key {}: the optimizer's state cannot be copied to the backup: {e}",
+                    self.key
+                );
+                None
+            }
+        }
+    }
+
+    fn snapshot(&self, ctx: &Ctx) -> [Entry; 2] {
         let mut value = Entry::new(self.key, self.dtype, &self.shape, self.offset, self.count);
         value.round = self.round;
         value.rows = self.rows.is_some();
@@ -131,7 +154,12 @@ impl<T: Float> KeyData<T> {
         for s in &self.seqs {
             out.extend_from_slice(&s.to_le_bytes());
         }
-        if let Some((_, state)) = &self.opt {
+        if let Some(state) = self.foreign_snapshot(ctx) {
+            out.push(FOREIGN_STATE);
+            out.extend_from_slice(&state);
+        } else if let Some((_, state)) = &self.opt
+            && ctx.updater.is_none_or(|u| u.foreign().is_none())
+        {
             state.encode(&mut out);
         }
         meta.payload = Bytes::from(out);
@@ -155,14 +183,15 @@ impl<T: Float> KeyData<T> {
         let Some((counts, state)) = meta.payload.split_at_checked(8 * self.seqs.len()) else {
             return Err(bad("lacks the per-worker push counts".into()));
         };
-        let state = match state.is_empty() {
-            true => None,
-            false => {
+        let (state, foreign) = match state.split_first() {
+            None => (None, None),
+            Some((&FOREIGN_STATE, bytes)) => (None, Some((epoch, bytes.to_vec()))),
+            Some(_) => {
                 let (s, used) = State::<T>::decode(state, self.count as usize)?;
                 if used != state.len() {
                     return Err(bad("has bytes after its optimizer state".into()));
                 }
-                Some((epoch, s))
+                (Some((epoch, s)), None)
             }
         };
         // The buffer is reused: nobody reads a backup's value while it is one.
@@ -173,6 +202,7 @@ impl<T: Float> KeyData<T> {
             *s = u64::from_le_bytes(b.try_into().expect("8 bytes"));
         }
         self.opt = state;
+        self.foreign_state = foreign;
         self.round = e.round;
         self.durable = Some(e.round);
         self.wire = None;

@@ -17,7 +17,7 @@ use crate::dtype::{Access, DType, Float, shape_str};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Entry;
 use crate::protocol::frame::rows::{RowsView, check_ids};
-use crate::updater::Updater;
+use crate::updater::{Piece, Updater};
 use crate::warm::{WARM_ROWS, warm};
 
 /// How a piece of a row-sparse key lies in its array.
@@ -224,12 +224,21 @@ impl<T: Float> KeyData<T> {
 
     /// A round of row pushes with an optimizer: the rows present (or, with `lazy_update = 0`,
     /// every row) updated.
-    pub(super) fn apply_rows(&mut self, updater: &Updater, epoch: u64, sum: &RowSum<T>) {
-        self.fresh_state(updater, epoch);
+    pub(super) fn apply_rows(
+        &mut self,
+        updater: &Updater,
+        epoch: u64,
+        sum: &RowSum<T>,
+    ) -> Result<()> {
+        self.ready_state(updater, epoch)?;
         let len = self.rows_layout().len;
         let (_, state) = self.opt.as_mut().expect("state set above");
         let value = Arc::make_mut(&mut self.value);
-        updater.update_rows(self.key, value, len, &sum.rows, &sum.values, state);
+        let piece = Piece {
+            key: self.key,
+            offset: self.offset,
+        };
+        updater.update_rows(piece, value, len, &sum.rows, &sum.values, state)
     }
 
     /// A round of row pushes without an optimizer: the piece becomes the sum (zero where no

@@ -17,7 +17,7 @@ use crate::codec::Packing;
 use crate::dtype::{DType, Float};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Mode;
-use crate::updater::Updater;
+use crate::updater::{Piece, Updater};
 
 /// One worker's push as it came (checked).
 #[derive(Clone)]
@@ -58,23 +58,24 @@ impl<T: Float> KeyData<T> {
                 if ctx.resent && round < self.seqs[w] {
                     return Ok(()); // applied before the server it first went to was lost
                 }
-                match pushed {
+                let applied = match pushed {
                     Pushed::Dense(packing, payload) => {
                         self.first = Some((packing, payload));
-                        self.apply(updater, ctx.epoch);
+                        self.apply(updater, ctx.epoch)
                     }
                     Pushed::Rows(dtype, payload) => {
                         let sum = RowSum::decode(self.rows_layout(), dtype, &payload);
-                        self.apply_rows(updater, ctx.epoch, &sum);
+                        self.apply_rows(updater, ctx.epoch, &sum)
                     }
-                }
+                };
                 self.round += 1;
                 ctx.metrics.round_completed(None);
                 self.seqs[w] = self.seqs[w].max(round + 1);
                 self.wire = None;
                 self.publish(ctx);
                 self.answer_pulls();
-                Ok(())
+                // The push was taken; the pushing worker learns that its update failed.
+                applied.map_err(|err| self.update_failed(self.round, &err))
             }
             Mode::Sync => {
                 if self.replay.get(worker as usize).is_some_and(|&r| round < r) {
@@ -117,8 +118,12 @@ impl<T: Float> KeyData<T> {
                     )));
                 }
                 self.merge_one(worker, pushed);
-                self.complete_rounds(ctx);
-                Ok(())
+                // The push that completes a round whose update fails is answered with the
+                // error; the round's pulls are too (`failures`).
+                match self.complete_rounds(ctx) {
+                    Some(err) => Err(err),
+                    None => Ok(()),
+                }
             }
         }
     }
@@ -196,21 +201,30 @@ impl<T: Float> KeyData<T> {
     }
 
     /// Closes every round that has all its pushes, then answers the pulls that waited for them.
-    fn complete_rounds(&mut self, ctx: &Ctx) {
+    /// Returns the error of the last round closed whose update failed, if any.
+    fn complete_rounds(&mut self, ctx: &Ctx) -> Option<PsError> {
         let mut completed = false;
+        let mut failed = None;
         while self.n_pushed == ctx.num_workers {
-            match (self.sparse.take(), ctx.updater) {
+            let applied = match (self.sparse.take(), ctx.updater) {
                 (Some(rows), Some(updater)) => self.apply_rows(updater, ctx.epoch, &rows),
-                (Some(rows), None) => self.replace_by_rows(&rows),
+                (Some(rows), None) => {
+                    self.replace_by_rows(&rows);
+                    Ok(())
+                }
                 (None, Some(updater)) => self.apply(updater, ctx.epoch),
                 (None, None) => {
                     self.settle();
                     let sum = std::mem::take(&mut self.merge);
                     let old = std::mem::replace(&mut self.value, Arc::new(sum));
                     self.merge = Arc::try_unwrap(old).unwrap_or_default();
+                    Ok(())
                 }
-            }
+            };
             self.round += 1;
+            if let Err(err) = applied {
+                failed = Some(self.update_failed(self.round, &err));
+            }
             self.wire = None;
             self.pushed.iter_mut().for_each(|p| *p = false);
             self.n_pushed = 0;
@@ -233,6 +247,33 @@ impl<T: Float> KeyData<T> {
             self.fail_blocked_pulls(ctx.finished);
             self.answer_pulls();
         }
+        failed
+    }
+
+    /// Records that the update of `round` failed with `err` (a foreign optimizer's error: the
+    /// native ones do not fail), so that the round's pulls fail with it; returns the error the
+    /// push that made the update is answered with. The round still counts: the key's value is
+    /// what the failed update left (a foreign optimizer leaves it unchanged on error).
+    pub(super) fn update_failed(&mut self, round: u64, err: &PsError) -> PsError {
+        let msg = format!(
+            "key {}: the optimizer's update of round {round} failed on this server: {err}",
+            self.key
+        );
+        tracing::warn!("{msg}");
+        if self.failures.len() > MAX_AHEAD as usize {
+            self.failures.pop_front();
+        }
+        self.failures.push_back((round, msg.clone()));
+        PsError::Optimizer(msg)
+    }
+
+    /// The error of `round`'s update, if it failed.
+    pub(super) fn failure(&self, round: u64) -> Option<PsError> {
+        self.failures
+            .iter()
+            .rev()
+            .find(|(r, _)| *r == round)
+            .map(|(_, msg)| PsError::Optimizer(msg.clone()))
     }
 
     /// The optimizer state of generation `epoch` (fresh when the updater changed).
@@ -242,8 +283,18 @@ impl<T: Float> KeyData<T> {
         }
     }
 
-    fn apply(&mut self, updater: &Updater, epoch: u64) {
+    /// Readies the piece's optimizer state for an update by `updater` (generation `epoch`):
+    /// fresh when the updater changed; a foreign optimizer's as its primary sent it, if any.
+    pub(super) fn ready_state(&mut self, updater: &Updater, epoch: u64) -> Result<()> {
         self.fresh_state(updater, epoch);
+        match updater.foreign() {
+            Some(hook) => self.load_foreign_state(hook, epoch),
+            None => Ok(()),
+        }
+    }
+
+    fn apply(&mut self, updater: &Updater, epoch: u64) -> Result<()> {
+        self.ready_state(updater, epoch)?;
         // A single push in the key's own type is used in place when its bytes are aligned.
         let direct = match &self.first {
             Some((Packing::Plain(dtype), payload)) if dtype.size() == size_of::<T>() => {
@@ -259,12 +310,16 @@ impl<T: Float> KeyData<T> {
         self.first = None;
         let (_, state) = self.opt.as_mut().expect("state set above");
         let value = Arc::make_mut(&mut self.value);
+        let piece = Piece {
+            key: self.key,
+            offset: self.offset,
+        };
         match &direct {
             Some(bytes) => {
                 let grad: &[T] = bytemuck::cast_slice(bytes);
-                updater.update(self.key, value, grad, state)
+                updater.update(piece, value, grad, state)
             }
-            None => updater.update(self.key, value, &self.merge, state),
+            None => updater.update(piece, value, &self.merge, state),
         }
     }
 }
