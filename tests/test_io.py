@@ -393,3 +393,27 @@ def test_ndarray_iter_takes_the_samples_of_the_first_data_array():
     assert it.num_data == 6
     with pytest.raises(ValueError, match="'data' has 6 but 'softmax_label' has 5"):
         mx.io.NDArrayIter(data, np.arange(5, dtype=np.float32), batch_size=4)
+
+
+def test_ndarray_iter_takes_csr_only_with_discard_and_shuffles_its_rows():
+    import scipy.sparse as spsp
+
+    rng = np.random.default_rng(0)
+    dense = (rng.random((7, 5)) > 0.5) * rng.random((7, 5)).astype(np.float32)
+    labels = np.arange(7, dtype=np.float32)
+    for source in (spsp.csr_matrix(dense), mx.nd.array(dense).tostype("csr")):
+        with pytest.raises(NotImplementedError, match="last_batch_handle='discard'"):
+            mx.io.NDArrayIter({"data": source}, labels, 2)
+        np.random.seed(3)
+        it = mx.io.NDArrayIter(
+            {"data": source}, labels, 2, shuffle=True, last_batch_handle="discard"
+        )
+        seen = []
+        for batch in it:
+            data, label = batch.data[0], batch.label[0]
+            assert data.stype == "csr" and data.shape == (2, 5)
+            for row, lab in zip(data.asnumpy(), label.asnumpy(), strict=True):
+                np.testing.assert_array_equal(row, dense[int(lab)])  # rows move with labels
+                seen.append(int(lab))
+        assert len(seen) == 6 and len(set(seen)) == 6 and seen != sorted(seen)
+    assert mx.nd.array(spsp.csr_matrix(dense)).stype == "csr"

@@ -18,6 +18,8 @@ autograd
     Recording scopes and the backward pass.
 random
     Seeding and sampling, one generator per context.
+recordio
+    RecordIO files (``MXRecordIO``, ``MXIndexedRecordIO``) and ``pack``/``unpack`` of records.
 kvstore (``kv``)
     ``create('local' | 'device' | 'dist_sync' | 'dist_device_sync' | 'dist_async')``.
 optimizer
@@ -41,6 +43,9 @@ attribute
     ``AttrScope``: attributes given to every symbol made inside a ``with`` block.
 gluon
     Blocks, parameters, layers, losses, data loading, ``Trainer``.
+image (``img``)
+    Decoding, resizing and augmenting images (OpenCV, with MXNet 1.9.1's pixels),
+    ``ImageIter`` and ``ImageDetIter``.
 io
     Data iterators: ``NDArrayIter``, ``MNISTIter``, ``CSVIter``, ``ResizeIter``,
     ``PrefetchingIter``; ``DataBatch``, ``DataDesc``, ``DataIter``.
@@ -62,7 +67,7 @@ launcher
 
 from . import _role
 
-_role.run_if_scheduler_or_server()
+_role.run_if_scheduler()
 
 from . import (  # noqa: E402
     _native,
@@ -74,6 +79,7 @@ from . import (  # noqa: E402
     context,
     contrib,
     gluon,
+    image,
     initializer,
     io,
     kvstore,
@@ -88,6 +94,7 @@ from . import (  # noqa: E402
     optimizer,
     profiler,
     random,
+    recordio,
     rnn,
     runtime,
     symbol,
@@ -114,6 +121,7 @@ nd = ndarray
 kv = kvstore
 init = initializer
 sym = symbol
+img = image
 mod = module
 mon = monitor
 AttrScope = attribute.AttrScope
@@ -135,6 +143,8 @@ __all__ = [
     "current_context",
     "gluon",
     "gpu",
+    "image",
+    "img",
     "init",
     "initializer",
     "io",
@@ -154,9 +164,14 @@ __all__ = [
     "optimizer",
     "profiler",
     "random",
+    "recordio",
     "rnn",
     "runtime",
     "sym",
     "symbol",
     "test_utils",
 ]
+
+# A server runs only now, with all of mxrs imported (the optimizers workers send it may use any
+# of it).
+_role.run_if_server()

@@ -62,6 +62,14 @@ def _as_named_arrays(data: Any, allow_empty: bool, default_name: str, what: str)
     return out
 
 
+def _rows(a: NDArray, order: NDArray, idx: np.ndarray) -> NDArray:
+    """The rows ``idx`` of ``a`` (``order`` as an NDArray): a CSRNDArray's through SciPy."""
+    if a.stype == "csr":
+        rows = a.asscipy()[idx]  # type: ignore[attr-defined]  # a CSRNDArray's
+        return array(rows, ctx=a.context, dtype=a.dtype)
+    return a[order]
+
+
 class NDArrayIter(DataIter):
     """Iterates over arrays in memory, ``batch_size`` samples (rows of axis 0) at a time.
 
@@ -106,6 +114,13 @@ class NDArrayIter(DataIter):
             raise ValueError(f"NDArrayIter: batch_size must be positive, got {batch_size}")
         self.data = _as_named_arrays(data, False, data_name, "data")
         self.label = _as_named_arrays(label, True, label_name, "label")
+        if last_batch_handle != "discard" and any(
+            a.stype == "csr" for _, a in self.data + self.label
+        ):
+            raise NotImplementedError(
+                "NDArrayIter only supports CSRNDArray (or scipy.sparse.csr_matrix) inputs with "
+                "last_batch_handle='discard'"
+            )
         self.num_data = int(self.data[0][1].shape[0])
         for name, arr in self.data + self.label:
             if arr.shape[0] < self.num_data:
@@ -144,8 +159,8 @@ class NDArrayIter(DataIter):
         """Reorder the samples at random (the same order for data and labels)."""
         np.random.shuffle(self.idx)
         order = array(self.idx, dtype="int64")
-        self.data = [(k, v[order]) for k, v in self.data]
-        self.label = [(k, v[order]) for k, v in self.label]
+        self.data = [(k, _rows(v, order, self.idx)) for k, v in self.data]
+        self.label = [(k, _rows(v, order, self.idx)) for k, v in self.label]
 
     def hard_reset(self) -> None:
         """Start over, dropping any samples carried over under 'roll_over'."""

@@ -54,9 +54,16 @@ sequence
     ``SequenceMask, SequenceLast, SequenceReverse``.
 precision
     ``amp_cast, amp_multicast``: the casts automatic mixed precision inserts.
+image
+    ``mx.nd.image``: ``to_tensor, normalize, resize, crop, flip_left_right``, the random
+    crops, flips and colour changes of images.
 random_pdf
     ``random_pdf_uniform, random_pdf_normal ... random_pdf_dirichlet``: densities of samples,
     with their gradients.
+optimizer_ops
+    The optimizers' update operators: ``sgd_update, sgd_mom_update, adam_update, ...``, their
+    ``mp_*`` and ``multi_*`` forms, ``multi_lars, multi_sum_sq`` (and ``mx.nd.contrib``'s
+    ``adamw_update`` family and ``group_adagrad_update``).
 losses
     ``smooth_l1, CTCLoss``, the output layers (``LinearRegressionOutput, MakeLoss``...),
     ``identity, BlockGrad`` (``stop_gradient``).
@@ -84,17 +91,21 @@ contrib/
     ``mx.nd.contrib``: ``foreach, while_loop, cond, boolean_mask, BilinearResize2D, box_nms``...
 _pending
     Arrays that KVStore requests are still reading or writing; where their errors surface.
+_failed
+    Failed arrays: the outputs of an operator whose computation failed (``mxrs._failure``).
 
 Below the package: ``mxrs._backend`` (NumPy or CuPy: the only code that tells the two libraries
 apart), ``mxrs.context`` and ``mxrs.autograd`` (the tape, which knows arrays only by their slots).
 """
 
 from . import (
+    _failed,  # noqa: F401  (installs the failed arrays)
     _internal,  # noqa: F401
     contrib,  # noqa: F401
     random,  # noqa: F401
     sparse,  # noqa: F401
 )
+from . import image as image
 from . import linalg as linalg
 from .conv import *  # noqa: F403
 from .correlation import *  # noqa: F403
@@ -120,6 +131,7 @@ from .matmul import *  # noqa: F403
 from .ndarray import NDArray  # noqa: F401
 from .nn import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .optimizer_ops import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .precision import *  # noqa: F403
 from .random_pdf import *  # noqa: F403
@@ -173,8 +185,9 @@ min_axis = min  # noqa: F405
 choose_element_0index = pick
 
 
-def _take_out() -> None:
-    """Let every operator of the namespace take MXNet's ``out=`` and ``name=`` keywords."""
+def _take_out() -> frozenset[str]:
+    """Let every operator of the namespace take MXNet's ``out=`` and ``name=`` keywords;
+    return the names of the namespace's operators."""
     import inspect
 
     from . import (
@@ -187,6 +200,7 @@ def _take_out() -> None:
         matmul,
         nn,
         normalization,
+        optimizer_ops,
         padding,
         precision,
         random_pdf,
@@ -211,6 +225,7 @@ def _take_out() -> None:
         matmul,
         nn,
         normalization,
+        optimizer_ops,
         padding,
         precision,
         random_pdf,
@@ -227,13 +242,16 @@ def _take_out() -> None:
     names |= set(linalg._prefixed())
     names |= {"take", "pick", "one_hot", "Embedding", "abs", "round"}
     names |= {"SwapAxis", "Cast", "sum_axis", "max_axis", "min_axis", "choose_element_0index"}
+    operators = frozenset(names)
     names -= set(losses.OUTPUT_LAYERS)  # the symbolic API's output layers take neither keyword
     space = globals()
     for name in names:
         fn = space.get(name)
         if inspect.isfunction(fn):
             space[name] = with_out(fn)
+    return operators
 
 
 globals().update(linalg._prefixed())  # MXNet's top-level names: linalg_gemm...
-_take_out()
+#: The namespace's operators, by MXNet's names (what ``mx.profiler`` times).
+_OPERATOR_NAMES = _take_out()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, _failure
 from .._bfloat16 import check_backend
 from ..context import Context, current_context
 from . import _pending
@@ -65,7 +65,8 @@ def _out(result: NDArray, out: NDArray | None) -> NDArray:
 
 
 def array(source_array: Any, ctx: CtxLike | None = None, dtype: DTypeLike | None = None) -> NDArray:
-    """Create an array from a list, tuple, NumPy array, scalar or NDArray.
+    """Create an array from a list, tuple, NumPy array, scalar or NDArray (a SciPy sparse
+    matrix gives a ``CSRNDArray``).
 
     Parameters
     ----------
@@ -82,6 +83,9 @@ def array(source_array: Any, ctx: CtxLike | None = None, dtype: DTypeLike | None
     [1. 2. 3.]
     <NDArray 3 @cpu(1)>
     """
+    if type(source_array).__module__.startswith("scipy.sparse") and hasattr(source_array, "tocsr"):
+        # a SciPy sparse matrix becomes a CSRNDArray, as in MXNet
+        return _sparse.csr_matrix(source_array.tocsr(), ctx=ctx, dtype=dtype)
     ctx = _ctx(ctx)
     raw = to_raw(source_array, ctx, dtype)
     if isinstance(source_array, np.ndarray) and source_array.ndim == 0:
@@ -224,13 +228,19 @@ def linspace(
 
 
 def waitall() -> None:
-    """Block until all pending computation on every device, and every KVStore request, finished."""
+    """Block until all pending computation on every device, and every KVStore request, finished.
+
+    Raises the oldest error not reported yet: of a KVStore request, else of a computation (an
+    operator's error kept on its outputs, see :mod:`mxrs._failure`; the others are then let go
+    of, as MXNet's waitall does, and the message counts them).
+    """
     _pending.settle_all()
 
     be = _backend._cupy_backend
     if be is not None:
         for i in range(be.xp.cuda.runtime.getDeviceCount()):
             be.synchronize(i)
+    _failure.raise_unreported()
 
 
 # ----------------------------------------------------------------- save / load

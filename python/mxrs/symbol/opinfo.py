@@ -53,7 +53,7 @@ class _Def:
     drop: Callable[[dict[str, Any]], set[str]] = field(default=lambda a: set())
     hidden: int = 0  # outputs beyond the visible ones (BatchNorm's mean and variance)
     scalar: str | None = None  # an arithmetic op with a number: how to compute it
-    count: str = "num_args"  # the attribute holding a variadic op's number of inputs
+    count: str = "num_args"  # the attribute holding a variadic op's number of inputs ("": none)
 
 
 def _no_bias(default: bool) -> Callable[[dict[str, Any]], set[str]]:
@@ -94,6 +94,8 @@ _SEQUENCE = ("data", "sequence_length")
 _RNN_INPUTS = ("data", "parameters", "state", "state_cell", "sequence_length")
 _CTC_INPUTS = ("data", "label", "data_lengths", "label_lengths")
 _PROPOSAL_INPUTS = ("cls_prob", "bbox_pred", "im_info")
+_DEFORMABLE_INPUTS = ("data", "offset", "weight", "bias")
+_MODULATED_INPUTS = ("data", "offset", "mask", "weight", "bias")
 _DEFS: dict[str, _Def] = {
     "FullyConnected": _Def("FullyConnected", ("data", "weight", "bias"), drop=_no_bias(False)),
     "Convolution": _Def("Convolution", ("data", "weight", "bias"), drop=_no_bias(False)),
@@ -142,6 +144,12 @@ _DEFS: dict[str, _Def] = {
     "Correlation": _Def("Correlation", ("data1", "data2"), hidden=2),
     "_contrib_Proposal": _Def("_contrib_Proposal", _PROPOSAL_INPUTS, hidden=1),
     "_contrib_MultiProposal": _Def("_contrib_MultiProposal", _PROPOSAL_INPUTS, hidden=1),
+    "_contrib_DeformableConvolution": _Def(
+        "_contrib_DeformableConvolution", _DEFORMABLE_INPUTS, drop=_no_bias(False)
+    ),
+    "_contrib_ModulatedDeformableConvolution": _Def(
+        "_contrib_ModulatedDeformableConvolution", _MODULATED_INPUTS, drop=_no_bias(False)
+    ),
     "reverse": _Def("flip", ("data",)),
     "Pad": _Def("pad", ("data",)),
     "SwapAxis": _Def("swapaxes", ("data",)),
@@ -149,6 +157,21 @@ _DEFS: dict[str, _Def] = {
     "_ones": _Def("ones", ()),
     "_arange": _Def("arange", ()),
 }
+#: the update operators of many weights: their inputs by position, their own ``num_weights``
+#: attribute (never filled in), one output per weight
+_MULTI_WEIGHT = (
+    "multi_sgd_update", "multi_sgd_mom_update", "multi_mp_sgd_update",
+    "multi_mp_sgd_mom_update", "preloaded_multi_sgd_update", "preloaded_multi_sgd_mom_update",
+    "preloaded_multi_mp_sgd_update", "preloaded_multi_mp_sgd_mom_update",
+    "_multi_adamw_update", "_multi_mp_adamw_update",
+)  # fmt: skip
+for _op in _MULTI_WEIGHT:
+    _DEFS[_op] = _Def(_op, variadic=True, count="")
+_DEFS["multi_sum_sq"] = _Def("multi_sum_sq", variadic=True, count="num_arrays")
+_DEFS["_adamw_update"] = _Def("_adamw_update", ("weight", "grad", "mean", "var", "rescale_grad"))
+_DEFS["_mp_adamw_update"] = _Def(
+    "_mp_adamw_update", ("weight", "grad", "mean", "var", "weight32", "rescale_grad")
+)
 #: the operator MXNet records for a function name (``mx.sym.flatten`` makes a ``Flatten`` node)
 _CANONICAL = {
     "flatten": "Flatten", "concat": "Concat", "split": "SliceChannel", "reshape": "Reshape",
@@ -207,10 +230,22 @@ def _contrib_fn(op: str) -> Any:
     return getattr(_nd().contrib, name, None)
 
 
+def _image_fn(op: str) -> Any:
+    """``mx.nd.image``'s function for ``_image_<name>`` (MXNet's name of its image operators),
+    or None."""
+    name = op[len("_image_") :]
+    if not op.startswith("_image_") or name.startswith("_"):
+        return None
+    return getattr(_nd().image, name, None)
+
+
 def _nd_fn(op: str) -> Callable[..., Any]:
     d = _DEFS.get(op)
-    contrib = _contrib_fn(d.nd if d is not None else op)
-    fn = contrib or getattr(_nd(), d.nd if d is not None else op, None)
+    name = d.nd if d is not None else op
+    contrib = _contrib_fn(name) or _image_fn(name)
+    fn = contrib or getattr(_nd(), name, None)
+    if fn is None and d is not None and name.startswith("_"):  # MXNet's underscore names
+        fn = getattr(_nd()._internal, name, None)
     if fn is None or not callable(fn) or op.startswith("__"):
         raise MXNetError(f"symbol operator {op!r} is not an operator mxrs has")
     # AMP's imperative wrappers cast inputs; a graph holds its casts as nodes already
@@ -223,6 +258,8 @@ def has_op(op: str) -> bool:
         return True
     if op.startswith("_contrib_"):
         return callable(_contrib_fn(op))
+    if op.startswith("_image_"):
+        return callable(_image_fn(op))
     fn = getattr(_nd(), op, None)
     return callable(fn) and not isinstance(fn, type) and not op.startswith("_")
 
@@ -296,6 +333,9 @@ def visible_outputs(op: str, attrs: dict[str, str]) -> list[str]:
     """The names (suffixes) of an ``op`` node's visible outputs."""
     if op in ("SliceChannel", "split", "amp_multicast"):
         n = int(parse_attrs(attrs).get("num_outputs", 1))
+        return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
+    if op in _MULTI_WEIGHT:
+        n = int(parse_attrs(attrs).get("num_weights", 1))
         return [f"output{i}" for i in range(n)] if n > 1 else ["output"]
     if op == "Custom":
         outs = _custom_prop(parse_attrs(attrs)).list_outputs()
