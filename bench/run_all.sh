@@ -30,4 +30,5 @@ $py bench/sparse.py --write
 $py bench/run_lenet.py --repeats 5 --threads 1 2 --write
 $py bench/compute.py --repeats 3 --threads 1 2 --openblas both --write
 $py bench/rnn.py --repeats 3 --threads 1 --openblas both --write
+$py bench/data.py --repeats 3 --write
 $py bench/scaling.py --write
