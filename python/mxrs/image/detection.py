@@ -8,7 +8,6 @@ Random choices come from Python's :mod:`random` in MXNet 1.9.1's order.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import random
@@ -18,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import io
 from .. import ndarray as nd
 from ..base import InvalidUsageError
 from ..ndarray import NDArray
@@ -38,6 +36,8 @@ from .image import (
     RandomGrayAug,
     ResizeAug,
     _check_color_stat,
+    _dump_augmenter,
+    _listed_arrays,
     _numeric_types,
     copyMakeBorder,
     fixed_crop,
@@ -65,12 +65,7 @@ class DetAugmenter:
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-        for k, v in self._kwargs.items():
-            if isinstance(v, NDArray):
-                v = v.asnumpy()
-            if isinstance(v, np.ndarray):
-                self._kwargs[k] = v.tolist()
+        self._kwargs = _listed_arrays(kwargs)
 
     def dumps(self) -> Any:
         """Save the augmenter to a string.
@@ -80,7 +75,7 @@ class DetAugmenter:
         str
             JSON formatted string that describes the augmenter.
         """
-        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
+        return _dump_augmenter(self, self._kwargs)
 
     def __call__(self, src: NDArray, label: np.ndarray) -> tuple[NDArray, np.ndarray]:
         """Abstract implementation body."""
@@ -801,66 +796,32 @@ class ImageDetIter(ImageIter):
             ]
             self.label_shape = tuple(label_shape)
 
-    def _batchify(self, batch_data: NDArray, batch_label: NDArray, start: int = 0) -> int:
-        """Fill ``batch_data``/``batch_label`` from row ``start`` on; the rows filled."""
-        i = start
-        batch_size = self.batch_size
+    def _prepare_sample(self, data: NDArray, label: Any) -> tuple[NDArray, np.ndarray] | None:
+        """The parsed, augmented and checked ``(data, label)`` of a decoded sample; None
+        (logged) when the image or its label is invalid, which the batch skips."""
         try:
-            while i < batch_size:
-                label, s = self.next_sample()
-                data = self.imdecode(s)
-                try:
-                    self.check_valid_image([data])
-                    label = self._parse_label(label)
-                    data, label = self.augmentation_transform(data, label)
-                    self._check_valid_label(label)
-                except RuntimeError as e:
-                    logging.debug("Invalid image, skipping:  %s", str(e))
-                    continue
-                batch_data[i] = self.postprocess_data(data)
-                num_object = label.shape[0]
-                row = batch_label[i]
-                row[0:num_object] = nd.array(label, ctx=row.context)
-                if num_object < row.shape[0]:
-                    row[num_object:] = -1
-                i += 1
-        except StopIteration:
-            if not i:
-                raise
-        return i
+            self.check_valid_image([data])
+            label = self._parse_label(label)
+            data, label = self.augmentation_transform(data, label)
+            self._check_valid_label(label)
+        except RuntimeError as e:
+            logging.debug("Invalid image, skipping:  %s", str(e))
+            return None
+        return data, label
 
-    def next(self) -> io.DataBatch:
-        """The next batch of data."""
-        batch_size = self.batch_size
-        c, h, w = self.data_shape
-        if self._cache_data is not None:
-            assert self._cache_label is not None, "_cache_label didn't have values"
-            assert self._cache_idx is not None, "_cache_idx didn't have values"
-            batch_data = self._cache_data
-            batch_label = self._cache_label
-            i = self._cache_idx
-        else:
-            batch_data = nd.zeros((batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
-            batch_label[:] = -1
-            i = self._batchify(batch_data, batch_label)
-        pad = batch_size - i
-        if pad != 0:
-            if self.last_batch_handle == "discard":
-                raise StopIteration
-            if self.last_batch_handle == "roll_over" and self._cache_data is None:
-                self._cache_data = batch_data
-                self._cache_label = batch_label
-                self._cache_idx = i
-                raise StopIteration
-            self._batchify(batch_data, batch_label, i)
-            if self.last_batch_handle == "pad":
-                self._allow_read = False
-            else:
-                self._cache_data = None
-                self._cache_label = None
-                self._cache_idx = None
-        return io.DataBatch([batch_data], [batch_label], pad=pad)
+    def _store_label(self, batch_label: NDArray, i: int, label: Any) -> None:
+        """Write the ``(objects, width)`` label into row ``i``, padding the rest with -1."""
+        num_object = label.shape[0]
+        row = batch_label[i]
+        row[0:num_object] = nd.array(label, ctx=row.context)
+        if num_object < row.shape[0]:
+            row[num_object:] = -1
+
+    def _new_batch_label(self) -> NDArray:
+        """A label array of the batch's label shape, all -1 (no object)."""
+        batch_label = nd.empty(self.provide_label[0][1])
+        batch_label[:] = -1
+        return batch_label
 
     def augmentation_transform(  # type: ignore[override]
         self, data: NDArray, label: np.ndarray

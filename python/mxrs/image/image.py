@@ -624,6 +624,21 @@ def random_rotate(
 
 
 # --------------------------------------------------------------------------------- augmenters
+def _listed_arrays(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` (changed in place) with its NDArray and numpy values made lists, for JSON."""
+    for k, v in kwargs.items():
+        if isinstance(v, NDArray):
+            v = v.asnumpy()
+        if isinstance(v, np.ndarray):
+            kwargs[k] = v.tolist()
+    return kwargs
+
+
+def _dump_augmenter(aug: Any, kwargs: dict[str, Any]) -> str:
+    """The JSON ``[class name in lower case, {parameter: value}]`` of an augmenter."""
+    return json.dumps([type(aug).__name__.lower(), kwargs])
+
+
 class Augmenter:
     """Image augmenter base class: call it on an image to get the augmented image.
 
@@ -631,12 +646,7 @@ class Augmenter:
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-        for k, v in self._kwargs.items():
-            if isinstance(v, NDArray):
-                v = v.asnumpy()
-            if isinstance(v, np.ndarray):
-                self._kwargs[k] = v.tolist()
+        self._kwargs = _listed_arrays(kwargs)
 
     def dumps(self) -> Any:
         """Save the augmenter to a string.
@@ -647,7 +657,7 @@ class Augmenter:
             JSON formatted string that describes the Augmenter: ``[class name in lower case,
             {parameter: value}]``.
         """
-        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
+        return _dump_augmenter(self, self._kwargs)
 
     def __call__(self, src: NDArray) -> NDArray:
         """Abstract implementation body."""
@@ -1418,20 +1428,35 @@ class ImageIter(io.DataIter):
         try:
             while i < batch_size:
                 label, s = self.next_sample()
-                data = self.imdecode(s)
-                try:
-                    self.check_valid_image(data)
-                except RuntimeError as e:
-                    logging.debug("Invalid image, skipping:  %s", str(e))
+                sample = self._prepare_sample(self.imdecode(s), label)
+                if sample is None:
                     continue
-                data = self.augmentation_transform(data)
+                data, label = sample
                 batch_data[i] = self.postprocess_data(data)
-                _put_label(batch_label, i, label)
+                self._store_label(batch_label, i, label)
                 i += 1
         except StopIteration:
             if not i:
                 raise
         return i
+
+    def _prepare_sample(self, data: NDArray, label: Any) -> tuple[NDArray, Any] | None:
+        """The augmented ``(data, label)`` of a decoded sample; None (logged) for an invalid
+        image, which the batch skips."""
+        try:
+            self.check_valid_image(data)
+        except RuntimeError as e:
+            logging.debug("Invalid image, skipping:  %s", str(e))
+            return None
+        return self.augmentation_transform(data), label
+
+    def _store_label(self, batch_label: NDArray, i: int, label: Any) -> None:
+        """Write ``label`` into row ``i`` of ``batch_label``."""
+        _put_label(batch_label, i, label)
+
+    def _new_batch_label(self) -> NDArray:
+        """A fresh label array of the batch's label shape."""
+        return nd.empty(self.provide_label[0][1])
 
     def next(self) -> io.DataBatch:
         """The next batch of data."""
@@ -1445,7 +1470,7 @@ class ImageIter(io.DataIter):
             i = self._cache_idx
         else:
             batch_data = nd.zeros((batch_size, c, h, w))
-            batch_label = nd.empty(self.provide_label[0][1])
+            batch_label = self._new_batch_label()
             i = self._batchify(batch_data, batch_label)
         pad = batch_size - i
         if pad != 0:

@@ -35,6 +35,36 @@ __all__ = [
 ]
 
 
+def _conv_repr(
+    block: HybridBlock,
+    shape: tuple[int, ...],
+    k: dict[str, Any],
+    no_bias: bool,
+    act: Activation | None,
+) -> str:
+    """``Name(in -> out, kernel_size=..., stride=...)`` of a convolution layer: from its
+    weight's ``shape`` (input channels 0: not known yet) and its operator arguments ``k``,
+    the padding, dilation, output padding and groups where not the defaults."""
+    n = len(k["kernel"])
+    s = (
+        f"{type(block).__name__}({shape[1] if shape[1] else None} -> "
+        f"{shape[0]}, kernel_size={k['kernel']}, stride={k['stride']}"
+    )
+    if k["pad"] != (0,) * n:
+        s += f", padding={k['pad']}"
+    if k["dilate"] != (1,) * n:
+        s += f", dilation={k['dilate']}"
+    if k.get("adj", (0,) * n) != (0,) * n:
+        s += f", output_padding={k['adj']}"
+    if k["num_group"] != 1:
+        s += f", groups={k['num_group']}"
+    if no_bias:
+        s += ", bias=False"
+    if act:
+        s += f", {act}"
+    return s + ")"
+
+
 class _Conv(HybridBlock):
     """N-D convolution (the base of Conv1D/2D/3D and, with ``op_name='Deconvolution'``, of
     the transposed convolutions). ``weight_in`` puts the input channels first in the weight."""
@@ -129,27 +159,9 @@ class _Conv(HybridBlock):
         return out
 
     def __repr__(self) -> str:
-        k = self._kwargs
-        n = len(k["kernel"])
         shape = self.weight.shape
         assert shape is not None  # layers always give their weight a shape (0: not known yet)
-        s = (
-            f"{type(self).__name__}({shape[1] if shape[1] else None} -> "
-            f"{shape[0]}, kernel_size={k['kernel']}, stride={k['stride']}"
-        )
-        if k["pad"] != (0,) * n:
-            s += f", padding={k['pad']}"
-        if k["dilate"] != (1,) * n:
-            s += f", dilation={k['dilate']}"
-        if k.get("adj", (0,) * n) != (0,) * n:
-            s += f", output_padding={k['adj']}"
-        if k["num_group"] != 1:
-            s += f", groups={k['num_group']}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.act:
-            s += f", {self.act}"
-        return s + ")"
+        return _conv_repr(self, shape, self._kwargs, self.bias is None, self.act)
 
 
 class Conv1D(_Conv):

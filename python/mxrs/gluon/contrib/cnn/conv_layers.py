@@ -24,6 +24,7 @@ from ....base import MXNetError
 from ...block import HybridBlock
 from ...nn import Activation
 from ...nn._geometry import _check_layout, _tuple
+from ...nn.conv_layers import _conv_repr
 
 if TYPE_CHECKING:
     from ....ndarray import NDArray
@@ -255,23 +256,10 @@ class DeformableConvolution(_Deformable):
         return "deformable_conv"
 
     def __repr__(self) -> str:
-        k = self._kwargs_deformable_conv
         shape = self.deformable_conv_weight.shape or (0, 0)
-        s = (
-            f"{type(self).__name__}({shape[1] if shape[1] else None} -> {shape[0]}, "
-            f"kernel_size={k['kernel']}, stride={k['stride']}"
+        return _conv_repr(
+            self, shape, self._kwargs_deformable_conv, self.deformable_conv_bias is None, self.act
         )
-        if k["pad"] != (0, 0):
-            s += f", padding={k['pad']}"
-        if k["dilate"] != (1, 1):
-            s += f", dilation={k['dilate']}"
-        if k["num_group"] != 1:
-            s += f", groups={k['num_group']}"
-        if self.deformable_conv_bias is None:
-            s += ", bias=False"
-        if self.act:
-            s += f", {self.act}"
-        return s + ")"
 
 
 class ModulatedDeformableConvolution(_Deformable):

