@@ -6,28 +6,23 @@ run of ``test_amp.py`` holds it to within 1%; a worker here tests on its own run
 statistics, so the two workers' mean must not fall more than 2 points below float32's)."""
 
 import json
+import os
 
 import numpy as np
 from jobs import launch
 
 WORKER = """
-import gzip, json, os, sys
+import json, sys
 import numpy as np
 import mxrs as mx
 from mxrs import autograd, gluon, nd
 from mxrs.contrib.amp import amp
 from mxrs.gluon.model_zoo.vision.resnet import BasicBlockV1, ResNetV1
 
-REPO = sys.argv[1]
-bf16 = sys.argv[2] == "bf16"
+sys.path.insert(0, sys.argv[1])
+from test_amp import _mnist as mnist  # the shipped MNIST subset
 
-def mnist(kind, n):
-    root = os.path.join(REPO, "data", "mnist")
-    with gzip.open(os.path.join(root, f"{kind}-images-idx3-ubyte.gz")) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)[:n]
-    with gzip.open(os.path.join(root, f"{kind}-labels-idx1-ubyte.gz")) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
-    return x.astype(np.float32) / 255, y.astype(np.float32)
+bf16 = sys.argv[2] == "bf16"
 
 if bf16:
     amp.init(target_dtype="bfloat16")
@@ -66,12 +61,11 @@ with open(f"result{kv.rank}.json", "w") as f:
 
 
 def _run(tmp_path, kind):
-    import os
-
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     job = tmp_path / kind
     job.mkdir()
-    result = launch(job, WORKER, args=[repo, kind], timeout=300)
+    result = launch(
+        job, WORKER, args=[os.path.dirname(os.path.abspath(__file__)), kind], timeout=300
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return [json.loads((job / f"result{r}.json").read_text()) for r in range(2)]
 

@@ -569,13 +569,15 @@ pub(crate) fn relu_add_forward(
     py: Python<'_>,
     a: PyReadonlyArrayDyn<'_, f32>,
     b: PyReadonlyArrayDyn<'_, f32>,
-    mut y: PyReadwriteArrayDyn<'_, f32>,
+    y: PyReadwriteArrayDyn<'_, f32>,
 ) -> PyResult<()> {
-    let (a, b) = (dense(&a, "first addend")?, dense(&b, "second addend")?);
-    let y = dense_mut(&mut y, "output")?;
-    same_order(&[&a.strides, &b.strides, &y.strides])?;
-    py.detach(|| relu::add_forward(a.data, b.data, y.data))
-        .map_err(to_py)
+    two_to_one(
+        py,
+        (&a, "first addend"),
+        (&b, "second addend"),
+        y,
+        relu::add_forward,
+    )
 }
 
 /// ReLU's gradient `gx` from its output `y` and the output's gradient `gy`, NaN kept.
@@ -584,12 +586,26 @@ pub(crate) fn relu_backward(
     py: Python<'_>,
     y: PyReadonlyArrayDyn<'_, f32>,
     gy: PyReadonlyArrayDyn<'_, f32>,
-    mut gx: PyReadwriteArrayDyn<'_, f32>,
+    gx: PyReadwriteArrayDyn<'_, f32>,
 ) -> PyResult<()> {
-    let (y, gy) = (dense(&y, "output")?, dense(&gy, "gradient")?);
-    let gx = dense_mut(&mut gx, "data gradient")?;
-    same_order(&[&y.strides, &gy.strides, &gx.strides])?;
-    py.detach(|| relu::backward(y.data, gy.data, gx.data))
+    two_to_one(py, (&y, "output"), (&gy, "gradient"), gx, relu::backward)
+}
+
+type Loop2 = fn(&[f32], &[f32], &mut [f32]) -> Result<(), DnnlError>;
+
+/// Runs the elementwise `kernel` on two named inputs and an output of one dense layout,
+/// without the GIL.
+fn two_to_one(
+    py: Python<'_>,
+    (a, a_name): (&PyReadonlyArrayDyn<'_, f32>, &str),
+    (b, b_name): (&PyReadonlyArrayDyn<'_, f32>, &str),
+    mut out: PyReadwriteArrayDyn<'_, f32>,
+    kernel: Loop2,
+) -> PyResult<()> {
+    let (a, b) = (dense(a, a_name)?, dense(b, b_name)?);
+    let out = dense_mut(&mut out, "output")?;
+    same_order(&[&a.strides, &b.strides, &out.strides])?;
+    py.detach(|| kernel(a.data, b.data, out.data))
         .map_err(to_py)
 }
 
