@@ -23,7 +23,8 @@ enum Msg {
     Done,
 }
 
-/// Where jobs go while a node runs here.
+/// Where jobs go while a node runs here. The channel needs no bound of its own: every sender
+/// ([`on_main`]) waits for its job's answer, so at most one job per server thread is queued.
 static JOBS: Mutex<Option<Sender<Msg>>> = Mutex::new(None);
 
 fn jobs() -> std::sync::MutexGuard<'static, Option<Sender<Msg>>> {
