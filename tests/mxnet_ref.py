@@ -78,3 +78,41 @@ def check_body(tmp_path, body, inputs, rtol, atol):
         assert got[key].shape == want[key].shape, (key, got[key].shape, want[key].shape)
         np.testing.assert_allclose(got[key], want[key], rtol=rtol, atol=atol, err_msg=key)
     return want
+
+
+def run_sections(tmp_path, sections, setup, **inputs):
+    """Run every section of ``sections`` (name -> code, each after ``setup``, in a namespace
+    with ``mx``, ``inputs`` and fresh ``arrays`` and ``result``) under MXNet 1.9.1 in one
+    process; returns ``{name: (arrays, result)}``."""
+    script = f"""
+import mxnet as mx
+sections = json.loads({json.dumps(json.dumps(sections))})
+result = {{}}
+for name, code in sections.items():
+    ns = {{'mx': mx, 'inputs': inputs, 'arrays': {{}}, 'result': {{}}}}
+    exec({setup!r}, ns)
+    exec(code, ns)
+    for key, value in ns['arrays'].items():
+        arrays[name + '::' + key] = value
+    result[name] = ns['result']
+"""
+    res, arrs = run(tmp_path, script, **inputs)
+    by_section = {name: ({}, res[name]) for name in sections}
+    for key, value in arrs.items():
+        name, sub = key.split("::", 1)
+        by_section[name][0][sub] = value
+    return by_section
+
+
+def mxrs_section(code, setup, **inputs):
+    """Run one section as :func:`run_sections` does, under mxrs; returns ``(arrays, result)``
+    with the result through JSON, as MXNet's comes back."""
+    import warnings
+
+    import mxrs
+
+    ns = {"mx": mxrs, "inputs": inputs, "arrays": {}, "result": {}}
+    with warnings.catch_warnings():
+        exec(setup, ns)
+        exec(code, ns)
+    return ns["arrays"], json.loads(json.dumps(ns["result"]))

@@ -6,7 +6,6 @@ lists and RecordIO files, ``imrotate``; and the errors for bad input.
 One MXNet process runs every section of ``SECTIONS`` on images written here with OpenCV; each
 test runs its section under mxrs and compares."""
 
-import json
 import random
 
 import cv2
@@ -346,31 +345,12 @@ def root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference(root, tmp_path_factory):
     """Every section's arrays and results under MXNet 1.9.1, by section name."""
-    script = f"""
-import mxnet as mx
-sections = json.loads({json.dumps(json.dumps(SECTIONS))})
-result = {{}}
-for name, code in sections.items():
-    ns = {{'mx': mx, 'inputs': inputs, 'arrays': {{}}, 'result': {{}}}}
-    exec({SETUP!r}, ns)
-    exec(code, ns)
-    for key, value in ns['arrays'].items():
-        arrays[name + '::' + key] = value
-    result[name] = ns['result']
-"""
-    res, arrs = mxnet_ref.run(tmp_path_factory.mktemp("ref"), script, root=np.asarray(str(root)))
-    by_section = {name: ({}, res[name]) for name in SECTIONS}
-    for key, value in arrs.items():
-        name, sub = key.split("::", 1)
-        by_section[name][0][sub] = value
-    return by_section
+    tmp = tmp_path_factory.mktemp("ref")
+    return mxnet_ref.run_sections(tmp, SECTIONS, SETUP, root=np.asarray(str(root)))
 
 
 def _run_section(name, root):
-    ns = {"mx": mx, "inputs": {"root": np.asarray(str(root))}, "arrays": {}, "result": {}}
-    exec(SETUP, ns)
-    exec(SECTIONS[name], ns)
-    return ns["arrays"], json.loads(json.dumps(ns["result"]))
+    return mxnet_ref.mxrs_section(SECTIONS[name], SETUP, root=np.asarray(str(root)))
 
 
 @pytest.mark.parametrize("section", sorted(SECTIONS))
