@@ -266,6 +266,7 @@ def main():
     ap.add_argument("--windows", type=int, default=3)
     ap.add_argument("--timeout", type=int, default=240, help="seconds per measurement")
     ap.add_argument("--profile", metavar="FILE", help="with --case mxrs: cProfile the timed steps")
+    ap.add_argument("--models", nargs="+", default=["resnet50", "lenet"], help="with --all")
     args = ap.parse_args()
     if args.case:
         print(json.dumps(one(*args.case, args)), flush=True)
@@ -275,6 +276,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results = []
     for lib, model, dtype, batch in CASES:
+        if model not in args.models:
+            continue
         if batch != 128 and args.batch != 128:
             continue  # --batch replaces the default batch; the larger one is a diagnostic
         batch = args.batch if batch == 128 else batch

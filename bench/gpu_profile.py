@@ -2,9 +2,11 @@
 PyTorch eager, as PyTorch's profiler (CUPTI) records them; it sees every kernel the process
 launches, CuPy's and cuDNN's too.
 
-``python bench/gpu_profile.py [--dtype float16] [--batch 128] [--steps 3]`` prints, per library,
-the wall time of a step, the summed kernel time of a step (their difference is time the GPU
-waited for the host) and the kernels that took the most time, grouped by what they are.
+``python bench/gpu_profile.py [--dtype float16] [--batch 128] [--steps 3] [--hybridize]
+[--sites]`` prints, per library, the wall time of a step, the summed kernel time of a step
+(their difference is time the GPU waited for the host) and the kernels that took the most time,
+grouped by what they are. ``--sites`` adds, for mxrs, where in the Python code a step allocates
+device memory (every kernel that makes a new array allocates): the lines and the count per step.
 """
 
 import argparse
@@ -83,11 +85,43 @@ def profile(step, steps, sync):
     del torch
 
 
+def alloc_sites(step, top=25):
+    """Print the mxrs source lines that allocate device memory in one ``step`` (CuPy's memory
+    hook sees every allocation from its pool), most frequent first."""
+    import traceback
+
+    from cupy.cuda import memory_hook
+
+    counts = {}
+
+    class Sites(memory_hook.MemoryHook):
+        name = "mxrs-sites"
+
+        def malloc_preprocess(self, **kwargs):
+            frames = [f for f in traceback.extract_stack()[:-1] if "/mxrs/" in f.filename]
+            where = " < ".join(
+                f"{f.filename.split('/mxrs/')[-1]}:{f.lineno} {f.name}" for f in frames[-1:-4:-1]
+            )
+            c = counts.setdefault(where, [0, 0])
+            c[0] += 1
+            c[1] += kwargs.get("mem_size", 0)
+
+    step()
+    with Sites():
+        step()
+    print("  device allocations of one step, by the mxrs lines that made them:")
+    for where, (n, size) in sorted(counts.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"    {n:5d}x {size / 2**20:9.1f} MiB  {where}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--hybridize", action="store_true", help="hybridize mxrs's network")
+    ap.add_argument("--sites", action="store_true", help="where mxrs allocates in a step")
+    ap.add_argument("--no-torch", action="store_true", help="profile mxrs alone")
     args = ap.parse_args()
     import mxrs as mx
     import numpy as np
@@ -101,6 +135,8 @@ def main():
     net.initialize(mx.init.Xavier(), ctx=ctx)
     if dt == "float16":
         net.cast("float16")
+    if args.hybridize:
+        net.hybridize(static_alloc=True, static_shape=True)
     opt = {"learning_rate": 0.01, "momentum": 0.9, "wd": 1e-4, "multi_precision": dt == "float16"}
     trainer = gluon.Trainer(net.collect_params(), "sgd", opt)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
@@ -114,8 +150,12 @@ def main():
         loss.backward()
         trainer.step(b)
 
-    print(f"mxrs resnet50 {dt} batch {b}:")
+    print(f"mxrs resnet50 {dt} batch {b}" + " hybridized" * args.hybridize + ":")
     profile(mx_step, args.steps, nd.waitall)
+    if args.sites:
+        alloc_sites(mx_step)
+    if args.no_torch:
+        return
 
     import torchvision
 

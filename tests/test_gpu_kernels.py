@@ -339,3 +339,124 @@ def test_multi_precision_sgd_is_one_kernel_and_matches_the_cpu(momentum, monkeyp
     assert res["gpu"][0].dtype == np.float16 and res["gpu"][1].dtype == np.float32
     np.testing.assert_allclose(res["gpu"][1], res["cpu"][1], rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(res["gpu"][0], res["gpu"][1].astype(np.float16))
+
+
+# -- the vectorized elementwise kernels ------------------------------------------------------
+
+
+def _float_kernel_cases():
+    from mxrs import _cuda_float
+    from mxrs.kernels import cuda
+
+    relu, relu_bwd = cuda._ACT["relu"]
+    return [
+        (_cuda_float.ADD, 2, lambda a, b: a + b),
+        (cuda._ADD_RELU, 2, lambda a, b: np.where((a + b > 0) | np.isnan(a + b), a + b, 0)),
+        (relu, 1, lambda x: np.where((x > 0) | np.isnan(x), x, 0)),
+        (relu_bwd, 2, lambda y, g: np.where(np.isnan(y), y, np.where(y > 0, g, 0))),
+    ]
+
+
+@pytest.mark.parametrize("vector", [True, False], ids=["vectorized", "strided"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 123, 100_003])
+def test_float_kernels_compute_every_element(n, dtype, vector, monkeypatch):
+    """Every element, the tail past the last 16 bytes included, in both ways of running."""
+    from mxrs import _cuda_float
+
+    ran = []
+    if not vector:
+        monkeypatch.setattr(_cuda_float, "_vectorizable", lambda arrays: False)
+    real = _cuda_float.FloatKernel._kernel
+    monkeypatch.setattr(_cuda_float.FloatKernel, "_kernel", lambda *a: ran.append(1) or real(*a))
+    rng = np.random.default_rng(n)
+    for kernel, arity, want in _float_kernel_cases():
+        host = [(rng.standard_normal(n) * 3).astype(dtype) for _ in range(arity)]
+        host[0][::11] = np.nan
+        got = kernel(tuple(cupy.asarray(h) for h in host))[0].get()
+        with np.errstate(invalid="ignore"):
+            ref = want(*(h.astype(np.float64) for h in host)).astype(dtype)
+        np.testing.assert_array_equal(got, ref, err_msg=f"{kernel.name} n={n}")
+    assert bool(ran) == vector
+
+
+def test_float_kernels_take_misaligned_and_strided_views():
+    from mxrs import _cuda_float
+
+    base = cupy.arange(40, dtype=cupy.float16) - 20
+    for a, b in ((base[1:], base[:-1]), (base[::2], base[1::2])):  # 2 bytes off; strided
+        np.testing.assert_array_equal(_cuda_float.add(a, b).get(), (a + b).get())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(3, 5, 7, 7), (2, 3, 1, 1), (1, 9, 11)])
+def test_batch_norm_across_channel_boundaries_matches_cpu(shape, dtype):
+    """Shapes whose channels end inside a 16-byte vector, and with a tail past the last one."""
+
+    def fn(x, g, b, m, v):
+        return nd.contrib.BatchNormWithReLU(x, g, b, m, v, fix_gamma=False, eps=1e-5)
+
+    c = shape[1]
+    x = rand(*shape, seed=3) * 2 + 0.3
+    stats = [np.zeros(c), np.ones(c)]
+    check_gpu(fn, [x, rand(c, seed=4) + 1.5, rand(c, seed=5), *stats], dtype, nondiff=(3, 4))
+
+
+def test_gradient_sums_run_the_vectorized_addition(monkeypatch):
+    from mxrs import _cuda_float
+
+    names = []
+    real = _cuda_float.FloatKernel._run
+    monkeypatch.setattr(
+        _cuda_float.FloatKernel, "_run", lambda self, *a: names.append(self.name) or real(self, *a)
+    )
+    v = rand(4, 33, seed=9)
+    x = nd.array(v, ctx=mx.gpu(0), dtype=np.float16)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.relu(x) + x * 3  # x's gradient is the sum of two
+    y.backward()
+    assert "add" in names
+    want = (v > 0) + 3.0
+    np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-3)
+
+
+def test_amp_float16_training_on_the_gpu():
+    """``mx.contrib.amp`` on the GPU: convolutions and dense layers compute in float16, the
+    parameters stay float32, dynamic loss scaling steps, and the loss falls."""
+    from mxrs.contrib.amp import amp
+
+    amp._reset()
+    try:
+        amp.init("float16")
+        ctx = mx.gpu(0)
+        mx.random.seed(0)
+        net = gluon.nn.HybridSequential()
+        net.add(
+            gluon.nn.Conv2D(8, 3, padding=1, in_channels=3),
+            gluon.nn.BatchNorm(in_channels=8),
+            gluon.nn.Activation("relu"),
+            gluon.nn.GlobalAvgPool2D(),
+            gluon.nn.Dense(5, in_units=8),
+        )
+        net.initialize(mx.init.Xavier(), ctx=ctx)
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        amp.init_trainer(trainer)
+        rng = np.random.default_rng(2)
+        x = nd.array(rng.uniform(-1, 1, (16, 3, 8, 8)), ctx=ctx)
+        y = nd.array(rng.integers(0, 5, 16), ctx=ctx)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        losses = []
+        for _ in range(10):
+            with autograd.record():
+                out = net(x)
+                loss = loss_fn(out, y)
+                with amp.scale_loss(loss, trainer) as scaled:
+                    autograd.backward(scaled)
+            trainer.step(16)
+            losses.append(float(loss.mean().asscalar()))
+        assert out.dtype == np.float16
+        assert net[0].weight.data(ctx).dtype == np.float32
+        assert all(np.isfinite(losses)) and losses[-1] < losses[0], losses
+    finally:
+        amp._reset()

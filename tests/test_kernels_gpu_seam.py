@@ -160,3 +160,14 @@ def test_the_cuda_provider_wires_cudnn_graphs_as_the_portable_kernels_compute(fr
     assert not set(fake.ran) & set(refuse)
     if "fprop" not in refuse:
         assert fake.ran[0] == "fprop" and ("wgrad" in fake.ran) == ("wgrad" not in refuse)
+
+
+def test_vectorized_kernels_take_only_cupy_arrays():
+    """The GPU's float kernels refuse NumPy arrays, so host gradients add as NumPy adds."""
+    from mxrs import _cuda_float
+    from mxrs._sparse_rows import add_grads
+
+    a, b = np.ones(5, np.float32), np.full(5, 2.0, np.float32)
+    assert not _cuda_float.ADD.accepts((a, b))
+    out = add_grads(a, b)
+    assert type(out) is np.ndarray and out.tolist() == [3.0] * 5

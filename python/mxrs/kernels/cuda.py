@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy
 
+from .._cuda_float import FloatKernel
 from ..base import KernelError, KernelUnsupportedError
 from . import portable
 from ._types import ConvGeometry, Grad, PoolGeometry
@@ -57,40 +58,65 @@ def _ew(name: str, params: str, outs: str, body: str) -> Any:
     return k
 
 
-def _red(name: str, params: str, expr: str) -> Any:
-    """A per-channel float32 sum of ``expr`` (a ReductionKernel)."""
+def _red(name: str, params: str, expr: str, out: str = "float32") -> Any:
+    """A per-channel sum of ``expr`` (a ReductionKernel) of type ``out``."""
     k = _kernels.get(name)
     if k is None:
         import cupy
 
         k = _kernels[name] = cupy.ReductionKernel(
-            params, "float32 s", expr, "a + b", "s = a", "0", "mxrs_" + name
+            params, out + " s", expr, "a + b", "s = a", "0", "mxrs_" + name
         )
     return k
 
 
 # -- activations ---------------------------------------------------------------------------
 
-_ACT_FWD = {
-    # NaN stays NaN, as MXNet's ReLU gives.
-    "relu": "float v = (float)x; y = (v > 0.f || v != v) ? x : (T)0",
-    "sigmoid": "y = (T)(0.5f * (tanhf(0.5f * (float)x) + 1.f))",
-    "tanh": "y = (T)tanhf((float)x)",
+# NaN stays NaN, as MXNet's ReLU gives.
+_RELU = "(v > 0.f || v != v) ? v : 0.f"
+_ACT = {
+    kind: (
+        FloatKernel("act_" + kind, ("x",), ("y",), fwd),
+        FloatKernel("act_bwd_" + kind, ("y", "g"), ("gx",), bwd),
+    )
+    for kind, fwd, bwd in (
+        # the backward passes: NaN in, NaN gradient out (the portable kernel's rule)
+        ("relu", f"float v = x; y = {_RELU};", "gx = (y != y) ? y : (y > 0.f ? g : 0.f);"),
+        ("sigmoid", "y = 0.5f * (tanhf(0.5f * x) + 1.f);", "gx = g * y * (1.f - y);"),
+        ("tanh", "y = tanhf(x);", "gx = g * (1.f - y * y);"),
+    )
 }
 # The residual addition and its ReLU (NaN kept, as the forward ReLU above).
-_ADD_RELU = "float v = (float)a + (float)b; y = (v > 0.f || v != v) ? (T)v : (T)0"
-_ACT_BWD = {
-    # NaN in, NaN gradient out (the portable kernel's rule).
-    "relu": "float v = (float)y; gx = (v != v) ? y : (v > 0.f ? g : (T)0)",
-    "sigmoid": "float v = (float)y; gx = (T)((float)g * v * (1.f - v))",
-    "tanh": "float v = (float)y; gx = (T)((float)g * (1.f - v * v))",
-}
+_ADD_RELU = FloatKernel("add_relu", ("a", "b"), ("y",), f"float v = a + b; y = {_RELU};")
+
+#: A convolution's bias, added per output channel.
+_BIAS = FloatKernel("bias", ("x",), ("y",), "y = x + b;", channel=("b",))
 
 # -- batch normalisation -------------------------------------------------------------------
 
-_BN_APPLY = "float v = (float)x * a + b; y = (T)v"
-_BN_APPLY_RELU = "float v = (float)x * a + b; y = (T)((v > 0.f || v != v) ? v : 0.f)"
-# The ReLU's mask on the gradient: where the fused output is positive (NaN gives 0).
+_BN_APPLY = {
+    relu: FloatKernel(
+        "bn_apply" + "_relu" * relu,
+        ("x",),
+        ("y",),
+        f"float v = x * a + b; y = {_RELU};" if relu else "y = x * a + b;",
+        channel=("a", "b"),
+    )
+    for relu in (False, True)
+}
+# The output gradient, masked by a fused ReLU where the output is positive (NaN gives 0).
+_BN_G = {False: "g", True: "(y > 0.f ? g : 0.f)"}
+_BN_DX = {
+    (relu, batch): FloatKernel(
+        "bn_dx" + "_global" * (not batch) + "_relu" * relu,
+        ("g",) + ("y",) * relu + ("x",) * batch,
+        ("gx",),
+        f"gx = a * ({_BN_G[relu]} - k1 - (x - m) * k2);" if batch else f"gx = a * {_BN_G[relu]};",
+        channel=("a", "m", "k1", "k2") if batch else ("a",),
+    )
+    for relu in (False, True)
+    for batch in (False, True)
+}
 _MASKED = "((float)y > 0.f ? (float)g : 0.f)"
 
 # Folds of the per-sample, per-channel sums (N, C) over the batch: thread i is channel i.
@@ -100,9 +126,11 @@ _FOLD_VAR_SCALE = """
     for (int k = 0; k < N; ++k) acc += s[k * C + i];
     v = acc * r; inv = rsqrtf(v + eps); a = g * inv; b = bt - m * a;
 """
+# The backward pass's two sums travel as one complex64 (real: the gradient's sum, imaginary:
+# its dot product with the centred data), so one pass over the data computes both.
 _FOLD_TERMS = """
     float s = 0.f, d = 0.f;
-    for (int k = 0; k < N; ++k) { s += gs[k * C + i]; d += gd[k * C + i]; }
+    for (int k = 0; k < N; ++k) { complex<float> t = gs[k * C + i]; s += t.real(); d += t.imag(); }
     gbeta = s; ggamma = d * inv; k1 = s * rcount; k2 = ggamma * inv * rcount;
 """
 
@@ -370,8 +398,13 @@ class CudaKernels:
 
     @staticmethod
     def _biased(y: Any, b: Any) -> Any:
-        if b is not None:
-            y += b.reshape((-1,) + (1,) * (y.ndim - 2))
+        """``y`` (channels on axis 1) plus the bias ``b`` of each channel."""
+        if b is None or y.size == 0:
+            return y
+        if _BIAS.accepts((y,)):
+            n, c = y.shape[:2]
+            return _BIAS((y,), (b,), layout=(c, y.size // (n * c)))[0]
+        y += b.reshape((-1,) + (1,) * (y.ndim - 2))
         return y
 
     def _grad(
@@ -472,53 +505,37 @@ class CudaKernels:
                 "float32 a, float32 b, float32 inv",
                 "inv = rsqrtf(v + eps); a = g * inv; b = bt - m * a",
             )(g32, b32, mean, var, _F32(eps))
-        apply = _ew(
-            "bn_relu" if relu else "bn",
-            "T x, float32 a, float32 b",
-            "T y",
-            _BN_APPLY_RELU if relu else _BN_APPLY,
-        )
-        y3 = apply(x3, a.reshape(1, c, 1), b.reshape(1, c, 1))
+        (y3,) = _BN_APPLY[relu]((x3,), (a, b), layout=(c, x3.shape[2]))
         pdt = gamma.dtype
         kept_y = y3 if relu else None  # the ReLU's mask
         if not train:
             x3 = kept_y = None
 
         def grad(gy, needs):
-            g3 = xp.ascontiguousarray(gy).reshape(n, c, -1)
-            m3 = mean.reshape(1, c, 1)
-            # (the output gradient, masked by the ReLU where there is one): its arrays, their
-            # parameters and its expression
-            gin: tuple[Any, ...] = (g3, kept_y)
-            gparams, gv = "T g, T y", _MASKED
-            if not relu:
-                gin, gparams, gv = (g3,), "T g", "(float)g"
-            gsum = _red("bn_gsum" + "_relu" * relu, gparams, gv)(*gin, axis=2)
-            gdot = _red(
-                "bn_gdot" + "_relu" * relu, gparams + ", T x, float32 m", gv + " * ((float)x - m)"
-            )(*gin, x3, m3, axis=2)
+            g3 = xp.ascontiguousarray(gy, dtype=y3.dtype).reshape(n, c, -1)
+            # the output gradient, masked by the ReLU where there is one, summed and dotted
+            # with the centred data in one pass
+            gin: tuple[Any, ...] = (g3, kept_y) if relu else (g3,)
+            gv = _MASKED if relu else "(float)g"
+            sums = _red(
+                "bn_gsums" + "_relu" * relu,
+                "T g, " + "T y, " * relu + "T x, float32 m",
+                f"complex<float>({gv}, {gv} * ((float)x - m))",
+                "complex64",
+            )(*gin, x3, mean.reshape(1, c, 1), axis=2)
             # gbeta, ggamma and the two per-channel terms of the data gradient, folded over
             # the batch in one kernel
             gbeta, ggamma, k1, k2 = _ew(
                 "bn_terms",
-                "raw float32 gs, raw float32 gd, int32 N, int32 C, float32 inv, float32 rcount",
+                "raw complex64 gs, int32 N, int32 C, float32 inv, float32 rcount",
                 "float32 gbeta, float32 ggamma, float32 k1, float32 k2",
                 _FOLD_TERMS,
-            )(gsum, gdot, numpy.int32(n), numpy.int32(c), inv, _F32(1.0 / count))
+            )(sums, numpy.int32(n), numpy.int32(c), inv, _F32(1.0 / count))
             gx = None
             if needs[0]:
-                a3 = a.reshape(1, c, 1)
-                if batch:
-                    params = gparams + ", T x, float32 a, float32 m, float32 k1, float32 k2"
-                    body = f"gx = (T)(a * ({gv} - k1 - ((float)x - m) * k2))"
-                    name = "bn_dx" + "_relu" * relu
-                    gx = _ew(name, params, "T gx", body)(
-                        *gin, x3, a3, m3, k1.reshape(1, c, 1), k2.reshape(1, c, 1)
-                    )
-                else:
-                    name = "bn_dx_global" + "_relu" * relu
-                    body = f"gx = (T)(a * {gv})"
-                    gx = _ew(name, gparams + ", float32 a", "T gx", body)(*gin, a3)
+                ins = (g3,) + (kept_y,) * relu + (x3,) * batch
+                chans = (a, mean, k1, k2) if batch else (a,)
+                (gx,) = _BN_DX[(relu, batch)](ins, chans, layout=(c, x3.shape[2]))
                 gx = gx.reshape(shape)
             if pdt != _F32:
                 ggamma, gbeta = ggamma.astype(pdt), gbeta.astype(pdt)
@@ -540,27 +557,32 @@ class CudaKernels:
 
     def activation(self, x: Any, kind: str, train: bool) -> tuple[Any, Grad]:
         """ReLU, sigmoid and tanh in one kernel each way; softrelu is portable."""
-        if kind not in _ACT_FWD:
+        kernels = _ACT.get(kind)
+        if kernels is None:
             return self.portable.activation(x, kind, train)
-        y = _ew("act_" + kind, "T x", "T y", _ACT_FWD[kind])(x)
+        (y,) = kernels[0]((x,))
 
         def grad(g, needs):
-            return (_ew("act_bwd_" + kind, "T y, T g", "T gx", _ACT_BWD[kind])(y, g),)
+            return kernels[1]((y, self._like(g, y)))
 
         return y, grad
 
     def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
         """``relu(a + b)`` in one kernel (float32 arithmetic), and ReLU's gradient kernel
         shared by both addends; addends of other shapes or dtypes are portable."""
-        if a.shape != b.shape or a.dtype != b.dtype:
+        if not _ADD_RELU.accepts((a, b)):
             return self.portable.add_relu(a, b, train)
-        y = _ew("add_relu", "T a, T b", "T y", _ADD_RELU)(a, b)
+        (y,) = _ADD_RELU((a, b))
 
         def grad(g, needs):
-            gs = _ew("act_bwd_relu", "T y, T g", "T gx", _ACT_BWD["relu"])(y, g)
+            (gs,) = _ACT["relu"][1]((y, self._like(g, y)))
             return (gs, gs)
 
         return y, grad
+
+    def _like(self, g: Any, y: Any) -> Any:
+        """The output gradient ``g`` in ``y``'s dtype and shape."""
+        return self.xp.asarray(g, dtype=y.dtype).reshape(y.shape)
 
 
 def _max_pool(xp: Any, x: Any, dims: tuple, y: Any) -> tuple[Any, Grad]:
