@@ -174,3 +174,58 @@ def test_pinned_host_copy_holds_the_device_values():
     host = be.to_host_pinned(a)
     assert isinstance(host, np.ndarray) and host.dtype == np.float16
     np.testing.assert_array_equal(host, np.arange(0, 10, 2))
+
+
+_DIST_TRAIN = """
+import os, sys
+import numpy as np
+import mxrs as mx
+from mxrs import autograd, gluon
+
+def train(ctx, kv, rows):
+    mx.random.seed(0)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3, padding=1, in_channels=2), gluon.nn.Activation("relu"),
+            gluon.nn.Dense(3, in_units=4 * 6 * 6))
+    net.initialize(mx.init.Xavier(), ctx=mx.cpu(0))  # drawn on the CPU: equal everywhere
+    net.collect_params().reset_ctx(ctx)
+    opt = {"learning_rate": 0.1, "momentum": 0.9}
+    trainer = gluon.Trainer(net.collect_params(), "sgd", opt, kvstore=kv)
+    rng = np.random.default_rng(0)
+    x_all, y_all = rng.uniform(-1, 1, (16, 2, 6, 6)), rng.integers(0, 3, 16)
+    x = mx.nd.array(x_all[rows], ctx=ctx)
+    y = mx.nd.array(y_all[rows], ctx=ctx)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    for _ in range(3):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(16)
+    return np.concatenate([p.data(ctx).asnumpy().ravel() for p in net.collect_params().values()])
+
+if __name__ == "__main__":
+    kv = mx.kv.create("dist_device_sync")
+    r = kv.rank
+    w = train(mx.gpu(0), kv, slice(8 * r, 8 * r + 8))
+    np.save(f"w{r}.npy", w)
+    print("ok", r, flush=True)
+"""
+
+
+def test_dist_device_sync_trains_on_gpus_as_one_process_on_the_whole_batch(tmp_path):
+    """Two workers on the GPU, two servers: each worker's gradients leave the GPU once (pinned
+    memory), the servers sum and update, and both workers hold the weights one process gets
+    from the whole batch."""
+    import importlib.util
+
+    from jobs import launch
+
+    result = launch(tmp_path, _DIST_TRAIN, n=2, s=2, env=["MXRS_CUDNN_TF32=0"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    w0, w1 = np.load(tmp_path / "w0.npy"), np.load(tmp_path / "w1.npy")
+    np.testing.assert_array_equal(w0, w1)
+    spec = importlib.util.spec_from_file_location("dist_train", tmp_path / "worker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    want = module.train(mx.cpu(0), "local", slice(0, 16))
+    np.testing.assert_allclose(w0, want, rtol=1e-4, atol=1e-5)
