@@ -8,6 +8,9 @@ job
     Roles, ranks, placement on hosts and the ``DMLC_*`` environment; ``LaunchError``.
 hostfile
     ``host``, ``host:port`` and ``host slots=N`` lines.
+clashes
+    Variables that would clash between a job's processes (ports, ranks, files), and ports
+    already in use, refused before anything starts.
 tracker
     What every launcher shares: the scheduler here, dry runs, supervision of the launches.
 scheduler

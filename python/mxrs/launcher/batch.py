@@ -17,7 +17,7 @@ import shutil
 import socket
 import sys
 
-from . import tracker
+from . import clashes, tracker
 from .job import Job, LaunchError, Node, interface_address, route_address
 from .tracker import SECRET_MASK
 
@@ -212,7 +212,7 @@ def run_script(job: Job, launcher, script, submit, dry_run=False, output_of=None
         files = JobFiles(job_dir(), f"mxrs-{launcher}")
         path = files.add("job.sh", script(job))
         return files, [
-            tracker.Launch(launcher, "worker", submit(job, path, files.dir), dict(os.environ))
+            tracker.Launch(launcher, "worker", submit(job, path, files.dir), clashes.inherited())
         ]
 
     return run_with_files(job, make, dry_run, output_of=output_of)

@@ -5,6 +5,7 @@ import importlib
 import re
 import sys
 
+from . import clashes
 from .console import PROGRESS
 from .hostfile import read_hostfile
 from .job import Job, LaunchError, parse_env
@@ -91,7 +92,9 @@ def _parser():
         type=int,
         metavar="PORT",
         help="serve Prometheus metrics at http://HOST:PORT/metrics on the scheduler, and on "
-        "PORT+1+i on server i (0: any free port each); every node says where",
+        "PORT+1+i on server i (0: any free port each; workers serve none); every node says "
+        "where. MXRS_METRICS_PORT=PORT in this environment or in --env means the same (this "
+        "option wins); no process gets it as it is",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the exact commands per host and exit"
@@ -197,7 +200,15 @@ def parse(argv):
         env["MXRS_REPLICAS"] = str(args.replicas)
     default = "1" if servers > 1 else "0"
     job.replicas = int(env.get("MXRS_REPLICAS", default) or 0) if servers > 1 else 0
-    if args.metrics_port is not None:
+    try:  # taken out of --env either way: every process would get the same port
+        from_var = clashes.metrics_port(env, servers)
+    except LaunchError as e:
+        if args.metrics_port is None:
+            p.error(str(e))
+        from_var = None
+    if args.metrics_port is None:
+        job.metrics_port = from_var
+    else:
         if not 0 <= args.metrics_port <= 65535 - 1 - servers:
             p.error(
                 f"--metrics-port must leave room for the scheduler and {servers} servers "
@@ -210,6 +221,10 @@ def parse(argv):
         env["PS_VERBOSE"] = str(min(args.verbose, 2))
     if launcher != "local" and not args.hostfile and launcher in ("ssh", "mpi"):
         p.error(f"the {launcher} launcher needs -H/--hostfile")
+    try:
+        clashes.check(job, launcher)
+    except LaunchError as e:
+        p.error(str(e))
     return launcher, job, args
 
 

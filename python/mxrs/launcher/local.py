@@ -2,7 +2,7 @@
 
 import os
 
-from . import tracker
+from . import clashes, tracker
 from .job import Job, compute_threads
 
 
@@ -11,13 +11,16 @@ def launches(job: Job):
     threads = compute_threads(os.cpu_count() or 1, job.num_workers)
     out = []
     for node in job.nodes()[1:]:
-        env = {**threads, **os.environ, **node.env, "DMLC_NODE_HOST": "127.0.0.1"}
+        env = {**threads, **clashes.inherited(), **node.env, "DMLC_NODE_HOST": "127.0.0.1"}
         out.append(tracker.node_launch(job, node, job.node_command(node), env))
     return out
 
 
 def submit(job: Job, dry_run=False):
-    """Run ``job`` on this machine over 127.0.0.1; returns the job's exit status."""
+    """Run ``job`` on this machine over 127.0.0.1; returns the job's exit status. A fixed port
+    of the job that is already in use is an error before anything starts."""
     job.root_host = "127.0.0.1"
     job.hosts = ["127.0.0.1"]
+    if not dry_run:
+        clashes.check_free_ports(job, job.root_host)
     return tracker.run(job, launches, dry_run)

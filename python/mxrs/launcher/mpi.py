@@ -15,7 +15,7 @@ import os
 import subprocess
 import tempfile
 
-from . import batch, tracker
+from . import batch, clashes, tracker
 from .job import Job, LaunchError
 
 FLAVORS = ("openmpi", "mpich")
@@ -84,7 +84,7 @@ def launches(job: Job, mpi, hostfile):
         env = {**batch.pass_through(), **batch.role_env(job, role)}
         names = sorted(env)
         cmd = mpirun(mpi, count, hostfile, names, argv)
-        out.append(tracker.Launch(f"{role}s", role, cmd, {**os.environ, **env}))
+        out.append(tracker.Launch(f"{role}s", role, cmd, {**clashes.inherited(), **env}))
     return out
 
 

@@ -16,7 +16,7 @@ or ``--exact`` where steps must share or split the allocation), ``MXRS_SBATCH_AR
 
 import os
 
-from . import batch, tracker
+from . import batch, clashes, tracker
 from .job import Job
 
 
@@ -39,7 +39,7 @@ def step_launches(job: Job):
     """Inside an allocation: the two steps, with the variables in srun's environment."""
     out = []
     for role in ("server", "worker"):
-        env = {**os.environ, **batch.role_env(job, role)}
+        env = {**clashes.inherited(), **batch.role_env(job, role)}
         out.append(tracker.Launch(f"{role}s", role, srun(job, role), env))
     return out
 

@@ -1,17 +1,18 @@
 """One timeline for a whole job: each worker's Chrome trace, merged when the job ends.
 
-When the launcher's environment, or ``--env``, sets ``MXRS_TIMELINE=F``, worker ``r`` is started
-with ``MXRS_TIMELINE=F.parts/worker<r>.json`` (``F`` made absolute from the launcher's working
-directory) and writes its own trace there (:mod:`mxrs.timeline`). When the job ends, however it
-ends, the launcher merges the part files that exist into ``F``: every worker keeps its events
-and its pid (its rank), and each part is shifted onto the wall clock, which is the only clock
-the workers share (each part's timestamps count from its own start, whose wall-clock time it
+When the launcher's environment, ``--env`` or ``--env-worker`` sets ``MXRS_TIMELINE=F``, worker
+``r`` is started with ``MXRS_TIMELINE=F.parts/worker<r>.json`` (``F`` made absolute from the
+launcher's working directory) and writes its own trace there (:mod:`mxrs.timeline`). When the job
+ends, however it ends, the launcher merges the part files that exist into ``F``: every worker keeps
+its events and its pid (its rank), and each part is shifted onto the wall clock, which is the only
+clock the workers share (each part's timestamps count from its own start, whose wall-clock time it
 records as ``otherData.wall_start_us``). A missing or unreadable part is skipped with a warning.
 
 The merge reads the part files from the launcher's own file system: it sees them for local
 jobs, and for remote ones (ssh) only where the workers write to a file system the launching
 host shares (the path is the same absolute path on every host). The batch launchers (mpi, sge,
-yarn, slurm), which set each worker's rank in a shim, do not give workers part files.
+yarn, slurm), which set each worker's rank in a shim, do not give workers part files: they
+refuse ``MXRS_TIMELINE`` (:mod:`.clashes`).
 """
 
 import json
@@ -43,8 +44,9 @@ def part_path(target, rank):
 
 def requested(job):
     """Parts of ``job``, or None when no timeline is asked for (``MXRS_TIMELINE`` from
-    ``--env``, else from the launcher's environment)."""
-    target = job.extra_env.get(ENV, os.environ.get(ENV, "")).strip()
+    ``--env-worker``, else ``--env``, else the launcher's environment)."""
+    source = next((e for e in (job.env_worker, job.extra_env) if ENV in e), os.environ)
+    target = source.get(ENV, "").strip()
     if not target:
         return None
     return Parts(os.path.abspath(target), job.num_workers)

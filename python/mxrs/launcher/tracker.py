@@ -8,14 +8,13 @@ exact commands, with :data:`~.job.PORT_PLACEHOLDER` for the port, and starts not
 """
 
 import contextlib
-import os
 import shlex
 import signal
 import sys
 import threading
 from dataclasses import dataclass, field
 
-from . import timeline
+from . import clashes, timeline
 from .job import PORT_PLACEHOLDER, Job, LaunchError, Node
 from .scheduler import SchedulerStartError, start_scheduler
 from .supervise import Supervisor
@@ -43,7 +42,7 @@ class Launch:
 def scheduler_launch(job: Job):
     """The scheduler, as a process of the launching host."""
     node = job.nodes()[0]
-    env = {**os.environ, **node.env}
+    env = {**clashes.inherited(), **node.env}
     return Launch(node.label, node.role, job.node_command(node), env)
 
 
