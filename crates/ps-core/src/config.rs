@@ -42,6 +42,8 @@ pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `PS_REJOIN_TIMEOUT`: how long a job waits for a lost worker to be restarted.
 pub const DEFAULT_REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default `MXRS_FORM_TIMEOUT`: how long the scheduler waits for every node to register.
+pub const DEFAULT_FORM_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default `MXNET_KVSTORE_BIGARRAY_BOUND`: arrays above it are sliced over all servers.
 pub const DEFAULT_BIGARRAY_BOUND: u64 = 1_000_000;
 /// Default cap on one data-plane frame (never more than the in-flight budget).
@@ -83,6 +85,10 @@ pub struct Config {
     /// the job fails: `PS_REJOIN_TIMEOUT` seconds (default 60) when `MXRS_MAX_RESTARTS` is above
     /// 0 (the launcher restarts failed workers), else `None`: a lost worker ends the job at once.
     pub rejoin_timeout: Option<Duration>,
+    /// How long the scheduler waits, from its start, for every node of the job to register
+    /// before it gives up naming the missing ones: `MXRS_FORM_TIMEOUT` seconds (default 300;
+    /// 0: wait for ever).
+    pub form_timeout: Option<Duration>,
     /// `MXRS_REPLICAS`: backups of each server's keys on the servers after it (0: none; at
     /// most S - 1 count). Default 1 with two servers or more, else 0.
     pub replicas: u32,
@@ -120,6 +126,7 @@ impl std::fmt::Debug for Config {
             .field("heartbeat_interval", &self.heartbeat_interval)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("rejoin_timeout", &self.rejoin_timeout)
+            .field("form_timeout", &self.form_timeout)
             .field("replicas", &self.replicas)
             .field("bigarray_bound", &self.bigarray_bound)
             .field("max_frame_bytes", &self.max_frame_bytes)
@@ -148,6 +155,7 @@ pub const VARIABLES: &[&str] = &[
     "PS_HEARTBEAT_TIMEOUT",
     "MXRS_MAX_RESTARTS",
     "PS_REJOIN_TIMEOUT",
+    "MXRS_FORM_TIMEOUT",
     "MXRS_REPLICAS",
     "MXNET_KVSTORE_BIGARRAY_BOUND",
     "MXRS_MAX_FRAME_BYTES",
@@ -215,6 +223,11 @@ impl Config {
                 }
                 _ => None,
             },
+            form_timeout: match seconds(&get, "MXRS_FORM_TIMEOUT")? {
+                Some(t) if t.is_zero() => None,
+                Some(t) => Some(t),
+                None => Some(DEFAULT_FORM_TIMEOUT),
+            },
             replicas: match optional(&get, "MXRS_REPLICAS")? {
                 Some(n) if n > 1 => {
                     return Err(PsError::Config {
@@ -257,6 +270,7 @@ impl Config {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
             rejoin_timeout: None,
+            form_timeout: Some(DEFAULT_FORM_TIMEOUT),
             replicas: 0,
             bigarray_bound: DEFAULT_BIGARRAY_BOUND,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,

@@ -5,6 +5,7 @@
 //! reply), one reads the scheduler's event stream. Both publish into [`JobHealth`] and end with
 //! the last clone of the client, or once the shutdown order has arrived.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,10 @@ use crate::protocol::{auth, pb, transport};
 const JOIN_PATIENCE: Duration = Duration::from_secs(60);
 /// Longest pause between two tries.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(1);
+/// How often a node waiting for the job to form says so.
+const REPORT_EVERY: Duration = Duration::from_secs(30);
+/// How long past the formation timeout a node waits for the scheduler's verdict.
+const FORM_GRACE: Duration = Duration::from_secs(60);
 
 /// A node's connection to the scheduler. Cheap to clone; the background tasks end when the last
 /// clone is dropped.
@@ -138,7 +143,9 @@ impl ControlClient {
             num_servers: cfg.num_servers,
         };
         tracing::debug!("registering as {role} with the {scheduler}");
-        let reply = rpc.register(request).await?.into_inner();
+        let reply = await_formation(rpc.register(request), &scheduler, cfg.form_timeout)
+            .await?
+            .into_inner();
         let membership = membership(reply)?;
         tracing::info!("joined the job as {}", membership.me);
         let node_id = membership.me.node_id;
@@ -279,6 +286,42 @@ async fn connect(addr: std::net::SocketAddr, secret: Option<Arc<[u8]>>) -> Resul
                 )));
             }
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Waits for the scheduler's answer to a registration (it comes once the job forms), saying
+/// every [`REPORT_EVERY`] that it still waits; gives up a minute after the formation timeout
+/// (the scheduler answers at the timeout with the missing nodes; past that it is not
+/// answering at all).
+async fn await_formation<T>(
+    answer: impl Future<Output = std::result::Result<T, tonic::Status>>,
+    scheduler: &str,
+    timeout: Option<Duration>,
+) -> Result<T> {
+    let start = Instant::now();
+    let deadline = timeout.map(|t| start + t + FORM_GRACE);
+    let mut report = tokio::time::interval_at(start + REPORT_EVERY, REPORT_EVERY);
+    tokio::pin!(answer);
+    loop {
+        let expired = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            reply = &mut answer => return Ok(reply?),
+            _ = report.tick() => tracing::warn!(
+                "waited {}s for the job to form (the {scheduler} says which nodes it lacks)",
+                start.elapsed().as_secs()
+            ),
+            _ = expired => {
+                return Err(PsError::NodeLost(format!(
+                    "the {scheduler} did not answer this node's registration within {:?}",
+                    deadline.map(|at| at - start).unwrap_or_default()
+                )));
+            }
         }
     }
 }

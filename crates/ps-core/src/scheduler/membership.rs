@@ -128,6 +128,8 @@ pub(crate) struct Job {
     ended: watch::Sender<Option<Shutdown>>,
     /// Nodes declared lost so far, each time one was.
     losses: u64,
+    /// Until the job forms: since when it waits, its deadline and its next progress report.
+    forming: formation::Clock,
 }
 
 impl Job {
@@ -151,6 +153,7 @@ impl Job {
             notices: broadcast::channel(NOTICE_BACKLOG).0,
             ended: watch::channel(None).0,
             losses: 0,
+            forming: formation::Clock::default(),
         }
     }
 

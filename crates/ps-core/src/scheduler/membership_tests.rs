@@ -464,3 +464,63 @@ mod rejoin;
 
 #[path = "membership/replace_tests.rs"]
 mod replace;
+
+#[test]
+fn a_job_that_does_not_form_gives_up_naming_the_missing_nodes() {
+    let start = Instant::now();
+    let mut job = Job::new(2, 2).with_form_timeout(Some(Duration::from_secs(300)), start);
+    let waiting = [
+        join(&mut job, reg(Role::Server, "s0", 100, Some(0))),
+        join(&mut job, reg(Role::Server, "s1", 101, Some(1))),
+        join(&mut job, worker("w0", Some(0))),
+    ];
+    job.check_formation(start + Duration::from_secs(299));
+    assert!(job.forming(), "still within the timeout");
+    job.check_formation(start + Duration::from_secs(300));
+    assert!(!job.forming());
+    for mut rx in waiting {
+        match rx.try_recv().expect("answered") {
+            Err(PsError::NodeLost(m)) => {
+                assert!(m.contains("did not form within 300s"), "{m}");
+                assert!(m.contains("1 of 2 workers and 2 of 2 servers"), "{m}");
+                assert!(m.ends_with("missing: worker 1"), "{m}");
+            }
+            other => panic!("expected the formation timeout, got {other:?}"),
+        }
+    }
+    let ended = job.ended().borrow().clone().expect("the job ended");
+    assert!(ended.failed && ended.reason.contains("missing: worker 1"));
+    // a late node is refused: the job is over
+    assert!(matches!(
+        job.register(worker("w1", Some(1)), start + Duration::from_secs(301)),
+        Err(PsError::Shutdown)
+    ));
+}
+
+#[test]
+fn missing_nodes_without_ranks_are_counted() {
+    let start = Instant::now();
+    let mut job = Job::new(2, 2).with_form_timeout(Some(Duration::from_secs(1)), start);
+    let mut rx = join(&mut job, worker("w0", None));
+    job.check_formation(start + Duration::from_secs(2));
+    match rx.try_recv().expect("answered") {
+        Err(PsError::NodeLost(m)) => assert!(m.ends_with("missing: 1 worker, 2 servers"), "{m}"),
+        other => panic!("expected the formation timeout, got {other:?}"),
+    }
+}
+
+#[test]
+fn without_a_formation_timeout_the_job_waits_and_forms() {
+    let start = Instant::now();
+    let mut job = Job::new(2, 2).with_form_timeout(None, start);
+    let w0 = join(&mut job, worker("w0", None));
+    job.check_formation(start + Duration::from_secs(100_000));
+    assert!(job.forming());
+    for r in [server("s0", 100), server("s1", 101), worker("w1", None)] {
+        join(&mut job, r);
+    }
+    assert!(!job.forming());
+    joined(w0);
+    job.check_formation(start + Duration::from_secs(200_000)); // formed: nothing happens
+    assert!(job.ended().borrow().is_none());
+}

@@ -77,6 +77,7 @@ pub async fn serve(
     let shared = Arc::new(Shared {
         job: Mutex::new(
             Job::new(cfg.num_workers, cfg.num_servers)
+                .with_form_timeout(cfg.form_timeout, Instant::now())
                 .with_rejoin(cfg.rejoin_timeout)
                 .with_replicas(cfg.replicas),
         ),
@@ -121,6 +122,8 @@ pub async fn serve(
             period,
         )))
     });
+
+    let _forming = AbortOnDrop(tokio::spawn(watch_formation(shared.clone())));
 
     let mut ended = shared.job().ended();
     tokio::select! {
@@ -230,6 +233,21 @@ async fn start_metrics(
         render,
         std::future::pending(),
     )))
+}
+
+/// Until the job forms, once a second: reports whom it waits for, and gives up past the
+/// formation timeout ([`Job::check_formation`]).
+async fn watch_formation(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let mut job = shared.job();
+        job.check_formation(Instant::now());
+        if !job.forming() {
+            return;
+        }
+    }
 }
 
 /// Declares lost every node silent for `timeout` (and every worker away for longer than the

@@ -1,16 +1,120 @@
 //! Forming the job: registrations are checked as they arrive, and once every node has
-//! registered, ranks and node ids are assigned and every registration is answered.
+//! registered, ranks and node ids are assigned and every registration is answered. A job that
+//! does not form says every [`REPORT_EVERY`] which nodes it still waits for, and past its
+//! formation timeout (`MXRS_FORM_TIMEOUT`) fails every registration with that list and ends.
 
 use tokio::sync::oneshot;
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 
 use super::{Job, MAX_HOST_LEN, Member, Pending, Registration, State};
 use crate::config::Role;
 use crate::error::{PsError, Result};
 use crate::placement::{NodeInfo, Topology};
 use crate::scheduler::Membership;
+use crate::scheduler::Shutdown;
+
+/// How often a job that has not formed says whom it waits for.
+pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(30);
+
+/// The clock of a job that has not formed yet.
+#[derive(Debug, Default)]
+pub(crate) struct Clock {
+    /// When the wait began (the scheduler's start); None: no formation timeout is kept.
+    since: Option<Instant>,
+    timeout: Option<Duration>,
+    next_report: Option<Instant>,
+}
 
 impl Job {
+    /// Gives up on forming `timeout` after `now` (the scheduler's start), failing every
+    /// registration with the list of missing nodes; `None` waits for ever (still reporting).
+    pub fn with_form_timeout(mut self, timeout: Option<Duration>, now: Instant) -> Job {
+        self.forming = Clock {
+            since: Some(now),
+            timeout,
+            next_report: Some(now + REPORT_EVERY),
+        };
+        self
+    }
+
+    /// Whether the job still waits for registrations (it has not formed, nor ended).
+    pub fn forming(&self) -> bool {
+        self.members.is_empty() && !self.is_over()
+    }
+
+    /// Before the job forms: reports every [`REPORT_EVERY`] whom it waits for, and past the
+    /// formation timeout fails every registration with [`PsError::NodeLost`] naming the
+    /// missing nodes, then ends the job.
+    pub fn check_formation(&mut self, now: Instant) {
+        let Some(since) = self.forming.since else {
+            return;
+        };
+        if !self.forming() {
+            return;
+        }
+        let waited = now.duration_since(since);
+        if let Some(timeout) = self.forming.timeout.filter(|t| waited >= *t) {
+            let message = format!(
+                "the job did not form within {timeout:?} (MXRS_FORM_TIMEOUT): {}",
+                self.formation_census()
+            );
+            tracing::error!("{message}");
+            for p in self.pending.drain(..) {
+                let _ = p.reply.send(Err(PsError::NodeLost(message.clone())));
+            }
+            self.end(Shutdown {
+                failed: true,
+                reason: message,
+            });
+            return;
+        }
+        if self.forming.next_report.is_some_and(|at| now >= at) {
+            self.forming.next_report = Some(now + REPORT_EVERY);
+            tracing::warn!(
+                "waited {}s for the job to form: {}",
+                waited.as_secs(),
+                self.formation_census()
+            );
+        }
+    }
+
+    /// Who has registered and who is missing: "1 of 2 workers and 2 of 2 servers have
+    /// registered; missing: worker 1".
+    fn formation_census(&self) -> String {
+        let mut have = Vec::new();
+        let mut missing = Vec::new();
+        for (role, limit) in [
+            (Role::Worker, self.num_workers),
+            (Role::Server, self.num_servers),
+        ] {
+            let regs: Vec<&Registration> = self
+                .pending
+                .iter()
+                .map(|p| &p.reg)
+                .filter(|r| r.role == role)
+                .collect();
+            have.push(format!("{} of {limit} {role}s", regs.len()));
+            let lacking = limit as usize - regs.len().min(limit as usize);
+            if lacking == 0 {
+                continue;
+            }
+            if !regs.is_empty() && regs.iter().all(|r| r.rank.is_some()) {
+                let ranks = (0..limit).filter(|k| !regs.iter().any(|r| r.rank == Some(*k)));
+                missing.extend(ranks.map(|k| format!("{role} {k}")));
+            } else {
+                missing.push(format!(
+                    "{lacking} {role}{}",
+                    if lacking == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        format!(
+            "{} have registered; missing: {}",
+            have.join(" and "),
+            missing.join(", ")
+        )
+    }
+
     /// Takes a registration. The receiver gets the node's membership once the last node of the
     /// job has registered; the ticket withdraws the registration if the node goes away first.
     pub fn register(
