@@ -229,21 +229,27 @@ for i, kind in enumerate(['none', 'fp16', 'bf16', '2bit']):
     out = mx.nd.zeros((n,))
     kv.pushpull(i, mx.nd.array(g), out=out)
     got = out.asnumpy()
+    if kind == 'fp16':  # a pull of the sum travels in float16 too
+        plain = mx.nd.zeros((n,))
+        kv.pull(i, out=plain)
+        np.testing.assert_array_equal(plain.asnumpy(), got)
     kv.barrier()
     after = kv._server_stats()
     assert len(after) == 2
     sent = sum(a['payload_bytes'] - b['payload_bytes'] for a, b in zip(after, before))
     frames = sum(a['frame_bytes'] - b['frame_bytes'] for a, b in zip(after, before))
     entries = sum(a['entries'] - b['entries'] for a, b in zip(after, before))
+    pulled = sum(a['pulled_bytes'] - b['pulled_bytes'] for a, b in zip(after, before))
     both = [np.random.default_rng(w).normal(0, 1, n).astype(np.float32) for w in range(2)]
     if kind == 'fp16':
-        np.testing.assert_array_equal(got, half(both[0]) + half(both[1]))
+        # the sum of the rounded pushes, rounded again to travel back in float16
+        np.testing.assert_array_equal(got, half(half(both[0]) + half(both[1])))
     elif kind == 'none':
         np.testing.assert_array_equal(got, both[0] + both[1])
     elif kind == '2bit':
         q = lambda a: np.where(a >= 0.01, 0.01, np.where(a <= -0.01, -0.01, 0)).astype(np.float32)
         np.testing.assert_array_equal(got, q(both[0]) + q(both[1]))
-    rows.append((kind, sent, frames, entries))
+    rows.append((kind, sent, frames, entries, pulled))
 kv.init('f64', mx.nd.zeros((3,), dtype='float64'))
 try:
     kv.push('f64', mx.nd.ones((3,), dtype='float64'))
@@ -261,7 +267,12 @@ def test_servers_count_the_wire_bytes_halved_by_16_bits_and_a_sixteenth_by_2bit(
     rows = {kind: tuple(rest) for kind, *rest in json.loads(line[line.index(" [[") + 1 :])}
     n, workers = 50_000, 2
     # The key is sliced over both servers (25,000 elements each, one piece each).
-    assert {entries for _, _, entries in rows.values()} == {2 * workers}
+    assert {entries for _, _, entries, _ in rows.values()} == {2 * workers}
+    # Each worker's pushpull pulls the sum back: in float32, or in 16 bits under fp16 and bf16
+    # (2bit pulls stay plain).
+    assert rows["none"][3] == rows["2bit"][3] == workers * n * 4
+    assert rows["bf16"][3] == workers * n * 2
+    assert rows["fp16"][3] == workers * n * 2 * 2  # the pushpull and a pull
     assert rows["none"][0] == workers * n * 4
     assert rows["fp16"][0] == rows["bf16"][0] == workers * n * 2
     # 2bit: 4 bytes of threshold per piece and 4 bytes per 16 elements.

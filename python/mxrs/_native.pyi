@@ -32,7 +32,11 @@ class Worker:
         priority: int = 0,
     ) -> Ticket: ...
     def pull(
-        self, keys: Sequence[int], outs: Sequence[np.ndarray], priority: int = 0
+        self,
+        keys: Sequence[int],
+        outs: Sequence[np.ndarray],
+        priority: int = 0,
+        compression: tuple[str, float] | None = None,
     ) -> Ticket: ...
     def pushpull(
         self,

@@ -301,6 +301,17 @@ impl Compression {
     }
 
     /// Whether it keeps a residual per key.
+    /// The type a pulled sum of pushes may travel in under this compression: float16 for
+    /// `fp16`, bfloat16 for `bf16`; `2bit` pulls stay plain (its error feedback needs a
+    /// residual per receiver of the value).
+    pub fn pull_dtype(self) -> Option<DType> {
+        match self {
+            Compression::F16 => Some(DType::F16),
+            Compression::BF16 => Some(DType::BF16),
+            Compression::TwoBit { .. } => None,
+        }
+    }
+
     pub fn needs_residual(self) -> bool {
         matches!(self, Compression::TwoBit { .. })
     }

@@ -385,3 +385,124 @@ async fn an_unknown_codec_closes_only_that_connection() {
     assert_eq!(to_f32(&value.payload), [2.0; 4]);
     servers.stop().await;
 }
+
+/// `fp16`/`bf16` rounding of `v`.
+fn rounded(kind: &str, v: f32) -> f32 {
+    match kind {
+        "fp16" => f16::from_f32(v).to_f32(),
+        _ => bf16::from_f32(v).to_f32(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_bit_pulls_carry_sums_of_pushes_at_half_the_bytes_and_weights_whole() {
+    let servers = Servers::start(1, 1, None).await;
+    let mut raw = Raw::open(&servers, 0, 1).await;
+    let init: Vec<f32> = (0..5).map(|i| 1.0 + i as f32 / 3.0).collect();
+    let reply = raw.call(Op::Init, vec![entry(1, &[5], &init, 0)]).await;
+    assert_eq!(reply.unwrap().entries[0].status, 0);
+    let pull = |round, pull_as| Frame {
+        pull_as,
+        ..Frame::request(Op::Pull, 0, vec![entry(1, &[5], &[], round)])
+    };
+    // Round 0 holds the initial value (weights): float32 whatever the request takes.
+    let got = raw.call_frame(pull(0, Some(DType::F16))).await.unwrap();
+    let e = got.entries[0].clone().into_result().unwrap();
+    assert_eq!((e.dtype, to_f32(&e.payload)), (DType::F32, init.clone()));
+    // A pushpull completes round 1: its sum of pushes comes back in float16, 2 bytes each.
+    let g: Vec<f32> = (0..5).map(|i| 0.1 + i as f32 / 7.0).collect();
+    let frame = Frame {
+        pull_as: Some(DType::F16),
+        ..Frame::request(Op::PushPull, 0, vec![entry(1, &[5], &g, 0)])
+    };
+    let e = raw.call_frame(frame).await.unwrap().entries[0]
+        .clone()
+        .into_result()
+        .unwrap();
+    assert_eq!((e.dtype, e.payload.len()), (DType::F16, 10));
+    let want: Vec<f32> = g.iter().map(|&v| rounded("fp16", v)).collect();
+    let got: Vec<f32> = e
+        .payload
+        .chunks_exact(2)
+        .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+        .collect();
+    assert_eq!(got, want);
+    // The same round in bfloat16, and plain without the flag.
+    let e = raw
+        .call_frame(pull(1, Some(DType::BF16)))
+        .await
+        .unwrap()
+        .entries[0]
+        .clone();
+    assert_eq!((e.dtype, e.payload.len()), (DType::BF16, 10));
+    let e = raw.call_frame(pull(1, None)).await.unwrap().entries[0].clone();
+    assert_eq!((e.dtype, to_f32(&e.payload)), (DType::F32, g));
+    servers.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_widen_sixteen_bit_pulls_of_sliced_keys_and_keep_weights_float32() {
+    let servers = Servers::start(2, 2, None).await;
+    // Bound 40: key 7 (100 elements) is sliced over both servers.
+    let workers = servers.workers(2, Mode::Sync, 40).await;
+    let n = 100;
+    for wk in &workers {
+        let items = vec![(7, DType::F32, vec![n], f32s(&[0.5; 100]))];
+        within(wk.init(items).wait()).await.unwrap();
+    }
+    let g: Vec<Vec<f32>> = (0..2)
+        .map(|w| {
+            (0..n)
+                .map(|i| 0.3 + i as f32 * 1e-3 + w as f32 / 3.0)
+                .collect()
+        })
+        .collect();
+    for (round, kind) in ["fp16", "bf16"].into_iter().enumerate() {
+        let c = Compression::new(kind, 0.0).unwrap();
+        let tickets: Vec<_> = workers
+            .iter()
+            .zip(&g)
+            .map(|(wk, g)| wk.pushpull_compressed(vec![(7, DType::F32, f32s(g))], c))
+            .collect();
+        // the float32 sum of the rounded pushes, rounded again for the wire
+        let want: Vec<f32> = (0..n as usize)
+            .map(|i| rounded(kind, rounded(kind, g[0][i]) + rounded(kind, g[1][i])))
+            .collect();
+        for ticket in tickets {
+            let got = within(ticket.wait()).await.unwrap();
+            assert_eq!(to_f32(&got[0]), want, "{kind} round {round}");
+        }
+        let got = within(workers[1].pull_request(&[7], 0, Some(c)).wait()).await;
+        assert_eq!(to_f32(&got.unwrap()[0]), want, "{kind} pull");
+        let exact = within(workers[1].pull(&[7]).wait()).await.unwrap();
+        let sum: Vec<f32> = (0..n as usize)
+            .map(|i| rounded(kind, g[0][i]) + rounded(kind, g[1][i]))
+            .collect();
+        assert_eq!(to_f32(&exact[0]), sum, "{kind} plain pull");
+    }
+    // With an optimizer on the servers the value is weights: float32 however pulled.
+    let sgd = OptimizerSpec {
+        name: "sgd".into(),
+        params: vec![("learning_rate".into(), 0.5)],
+        key_mults: vec![],
+        payload: Vec::new(),
+    };
+    within(workers[0].set_optimizer(&sgd)).await.unwrap();
+    let c = Compression::new("fp16", 0.0).unwrap();
+    let before = to_f32(&within(workers[0].pull(&[7]).wait()).await.unwrap()[0]);
+    let tickets: Vec<_> = workers
+        .iter()
+        .map(|wk| wk.pushpull_compressed(vec![(7, DType::F32, f32s(&[0.1; 100]))], c))
+        .collect();
+    let step = 0.5 * (2.0 * rounded("fp16", 0.1));
+    for ticket in tickets {
+        let got = to_f32(&within(ticket.wait()).await.unwrap()[0]);
+        let want: Vec<f32> = before.iter().map(|w| w - step).collect();
+        assert_eq!(got, want);
+        assert!(
+            got.iter().any(|&v| v != rounded("fp16", v)),
+            "float32 weights"
+        );
+    }
+    servers.stop().await;
+}

@@ -222,18 +222,23 @@ impl Worker {
     }
 
     /// Pulls `keys` into `outs` (one C-contiguous array of the key's size each), `priority`
-    /// as for `push`.
-    #[pyo3(signature = (keys, outs, priority = 0))]
+    /// as for `push`. With `compression` `fp16` or `bf16`, a value that is a sum of pushes (no
+    /// optimizer on the servers) travels in that type.
+    #[pyo3(signature = (keys, outs, priority = 0, compression = None))]
     fn pull(
         &self,
         keys: Vec<u64>,
         outs: Vec<Bound<'_, PyUntypedArray>>,
         priority: i32,
+        compression: Option<(String, f64)>,
     ) -> PyResult<Ticket> {
         check_lengths("pull", keys.len(), outs.len())?;
+        let compression = self::compression(compression)?;
         let (infos, keep) = destinations(&keys, &outs)?;
         Ok(Self::ticket(
-            self.job()?.worker().pull_request(&keys, priority),
+            self.job()?
+                .worker()
+                .pull_request(&keys, priority, compression),
             0,
             infos,
             keep,
@@ -241,7 +246,8 @@ impl Worker {
     }
 
     /// Pushes `arrays`, then pulls the value their round produces into `outs`, in one round
-    /// trip (`compression` and `priority` as for `push`; the pulled values are plain).
+    /// trip (`compression` and `priority` as for `push`; with `fp16` or `bf16` the pulled sum
+    /// of pushes travels in that type too, as for `pull`).
     #[pyo3(signature = (keys, arrays, outs, compression = None, priority = 0))]
     fn pushpull(
         &self,
@@ -405,7 +411,8 @@ impl Worker {
 
     /// What each server (by rank) has received in push and pushpull frames: a dict of
     /// `frames`, `entries`, `payload_bytes` (the pushed values as they crossed the wire) and
-    /// `frame_bytes` (whole frames), counted since the server started.
+    /// `frame_bytes` (whole frames), and `pulled_bytes` (the values its pull and pushpull
+    /// replies carried), counted since the server started.
     fn server_stats<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let stats = self.run(py, self.job()?.worker().server_stats())?;
         stats
@@ -416,6 +423,7 @@ impl Worker {
                 d.set_item("entries", s.entries)?;
                 d.set_item("payload_bytes", s.payload_bytes)?;
                 d.set_item("frame_bytes", s.frame_bytes)?;
+                d.set_item("pulled_bytes", s.pulled_bytes)?;
                 Ok(d)
             })
             .collect()

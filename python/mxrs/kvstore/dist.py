@@ -332,7 +332,10 @@ class DistKVStore(RowKeys, KVStore):
             if not pairs:
                 return
         bufs, marks = self._gather_pulls(pairs, "pull")
-        ticket = self._worker.pull([self._keys[k][0] for k, _ in pairs], bufs, _priority(priority))
+        wires = [self._keys[k][0] for k, _ in pairs]
+        # fp16/bf16 compression: a sum of pushes (no optimizer on the servers) comes back in
+        # that type too
+        ticket = self._worker.pull(wires, bufs, _priority(priority), self._compression)
         _pending.track(self._meter.request(ticket, pulled=pairs, pull_arrays=bufs), writes=marks)
 
     def pushpull(
@@ -376,15 +379,17 @@ class DistKVStore(RowKeys, KVStore):
         self._compression = compression_spec(compression_params)
 
     def _server_stats(self) -> list[dict[str, int]]:
-        """What each server (by rank) has received in push and pushpull frames since it started.
+        """What each server (by rank) has received in push and pushpull frames, and sent in
+        pull replies, since it started.
 
         Returns
         -------
         list of dict
             ``frames``, ``entries`` (one per key or slice of a key), ``payload_bytes`` (the pushed
             values as they crossed the wire, compressed or not) and ``frame_bytes`` (whole frames,
-            headers included). This worker's earlier pushes are counted; other workers' are once
-            a barrier has passed.
+            headers included); ``pulled_bytes``, the values its pull and pushpull replies
+            carried (float16 or bfloat16 sums under ``fp16``/``bf16`` compression). This
+            worker's earlier requests are counted; other workers' are once a barrier has passed.
         """
         _pending.check()
         return self._worker.server_stats()

@@ -22,6 +22,14 @@
 //! how `fp16`/`bf16` compression travels. Each slice of a sliced key is packed on its own, from
 //! its own first element.
 //!
+//! # Low-precision pulls
+//! A pull or pushpull request whose `flags` carry [`FLAG_PULL_F16`] or [`FLAG_PULL_BF16`]
+//! (`fp16`/`bf16` compression) takes float16 / bfloat16 replies where the value is a sum of
+//! the workers' pushes (a float32 key on servers without an optimizer, after its first
+//! round): the reply entry then has that dtype, its payload `count` such elements, converted
+//! once per round on the server. Any other value (an initial value, weights an optimizer
+//! updates) comes in the key's dtype; the reply entry's dtype says which.
+//!
 //! A `Stats` request (one entry, no payload) is answered with one entry whose payload is the
 //! server's push counters (`protocol::stats`).
 //!
@@ -60,6 +68,10 @@ const FLAG_REPLY: u8 = 1;
 /// `flags` bit marking a request a worker sends again to the server that took over its keys
 /// after the one it went to was lost: what of it was applied already is answered, not redone.
 const FLAG_RESENT: u8 = 2;
+/// `flags` bit of a pull or pushpull that takes float16 replies of pushed sums.
+const FLAG_PULL_F16: u8 = 4;
+/// `flags` bit of a pull or pushpull that takes bfloat16 replies of pushed sums.
+const FLAG_PULL_BF16: u8 = 8;
 
 /// What a frame asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,6 +259,9 @@ pub struct Frame {
     pub reply: bool,
     /// A request sent again after the server it went to was lost ([`FLAG_RESENT`]).
     pub resent: bool,
+    /// The low-precision dtype (float16 or bfloat16) a pull or pushpull takes pushed sums in
+    /// ([`FLAG_PULL_F16`], [`FLAG_PULL_BF16`]).
+    pub pull_as: Option<DType>,
     pub request_id: u64,
     pub entries: Vec<Entry>,
 }
@@ -258,6 +273,7 @@ impl Frame {
             op,
             reply: false,
             resent: false,
+            pull_as: None,
             request_id,
             entries,
         }
@@ -269,6 +285,7 @@ impl Frame {
             op,
             reply: true,
             resent: false,
+            pull_as: None,
             request_id,
             entries,
         }
@@ -328,9 +345,19 @@ impl Frame {
         }
         let op = Op::from_u8(buf.get_u8())?;
         let flags = buf.get_u8();
-        if flags & !(FLAG_REPLY | FLAG_RESENT) != 0 {
+        if flags & !(FLAG_REPLY | FLAG_RESENT | FLAG_PULL_F16 | FLAG_PULL_BF16) != 0 {
             return Err(PsError::Protocol(format!("unknown frame flags {flags:#x}")));
         }
+        let pull_as = match flags & (FLAG_PULL_F16 | FLAG_PULL_BF16) {
+            0 => None,
+            FLAG_PULL_F16 => Some(DType::F16),
+            FLAG_PULL_BF16 => Some(DType::BF16),
+            _ => {
+                return Err(PsError::Protocol(
+                    "a frame asks for float16 and bfloat16 pulls at once".into(),
+                ));
+            }
+        };
         let n = buf.get_u16_le() as usize;
         let request_id = buf.get_u64_le();
         let mut entries = Vec::with_capacity(n.min(buf.len() / ENTRY_HEADER));
@@ -381,6 +408,7 @@ impl Frame {
             op,
             reply: flags & FLAG_REPLY != 0,
             resent: flags & FLAG_RESENT != 0,
+            pull_as,
             request_id,
             entries,
         })
@@ -397,7 +425,12 @@ impl Frame {
         scratch.put_u32_le(len);
         scratch.put_u8(self.op as u8);
         let reply = if self.reply { FLAG_REPLY } else { 0 };
-        scratch.put_u8(reply | if self.resent { FLAG_RESENT } else { 0 });
+        let pull_as = match self.pull_as {
+            Some(DType::F16) => FLAG_PULL_F16,
+            Some(DType::BF16) => FLAG_PULL_BF16,
+            _ => 0,
+        };
+        scratch.put_u8(reply | if self.resent { FLAG_RESENT } else { 0 } | pull_as);
         scratch.put_u16_le(n);
         scratch.put_u64_le(self.request_id);
         for e in &self.entries {

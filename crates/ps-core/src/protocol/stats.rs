@@ -1,20 +1,24 @@
-//! A server's counters of the pushes it received, as a `Stats` reply carries them.
+//! A server's counters of the pushes it received and the values it sent, as a `Stats` reply
+//! carries them.
 //!
 //! ```text
-//! payload := frames:u64 entries:u64 payload_bytes:u64 frame_bytes:u64   (little-endian)
+//! payload := frames:u64 entries:u64 payload_bytes:u64 frame_bytes:u64 pulled_bytes:u64
 //! ```
-//! Every push and pushpull request frame a server reads counts, whether or not its entries were
-//! applied: `frames` such frames, `entries` their entries (one per key or slice of a key),
-//! `payload_bytes` the bytes of those entries' payloads (the gradients as they crossed the wire,
-//! compressed or not) and `frame_bytes` the whole frames, headers and length prefixes included.
+//! (little-endian). Every push and pushpull request frame a server reads counts, whether or not
+//! its entries were applied: `frames` such frames, `entries` their entries (one per key or slice
+//! of a key), `payload_bytes` the bytes of those entries' payloads (the gradients as they
+//! crossed the wire, compressed or not) and `frame_bytes` the whole frames, headers and length
+//! prefixes included. `pulled_bytes` counts the value bytes of the replies to pulls and
+//! pushpulls it sent (float16 or bfloat16 ones for low-precision pulls).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Frame;
 
 /// Bytes of an encoded [`PushStats`].
-const ENCODED_LEN: usize = 32;
+const ENCODED_LEN: usize = 40;
 
 /// Totals of the push and pushpull frames one server has received.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,6 +31,9 @@ pub struct PushStats {
     pub payload_bytes: u64,
     /// Bytes of the whole frames on the wire.
     pub frame_bytes: u64,
+    /// Bytes of the values its replies to pulls and pushpulls carried (as they crossed the
+    /// wire: half a float32 value's for a float16 pull).
+    pub pulled_bytes: u64,
 }
 
 impl PushStats {
@@ -37,6 +44,7 @@ impl PushStats {
             self.entries,
             self.payload_bytes,
             self.frame_bytes,
+            self.pulled_bytes,
         ]
         .iter()
         .flat_map(|v| v.to_le_bytes())
@@ -58,6 +66,7 @@ impl PushStats {
             entries: at(1),
             payload_bytes: at(2),
             frame_bytes: at(3),
+            pulled_bytes: at(4),
         })
     }
 }
@@ -69,6 +78,8 @@ pub(crate) struct Counters {
     entries: AtomicU64,
     payload_bytes: AtomicU64,
     frame_bytes: AtomicU64,
+    /// Shared with every connection's outbox, which counts the replies it sends.
+    pulled_bytes: Arc<AtomicU64>,
 }
 
 impl Counters {
@@ -84,6 +95,11 @@ impl Counters {
             .fetch_add(frame.encoded_len() as u64, Ordering::Relaxed);
     }
 
+    /// The counter of pulled value bytes, for a connection's outbox.
+    pub(crate) fn pulled(&self) -> Arc<AtomicU64> {
+        self.pulled_bytes.clone()
+    }
+
     /// The totals so far.
     pub(crate) fn snapshot(&self) -> PushStats {
         PushStats {
@@ -91,6 +107,7 @@ impl Counters {
             entries: self.entries.load(Ordering::Relaxed),
             payload_bytes: self.payload_bytes.load(Ordering::Relaxed),
             frame_bytes: self.frame_bytes.load(Ordering::Relaxed),
+            pulled_bytes: self.pulled_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -106,9 +123,10 @@ mod tests {
             entries: 2,
             payload_bytes: 3 << 40,
             frame_bytes: u64::MAX,
+            pulled_bytes: 5,
         };
         assert_eq!(PushStats::decode(&s.encode()).unwrap(), s);
         let e = PushStats::decode(&[0; 31]).unwrap_err().to_string();
-        assert!(e.contains("31 bytes, expected 32"), "{e}");
+        assert!(e.contains("31 bytes, expected 40"), "{e}");
     }
 }

@@ -65,7 +65,7 @@ pub(crate) async fn run(
     // past MAX_OUTSTANDING_ENTRIES unanswered entries or MAX_QUEUED_REPLY_BYTES of replies
     // not yet written, the connection is not read from until it is under again.
     let (tx, replies) = mpsc::unbounded_channel::<Outgoing>();
-    let outbox = Outbox::new(tx, flow.clone(), peer.conn);
+    let outbox = Outbox::new(tx, flow.clone(), peer.conn, shared.push_stats.pulled());
     // The peer's counters, once its Hello said who it is.
     let counters = Arc::new(OnceLock::new());
     let mut writer = tokio::spawn(write(write_half, replies, flow.clone(), counters.clone()));

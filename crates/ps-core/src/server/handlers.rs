@@ -64,6 +64,7 @@ pub(crate) fn dispatch(
         finished: &finished,
         replica: replica_of(shared),
         resent: frame.resent,
+        pull_as: frame.pull_as,
         metrics: &shared.metrics,
     };
     match frame.op {
@@ -233,6 +234,7 @@ pub(crate) fn bare_ctx<'a>(
         finished,
         replica: Some(replica),
         resent: false,
+        pull_as: None,
         metrics: &shared.metrics,
     }
 }

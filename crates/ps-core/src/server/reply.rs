@@ -9,7 +9,7 @@
 //! does not read its replies is slowed down instead of filling the server's memory.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use prometheus_client::metrics::gauge::Gauge;
@@ -91,16 +91,33 @@ pub(crate) struct Outbox {
     tx: UnboundedSender<Outgoing>,
     flow: Arc<Flow>,
     conn: u64,
+    /// The server's count of the value bytes its pull and pushpull replies carry.
+    pulled: Arc<AtomicU64>,
 }
 
 impl Outbox {
-    /// The outbox of connection `conn`, feeding its writer through `tx`.
-    pub(crate) fn new(tx: UnboundedSender<Outgoing>, flow: Arc<Flow>, conn: u64) -> Outbox {
-        Outbox { tx, flow, conn }
+    /// The outbox of connection `conn`, feeding its writer through `tx`; the values its pull
+    /// replies carry count in `pulled`.
+    pub(crate) fn new(
+        tx: UnboundedSender<Outgoing>,
+        flow: Arc<Flow>,
+        conn: u64,
+        pulled: Arc<AtomicU64>,
+    ) -> Outbox {
+        Outbox {
+            tx,
+            flow,
+            conn,
+            pulled,
+        }
     }
 
     /// Queues the reply frame `frame`.
     pub(crate) fn send(&self, frame: Frame) {
+        if matches!(frame.op, Op::Pull | Op::PushPull | Op::PullRows) {
+            let bytes: usize = frame.entries.iter().map(|e| e.payload.len()).sum();
+            self.pulled.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
         let answers = frame.entries.len();
         self.queue(frame, answers);
     }

@@ -5,7 +5,8 @@
 
 use super::conn::{Conns, ReplyRx};
 use super::ticket::{Plan, Ticket};
-use crate::protocol::frame::{Entry, Op, rows};
+use crate::dtype::DType;
+use crate::protocol::frame::{Entry, Frame, Op, rows};
 
 /// Payload bytes after which a frame of small entries is closed and another begun.
 const FRAME_PAYLOAD: usize = 4 << 20;
@@ -29,6 +30,8 @@ pub(crate) struct Batch {
     /// Closed frames: (server, frame index, entries).
     closed: Vec<(usize, usize, Vec<Entry>)>,
     frames: usize,
+    /// The low-precision dtype the request's pulls take pushed sums in.
+    pull_as: Option<DType>,
 }
 
 impl Batch {
@@ -39,7 +42,15 @@ impl Batch {
             open: (0..num_servers).map(|_| None).collect(),
             closed: Vec::new(),
             frames: 0,
+            pull_as: None,
         }
+    }
+
+    /// Lets the request's pulls take the sums of pushes in float16 or bfloat16
+    /// (`Frame::pull_as`).
+    pub(crate) fn pull_as(mut self, dtype: Option<DType>) -> Batch {
+        self.pull_as = dtype;
+        self
     }
 
     /// Adds `e` for `server`; returns its (frame index, entry index) in the ticket's replies.
@@ -91,7 +102,13 @@ impl Batch {
         let replies: Vec<ReplyRx> = self
             .closed
             .into_iter()
-            .map(|(server, _, entries)| conns.get(server).send(self.op, entries, self.priority))
+            .map(|(server, _, entries)| {
+                let frame = Frame {
+                    pull_as: self.pull_as,
+                    ..Frame::request(self.op, 0, entries)
+                };
+                conns.get(server).send_request(frame, self.priority)
+            })
             .collect();
         Ticket::new(replies, plan)
     }

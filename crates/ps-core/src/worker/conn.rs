@@ -201,8 +201,13 @@ impl ServerConn {
     /// Sends a request, after the queued ones of higher `priority`; the receiver yields its
     /// reply frame or the connection's failure.
     pub(crate) fn send(&self, op: Op, entries: Vec<Entry>, priority: i32) -> ReplyRx {
+        self.send_request(Frame::request(op, 0, entries), priority)
+    }
+
+    /// [`ServerConn::send`] of a request frame made by the caller (its id is set here).
+    pub(crate) fn send_request(&self, frame: Frame, priority: i32) -> ReplyRx {
         let (tx, rx) = oneshot::channel();
-        self.send_frame(Frame::request(op, 0, entries), priority, tx);
+        self.send_frame(frame, priority, tx);
         rx
     }
 

@@ -322,8 +322,8 @@ impl Worker {
         self.push_request(false, items, Some(compression), 0)
     }
 
-    /// [`Worker::pushpull`] with the push encoded as [`Worker::push_compressed`] does; the
-    /// pulled values are plain.
+    /// [`Worker::pushpull`] with the push encoded as [`Worker::push_compressed`] does; with
+    /// `fp16` or `bf16`, the pulled sum of pushes travels in that type too (widened here).
     pub fn pushpull_compressed(
         &self,
         items: Vec<(u64, DType, Bytes)>,
@@ -361,7 +361,10 @@ impl Worker {
             Err(e) => return Ticket::failed(e),
         };
         let route = self.route();
-        let mut batch = Batch::new(op, self.conns.len(), priority);
+        let pull_as = compression
+            .and_then(Compression::pull_dtype)
+            .filter(|_| pull_back);
+        let mut batch = Batch::new(op, self.conns.len(), priority).pull_as(pull_as);
         let mut gathers = Vec::new();
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
             let sz = dtype.size();
@@ -395,14 +398,21 @@ impl Worker {
     /// Pulls keys. In dist_sync the value includes every push this worker made before (and
     /// every other worker's push of the same rounds).
     pub fn pull(&self, keys: &[u64]) -> Ticket {
-        self.pull_request(keys, 0)
+        self.pull_request(keys, 0, None)
     }
 
     /// [`Worker::pull`], written after queued requests of higher `priority` (as
-    /// [`Worker::push_request`]).
-    pub fn pull_request(&self, keys: &[u64], priority: i32) -> Ticket {
+    /// [`Worker::push_request`]). With `compression` `fp16` or `bf16`, a value that is a sum
+    /// of pushes (no optimizer on the servers) travels in that type and is widened here.
+    pub fn pull_request(
+        &self,
+        keys: &[u64],
+        priority: i32,
+        compression: Option<Compression>,
+    ) -> Ticket {
         let route = self.route();
-        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority);
+        let pull_as = compression.and_then(Compression::pull_dtype);
+        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as);
         let mut gathers = Vec::with_capacity(keys.len());
         for &key in keys {
             let meta = match self.meta(key) {

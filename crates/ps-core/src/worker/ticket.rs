@@ -9,8 +9,9 @@ use bytes::Bytes;
 use tokio::sync::oneshot::error::TryRecvError;
 
 use super::conn::ReplyRx;
+use crate::dtype::{DType, Float};
 use crate::error::{PsError, Result};
-use crate::protocol::frame::Frame;
+use crate::protocol::frame::{Entry, Frame};
 use crate::protocol::pool;
 
 /// Where one piece of a pulled key is: frame, entry, byte offset inside the key, byte length.
@@ -188,7 +189,7 @@ impl Ticket {
         };
         for (g, out) in gathers.iter().zip(outs.iter_mut()) {
             for p in &g.pieces {
-                out[p.at..p.at + p.len].copy_from_slice(payload(g, p, &frames)?);
+                piece_into(g, p, &frames, &mut out[p.at..p.at + p.len])?;
             }
         }
         Ok(())
@@ -227,13 +228,21 @@ impl Ticket {
     }
 }
 
-/// The payload of piece `p` of key `g`, checked for size.
-fn payload<'a>(g: &Gather, p: &Piece, frames: &'a [Frame]) -> Result<&'a Bytes> {
-    let e = frames
+/// The reply entry of piece `p` of key `g`.
+fn entry<'a>(g: &Gather, p: &Piece, frames: &'a [Frame]) -> Result<&'a Entry> {
+    frames
         .get(p.frame)
         .and_then(|f| f.entries.get(p.entry))
-        .ok_or_else(|| PsError::Protocol(format!("a reply lacks the entry for key {}", g.key)))?;
-    if e.payload.len() != p.len {
+        .ok_or_else(|| PsError::Protocol(format!("a reply lacks the entry for key {}", g.key)))
+}
+
+/// Whether reply entry `e` carries piece `p` as float16 or bfloat16 for a float32 key (a
+/// low-precision pull of a sum of pushes), else checks that it carries the piece as it is.
+fn low_precision(g: &Gather, p: &Piece, e: &Entry) -> Result<bool> {
+    let low = matches!(e.dtype, DType::F16 | DType::BF16)
+        && p.len == 4 * e.count as usize
+        && e.payload.len() == 2 * e.count as usize;
+    if !low && e.payload.len() != p.len {
         return Err(PsError::Protocol(format!(
             "a server sent {} bytes for key {} where {} were expected",
             e.payload.len(),
@@ -241,18 +250,41 @@ fn payload<'a>(g: &Gather, p: &Piece, frames: &'a [Frame]) -> Result<&'a Bytes> 
             p.len
         )));
     }
-    Ok(&e.payload)
+    Ok(low)
+}
+
+/// Writes piece `p` of key `g` into `dst` (its `p.len` bytes), widening a low-precision
+/// reply to float32.
+fn piece_into(g: &Gather, p: &Piece, frames: &[Frame], dst: &mut [u8]) -> Result<()> {
+    let e = entry(g, p, frames)?;
+    if low_precision(g, p, e)? {
+        let mut wide = vec![0f32; e.count as usize];
+        f32::read_into(&mut wide, &e.payload, e.dtype);
+        dst.copy_from_slice(bytemuck::cast_slice(&wide));
+    } else {
+        dst.copy_from_slice(&e.payload);
+    }
+    Ok(())
 }
 
 fn gather(g: &Gather, frames: &[Frame]) -> Result<Bytes> {
     if let [only] = g.pieces.as_slice() {
-        return payload(g, only, frames).cloned();
+        let e = entry(g, only, frames)?;
+        if !low_precision(g, only, e)? {
+            return Ok(e.payload.clone());
+        }
     }
     // Pieces are planned in offset order and cover the key exactly: append them.
     let mut out = pool::take(g.bytes);
     for p in &g.pieces {
         debug_assert_eq!(p.at, out.len());
-        out.extend_from_slice(payload(g, p, frames)?);
+        let e = entry(g, p, frames)?;
+        if low_precision(g, p, e)? {
+            out.resize(p.at + p.len, 0);
+            piece_into(g, p, frames, &mut out[p.at..])?;
+        } else {
+            out.extend_from_slice(&e.payload);
+        }
     }
     Ok(pool::freeze(out))
 }

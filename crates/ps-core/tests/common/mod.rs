@@ -435,11 +435,14 @@ impl Raw {
 
     /// Sends a request and reads the next frame (its reply, when nothing else is pending).
     pub async fn call(&mut self, op: Op, entries: Vec<Entry>) -> Option<Frame> {
+        self.call_frame(Frame::request(op, 0, entries)).await
+    }
+
+    /// [`Raw::call`] with a request frame made by the caller (its id is set here).
+    pub async fn call_frame(&mut self, mut frame: Frame) -> Option<Frame> {
         self.next += 1;
-        self.w
-            .write_frame(&Frame::request(op, self.next, entries))
-            .await
-            .ok()?;
+        frame.request_id = self.next;
+        self.w.write_frame(&frame).await.ok()?;
         self.w.flush().await.ok()?;
         within(self.r.read_frame()).await.ok().flatten()
     }

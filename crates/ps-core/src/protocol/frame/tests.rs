@@ -155,3 +155,23 @@ proptest! {
         decode_all(&bytes);
     }
 }
+
+#[test]
+fn low_precision_pulls_travel_as_frame_flags() {
+    for pull_as in [None, Some(DType::F16), Some(DType::BF16)] {
+        let f = Frame {
+            pull_as,
+            ..Frame::request(Op::PushPull, 3, vec![Entry::new(1, DType::F32, &[4], 0, 4)])
+        };
+        assert_eq!(Frame::parse(f.to_bytes()).unwrap().pull_as, pull_as);
+    }
+    // float16 and bfloat16 at once is no request a worker makes
+    let mut bytes = BytesMut::from(&Frame::request(Op::Pull, 3, vec![]).to_bytes()[..]);
+    bytes[LEN_BYTES + 1] |= 4 | 8;
+    let err = Frame::parse(bytes.freeze()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("float16 and bfloat16 pulls at once"),
+        "{err}"
+    );
+}

@@ -52,6 +52,8 @@ pub(crate) struct Ctx<'a> {
     /// The request was sent again after the server it first went to was lost: what of it was
     /// applied already is answered, not applied again.
     pub resent: bool,
+    /// The low-precision dtype the request takes pushed sums in (`Frame::pull_as`).
+    pub pull_as: Option<DType>,
     /// Where completed rounds are counted.
     pub metrics: &'a crate::metrics::ServerMetrics,
 }
@@ -295,9 +297,10 @@ pub(crate) struct KeyData<T> {
     /// The sync rounds whose update failed, with the error their pulls are answered with (the
     /// latest [`MAX_AHEAD`] and one; only a foreign optimizer fails).
     failures: VecDeque<(u64, String)>,
-    /// The value in the key's dtype when that is not the compute type (float16, bfloat16),
-    /// made once per value and shared by every pull reply until the value changes.
-    wire: Option<Bytes>,
+    /// The value in a dtype other than the compute type (the key's float16 or bfloat16, or a
+    /// low-precision pull's), made once per value and shared by every pull reply in that dtype
+    /// until the value changes.
+    wire: Option<(DType, Bytes)>,
 }
 
 impl<T: Float> KeyData<T> {

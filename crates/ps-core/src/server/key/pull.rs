@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{Ctx, KeyData, MAX_AHEAD};
-use crate::dtype::{Access, Float};
+use crate::dtype::{Access, DType, Float};
 use crate::error::PsError;
 use crate::protocol::frame::{Entry, Mode};
 use crate::server::reply::ReplySlot;
@@ -30,6 +30,8 @@ pub(super) struct PullWaiter {
     pub(super) request: Entry,
     pub(super) slot: ReplySlot,
     pub(super) answer: Answer,
+    /// The low-precision dtype it takes a pushed sum in (no optimizer on the servers).
+    pub(super) pull_as: Option<DType>,
 }
 
 /// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
@@ -59,16 +61,18 @@ impl<T: Float> KeyData<T> {
     }
 
     fn pull_checked(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot, a: Answer) {
+        // Only a sum of pushes may travel in low precision: weights an optimizer updates stay
+        // in the key's dtype.
+        let pull_as = ctx.pull_as.filter(|_| ctx.updater.is_none());
         if self.durable.is_some_and(|d| round <= d) {
             if let Some(err) = self.failure(round) {
                 return slot.complete(e.error(&err));
             }
-            let value = self.answer(a, &e.payload);
-            return slot.complete(e.ok(self.round, value));
+            return slot.complete(self.reply(a, e, pull_as));
         }
         if ctx.mode == Mode::Async {
             // A pushpull's update on its way to the backup.
-            return self.park(round, e, slot, a);
+            return self.park(round, e, slot, a, pull_as);
         }
         if round > self.round + MAX_AHEAD + 1 {
             let err = PsError::Rejected(format!(
@@ -80,15 +84,25 @@ impl<T: Float> KeyData<T> {
         if let Some(err) = self.blocked(round, ctx.finished) {
             return slot.complete(e.error(&err));
         }
-        self.park(round, e, slot, a);
+        self.park(round, e, slot, a, pull_as);
     }
 
-    /// The reply payload of a pull answered as `a` (`request`: its payload).
-    fn answer(&mut self, a: Answer, request: &[u8]) -> Bytes {
+    /// The reply to request `e` answered as `a` now: the value (in `pull_as` where it is a
+    /// sum of pushes of a float32 key, else in the key's dtype), nothing, or the rows asked for.
+    fn reply(&mut self, a: Answer, e: &Entry, pull_as: Option<DType>) -> Entry {
         match a {
-            Answer::Value => self.value_bytes(),
-            Answer::Ack => Bytes::new(),
-            Answer::Rows => self.rows_bytes(request),
+            Answer::Value => {
+                let summed = self.round >= 1 && self.dtype == DType::F32 && self.rows.is_none();
+                let dtype = pull_as.filter(|_| summed).unwrap_or(self.dtype);
+                let mut reply = e.ok(self.round, self.value_bytes(dtype));
+                reply.dtype = dtype;
+                reply
+            }
+            Answer::Ack => e.ok(self.round, Bytes::new()),
+            Answer::Rows => {
+                let rows = self.rows_bytes(&e.payload);
+                e.ok(self.round, rows)
+            }
         }
     }
 
@@ -100,11 +114,18 @@ impl<T: Float> KeyData<T> {
             || (ctx.mode == Mode::Sync && self.blocked(round, ctx.finished).is_some());
         match now {
             true => slot.complete(e.ok(self.round, Bytes::new())),
-            false => self.park(round, e, slot, Answer::Ack),
+            false => self.park(round, e, slot, Answer::Ack, None),
         }
     }
 
-    fn park(&mut self, round: u64, e: &Entry, slot: ReplySlot, answer: Answer) {
+    fn park(
+        &mut self,
+        round: u64,
+        e: &Entry,
+        slot: ReplySlot,
+        answer: Answer,
+        pull_as: Option<DType>,
+    ) {
         let mut request = e.clone();
         request.payload = match answer {
             // Its own copy of the ids: a slice would keep the whole request frame alive.
@@ -116,6 +137,7 @@ impl<T: Float> KeyData<T> {
             request,
             slot,
             answer,
+            pull_as,
         });
     }
 
@@ -176,15 +198,19 @@ impl<T: Float> KeyData<T> {
         }
     }
 
-    fn value_bytes(&mut self) -> Bytes {
-        if self.dtype.size() == size_of::<T>() {
-            Bytes::from_owner(SharedBytes(self.value.clone()))
-        } else {
-            let dtype = self.dtype;
-            let value = &self.value;
-            self.wire
-                .get_or_insert_with(|| Bytes::from(T::write_as(value, dtype)))
-                .clone()
+    /// The value as `dtype` (the key's, or a low-precision pull's): the value itself where
+    /// that is its compute type, else converted once per value and shared.
+    fn value_bytes(&mut self, dtype: DType) -> Bytes {
+        if dtype == self.dtype && dtype.size() == size_of::<T>() {
+            return Bytes::from_owner(SharedBytes(self.value.clone()));
+        }
+        match &self.wire {
+            Some((d, bytes)) if *d == dtype => bytes.clone(),
+            _ => {
+                let bytes = Bytes::from(T::write_as(&self.value, dtype));
+                self.wire = Some((dtype, bytes.clone()));
+                bytes
+            }
         }
     }
 
@@ -206,8 +232,8 @@ impl<T: Float> KeyData<T> {
                     w.slot.complete(w.request.error(&err));
                     continue;
                 }
-                let value = self.answer(w.answer, &w.request.payload);
-                w.slot.complete(w.request.ok(self.round, value));
+                let reply = self.reply(w.answer, &w.request, w.pull_as);
+                w.slot.complete(reply);
             } else {
                 i += 1;
             }
