@@ -31,7 +31,8 @@ import numpy as np
 
 BIGARRAY_BOUND = 1_000_000
 #: Bytes on the wire per fp32 byte, (push, pull), by compression: fp16/bf16 halve the pushed
-#: gradients, 2bit sends 2 bits per element; pulls carry fp32 weights.
+#: gradients, 2bit sends 2 bits per element; the sweep's servers run SGD, so its pulls carry
+#: fp32 weights (without an optimizer on the servers fp16/bf16 would halve the pulls too).
 WIRE = {"none": (1.0, 1.0), "fp16": (0.5, 1.0), "bf16": (0.5, 1.0), "2bit": (1 / 16, 1.0)}
 PROJECT = (1, 2, 4, 8, 16, 32, 64)
 

@@ -43,6 +43,13 @@ def add_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--comm-compute-s", type=float, default=1.0, help="its step computation")
     ap.add_argument("--comm-steps", type=int, default=4, help="its timed steps per job")
     ap.add_argument("--comm-repeats", type=int, default=2)
+    ap.add_argument(
+        "--comm-server-lr",
+        type=float,
+        default=0.0,
+        help="its servers' SGD rate (0, the default: no optimizer on the servers, as with "
+        "update_on_kvstore=False: what a worker pulls is the summed gradient)",
+    )
     ap.add_argument("--real", action=bopt, default=False, help="the real-compute run")
     ap.add_argument("--real-batch", type=int, default=128, help="images per worker and step")
     ap.add_argument("--real-steps", type=int, default=20, help="its timed steps per job")
@@ -68,6 +75,7 @@ def comm_bound(args: argparse.Namespace, data: dict, rate: float, save) -> None:
 
     crate = args.comm_rate_mbit or rate / 4
     part = data["comm"] = {"rate_mbit": crate, "compute_s": args.comm_compute_s, "jobs": []}
+    part["server_lr"] = args.comm_server_lr
     part |= {"layout": LAYOUT.name, "steps": args.comm_steps, "repeats": args.comm_repeats}
     link = Link(crate, args.delay_ms)
     ns = argparse.Namespace(**(vars(args) | {"steps": args.comm_steps}))
@@ -77,7 +85,10 @@ def comm_bound(args: argparse.Namespace, data: dict, rate: float, save) -> None:
         pairs = [(LAYOUT, s) for s in COMM_SERIES] + [(lay1, s) for s in series1]
         for lay, s in pairs if r % 2 == 0 else pairs[::-1]:
             tag = f"c{r}-{lay.name}-{s}"
-            part["jobs"].append(run.one_job(ns, lay, s, link, args.comm_compute_s, tag))
+            argv = run.worker_argv(ns, s, lay.mode, args.comm_compute_s, None)
+            argv += ["--lr", f"{args.comm_server_lr:g}"]
+            job = run.one_job(ns, lay, s, link, args.comm_compute_s, tag, argv=argv)
+            part["jobs"].append(job)
             save()
 
 
