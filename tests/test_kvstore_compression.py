@@ -326,7 +326,10 @@ def test_dist_async_applies_each_decoded_push(tmp_path):
         ({"type": "2bit", "threshold": "abc"}, "threshold must be a number, got 'abc'"),
         ({"type": "2bit", "threshold": True}, "threshold must be a number"),
         ({"type": "2bit", "foo": 1}, r"unexpected key\(s\) 'foo' for type '2bit'"),
-        ({"type": "fp16", "threshold": 0.5}, r"'threshold' for type 'fp16' \(it takes none\)"),
+        (
+            {"type": "fp16", "threshold": 0.5},
+            r"'threshold' for type 'fp16' \(it takes only 'pull_weights' besides 'type'\)",
+        ),
         ("2bit", "must be a dict"),
     ],
 )
@@ -395,3 +398,51 @@ def test_the_native_codec_refuses_what_it_cannot_encode():
     for args, match in cases:
         with pytest.raises(KVStoreError, match=match):
             _native.compress_roundtrip(*args)
+
+
+# Weights (an optimizer on the servers) come back float32 under fp16, unless pull_weights asks
+# for them in 16 bits; the servers keep float32 weights either way.
+WEIGHTS = """
+import numpy as np
+import mxrs as mx
+kv = mx.kv.create('dist_sync')
+n = 1000
+w0 = np.linspace(-1, 1, n, dtype=np.float32) / 3
+kv.init(['w', 'v'], [mx.nd.array(w0), mx.nd.array(w0)])
+kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
+half = lambda a: a.astype(np.float16).astype(np.float32)
+g = np.full(n, 0.125, np.float32)
+want = w0 - np.float32(0.1) * (g + g)  # the float32 weights after one step
+for key, extra in (('w', {}), ('v', {'pull_weights': True})):
+    kv.set_gradient_compression({'type': 'fp16', **extra})
+    out = mx.nd.zeros((n,))
+    kv.pushpull(key, mx.nd.array(g), out=out)
+    got = out.asnumpy()
+    if extra:
+        np.testing.assert_array_equal(got, half(want))
+        assert (got != want).any()
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert (got != half(got)).any()  # not rounded to float16
+kv.set_gradient_compression({'type': 'fp16'})  # pull_weights off again: float32
+out = mx.nd.zeros((n,))
+kv.pull('v', out=out)
+np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+print('ok', kv.rank, flush=True)
+"""
+
+
+def test_fp16_pulls_weights_in_float32_unless_asked(tmp_path):
+    result = launch(tmp_path, WEIGHTS, s=1)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for r in range(2):
+        assert f"[worker {r}] ok {r}" in result.stdout
+
+
+def test_pull_weights_must_be_a_bool():
+    from mxrs.kvstore.compression import compression_spec
+
+    with pytest.raises(KVStoreError, match="pull_weights must be True or False, got 'yes'"):
+        compression_spec({"type": "fp16", "pull_weights": "yes"})
+    with pytest.raises(KVStoreError, match="unexpected key"):
+        compression_spec({"type": "2bit", "pull_weights": True})

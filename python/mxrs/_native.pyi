@@ -38,6 +38,7 @@ class Worker:
         priority: int = 0,
         compression: tuple[str, float] | None = None,
     ) -> Ticket: ...
+    def set_pull_weights(self, on: bool) -> None: ...
     def pushpull(
         self,
         keys: Sequence[int],

@@ -409,6 +409,13 @@ impl Worker {
         self.run(py, self.job()?.worker().load_states(&blob))
     }
 
+    /// Under `fp16`/`bf16` compression, pull weights (and initial values) in 16 bits too, not
+    /// only sums of pushes (`{'pull_weights': True}`); the servers keep float32.
+    fn set_pull_weights(&self, on: bool) -> PyResult<()> {
+        self.job()?.worker().set_pull_weights(on);
+        Ok(())
+    }
+
     /// What each server (by rank) has received in push and pushpull frames: a dict of
     /// `frames`, `entries`, `payload_bytes` (the pushed values as they crossed the wire) and
     /// `frame_bytes` (whole frames), and `pulled_bytes` (the values its pull and pushpull

@@ -480,7 +480,9 @@ class KVStore(KVStoreBase):
             feedback (each value sent as +threshold, -threshold or 0, the rest kept in a
             residual and added to the next gradient; 16 values per 4 bytes). Beyond MXNet:
             ``{'type': 'fp16'}`` and ``{'type': 'bf16'}`` send 16-bit values (rounded to nearest
-            even) that are summed in float32. Only float32 gradients are compressed.
+            even) that are summed in float32; on dist stores the pulled sums travel in 16 bits
+            too, and the pulled weights with ``'pull_weights': True`` (the servers keep
+            float32). Only float32 gradients are compressed.
 
         Raises
         ------

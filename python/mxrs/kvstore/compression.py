@@ -9,11 +9,15 @@ import numpy as np
 
 from ..base import KVStoreError
 
-__all__ = ["compression_spec"]
+__all__ = ["compression_spec", "pulls_weights"]
 
 
 #: The gradient-compression types and the keys each takes besides 'type'.
-_COMPRESSION_KEYS: dict[str, tuple[str, ...]] = {"2bit": ("threshold",), "fp16": (), "bf16": ()}
+_COMPRESSION_KEYS: dict[str, tuple[str, ...]] = {
+    "2bit": ("threshold",),
+    "fp16": ("pull_weights",),
+    "bf16": ("pull_weights",),
+}
 #: MXNet 1.9.1's default threshold of 2bit compression.
 _DEFAULT_THRESHOLD = 0.5
 
@@ -25,15 +29,16 @@ def compression_spec(params: object) -> tuple[str, float]:
     ----------
     params : dict
         ``{'type': '2bit', 'threshold': t}`` (t > 0, default 0.5; MXNet 1.9.1's only type),
-        ``{'type': 'fp16'}`` or ``{'type': 'bf16'}``. A threshold may be a number or a str
-        holding one, as MXNet takes it.
+        ``{'type': 'fp16'}`` or ``{'type': 'bf16'}`` (with ``'pull_weights': True``, see
+        :func:`pulls_weights`). A threshold may be a number or a str holding one, as MXNet
+        takes it.
 
     Raises
     ------
     KVStoreError
         Naming what is wrong: not a dict, no or an unknown type, a key the type does not take
         (MXNet 1.9.1 ignores those silently), a threshold that is not a number, or not above 0
-        and finite as a float32.
+        and finite as a float32, or a ``pull_weights`` that is not a bool.
     """
     what = "set_gradient_compression"
     if not isinstance(params, dict):
@@ -58,6 +63,7 @@ def compression_spec(params: object) -> tuple[str, float]:
             f"{what}: unexpected key(s) {', '.join(map(repr, unexpected))} for type {kind!r} "
             f"(it takes {allowed})"
         )
+    pulls_weights(params)
     raw = params.get("threshold", _DEFAULT_THRESHOLD)
     try:
         if isinstance(raw, bool):
@@ -72,3 +78,25 @@ def compression_spec(params: object) -> tuple[str, float]:
             f"{what}: threshold must be greater than 0 and finite (as a float32), got {raw!r}"
         )
     return kind, threshold
+
+
+def pulls_weights(params: dict) -> bool:
+    """Whether ``fp16``/``bf16`` compression also pulls weights in 16 bits.
+
+    Under ``{'type': 'fp16'}`` (or ``'bf16'``) what a worker pulls travels in 16 bits where it
+    is the sum of the workers' pushes (no optimizer on the servers, as with
+    ``update_on_kvstore=False``); weights an optimizer on the servers updates, and initial
+    values, come back in float32. ``'pull_weights': True`` asks for those in 16 bits too: the
+    servers keep float32 weights and send each pull rounded.
+
+    Raises
+    ------
+    KVStoreError
+        For a ``pull_weights`` that is not a bool.
+    """
+    on = params.get("pull_weights", False)
+    if not isinstance(on, bool):
+        raise KVStoreError(
+            f"set_gradient_compression: pull_weights must be True or False, got {on!r}"
+        )
+    return on

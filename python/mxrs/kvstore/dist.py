@@ -42,7 +42,7 @@ from .base import (
     key_value_pairs,
     register,
 )
-from .compression import compression_spec
+from .compression import compression_spec, pulls_weights
 from .dist_rows import RowKeys
 from .local import reduce_sum
 from .wire import priority as _priority
@@ -370,13 +370,16 @@ class DistKVStore(RowKeys, KVStore):
     # ------------------------------------------------------------------ compression
     def set_gradient_compression(self, compression_params: dict[str, Any]) -> None:
         """Compress every push from now on, encoded on this worker (see
-        :meth:`KVStore.set_gradient_compression`); the servers decode and sum in float32
-        and pulls stay float32. It may be set after ``init``, and set again, as MXNet 1.9.1
-        allows (2bit residuals carry over); each worker sets its own (the servers need no
-        setting: every compressed entry carries what decoding it takes).
+        :meth:`KVStore.set_gradient_compression`); the servers decode and sum in float32.
+        Under ``fp16``/``bf16`` pulls of sums of pushes travel in 16 bits too, and weights
+        with ``'pull_weights': True`` (:func:`~mxrs.kvstore.compression.pulls_weights`). It
+        may be set after ``init``, and set again, as MXNet 1.9.1 allows (2bit residuals carry
+        over); each worker sets its own (the servers need no setting: every compressed entry
+        and pull request carries what it takes).
         """
         _pending.check()
         self._compression = compression_spec(compression_params)
+        self._worker.set_pull_weights(pulls_weights(compression_params))
 
     def _server_stats(self) -> list[dict[str, int]]:
         """What each server (by rank) has received in push and pushpull frames, and sent in

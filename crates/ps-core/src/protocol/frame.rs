@@ -28,7 +28,9 @@
 //! the workers' pushes (a float32 key on servers without an optimizer, after its first
 //! round): the reply entry then has that dtype, its payload `count` such elements, converted
 //! once per round on the server. Any other value (an initial value, weights an optimizer
-//! updates) comes in the key's dtype; the reply entry's dtype says which.
+//! updates) comes in the key's dtype, unless the frame also carries [`FLAG_PULL_WEIGHTS`]
+//! (the user asked for low-precision weights: every value of a float32 key comes in that
+//! type, the servers keeping float32); the reply entry's dtype says which.
 //!
 //! A `Stats` request (one entry, no payload) is answered with one entry whose payload is the
 //! server's push counters (`protocol::stats`).
@@ -72,6 +74,8 @@ const FLAG_RESENT: u8 = 2;
 const FLAG_PULL_F16: u8 = 4;
 /// `flags` bit of a pull or pushpull that takes bfloat16 replies of pushed sums.
 const FLAG_PULL_BF16: u8 = 8;
+/// `flags` bit of a low-precision pull that takes weights (any value) in that type too.
+const FLAG_PULL_WEIGHTS: u8 = 16;
 
 /// What a frame asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,6 +266,9 @@ pub struct Frame {
     /// The low-precision dtype (float16 or bfloat16) a pull or pushpull takes pushed sums in
     /// ([`FLAG_PULL_F16`], [`FLAG_PULL_BF16`]).
     pub pull_as: Option<DType>,
+    /// With `pull_as`: every value of a float32 key travels in that type, weights an optimizer
+    /// updates and initial values too ([`FLAG_PULL_WEIGHTS`]).
+    pub pull_weights: bool,
     pub request_id: u64,
     pub entries: Vec<Entry>,
 }
@@ -274,6 +281,7 @@ impl Frame {
             reply: false,
             resent: false,
             pull_as: None,
+            pull_weights: false,
             request_id,
             entries,
         }
@@ -286,6 +294,7 @@ impl Frame {
             reply: true,
             resent: false,
             pull_as: None,
+            pull_weights: false,
             request_id,
             entries,
         }
@@ -345,7 +354,8 @@ impl Frame {
         }
         let op = Op::from_u8(buf.get_u8())?;
         let flags = buf.get_u8();
-        if flags & !(FLAG_REPLY | FLAG_RESENT | FLAG_PULL_F16 | FLAG_PULL_BF16) != 0 {
+        let known = FLAG_REPLY | FLAG_RESENT | FLAG_PULL_F16 | FLAG_PULL_BF16 | FLAG_PULL_WEIGHTS;
+        if flags & !known != 0 {
             return Err(PsError::Protocol(format!("unknown frame flags {flags:#x}")));
         }
         let pull_as = match flags & (FLAG_PULL_F16 | FLAG_PULL_BF16) {
@@ -409,6 +419,7 @@ impl Frame {
             reply: flags & FLAG_REPLY != 0,
             resent: flags & FLAG_RESENT != 0,
             pull_as,
+            pull_weights: flags & FLAG_PULL_WEIGHTS != 0,
             request_id,
             entries,
         })
@@ -430,7 +441,12 @@ impl Frame {
             Some(DType::BF16) => FLAG_PULL_BF16,
             _ => 0,
         };
-        scratch.put_u8(reply | if self.resent { FLAG_RESENT } else { 0 } | pull_as);
+        let weights = if self.pull_weights {
+            FLAG_PULL_WEIGHTS
+        } else {
+            0
+        };
+        scratch.put_u8(reply | if self.resent { FLAG_RESENT } else { 0 } | pull_as | weights);
         scratch.put_u16_le(n);
         scratch.put_u64_le(self.request_id);
         for e in &self.entries {

@@ -65,6 +65,7 @@ pub(crate) fn dispatch(
         replica: replica_of(shared),
         resent: frame.resent,
         pull_as: frame.pull_as,
+        pull_weights: frame.pull_weights,
         metrics: &shared.metrics,
     };
     match frame.op {
@@ -235,6 +236,7 @@ pub(crate) fn bare_ctx<'a>(
         replica: Some(replica),
         resent: false,
         pull_as: None,
+        pull_weights: false,
         metrics: &shared.metrics,
     }
 }

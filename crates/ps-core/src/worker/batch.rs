@@ -30,8 +30,10 @@ pub(crate) struct Batch {
     /// Closed frames: (server, frame index, entries).
     closed: Vec<(usize, usize, Vec<Entry>)>,
     frames: usize,
-    /// The low-precision dtype the request's pulls take pushed sums in.
+    /// The low-precision dtype the request's pulls take pushed sums in, and whether weights
+    /// too.
     pull_as: Option<DType>,
+    pull_weights: bool,
 }
 
 impl Batch {
@@ -43,13 +45,15 @@ impl Batch {
             closed: Vec::new(),
             frames: 0,
             pull_as: None,
+            pull_weights: false,
         }
     }
 
     /// Lets the request's pulls take the sums of pushes in float16 or bfloat16
-    /// (`Frame::pull_as`).
-    pub(crate) fn pull_as(mut self, dtype: Option<DType>) -> Batch {
+    /// (`Frame::pull_as`), and with `weights` every value of a float32 key.
+    pub(crate) fn pull_as(mut self, dtype: Option<DType>, weights: bool) -> Batch {
         self.pull_as = dtype;
+        self.pull_weights = weights && dtype.is_some();
         self
     }
 
@@ -105,6 +109,7 @@ impl Batch {
             .map(|(server, _, entries)| {
                 let frame = Frame {
                     pull_as: self.pull_as,
+                    pull_weights: self.pull_weights,
                     ..Frame::request(self.op, 0, entries)
                 };
                 conns.get(server).send_request(frame, self.priority)

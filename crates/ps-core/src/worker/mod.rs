@@ -31,7 +31,7 @@ mod ticket;
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -118,6 +118,8 @@ pub struct Worker {
     topology: Mutex<(u64, Vec<SocketAddr>)>,
     /// How to reach a replacement server: the Hello, the secret and the frame bound.
     reconnect: (Entry, Option<Arc<[u8]>>, u64),
+    /// Under `fp16`/`bf16` compression, pull weights in 16 bits too (the user asked).
+    pull_weights: AtomicBool,
 }
 
 impl std::fmt::Debug for Worker {
@@ -176,7 +178,14 @@ impl Worker {
                 plane.secret.clone(),
                 plane.max_frame_bytes,
             ),
+            pull_weights: AtomicBool::new(false),
         })
+    }
+
+    /// Under `fp16`/`bf16` compression, whether pulls take weights (and initial values) in 16
+    /// bits too, not only sums of pushes; the servers keep float32. Off until set.
+    pub fn set_pull_weights(&self, on: bool) {
+        self.pull_weights.store(on, Ordering::Relaxed);
     }
 
     /// This worker's rank, 0..num_workers.
@@ -364,7 +373,8 @@ impl Worker {
         let pull_as = compression
             .and_then(Compression::pull_dtype)
             .filter(|_| pull_back);
-        let mut batch = Batch::new(op, self.conns.len(), priority).pull_as(pull_as);
+        let weights = self.pull_weights.load(Ordering::Relaxed);
+        let mut batch = Batch::new(op, self.conns.len(), priority).pull_as(pull_as, weights);
         let mut gathers = Vec::new();
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
             let sz = dtype.size();
@@ -412,7 +422,8 @@ impl Worker {
     ) -> Ticket {
         let route = self.route();
         let pull_as = compression.and_then(Compression::pull_dtype);
-        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as);
+        let weights = self.pull_weights.load(Ordering::Relaxed);
+        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights);
         let mut gathers = Vec::with_capacity(keys.len());
         for &key in keys {
             let meta = match self.meta(key) {

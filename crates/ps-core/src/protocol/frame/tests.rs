@@ -159,11 +159,15 @@ proptest! {
 #[test]
 fn low_precision_pulls_travel_as_frame_flags() {
     for pull_as in [None, Some(DType::F16), Some(DType::BF16)] {
-        let f = Frame {
-            pull_as,
-            ..Frame::request(Op::PushPull, 3, vec![Entry::new(1, DType::F32, &[4], 0, 4)])
-        };
-        assert_eq!(Frame::parse(f.to_bytes()).unwrap().pull_as, pull_as);
+        for pull_weights in [false, true] {
+            let f = Frame {
+                pull_as,
+                pull_weights,
+                ..Frame::request(Op::PushPull, 3, vec![Entry::new(1, DType::F32, &[4], 0, 4)])
+            };
+            let back = Frame::parse(f.to_bytes()).unwrap();
+            assert_eq!((back.pull_as, back.pull_weights), (pull_as, pull_weights));
+        }
     }
     // float16 and bfloat16 at once is no request a worker makes
     let mut bytes = BytesMut::from(&Frame::request(Op::Pull, 3, vec![]).to_bytes()[..]);

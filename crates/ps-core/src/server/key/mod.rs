@@ -54,6 +54,8 @@ pub(crate) struct Ctx<'a> {
     pub resent: bool,
     /// The low-precision dtype the request takes pushed sums in (`Frame::pull_as`).
     pub pull_as: Option<DType>,
+    /// With `pull_as`: weights and initial values travel in it too (`Frame::pull_weights`).
+    pub pull_weights: bool,
     /// Where completed rounds are counted.
     pub metrics: &'a crate::metrics::ServerMetrics,
 }

@@ -30,8 +30,16 @@ pub(super) struct PullWaiter {
     pub(super) request: Entry,
     pub(super) slot: ReplySlot,
     pub(super) answer: Answer,
-    /// The low-precision dtype it takes a pushed sum in (no optimizer on the servers).
-    pub(super) pull_as: Option<DType>,
+    /// The low-precision dtype it takes values in (see [`LowPull`]).
+    pub(super) pull_as: Option<LowPull>,
+}
+
+/// A pull's low-precision dtype, and whether it takes any value in it (weights, initial
+/// values) or only sums of pushes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LowPull {
+    dtype: DType,
+    any_value: bool,
 }
 
 /// `AsRef<[u8]>` view of a shared value, so replies borrow it without a copy.
@@ -61,9 +69,15 @@ impl<T: Float> KeyData<T> {
     }
 
     fn pull_checked(&mut self, ctx: &Ctx, round: u64, e: &Entry, slot: ReplySlot, a: Answer) {
-        // Only a sum of pushes may travel in low precision: weights an optimizer updates stay
-        // in the key's dtype.
-        let pull_as = ctx.pull_as.filter(|_| ctx.updater.is_none());
+        // Only a sum of pushes travels in low precision, unless the request takes weights too:
+        // weights an optimizer updates stay in the key's dtype.
+        let pull_as = ctx
+            .pull_as
+            .map(|dtype| LowPull {
+                dtype,
+                any_value: ctx.pull_weights,
+            })
+            .filter(|low| low.any_value || ctx.updater.is_none());
         if self.durable.is_some_and(|d| round <= d) {
             if let Some(err) = self.failure(round) {
                 return slot.complete(e.error(&err));
@@ -88,12 +102,15 @@ impl<T: Float> KeyData<T> {
     }
 
     /// The reply to request `e` answered as `a` now: the value (in `pull_as` where it is a
-    /// sum of pushes of a float32 key, else in the key's dtype), nothing, or the rows asked for.
-    fn reply(&mut self, a: Answer, e: &Entry, pull_as: Option<DType>) -> Entry {
+    /// sum of pushes of a float32 key, or any value of one when it takes weights too, else in
+    /// the key's dtype), nothing, or the rows asked for.
+    fn reply(&mut self, a: Answer, e: &Entry, pull_as: Option<LowPull>) -> Entry {
         match a {
             Answer::Value => {
-                let summed = self.round >= 1 && self.dtype == DType::F32 && self.rows.is_none();
-                let dtype = pull_as.filter(|_| summed).unwrap_or(self.dtype);
+                let dense32 = self.dtype == DType::F32 && self.rows.is_none();
+                let dtype = pull_as
+                    .filter(|low| dense32 && (low.any_value || self.round >= 1))
+                    .map_or(self.dtype, |low| low.dtype);
                 let mut reply = e.ok(self.round, self.value_bytes(dtype));
                 reply.dtype = dtype;
                 reply
@@ -124,7 +141,7 @@ impl<T: Float> KeyData<T> {
         e: &Entry,
         slot: ReplySlot,
         answer: Answer,
-        pull_as: Option<DType>,
+        pull_as: Option<LowPull>,
     ) {
         let mut request = e.clone();
         request.payload = match answer {
