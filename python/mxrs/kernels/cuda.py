@@ -5,11 +5,13 @@ arrays on GPU contexts.
   geometry cuDNN has no engine for, or a process without the frontend, computes them with the
   portable CuPy kernel (im2col + GEMM), and says why in :func:`mxrs.kernels.describe`.
 - Batch normalisation is three passes over the data forward (the per-channel sum and squared
-  deviation, then one fused normalise-scale-shift(-ReLU) kernel) and three backward (two
-  per-channel sums, one fused kernel for the data gradient), accumulating in float32 whatever
-  the data's type. The frontend's normalisation graphs need channels-last tensors, and mxrs's
-  arrays are channels-first.
-- ReLU, sigmoid and tanh are one kernel forward and one backward.
+  deviation, then one fused normalise-scale-shift(-ReLU) kernel) and two backward (the
+  gradient's sum and its dot product with the centred data in one pass, then one fused kernel
+  for the data gradient), accumulating in float32 whatever the data's type. The frontend's
+  normalisation graphs need channels-last tensors, and mxrs's arrays are channels-first.
+- ReLU, sigmoid and tanh are one kernel forward and one backward; these, the residual
+  ``relu(a + b)``, convolution biases, gradient sums and batch norm's elementwise passes run
+  vectorized (:mod:`mxrs._cuda_float`).
 - 2-D max, average and sum pooling are one kernel each way: the forward pass keeps each
   window's first maximum (row-major, as MXNet picks), the backward pass gathers, for each input
   element, the gradients of the windows over it, so it needs no atomics and gives the same
