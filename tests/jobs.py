@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -121,3 +122,26 @@ def tagged_processes(tag, rank_var="DMLC_WORKER_ID"):
                 argv0,
             )
     return found
+
+
+def free_ports(n):
+    """A port P with P..P+n-1 all free now (on 127.0.0.1)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65536:
+            continue
+        socks = []
+        try:
+            for i in range(n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports")

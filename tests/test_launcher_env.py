@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from jobs import launch
+from jobs import free_ports, launch
 from mxrs.launcher import clashes, local, mpi, slurm, tracker
 from mxrs.launcher.cli import parse
 from mxrs.launcher.job import LaunchError
@@ -22,29 +22,6 @@ def _clean_environment(monkeypatch):
     """Start every test from an environment that sets none of the variables under test."""
     for name in (*clashes.RULES, "MXRS_TIMELINE"):
         monkeypatch.delenv(name, raising=False)
-
-
-def _free_ports(n):
-    """A port P with P..P+n-1 all free now (on 127.0.0.1)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65536:
-            continue
-        socks = []
-        try:
-            for i in range(n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", base + i))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
 
 
 def _error(capsys, argv):
@@ -281,7 +258,7 @@ def test_ports_two_nodes_would_share_are_named():
 
 
 def test_a_port_in_use_is_named_before_the_job_starts(tmp_path):
-    base = _free_ports(3)
+    base = free_ports(3)
     marker = tmp_path / "worker-ran"
     script = tmp_path / "w.py"
     script.write_text(f"open({str(marker)!r}, 'w').close()\n")
@@ -308,7 +285,7 @@ def test_a_port_in_use_is_named_before_the_job_starts(tmp_path):
 
 
 def test_free_ports_pass_the_check():
-    base = _free_ports(3)
+    base = free_ports(3)
     _, job, _ = parse(["local", "-n", "2", "-s", "2", "--metrics-port", str(base), "py"])
     clashes.check_free_ports(job, "127.0.0.1")
 
@@ -339,7 +316,7 @@ kv.barrier()
 
 
 def test_a_job_with_the_variable_in_the_launchers_environment(tmp_path, monkeypatch):
-    base = _free_ports(3)
+    base = free_ports(3)
     monkeypatch.setenv("MXRS_METRICS_PORT", str(base))  # the launcher inherits it
     r = launch(tmp_path, SCRAPER, n=2, s=2, env=[f"METRICS_BASE={base}"], timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from jobs import launch, node_env, start_worker
+from jobs import free_ports, launch, node_env, start_worker
 from mxrs.launcher.scheduler import start_scheduler
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -208,27 +208,8 @@ kv.barrier()
 """
 
 
-def _free_ports(n):
-    """A port P with P..P+n-1 all free now."""
-    for _ in range(50):
-        base = _free_port()
-        socks = []
-        try:
-            for i in range(n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", base + i))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
-
-
 def test_the_launcher_gives_each_node_its_port_and_sums_up_server_bytes(tmp_path):
-    port = _free_ports(3)
+    port = free_ports(3)
     out = launch(
         tmp_path,
         LAUNCHED,
