@@ -290,20 +290,28 @@ def test_the_targets_are_read_off_the_medians():
         ("1s2w-sync", "mxnet"): {"images": 180.0},
     }
 
-    def job(series, images, payload=None):
-        w = {"push_rounds": 2, "workers": 2}
-        w["server_stats"] = None if payload is None else [{"payload_bytes": payload}] * 2
+    def job(series, images, payload=None, pulled=None):
+        # 1000-byte model: the first pull of the weights is 2 x 1000 bytes over the servers
+        w = {"push_rounds": 2, "workers": 2, "bytes": 1000}
+        stats = {"payload_bytes": payload, "pulled_bytes": pulled}
+        w["server_stats"] = None if payload is None else [stats] * 2
         return {"ok": True, "series": series, "images_per_s": images, "worker_results": [w]}
 
     data = {
-        "comm": {"jobs": [job("mxrs", 10.0, 800), job("mxrs-fp16", 16.0, 400)]},
+        "comm": {
+            "jobs": [job("mxrs", 10.0, 800, 1800), job("mxrs-fp16", 16.0, 400, 1400)],
+        },
         "real": {"jobs": [job("mxrs", 13.0), job("mxrs-nooverlap", 10.0), job("mxnet", 9.0)]},
     }
     text = "\n".join(_report_targets.target_lines(cells, data))
     assert "(a) mxrs at S = W = 4, dist_sync, float32: 370.0 images/s against 100.0" in text
     assert "3.70× (target ≥ 3.6×): **reached**. MXNet 1.9.1: 300.0 against 100.0, 3.00×" in text
     assert "1.11× (target ≥ 1.25×): **missed**" in text
-    assert "wire bytes 0.00 MB against 0.00 MB" in text and "(0.500 of float32's)" in text
-    assert "1.60× (target halved and ≥ 1.5×): **reached**" in text
+    assert "wire bytes 0.00 MB pushed and 0.00 MB pulled against 0.00 + 0.00 MB" in text
+    assert "(0.500 and 0.500 of float32's)" in text
+    assert "1.60× (target both directions halved and ≥ 1.6×): **reached**" in text
     assert "overlap on 13.0 images/s, off 10.0, 1.30× (target ≥ 1.3×): **reached**" in text
     assert _report_targets.wire_bytes(data["comm"]["jobs"], "mxrs") == 400.0
+    # pulled: (2 x 1800 - 2 x 1000 of first pulls) / (2 rounds x 2 workers)
+    assert _report_targets.wire_bytes(data["comm"]["jobs"], "mxrs", pulled=True) == 400.0
+    assert _report_targets.wire_bytes(data["comm"]["jobs"], "mxrs-fp16", pulled=True) == 200.0
