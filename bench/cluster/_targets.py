@@ -44,6 +44,12 @@ def add_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--comm-steps", type=int, default=4, help="its timed steps per job")
     ap.add_argument("--comm-repeats", type=int, default=2)
     ap.add_argument(
+        "--comm-series",
+        nargs="+",
+        default=list(COMM_SERIES),
+        help="the series of the compression run (and of its 1 + 2 layout, where they are there)",
+    )
+    ap.add_argument(
         "--comm-server-lr",
         type=float,
         default=0.0,
@@ -82,7 +88,8 @@ def comm_bound(args: argparse.Namespace, data: dict, rate: float, save) -> None:
     print(f"communication-bound: links {crate:g} Mbit/s, steps {args.comm_compute_s:g} s")
     lay1, series1 = COMM_1S2W
     for r in range(args.comm_repeats):
-        pairs = [(LAYOUT, s) for s in COMM_SERIES] + [(lay1, s) for s in series1]
+        pairs = [(LAYOUT, s) for s in args.comm_series]
+        pairs += [(lay1, s) for s in series1 if s in args.comm_series]
         for lay, s in pairs if r % 2 == 0 else pairs[::-1]:
             tag = f"c{r}-{lay.name}-{s}"
             argv = run.worker_argv(ns, s, lay.mode, args.comm_compute_s, None)

@@ -65,6 +65,14 @@ SERIES = {
         "compression": "2bit",
         "label": "MXNet 1.9.1 + 2bit",
     },
+    # every other series keeps no backups, like for like with MXNet (bench/_jobs.py)
+    "mxrs-backups": {
+        "lib": "mxrs",
+        "overlap": True,
+        "compression": "none",
+        "label": "mxrs, one backup per range",
+        "env": {"MXRS_REPLICAS": "1"},
+    },
 }
 #: The seeds' four configurations (host 0 also runs the scheduler).
 SEED_LAYOUTS = (
@@ -142,6 +150,7 @@ def one_job(
     failed). ``lib``, ``argv`` and ``extra_env`` replace the series' library, ``worker.py``'s
     command line and add to every process's environment."""
     lib = lib or SERIES[series]["lib"]
+    extra_env = {**SERIES[series].get("env", {}), **(extra_env or {})}
     rec: dict = {"layout": layout.name, "hosts": layout.hosts, "servers": list(layout.servers)}
     rec |= {"workers": list(layout.workers), "mode": layout.mode, "series": series, "lib": lib}
     rec |= {"compute_s": compute_s, "rate_mbit": link.rate_mbit if link else None, "tag": tag}
@@ -244,7 +253,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prefix", type=check_prefix, default=f"mxc{os.getpid():x}"[:10])
     ap.add_argument("--hosts", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--series", nargs="+", choices=list(SERIES), default=list(SERIES))
+    ap.add_argument(
+        "--series",
+        nargs="+",
+        choices=list(SERIES),
+        default=[s for s in SERIES if "env" not in SERIES[s]],
+        help="the sweep's series (default: all but mxrs-backups)",
+    )
     ap.add_argument("--seed-configs", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument(
         "--seed-series",
