@@ -258,13 +258,24 @@ fn low_precision(g: &Gather, p: &Piece, e: &Entry) -> Result<bool> {
 fn piece_into(g: &Gather, p: &Piece, frames: &[Frame], dst: &mut [u8]) -> Result<()> {
     let e = entry(g, p, frames)?;
     if low_precision(g, p, e)? {
-        let mut wide = vec![0f32; e.count as usize];
-        f32::read_into(&mut wide, &e.payload, e.dtype);
-        dst.copy_from_slice(bytemuck::cast_slice(&wide));
+        widen(e, dst);
     } else {
         dst.copy_from_slice(&e.payload);
     }
     Ok(())
+}
+
+/// Writes the float16 or bfloat16 elements of `e` into `dst` as float32: in place where `dst`
+/// is aligned for float32 (a pull's destination array is), through a buffer otherwise.
+fn widen(e: &Entry, dst: &mut [u8]) {
+    match bytemuck::try_cast_slice_mut::<u8, f32>(dst) {
+        Ok(wide) => f32::read_into(wide, &e.payload, e.dtype),
+        Err(_) => {
+            let mut wide = vec![0f32; e.count as usize];
+            f32::read_into(&mut wide, &e.payload, e.dtype);
+            dst.copy_from_slice(bytemuck::cast_slice(&wide));
+        }
+    }
 }
 
 fn gather(g: &Gather, frames: &[Frame]) -> Result<Bytes> {
@@ -281,7 +292,7 @@ fn gather(g: &Gather, frames: &[Frame]) -> Result<Bytes> {
         let e = entry(g, p, frames)?;
         if low_precision(g, p, e)? {
             out.resize(p.at + p.len, 0);
-            piece_into(g, p, frames, &mut out[p.at..])?;
+            widen(e, &mut out[p.at..]);
         } else {
             out.extend_from_slice(&e.payload);
         }
