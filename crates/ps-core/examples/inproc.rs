@@ -1,12 +1,27 @@
 use bytes::Bytes;
 use ps_core::DType;
 use ps_core::protocol::frame::Mode;
-use ps_core::protocol::transport;
+use ps_core::protocol::tls::{JobCa, Tls};
+use ps_core::protocol::transport::{self, Credentials};
 use ps_core::server::Server;
 use ps_core::worker::{DataPlane, Worker};
 use std::time::Instant;
 
+/// One worker and one server in one process, over 127.0.0.1: pushpull rounds at several sizes.
+/// `INPROC_TLS=1` runs both ends with mutual TLS.
 fn main() {
+    let creds = match std::env::var("INPROC_TLS").as_deref() {
+        Ok("1") => {
+            let ca = JobCa::new("inproc", std::time::Duration::from_secs(3600)).unwrap();
+            let n = ca.node("node", &[]).unwrap();
+            let pem = ca.cert_pem();
+            let tls = Tls::from_pem(n.cert.as_bytes(), n.key.as_bytes(), pem.as_bytes()).unwrap();
+            Credentials::secret(Some(b"inproc")).with_tls(tls)
+        }
+        _ => Credentials::secret(Some(b"inproc")),
+    };
+    println!("tls {}", creds.uses_tls());
+    let server_creds = creds.clone();
     let srt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -22,7 +37,7 @@ fn main() {
             Server::new(1, 1 << 31)
                 .serve(
                     l,
-                    None,
+                    server_creds,
                     std::future::pending::<Option<ps_core::server::Farewell>>(),
                 )
                 .await
@@ -43,7 +58,7 @@ fn main() {
             mode: Mode::Sync,
             bigarray_bound: u64::MAX,
             max_frame_bytes: 1 << 31,
-            secret: None,
+            creds,
             rejoined: false,
             replicas: 0,
         })

@@ -60,6 +60,17 @@ pub struct Settings {
     /// dropped) [env: MXRS_SECRET]
     #[arg(long)]
     pub secret_file: Option<PathBuf>,
+    /// This node's TLS certificate, PEM (turns on mutual TLS; with --tls-key and --tls-ca)
+    /// [env: MXRS_TLS_CERT]
+    #[arg(long, value_name = "PEM")]
+    pub tls_cert: Option<String>,
+    /// This node's private key, PEM [env: MXRS_TLS_KEY]
+    #[arg(long, value_name = "PEM")]
+    pub tls_key: Option<String>,
+    /// The job's CA certificate, PEM: peers must show a certificate it signed
+    /// [env: MXRS_TLS_CA]
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<String>,
     /// Scheduler: once listening, write its port as one line to this path (a pipe such as
     /// /dev/fd/N or /dev/stdout, a FIFO, or a file, created or appended to) [env: MXRS_ANNOUNCE]
     #[arg(long, value_name = "PATH")]
@@ -94,6 +105,9 @@ impl Settings {
                 "MXRS_MAX_INFLIGHT_BYTES" => &self.max_inflight_bytes,
                 "DMLC_SERVER_ID" => &self.server_id,
                 "MXRS_SECRET" => &secret,
+                "MXRS_TLS_CERT" => &self.tls_cert,
+                "MXRS_TLS_KEY" => &self.tls_key,
+                "MXRS_TLS_CA" => &self.tls_ca,
                 "MXRS_ANNOUNCE" => &self.announce,
                 "MXRS_METRICS_PORT" => &self.metrics_port,
                 _ => &None,

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{PsError, Result};
+use crate::protocol::tls::TlsFiles;
 
 /// Node role (`DMLC_ROLE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +101,9 @@ pub struct Config {
     pub max_inflight_bytes: u64,
     /// `MXRS_SECRET`: the job's shared secret.
     pub secret: Option<Vec<u8>>,
+    /// `MXRS_TLS_CERT`, `MXRS_TLS_KEY`, `MXRS_TLS_CA`: mutual TLS on every connection (all
+    /// three or none).
+    pub tls: Option<TlsFiles>,
     /// `MXRS_ANNOUNCE`: where the scheduler writes the port it listens on, as one line, once it
     /// is bound (a pipe such as `/dev/fd/N` or `/dev/stdout`, a FIFO, or a file, appended to).
     pub announce: Option<PathBuf>,
@@ -132,6 +136,7 @@ impl std::fmt::Debug for Config {
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("max_inflight_bytes", &self.max_inflight_bytes)
             .field("secret", &self.secret.as_ref().map(|_| "<set>"))
+            .field("tls", &self.tls.as_ref().map(|_| "<set>"))
             .field("announce", &self.announce)
             .field("metrics_port", &self.metrics_port)
             .finish()
@@ -161,6 +166,9 @@ pub const VARIABLES: &[&str] = &[
     "MXRS_MAX_FRAME_BYTES",
     "MXRS_MAX_INFLIGHT_BYTES",
     "MXRS_SECRET",
+    "MXRS_TLS_CERT",
+    "MXRS_TLS_KEY",
+    "MXRS_TLS_CA",
     "MXRS_ANNOUNCE",
     "MXRS_METRICS_PORT",
 ];
@@ -248,6 +256,7 @@ impl Config {
             max_frame_bytes,
             max_inflight_bytes,
             secret,
+            tls: tls_files(&get)?,
             announce: get("MXRS_ANNOUNCE").map(PathBuf::from),
             metrics_port: optional(&get, "MXRS_METRICS_PORT")?,
         })
@@ -276,6 +285,7 @@ impl Config {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_inflight_bytes: DEFAULT_MAX_INFLIGHT_BYTES,
             secret: None,
+            tls: None,
             announce: None,
             metrics_port: None,
         }
@@ -307,6 +317,32 @@ impl Config {
             reason: format!("no route to the scheduler at {root}: {e}"),
         })?;
         Ok(probe.ip())
+    }
+}
+
+/// The TLS settings: all three of `MXRS_TLS_CERT`, `MXRS_TLS_KEY` and `MXRS_TLS_CA`, or none.
+fn tls_files(get: &impl Fn(&str) -> Option<String>) -> Result<Option<TlsFiles>> {
+    const VARS: [&str; 3] = ["MXRS_TLS_CERT", "MXRS_TLS_KEY", "MXRS_TLS_CA"];
+    let [cert, key, ca] = VARS.map(|v| get(v).map(|s| s.trim().to_string()));
+    match (cert, key, ca) {
+        (None, None, None) => Ok(None),
+        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles { cert, key, ca })),
+        given => {
+            let present = [given.0.is_some(), given.1.is_some(), given.2.is_some()];
+            let missing: Vec<&str> = VARS
+                .iter()
+                .zip(present)
+                .filter(|(_, p)| !p)
+                .map(|(v, _)| *v)
+                .collect();
+            Err(PsError::Config {
+                var: missing[0].into(),
+                reason: format!(
+                    "not set, while other TLS settings are: TLS needs {} as well",
+                    missing.join(" and ")
+                ),
+            })
+        }
     }
 }
 

@@ -11,7 +11,8 @@ use tokio::sync::watch;
 use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Mode;
-use crate::protocol::{auth, transport};
+use crate::protocol::transport;
+use crate::protocol::transport::Credentials;
 use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
 use crate::server::{Copying, Farewell, Limits, ReplicaConfig, Server};
 use crate::task::AbortOnDrop;
@@ -35,11 +36,6 @@ pub fn init_logging(verbose: u8) {
         .with_ansi(colour)
         .with_target(false)
         .try_init();
-}
-
-fn secret(cfg: &Config) -> Option<Arc<[u8]>> {
-    auth::warn_if_open(cfg.secret.as_deref());
-    cfg.secret.as_deref().map(Arc::from)
 }
 
 /// Runs `role` (scheduler or server) to the end of its job: returns the exit status (0 the job
@@ -161,7 +157,7 @@ const BACKUP_GIVE_UP: std::time::Duration = std::time::Duration::from_secs(60);
 /// (or is lost).
 pub async fn run_server(cfg: &Config) -> Result<Outcome> {
     require_scheduler_port(cfg)?;
-    let secret = secret(cfg);
+    let creds = Credentials::from_config(cfg)?;
     let ip = cfg.node_ip()?;
     let listener = transport::listen(ip, cfg.port).await?;
     let port = listener
@@ -182,7 +178,7 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
             servers: scheduler::resolve(&m.servers)?,
             replicas: cfg.replicas,
             bigarray_bound: cfg.bigarray_bound,
-            secret: secret.clone(),
+            creds: creds.clone(),
             max_frame: cfg.max_frame_bytes,
             num_workers: cfg.num_workers,
             mode: Mode::Sync,
@@ -205,7 +201,7 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
         None => None,
     };
     let ended = follow_job(&server, control.clone());
-    let served = server.serve(listener, secret, ended).await;
+    let served = server.serve(listener, creds, ended).await;
     report_server(&server, m.me.rank);
     match served {
         Ok(()) => {}
@@ -318,7 +314,7 @@ impl JobWorker {
     /// Joins the job `cfg` describes and connects to every server, in `mode`.
     pub async fn join(cfg: &Config, mode: Mode) -> Result<JobWorker> {
         require_scheduler_port(cfg)?;
-        let secret = secret(cfg);
+        let creds = Credentials::from_config(cfg)?;
         let ip = cfg.node_ip()?;
         let control = ControlClient::join(cfg, Role::Worker, &ip.to_string(), 0).await?;
         let m = control.membership().clone();
@@ -329,7 +325,7 @@ impl JobWorker {
             mode,
             bigarray_bound: cfg.bigarray_bound,
             max_frame_bytes: cfg.max_frame_bytes,
-            secret,
+            creds,
             rejoined: m.rejoined,
             replicas: cfg.replicas,
         };

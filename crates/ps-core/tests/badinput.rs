@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use ps_core::protocol::frame::{Frame, Mode, Op};
-use ps_core::protocol::transport;
+use ps_core::protocol::transport::{self, Credentials};
 use ps_core::worker::Worker;
 use ps_core::{DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -166,7 +166,7 @@ async fn a_non_zero_rank_init_waits_for_rank_zero() {
     servers.stop().await;
 }
 
-async fn assert_closed(stream: &mut tokio::net::TcpStream) {
+async fn assert_closed(stream: &mut (impl tokio::io::AsyncRead + Unpin)) {
     let mut buf = vec![0u8; 4096];
     loop {
         match within(stream.read(&mut buf)).await {
@@ -223,12 +223,16 @@ async fn garbage_and_malformed_frames_close_only_that_connection() {
             .to_vec(), // before Hello
     ];
     for bytes in bad_frames {
-        let mut s = transport::connect(addr, Some(b"job-secret")).await.unwrap();
+        let mut s = transport::connect(addr, &Credentials::secret(Some(b"job-secret")))
+            .await
+            .unwrap();
         s.write_all(&bytes).await.unwrap();
         assert_closed(&mut s).await;
     }
     // Truncated frame, then the peer leaves.
-    let mut s = transport::connect(addr, Some(b"job-secret")).await.unwrap();
+    let mut s = transport::connect(addr, &Credentials::secret(Some(b"job-secret")))
+        .await
+        .unwrap();
     let f = Frame::request(Op::Pull, 1, vec![entry(1, &[1], &[], 0)]).to_bytes();
     s.write_all(&f[..f.len() / 2]).await.unwrap();
     drop(s);
@@ -242,7 +246,7 @@ async fn a_wrong_secret_is_refused() {
     let servers = Servers::start(1, 1, Some(b"right")).await;
     for secret in [Some(&b"wrong"[..]), None] {
         let mut plane = servers.plane(0, 1, Mode::Sync, 1000);
-        plane.secret = secret.map(std::sync::Arc::from);
+        plane.creds = Credentials::secret(secret);
         let err = within(Worker::connect(plane)).await.err().unwrap();
         assert!(matches!(err, PsError::Auth(_)), "{err}");
     }

@@ -349,7 +349,9 @@ async fn an_unknown_codec_closes_only_that_connection() {
     let servers = Servers::start(1, 2, None).await;
     let mut good = Raw::open(&servers, 0, 2).await;
     // Worker 1 says hello by hand, then sends an init whose entry has codec 9.
-    let mut s = transport::connect(servers.addrs[0].0, None).await.unwrap();
+    let mut s = transport::connect(servers.addrs[0].0, &Default::default())
+        .await
+        .unwrap();
     let hello = Entry {
         key: 1,
         round: Mode::Sync.code(),

@@ -16,7 +16,7 @@ use ps_core::node::JobWorker;
 use ps_core::placement::PIECE_BYTES;
 use ps_core::protocol::connection::FrameWriter;
 use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
-use ps_core::protocol::transport;
+use ps_core::protocol::transport::{self, Credentials, LinkWrite};
 use ps_core::scheduler::ControlClient;
 use ps_core::updater::OptimizerSpec;
 use ps_core::{Config, DType};
@@ -59,8 +59,8 @@ async fn hand_driven(
     cfg: &Config,
     rank: u64,
     mode: Mode,
-) -> FrameWriter<tokio::net::tcp::OwnedWriteHalf> {
-    let stream = transport::connect(addr, cfg.secret.as_deref())
+) -> FrameWriter<LinkWrite> {
+    let stream = transport::connect(addr, &Credentials::secret(cfg.secret.as_deref()))
         .await
         .unwrap();
     let (r, w) = stream.into_split();
@@ -172,10 +172,10 @@ async fn peers_announcing_huge_frames_get_the_in_flight_budget_one_at_a_time() {
     .await
     .unwrap();
     let before = peak_rss(job.pid("server"));
-    let secret: Arc<[u8]> = Arc::from(job.secret.as_bytes());
+    let creds = Credentials::secret(Some(job.secret.as_bytes()));
 
     // A 2 GiB frame is over the limit (the budget caps frames too): closed at once.
-    let mut s = transport::connect(addr, Some(&secret)).await.unwrap();
+    let mut s = transport::connect(addr, &creds).await.unwrap();
     s.write_all(&(2u32 << 30).to_le_bytes()).await.unwrap();
     let mut sink = Vec::new();
     within(tokio::io::AsyncReadExt::read_to_end(&mut s, &mut sink))
@@ -188,9 +188,9 @@ async fn peers_announcing_huge_frames_get_the_in_flight_budget_one_at_a_time() {
     let mut floods = Vec::new();
     for counter in &sent {
         let counter = counter.clone();
-        let secret = secret.clone();
+        let creds = creds.clone();
         floods.push(tokio::spawn(async move {
-            let mut s = transport::connect(addr, Some(&secret)).await.unwrap();
+            let mut s = transport::connect(addr, &creds).await.unwrap();
             s.write_all(&((frame - 4) as u32).to_le_bytes())
                 .await
                 .unwrap();

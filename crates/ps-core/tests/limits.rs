@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use ps_core::PsError;
 use ps_core::protocol::frame::{Mode, Op};
-use ps_core::protocol::transport;
+use ps_core::protocol::transport::{self, Credentials};
 use ps_core::server::{Limits, MAX_OUTSTANDING_ENTRIES, Waiting};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -204,7 +204,10 @@ async fn silent_connections_take_at_most_the_handshake_slots() {
         silent.push(tokio::net::TcpStream::connect(addr).await.unwrap());
     }
     // One more peer that does the handshake waits: the server reads nothing from it yet.
-    let late = tokio::spawn(transport::connect(addr, Some(b"s")));
+    let late =
+        tokio::spawn(
+            async move { transport::connect(addr, &Credentials::secret(Some(b"s"))).await },
+        );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!late.is_finished(), "a handshake ran beyond the cap");
     // A silent peer leaving frees its slot for the waiting one.

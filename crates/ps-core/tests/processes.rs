@@ -10,6 +10,7 @@ use common::*;
 use jobs::{Job, output_within};
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
+use ps_core::protocol::transport::Credentials;
 use ps_core::{DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -37,7 +38,7 @@ async fn a_scheduler_on_port_zero_announces_the_port_it_listens_on() {
     let addr = ([127, 0, 0, 1], port).into();
     within(ps_core::protocol::transport::connect(
         addr,
-        Some(job.secret.as_bytes()),
+        &Credentials::secret(Some(job.secret.as_bytes())),
     ))
     .await
     .unwrap();
@@ -130,9 +131,12 @@ async fn wrong_secret_and_garbage_leave_the_job_running() {
     s.write_all(&[0x5A; 10_000]).await.unwrap();
     let mut sink = Vec::new();
     within(s.read_to_end(&mut sink)).await.ok();
-    let mut s = ps_core::protocol::transport::connect(addr, Some(job.secret.as_bytes()))
-        .await
-        .unwrap();
+    let mut s = ps_core::protocol::transport::connect(
+        addr,
+        &Credentials::secret(Some(job.secret.as_bytes())),
+    )
+    .await
+    .unwrap();
     s.write_all(&[0xFF; 64]).await.unwrap();
     within(s.read_to_end(&mut sink)).await.ok();
 

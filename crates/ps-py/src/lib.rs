@@ -32,6 +32,7 @@ mod onednn;
 mod python_optimizer;
 mod roles;
 mod runtime;
+mod tls;
 mod updates;
 
 use pyo3::prelude::*;
@@ -46,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(roles::node_main, m)?)?;
     m.add_function(wrap_pyfunction!(exit::exit_with_status, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress_roundtrip, m)?)?;
+    m.add_function(wrap_pyfunction!(tls::tls_job_certificates, m)?)?;
     m.add_function(wrap_pyfunction!(updates::sgd_update, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_set_threads, m)?)?;

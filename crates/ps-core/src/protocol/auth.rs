@@ -10,6 +10,11 @@
 //! ```
 //! Both sides check the other's MAC, so neither talks to an impostor. Without a secret the key is
 //! empty: nodes still interoperate, and [`warn_if_open`] says so once per process.
+//!
+//! A node with TLS (`super::tls`) opens with `"MXRS" (0x80 | version)` alone instead: the
+//! connector answers with TLS's ClientHello, and the exchange above then runs inside the
+//! encrypted channel. A node without TLS that meets one with it (or the other way round) says so
+//! at once rather than waiting for bytes that never come.
 
 use std::sync::Once;
 use std::time::Duration;
@@ -22,6 +27,8 @@ use crate::error::{PsError, Result};
 
 const MAGIC: &[u8; 4] = b"MXRS";
 const VERSION: u8 = 1;
+/// The opening's version byte when TLS follows.
+const TLS_VERSION: u8 = 0x80 | VERSION;
 const NONCE: usize = 32;
 const MAC: usize = 32;
 /// How long a peer has to complete the handshake.
@@ -71,7 +78,49 @@ pub async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
     with_timeout(connect_inner(stream, secret.unwrap_or_default())).await
 }
 
-async fn with_timeout(f: impl Future<Output = Result<()>>) -> Result<()> {
+/// The accepting side's opening when TLS follows: the magic and [`TLS_VERSION`], nothing else.
+pub async fn offer_tls<S: AsyncWrite + Unpin>(stream: &mut S) -> Result<()> {
+    let mut opening = [0u8; 5];
+    opening[..4].copy_from_slice(MAGIC);
+    opening[4] = TLS_VERSION;
+    with_timeout(async {
+        stream.write_all(&opening).await.map_err(closed)?;
+        stream.flush().await.map_err(closed)
+    })
+    .await
+}
+
+/// The connecting side of a TLS connection, before TLS: reads the acceptor's opening, which
+/// must offer TLS.
+pub async fn expect_tls<S: AsyncRead + Unpin>(stream: &mut S) -> Result<()> {
+    match with_timeout(read_opening(stream)).await? {
+        true => Ok(()),
+        false => Err(PsError::Auth(
+            "the peer does not use TLS and this node does: give every node of the job \
+             MXRS_TLS_CERT, MXRS_TLS_KEY and MXRS_TLS_CA, or none"
+                .into(),
+        )),
+    }
+}
+
+/// Reads the acceptor's first five bytes: whether TLS follows.
+async fn read_opening<S: AsyncRead + Unpin>(s: &mut S) -> Result<bool> {
+    let mut opening = [0u8; 5];
+    s.read_exact(&mut opening).await.map_err(closed)?;
+    if &opening[..4] != MAGIC {
+        return Err(PsError::Auth("the peer is not an mxrs node".into()));
+    }
+    match opening[4] {
+        VERSION => Ok(false),
+        TLS_VERSION => Ok(true),
+        v => Err(PsError::Auth(format!(
+            "the peer speaks handshake version {}, this node {VERSION}",
+            v & 0x7f
+        ))),
+    }
+}
+
+pub(crate) async fn with_timeout<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, f).await {
         Ok(r) => r,
         Err(_) => Err(PsError::Auth(format!(
@@ -81,10 +130,15 @@ async fn with_timeout(f: impl Future<Output = Result<()>>) -> Result<()> {
 }
 
 fn closed(e: std::io::Error) -> PsError {
+    if let Some(why) = super::tls::refusal(&e) {
+        // Under TLS 1.3 the peer checks this node's certificate after this node's side of the
+        // TLS handshake is done: its verdict arrives as an alert here.
+        return PsError::Auth(format!("TLS: {why}"));
+    }
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         PsError::Auth(
             "the peer closed the connection during the handshake (is MXRS_SECRET the same \
-             on every node of the job?)"
+             on every node of the job, and MXRS_TLS_* given to all or none?)"
                 .into(),
         )
     } else {
@@ -117,18 +171,16 @@ async fn accept_inner<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, secret: &[u8
 }
 
 async fn connect_inner<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, secret: &[u8]) -> Result<()> {
-    let mut hello = [0u8; 4 + 1 + NONCE];
-    s.read_exact(&mut hello).await.map_err(closed)?;
-    if &hello[..4] != MAGIC {
-        return Err(PsError::Auth("the peer is not an mxrs node".into()));
+    if read_opening(s).await? {
+        return Err(PsError::Auth(
+            "the peer requires TLS: give this node MXRS_TLS_CERT, MXRS_TLS_KEY and MXRS_TLS_CA \
+             (mxrs-launch --tls makes them for a job)"
+                .into(),
+        ));
     }
-    if hello[4] != VERSION {
-        return Err(PsError::Auth(format!(
-            "the peer speaks handshake version {}, this node {VERSION}",
-            hello[4]
-        )));
-    }
-    let theirs = &hello[5..];
+    let mut theirs = [0u8; NONCE];
+    s.read_exact(&mut theirs).await.map_err(closed)?;
+    let theirs = &theirs[..];
     let ours = nonce();
     let proof = mac(secret, b"mxrs-connector", theirs, &ours)
         .finalize()

@@ -1,6 +1,6 @@
 //! Wire protocols. The data plane is raw TCP with length-prefixed frames ([`frame`],
 //! [`connection`]; a server's push counters in [`stats`]); the control plane is gRPC generated from `proto/control.proto` ([`pb`]).
-//! Both open with a shared-secret handshake (`auth`, crate-private like the buffer `pool` and the
+//! Both open with a shared-secret handshake, inside mutual TLS when a node has it ([`tls`]) (`auth`, crate-private like the buffer `pool` and the
 //! optimizer-state blob format `states`: the outside reaches them through [`transport`], the
 //! server and the worker).
 
@@ -10,6 +10,7 @@ pub mod frame;
 pub(crate) mod pool;
 pub(crate) mod states;
 pub mod stats;
+pub mod tls;
 pub mod transport;
 
 /// Generated gRPC types and services of the control plane.

@@ -1,18 +1,232 @@
 //! Authenticated TCP for both planes: listeners that hand out only connections which passed the
-//! handshake, outgoing connections that run it, and a gRPC channel built on top of them.
+//! handshake, outgoing connections that run it, and a gRPC channel built on top of them. With
+//! TLS ([`Credentials::tls`]) every connection is encrypted and both ends show the job's
+//! certificates before the handshake runs, inside the encrypted channel.
 
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use hyper_util::rt::TokioIo;
 use prometheus_client::metrics::counter::Counter;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::auth;
+use super::tls::{Tls, TlsFiles};
 use crate::error::{PsError, Result};
+
+/// What a node proves itself with and asks of its peers: the job's secret (the handshake) and,
+/// optionally, TLS. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    secret: Option<Arc<[u8]>>,
+    tls: Option<Arc<Tls>>,
+}
+
+impl Credentials {
+    /// The job's `secret` (None: open mode), no TLS.
+    pub fn secret(secret: Option<&[u8]>) -> Credentials {
+        Credentials {
+            secret: secret.map(Arc::from),
+            tls: None,
+        }
+    }
+
+    /// The same secret, with TLS.
+    pub fn with_tls(mut self, tls: Tls) -> Credentials {
+        self.tls = Some(Arc::new(tls));
+        self
+    }
+
+    /// The secret and, when `files` are given, TLS loaded from them.
+    ///
+    /// # Errors
+    /// [`PsError::Config`] naming the `MXRS_TLS_*` variable that cannot be read or parsed.
+    pub fn load(secret: Option<&[u8]>, files: Option<&TlsFiles>) -> Result<Credentials> {
+        let c = Credentials::secret(secret);
+        Ok(match files {
+            Some(files) => c.with_tls(Tls::load(files)?),
+            None => c,
+        })
+    }
+
+    /// The credentials `cfg` gives (`MXRS_SECRET`, `MXRS_TLS_*`); says once per process when
+    /// the job runs without a secret.
+    ///
+    /// # Errors
+    /// [`PsError::Config`] naming the `MXRS_TLS_*` variable that cannot be read or parsed.
+    pub fn from_config(cfg: &crate::Config) -> Result<Credentials> {
+        auth::warn_if_open(cfg.secret.as_deref());
+        Credentials::load(cfg.secret.as_deref(), cfg.tls.as_ref())
+    }
+
+    /// Whether connections are encrypted.
+    pub fn uses_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    fn secret_bytes(&self) -> Option<&[u8]> {
+        self.secret.as_deref()
+    }
+}
+
+/// A connection that passed the handshake: plain TCP, or TLS over TCP.
+#[derive(Debug)]
+pub enum Link {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS, accepted by this node.
+    Accepted(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    /// TLS, opened by this node.
+    Opened(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl Link {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Link::Plain(s) => s,
+            Link::Accepted(s) => s.get_ref().0,
+            Link::Opened(s) => s.get_ref().0,
+        }
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> std::io::Result<SocketAddr> {
+        self.tcp().peer_addr()
+    }
+
+    /// Whether the connection is encrypted.
+    pub fn is_tls(&self) -> bool {
+        !matches!(self, Link::Plain(_))
+    }
+
+    /// Splits the connection into halves that a reader and a writer task own; plain TCP keeps
+    /// tokio's lock-free halves.
+    pub fn into_split(self) -> (LinkRead, LinkWrite) {
+        match self {
+            Link::Plain(s) => {
+                let (r, w) = s.into_split();
+                (LinkRead::Plain(r), LinkWrite::Plain(w))
+            }
+            tls => {
+                let (r, w) = tokio::io::split(tls);
+                (LinkRead::Tls(r), LinkWrite::Tls(w))
+            }
+        }
+    }
+}
+
+/// Forwards every `AsyncRead` call of an enum to the variant's stream.
+macro_rules! forward_read {
+    ($ty:ident { $($variant:ident),+ }) => {
+        impl AsyncRead for $ty {
+            fn poll_read(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &mut ReadBuf<'_>,
+            ) -> Poll<std::io::Result<()>> {
+                match self.get_mut() {
+                    $($ty::$variant(s) => Pin::new(s).poll_read(cx, buf),)+
+                }
+            }
+        }
+    };
+}
+
+/// Forwards every `AsyncWrite` call of an enum to the variant's stream.
+macro_rules! forward_write {
+    ($ty:ident { $($variant:ident),+ }) => {
+        impl AsyncWrite for $ty {
+            fn poll_write(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                buf: &[u8],
+            ) -> Poll<std::io::Result<usize>> {
+                match self.get_mut() {
+                    $($ty::$variant(s) => Pin::new(s).poll_write(cx, buf),)+
+                }
+            }
+
+            fn poll_write_vectored(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+                bufs: &[std::io::IoSlice<'_>],
+            ) -> Poll<std::io::Result<usize>> {
+                match self.get_mut() {
+                    $($ty::$variant(s) => Pin::new(s).poll_write_vectored(cx, bufs),)+
+                }
+            }
+
+            fn is_write_vectored(&self) -> bool {
+                match self {
+                    $($ty::$variant(s) => s.is_write_vectored(),)+
+                }
+            }
+
+            fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+                match self.get_mut() {
+                    $($ty::$variant(s) => Pin::new(s).poll_flush(cx),)+
+                }
+            }
+
+            fn poll_shutdown(
+                self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+            ) -> Poll<std::io::Result<()>> {
+                match self.get_mut() {
+                    $($ty::$variant(s) => Pin::new(s).poll_shutdown(cx),)+
+                }
+            }
+        }
+    };
+}
+
+forward_read!(Link {
+    Plain,
+    Accepted,
+    Opened
+});
+forward_write!(Link {
+    Plain,
+    Accepted,
+    Opened
+});
+
+/// The reading half of a [`Link`].
+#[derive(Debug)]
+pub enum LinkRead {
+    /// Of plain TCP.
+    Plain(OwnedReadHalf),
+    /// Of a TLS connection.
+    Tls(ReadHalf<Link>),
+}
+
+/// The writing half of a [`Link`].
+#[derive(Debug)]
+pub enum LinkWrite {
+    /// Of plain TCP.
+    Plain(OwnedWriteHalf),
+    /// Of a TLS connection.
+    Tls(WriteHalf<Link>),
+}
+
+forward_read!(LinkRead { Plain, Tls });
+forward_write!(LinkWrite { Plain, Tls });
+
+impl Connected for Link {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        self.tcp().connect_info()
+    }
+}
 
 /// Binds a listener on `ip:port` (port 0 picks a free one).
 pub async fn listen(ip: IpAddr, port: u16) -> Result<TcpListener> {
@@ -21,16 +235,35 @@ pub async fn listen(ip: IpAddr, port: u16) -> Result<TcpListener> {
         .map_err(|e| PsError::io(format!("bind {ip}:{port}"), e))
 }
 
-/// Opens a connection to `addr`, sets `TCP_NODELAY` and runs the handshake.
-pub async fn connect(addr: SocketAddr, secret: Option<&[u8]>) -> Result<TcpStream> {
+/// Opens a connection to `addr`, sets `TCP_NODELAY` and runs the handshake (TLS first when
+/// `creds` have it).
+pub async fn connect(addr: SocketAddr, creds: &Credentials) -> Result<Link> {
     let mut stream = TcpStream::connect(addr)
         .await
         .map_err(|e| PsError::io(format!("connect to {addr}"), e))?;
     stream
         .set_nodelay(true)
         .map_err(|e| PsError::io("set TCP_NODELAY", e))?;
-    auth::connect(&mut stream, secret).await?;
-    Ok(stream)
+    let Some(tls) = &creds.tls else {
+        auth::connect(&mut stream, creds.secret_bytes()).await?;
+        return Ok(Link::Plain(stream));
+    };
+    auth::expect_tls(&mut stream).await?;
+    let mut link = tls.connect(stream).await?;
+    auth::connect(&mut link, creds.secret_bytes()).await?;
+    Ok(Link::Opened(Box::new(link)))
+}
+
+/// The accepting side of [`connect`].
+async fn accept(mut stream: TcpStream, creds: &Credentials) -> Result<Link> {
+    let Some(tls) = &creds.tls else {
+        auth::accept(&mut stream, creds.secret_bytes()).await?;
+        return Ok(Link::Plain(stream));
+    };
+    auth::offer_tls(&mut stream).await?;
+    let mut link = tls.accept(stream).await?;
+    auth::accept(&mut link, creds.secret_bytes()).await?;
+    Ok(Link::Accepted(Box::new(link)))
 }
 
 /// Handshakes a listener runs at once; further connections wait in the kernel's backlog.
@@ -44,9 +277,9 @@ pub const MAX_PENDING_HANDSHAKES: usize = 64;
 /// handshakes in progress included, when the receiver is dropped.
 pub fn authenticated(
     listener: TcpListener,
-    secret: Option<Arc<[u8]>>,
+    creds: Credentials,
     refused: Counter,
-) -> ReceiverStream<std::io::Result<TcpStream>> {
+) -> ReceiverStream<std::io::Result<Link>> {
     let (tx, rx) = mpsc::channel(64);
     let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
     tokio::spawn(async move {
@@ -58,7 +291,7 @@ pub fn authenticated(
                 },
                 _ = tx.closed() => return,
             };
-            let (mut stream, peer) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(x) => x,
                     Err(e) => {
@@ -70,19 +303,19 @@ pub fn authenticated(
                 _ = tx.closed() => return,
             };
             let tx = tx.clone();
-            let secret = secret.clone();
+            let creds = creds.clone();
             let refused = refused.clone();
             tokio::spawn(async move {
                 let _ = stream.set_nodelay(true);
                 let handshake = tokio::select! {
-                    r = auth::accept(&mut stream, secret.as_deref()) => r,
+                    r = accept(stream, &creds) => r,
                     _ = tx.closed() => return,
                 };
                 drop(permit);
                 match handshake {
-                    Ok(()) => {
+                    Ok(link) => {
                         tracing::debug!("accepted connection from {peer}");
-                        let _ = tx.send(Ok(stream)).await;
+                        let _ = tx.send(Ok(link)).await;
                     }
                     Err(e) => {
                         refused.inc();
@@ -100,13 +333,13 @@ pub fn authenticated(
 /// # Errors
 /// [`PsError::Auth`] when the handshake fails (a different secret, or not an mxrs node);
 /// [`PsError::Rpc`] when `addr` cannot be reached.
-pub async fn grpc_channel(addr: SocketAddr, secret: Option<Arc<[u8]>>) -> Result<Channel> {
+pub async fn grpc_channel(addr: SocketAddr, creds: Credentials) -> Result<Channel> {
     let endpoint = Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| PsError::Rpc(format!("bad scheduler address {addr}: {e}")))?;
     let connector = tower::service_fn(move |_: Uri| {
-        let secret = secret.clone();
+        let creds = creds.clone();
         async move {
-            connect(addr, secret.as_deref())
+            connect(addr, &creds)
                 .await
                 .map(TokioIo::new)
                 .map_err(std::io::Error::other)

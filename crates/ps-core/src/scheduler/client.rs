@@ -18,7 +18,8 @@ use super::{Group, JobHealth, Membership, NodeInfo, Shutdown, Topology};
 use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
 use crate::protocol::pb::scheduler_client::SchedulerClient;
-use crate::protocol::{auth, pb, transport};
+use crate::protocol::transport::Credentials;
+use crate::protocol::{pb, transport};
 
 /// How long [`ControlClient::join`] keeps trying to reach a scheduler that is not up yet.
 const JOIN_PATIENCE: Duration = Duration::from_secs(60);
@@ -121,7 +122,7 @@ impl ControlClient {
     /// which setting is wrong); [`PsError::Rpc`] when the scheduler cannot be reached;
     /// [`PsError::Shutdown`] when the scheduler stops before the job forms.
     pub async fn join(cfg: &Config, role: Role, host: &str, port: u16) -> Result<ControlClient> {
-        auth::warn_if_open(cfg.secret.as_deref());
+        let creds = Credentials::from_config(cfg)?;
         let addr = cfg.root_addr()?;
         let scheduler = NodeInfo {
             node_id: 0,
@@ -131,8 +132,7 @@ impl ControlClient {
             port: cfg.root_port,
         }
         .to_string();
-        let secret = cfg.secret.as_deref().map(Arc::<[u8]>::from);
-        let mut rpc = SchedulerClient::new(connect(addr, secret).await?);
+        let mut rpc = SchedulerClient::new(connect(addr, creds).await?);
         let request = pb::RegisterRequest {
             role: pb::Role::from(role).into(),
             host: host.to_string(),
@@ -269,11 +269,11 @@ impl ControlClient {
 }
 
 /// Opens the channel to the scheduler, retrying for [`JOIN_PATIENCE`] while it is not up.
-async fn connect(addr: std::net::SocketAddr, secret: Option<Arc<[u8]>>) -> Result<Channel> {
+async fn connect(addr: std::net::SocketAddr, creds: Credentials) -> Result<Channel> {
     let deadline = Instant::now() + JOIN_PATIENCE;
     let mut delay = Duration::from_millis(50);
     loop {
-        match transport::grpc_channel(addr, secret.clone()).await {
+        match transport::grpc_channel(addr, creds.clone()).await {
             Ok(channel) => return Ok(channel),
             Err(PsError::Rpc(why)) if Instant::now() + delay < deadline => {
                 tracing::debug!("{why}; trying again in {delay:?}");

@@ -25,7 +25,8 @@ use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
 use crate::metrics::SchedulerMetrics;
 use crate::protocol::pb::scheduler_server::{Scheduler, SchedulerServer};
-use crate::protocol::{auth, pb, transport};
+use crate::protocol::transport::Credentials;
+use crate::protocol::{pb, transport};
 use crate::task::AbortOnDrop;
 
 /// How long the nodes have at most to hear the shutdown order and close their event streams;
@@ -53,7 +54,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Outcome> {
-    auth::warn_if_open(cfg.secret.as_deref());
+    let creds = Credentials::from_config(cfg)?;
     for (var, n) in [
         ("DMLC_NUM_WORKER", cfg.num_workers),
         ("DMLC_NUM_SERVER", cfg.num_servers),
@@ -93,10 +94,9 @@ pub async fn serve(
     };
     let closer = Closer::new();
     let wrapper = closer.wrapper();
-    let secret = cfg.secret.as_deref().map(Arc::<[u8]>::from);
     let refused = shared.metrics.refused.clone();
-    let incoming = transport::authenticated(listener, secret, refused)
-        .map(move |s| s.map(|s| wrapper.wrap(s)));
+    let incoming =
+        transport::authenticated(listener, creds, refused).map(move |s| s.map(|s| wrapper.wrap(s)));
     let service = SchedulerServer::new(Service {
         shared: shared.clone(),
     });

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use prometheus_client::metrics::gauge::Gauge;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use super::offload;
@@ -24,6 +23,7 @@ use crate::metrics::PeerCounters;
 use crate::protocol::auth::HANDSHAKE_TIMEOUT;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
+use crate::protocol::transport::{Link, LinkWrite};
 
 /// How long a leaving server waits for a connection's last replies and its Bye to be written.
 const BYE_GRACE: Duration = Duration::from_secs(1);
@@ -47,7 +47,7 @@ impl Drop for Open {
 /// Serves one authenticated connection until the peer leaves, sends garbage, or `stop` is set.
 pub(crate) async fn run(
     shared: Arc<Shared>,
-    stream: TcpStream,
+    stream: Link,
     mut stop: watch::Receiver<Option<Farewell>>,
 ) {
     let mut peer = Peer {
@@ -157,7 +157,7 @@ async fn next_request<R: tokio::io::AsyncRead + Unpin>(
 /// The writer task: sends queued frames in order, counting each one out of the flow; ends after
 /// a Bye, or when the connection breaks.
 async fn write(
-    write_half: tokio::net::tcp::OwnedWriteHalf,
+    write_half: LinkWrite,
     mut replies: mpsc::UnboundedReceiver<Outgoing>,
     flow: Arc<Flow>,
     counters: Arc<OnceLock<PeerCounters>>,

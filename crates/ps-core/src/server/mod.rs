@@ -47,7 +47,7 @@ pub use crate::placement::chains;
 use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
-use crate::protocol::transport;
+use crate::protocol::transport::{self, Credentials};
 use crate::task::AbortOnDrop;
 use crate::updater::{OptimizerSpec, Updater};
 pub use replica::ReplicaConfig;
@@ -291,13 +291,13 @@ impl Server {
         self.shared.metrics.traffic()
     }
 
-    /// Serves workers that connect to `listener` and prove they know `secret`, until
+    /// Serves workers that connect to `listener` and prove themselves with `creds`, until
     /// `shutdown` resolves; then tells every connected worker why (the farewell `shutdown`
     /// yields, if any), closes every connection and returns once their tasks have ended.
     pub async fn serve(
         &self,
         listener: TcpListener,
-        secret: Option<Arc<[u8]>>,
+        creds: Credentials,
         shutdown: impl Future<Output = Option<Farewell>>,
     ) -> Result<()> {
         let (stop_tx, stop_rx) = watch::channel(None);
@@ -311,7 +311,7 @@ impl Server {
             )))
         });
         let refused = self.shared.metrics.refused.clone();
-        let mut incoming = transport::authenticated(listener, secret, refused);
+        let mut incoming = transport::authenticated(listener, creds, refused);
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
         let farewell = loop {

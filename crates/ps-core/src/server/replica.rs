@@ -33,6 +33,7 @@ use crate::metrics::ServerMetrics;
 use super::key::Replicate;
 use crate::placement::{Partitioner, chains};
 use crate::protocol::frame::{Entry, Mode};
+use crate::protocol::transport::Credentials;
 pub(crate) use link::FromBackup;
 use link::{Link, ToBackup};
 
@@ -56,7 +57,8 @@ pub struct ReplicaConfig {
     pub replicas: u32,
     /// `MXNET_KVSTORE_BIGARRAY_BOUND`, to place pieces in ranges as workers do.
     pub bigarray_bound: u64,
-    pub secret: Option<Arc<[u8]>>,
+    /// The job's secret and TLS.
+    pub creds: Credentials,
     pub max_frame: u64,
     pub num_workers: u32,
     pub mode: Mode,

@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 use crate::error::{PsError, Result};
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
-use crate::protocol::transport;
+use crate::protocol::transport::{self, Credentials};
 
 use super::outbox::Outbox;
 
@@ -98,19 +98,17 @@ impl ServerConn {
     pub(crate) async fn open(
         addr: SocketAddr,
         name: String,
-        secret: Option<&[u8]>,
+        creds: &Credentials,
         max_frame: u64,
         hello: Entry,
         keep: bool,
     ) -> Result<ServerConn> {
-        let stream = transport::connect(addr, secret)
-            .await
-            .map_err(|e| match e {
-                PsError::Io { source, .. } => {
-                    PsError::NodeLost(format!("cannot connect to {name}: {source}"))
-                }
-                other => other,
-            })?;
+        let stream = transport::connect(addr, creds).await.map_err(|e| match e {
+            PsError::Io { source, .. } => {
+                PsError::NodeLost(format!("cannot connect to {name}: {source}"))
+            }
+            other => other,
+        })?;
         let (read_half, write_half) = stream.into_split();
         let state = Arc::new(State {
             name,

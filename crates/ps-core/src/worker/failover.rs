@@ -74,16 +74,9 @@ impl Worker {
     /// connection goes, its requests to the servers that took its keys. A replacement that
     /// cannot be reached fails what is sent to it with an error naming it.
     async fn replace_conn(&self, rank: usize, (addr, name): &(SocketAddr, String)) {
-        let (hello, secret, max_frame) = &self.reconnect;
-        let conn = ServerConn::open(
-            *addr,
-            name.clone(),
-            secret.as_deref(),
-            *max_frame,
-            hello.clone(),
-            true,
-        )
-        .await;
+        let (hello, creds, max_frame) = &self.reconnect;
+        let conn =
+            ServerConn::open(*addr, name.clone(), creds, *max_frame, hello.clone(), true).await;
         match conn {
             Ok(conn) => {
                 tracing::info!("connected to {name}, which replaces a lost server");

@@ -41,6 +41,7 @@ use crate::dtype::DType;
 use crate::error::{PsError, Result};
 use crate::placement::{Part, Partitioner};
 use crate::protocol::frame::{Entry, Mode, Op};
+use crate::protocol::transport::Credentials;
 use batch::Batch;
 use check::{check_init, check_push};
 use conn::{Conns, ServerConn};
@@ -90,7 +91,8 @@ pub struct DataPlane {
     pub mode: Mode,
     pub bigarray_bound: u64,
     pub max_frame_bytes: u64,
-    pub secret: Option<Arc<[u8]>>,
+    /// The job's secret and TLS.
+    pub creds: Credentials,
     /// Backups per key range (`MXRS_REPLICAS`): when a server is lost, its requests go again
     /// to the servers that take its keys over.
     pub replicas: u32,
@@ -116,8 +118,8 @@ pub struct Worker {
     retired: Mutex<Vec<Arc<ServerConn>>>,
     /// The topology applied last, and where each server was then.
     topology: Mutex<(u64, Vec<SocketAddr>)>,
-    /// How to reach a replacement server: the Hello, the secret and the frame bound.
-    reconnect: (Entry, Option<Arc<[u8]>>, u64),
+    /// How to reach a replacement server: the Hello, the credentials and the frame bound.
+    reconnect: (Entry, Credentials, u64),
     /// Under `fp16`/`bf16` compression, pull weights in 16 bits too (the user asked).
     pull_weights: AtomicBool,
 }
@@ -148,7 +150,7 @@ impl Worker {
             let conn = ServerConn::open(
                 *addr,
                 name.clone(),
-                plane.secret.as_deref(),
+                &plane.creds,
                 plane.max_frame_bytes,
                 hello.clone(),
                 plane.replicas > 0 && plane.servers.len() > 1,
@@ -175,7 +177,7 @@ impl Worker {
             topology: Mutex::new((0, addrs)),
             reconnect: (
                 Entry { offset: 0, ..hello },
-                plane.secret.clone(),
+                plane.creds.clone(),
                 plane.max_frame_bytes,
             ),
             pull_weights: AtomicBool::new(false),

@@ -9,12 +9,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use ps_core::protocol::connection::{FrameReader, FrameWriter};
 use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
-use ps_core::protocol::transport;
+use ps_core::protocol::transport::{self, Credentials, LinkRead, LinkWrite};
 use ps_core::scheduler::{NodeInfo, Topology};
 use ps_core::server::{Farewell, Limits, ReplicaConfig, Server};
 use ps_core::worker::{DataPlane, Worker};
 use ps_core::{DType, PsError, Role};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -136,7 +135,7 @@ pub struct Servers {
     pub servers: Vec<Arc<Server>>,
     stops: Vec<oneshot::Sender<Option<Farewell>>>,
     tasks: Vec<JoinHandle<ps_core::Result<()>>>,
-    pub secret: Option<Arc<[u8]>>,
+    pub creds: Credentials,
 }
 
 impl Servers {
@@ -161,7 +160,7 @@ impl Servers {
         Servers::start_inner(
             s,
             w,
-            None,
+            Credentials::default(),
             Limits {
                 max_frame: 1 << 30,
                 max_inflight: 1 << 30,
@@ -169,6 +168,23 @@ impl Servers {
             Some((replicas, mode, bound, LIMIT, &|_, addrs| addrs.to_vec())),
         )
         .await
+    }
+
+    /// [`Servers::start_replicated`] with one backup, admitting peers (workers and each other)
+    /// with `creds`.
+    pub async fn start_replicated_with(
+        s: usize,
+        w: u32,
+        mode: Mode,
+        bound: u64,
+        creds: Credentials,
+    ) -> Servers {
+        let limits = Limits {
+            max_frame: 1 << 30,
+            max_inflight: 1 << 30,
+        };
+        let peers: &Peers = &|_, addrs| addrs.to_vec();
+        Servers::start_inner(s, w, creds, limits, Some((1, mode, bound, LIMIT, peers))).await
     }
 
     /// [`Servers::start_replicated`] with one backup, giving a backup up after `give_up`; each
@@ -185,28 +201,37 @@ impl Servers {
             max_frame: 1 << 30,
             max_inflight: 1 << 30,
         };
-        Servers::start_inner(s, w, None, limits, Some((1, mode, bound, give_up, peers))).await
+        let creds = Credentials::default();
+        Servers::start_inner(s, w, creds, limits, Some((1, mode, bound, give_up, peers))).await
     }
 
     /// Starts `s` servers for `w` workers with the given bounds.
     pub async fn start_with(s: usize, w: u32, secret: Option<&[u8]>, limits: Limits) -> Servers {
-        Servers::start_inner(s, w, secret, limits, None).await
+        Servers::start_inner(s, w, Credentials::secret(secret), limits, None).await
+    }
+
+    /// Starts `s` servers for `w` workers that admit peers with `creds` (TLS, say).
+    pub async fn start_with_creds(s: usize, w: u32, creds: Credentials) -> Servers {
+        let limits = Limits {
+            max_frame: 1 << 30,
+            max_inflight: 1 << 30,
+        };
+        Servers::start_inner(s, w, creds, limits, None).await
     }
 
     async fn start_inner(
         s: usize,
         w: u32,
-        secret: Option<&[u8]>,
+        creds: Credentials,
         limits: Limits,
         replicas: Option<(u32, Mode, u64, Duration, &Peers)>,
     ) -> Servers {
-        let secret: Option<Arc<[u8]>> = secret.map(Arc::from);
         let mut out = Servers {
             addrs: Vec::new(),
             servers: Vec::new(),
             stops: Vec::new(),
             tasks: Vec::new(),
-            secret: secret.clone(),
+            creds: creds.clone(),
         };
         let mut listeners = Vec::new();
         for i in 0..s {
@@ -226,18 +251,18 @@ impl Servers {
                     servers: peers(i, &out.addrs),
                     replicas,
                     bigarray_bound: bound,
-                    secret: secret.clone(),
+                    creds: creds.clone(),
                     max_frame: limits.max_frame,
                     num_workers: w,
                     mode,
                     give_up,
                 });
             }
-            let secret = secret.clone();
+            let creds = creds.clone();
             let serving = server.clone();
             out.tasks.push(tokio::spawn(async move {
                 serving
-                    .serve(listener, secret, async { rx.await.ok().flatten() })
+                    .serve(listener, creds, async { rx.await.ok().flatten() })
                     .await
             }));
             out.servers.push(server);
@@ -273,17 +298,17 @@ impl Servers {
             servers: self.addrs.clone(),
             replicas,
             bigarray_bound: bound,
-            secret: self.secret.clone(),
+            creds: self.creds.clone(),
             max_frame: 1 << 30,
             num_workers: w,
             mode,
             give_up: LIMIT,
         });
         let (tx, rx) = oneshot::channel::<Option<Farewell>>();
-        let (secret, serving) = (self.secret.clone(), server.clone());
+        let (creds, serving) = (self.creds.clone(), server.clone());
         self.tasks.push(tokio::spawn(async move {
             serving
-                .serve(listener, secret, async { rx.await.ok().flatten() })
+                .serve(listener, creds, async { rx.await.ok().flatten() })
                 .await
         }));
         self.servers.push(server.clone());
@@ -334,7 +359,7 @@ impl Servers {
             mode,
             bigarray_bound: bound,
             max_frame_bytes: 1 << 30,
-            secret: self.secret.clone(),
+            creds: self.creds.clone(),
             rejoined: false,
             replicas: 0,
         }
@@ -385,8 +410,8 @@ pub fn to_f64(b: &[u8]) -> Vec<f64> {
 
 /// A hand-driven worker connection.
 pub struct Raw {
-    pub r: FrameReader<OwnedReadHalf>,
-    pub w: FrameWriter<OwnedWriteHalf>,
+    pub r: FrameReader<LinkRead>,
+    pub w: FrameWriter<LinkWrite>,
     next: u64,
 }
 
@@ -405,7 +430,7 @@ impl Raw {
         num_workers: u64,
         mode: Mode,
     ) -> Result<Raw, PsError> {
-        let stream = transport::connect(servers.addrs[0].0, servers.secret.as_deref()).await?;
+        let stream = transport::connect(servers.addrs[0].0, &servers.creds).await?;
         let (r, w) = stream.into_split();
         let mut raw = Raw {
             r: FrameReader::new(r, 1 << 30),

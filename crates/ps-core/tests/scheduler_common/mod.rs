@@ -137,7 +137,11 @@ pub async fn lost(client: &ControlClient) -> String {
 }
 
 pub async fn raw_client(addr: SocketAddr) -> SchedulerClient<tonic::transport::Channel> {
-    SchedulerClient::new(transport::grpc_channel(addr, None).await.unwrap())
+    SchedulerClient::new(
+        transport::grpc_channel(addr, Default::default())
+            .await
+            .unwrap(),
+    )
 }
 
 /// Waits until the scheduler holds a registration for every worker place. The probe is refused

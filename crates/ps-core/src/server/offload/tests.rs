@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::*;
 use crate::dtype::DType;
 use crate::protocol::frame::Mode;
-use crate::protocol::transport;
+use crate::protocol::transport::{self, Credentials};
 use crate::server::{Farewell, Server};
 use crate::worker::{DataPlane, Worker};
 
@@ -61,7 +61,10 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             let _ = stopped.await;
             None::<Farewell>
         };
-        serving.serve(listener, None, farewell).await.unwrap();
+        serving
+            .serve(listener, Credentials::default(), farewell)
+            .await
+            .unwrap();
     });
     let mut out = Vec::new();
     for rank in 0..workers {
@@ -72,7 +75,7 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             mode: Mode::Sync,
             bigarray_bound: u64::MAX,
             max_frame_bytes: 1 << 30,
-            secret: None,
+            creds: Credentials::default(),
             rejoined: false,
             replicas: 0,
         };

@@ -15,7 +15,7 @@ use crate::dtype::DType;
 use crate::metrics::PeerCounters;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
-use crate::protocol::transport;
+use crate::protocol::transport::{self, Credentials};
 use crate::task::AbortOnDrop;
 
 /// What a link carries to its backup, in order.
@@ -62,7 +62,7 @@ struct Target {
     backup: u32,
     addr: SocketAddr,
     name: String,
-    secret: Option<Arc<[u8]>>,
+    creds: Credentials,
     max_frame: u64,
     hello: Entry,
     give_up: Duration,
@@ -90,7 +90,7 @@ impl Link {
             backup,
             addr,
             name,
-            secret: cfg.secret.clone(),
+            creds: cfg.creds.clone(),
             max_frame: cfg.max_frame,
             hello,
             give_up: cfg.give_up,
@@ -171,7 +171,7 @@ async fn pump(
     opened: &mut bool,
     reopening: bool,
 ) -> crate::error::Result<()> {
-    let stream = transport::connect(to.addr, to.secret.as_deref()).await?;
+    let stream = transport::connect(to.addr, &to.creds).await?;
     let (read_half, write_half) = stream.into_split();
     let mut writer = FrameWriter::new(write_half);
     let mut reader = FrameReader::new(read_half, to.max_frame);
