@@ -21,6 +21,7 @@ use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
+use ps_core::protocol::tls::JobCa;
 use ps_core::updater::OptimizerSpec;
 use ps_core::{Config, DType};
 use tokio::io::AsyncBufReadExt;
@@ -67,6 +68,9 @@ struct Args {
     mode: ModeArg,
     #[arg(long, value_enum, default_value_t = OpArg::PushPull)]
     op: OpArg,
+    /// Mutual TLS on every link (a CA made for each job, as `mxrs-launch --tls` does).
+    #[arg(long)]
+    tls: bool,
     /// Internal: run as one worker of a job (settings from DMLC_* variables).
     #[arg(long, hide = true)]
     worker: bool,
@@ -145,7 +149,22 @@ async fn run_job(
 ) -> Result<String, BoxError> {
     let secret: [u8; 16] = rand::random();
     let secret: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    // One line each: the PEM texts with their line breaks written `\n`.
+    let tls: Vec<(&str, String)> = match args.tls {
+        false => Vec::new(),
+        true => {
+            let ca = JobCa::new("ps-bench", Duration::from_secs(3600))?;
+            let node = ca.node("node", &[])?;
+            let line = |pem: &str| pem.trim_end().replace('\n', "\\n");
+            vec![
+                ("MXRS_TLS_CERT", line(&node.cert)),
+                ("MXRS_TLS_KEY", line(&node.key)),
+                ("MXRS_TLS_CA", line(&ca.cert_pem())),
+            ]
+        }
+    };
     let env = |cmd: &mut Command, role: &str, port: u16| {
+        cmd.envs(tls.iter().map(|(k, v)| (k, v)));
         cmd.env("DMLC_ROLE", role)
             .env("DMLC_PS_ROOT_URI", "127.0.0.1")
             .env("DMLC_PS_ROOT_PORT", port.to_string())
@@ -241,6 +260,7 @@ fn summarise(
         "servers": args.servers,
         "mode": format!("{:?}", args.mode).to_lowercase(),
         "op": format!("{:?}", args.op).to_lowercase(),
+        "tls": args.tls,
         "bytes": bytes,
         "keys": keys,
         "rounds": args.rounds,

@@ -123,6 +123,16 @@ impl Link {
     }
 }
 
+/// A peer that closes a TLS connection without TLS's `close_notify` (a process that exits, a
+/// dropped connection) reads as the end of the stream, as it does on plain TCP: frames carry
+/// their own lengths, so a cut inside one is still seen as a truncated frame.
+fn end_of_stream(read: Poll<std::io::Result<()>>) -> Poll<std::io::Result<()>> {
+    match read {
+        Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Poll::Ready(Ok(())),
+        other => other,
+    }
+}
+
 /// Forwards every `AsyncRead` call of an enum to the variant's stream.
 macro_rules! forward_read {
     ($ty:ident { $($variant:ident),+ }) => {
@@ -132,9 +142,10 @@ macro_rules! forward_read {
                 cx: &mut Context<'_>,
                 buf: &mut ReadBuf<'_>,
             ) -> Poll<std::io::Result<()>> {
-                match self.get_mut() {
+                let read = match self.get_mut() {
                     $($ty::$variant(s) => Pin::new(s).poll_read(cx, buf),)+
-                }
+                };
+                end_of_stream(read)
             }
         }
     };

@@ -74,12 +74,16 @@ async fn nodes_of_one_job_talk_encrypted() {
     assert_eq!(&got, b"gradients");
     // Split halves carry it the other way round.
     let (mut r, _w) = opened.into_split();
-    let (_r, mut w) = accepted.into_split();
+    let (mut rest_r, mut w) = accepted.into_split();
     w.write_all(b"weights").await.unwrap();
     w.flush().await.unwrap();
     let mut got = [0u8; 7];
     within(r.read_exact(&mut got)).await.unwrap();
     assert_eq!(&got, b"weights");
+    // A peer that goes without TLS's close_notify reads as the end of the stream, as on TCP.
+    drop((r, _w));
+    let mut rest = Vec::new();
+    assert_eq!(within(rest_r.read_to_end(&mut rest)).await.unwrap(), 0);
 }
 
 #[tokio::test]

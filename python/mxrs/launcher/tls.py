@@ -1,0 +1,102 @@
+"""``mxrs-launch --tls``: a certificate authority made for one job, and its nodes' certificates.
+
+The launcher makes a CA for the job and a certificate for each role (the scheduler, the
+servers, the workers), then forgets the CA's key: nothing can sign another certificate of the
+job. Every node gets ``MXRS_TLS_CERT``, ``MXRS_TLS_KEY`` and ``MXRS_TLS_CA``; with them every
+link of the job, control plane and data plane, is mutual TLS, and the job's secret handshake
+runs inside it. The values are files where the launcher can write them where the nodes run (the
+``local`` launcher: a directory only this user can read, removed with the job; Kubernetes: a
+Secret), else the PEM text itself with its line breaks written ``\\n``, passed the way the
+job's secret is (ssh's stdin, mpirun's environment, the batch script only this user can read).
+"""
+
+import os
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+#: The roles that get a certificate of their own.
+ROLES = ("scheduler", "server", "worker")
+#: How long a job's certificates are valid unless ``--tls-days`` says otherwise.
+DEFAULT_DAYS = 7.0
+#: What dry runs show instead of a private key.
+KEY_MASK = "<tls key>"
+
+
+@dataclass
+class JobTls:
+    """A job's TLS material in PEM: the CA's certificate and each role's certificate and key."""
+
+    ca: str
+    certs: dict  # role -> (cert_pem, key_pem)
+    #: Where the files were written (:meth:`write`), or None: values go inline.
+    directory: str | None = None
+    _owned: bool = field(default=False, repr=False)
+
+    def files(self):
+        """dict: file name -> bytes, for a directory or a Kubernetes Secret."""
+        out = {"ca.pem": self.ca.encode()}
+        for role, (cert, key) in self.certs.items():
+            out[f"{role}.pem"] = cert.encode()
+            out[f"{role}-key.pem"] = key.encode()
+        return out
+
+    def env(self, role, directory=None):
+        """``MXRS_TLS_*`` for a node of ``role``: paths under ``directory`` (default: where
+        :meth:`write` put the files), else the PEM texts on one line each."""
+        where = directory or self.directory
+        cert, key = self.certs[role]
+        if where is not None:
+            return {
+                "MXRS_TLS_CERT": os.path.join(where, f"{role}.pem"),
+                "MXRS_TLS_KEY": os.path.join(where, f"{role}-key.pem"),
+                "MXRS_TLS_CA": os.path.join(where, "ca.pem"),
+            }
+        return {
+            "MXRS_TLS_CERT": _one_line(cert),
+            "MXRS_TLS_KEY": _one_line(key),
+            "MXRS_TLS_CA": _one_line(self.ca),
+        }
+
+    def write(self, directory=None):
+        """Writes :meth:`files` into ``directory`` (default: a new private temporary one, which
+        :meth:`remove` deletes), readable by this user only; later :meth:`env` calls name them."""
+        if directory is None:
+            directory = tempfile.mkdtemp(prefix="mxrs-tls-")
+            self._owned = True
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        for name, data in self.files().items():
+            path = os.path.join(directory, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        self.directory = directory
+        return directory
+
+    def remove(self):
+        """Deletes the directory :meth:`write` made (not one the caller gave)."""
+        if self._owned and self.directory:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
+            self._owned = False
+
+    def secrets(self):
+        """The key texts, as they may appear in a node's environment (for dry runs to mask)."""
+        return [k for _, k in self.certs.values()] + [_one_line(k) for _, k in self.certs.values()]
+
+
+def _one_line(pem):
+    return pem.strip().replace("\n", "\\n")
+
+
+def make(days=DEFAULT_DAYS, hosts=()):
+    """A new :class:`JobTls`, valid for ``days`` from now (and five minutes before, for clocks
+    that differ); its certificates also name ``hosts``. The CA is named by a fresh random id,
+    nothing of the job's secret."""
+    from .. import _native
+
+    labels = [r if r == "scheduler" else f"{r}s" for r in ROLES]
+    job_id = secrets.token_hex(6)
+    ca, pairs = _native.tls_job_certificates(job_id, labels, days * 86400.0, list(hosts))
+    return JobTls(ca, dict(zip(ROLES, pairs, strict=True)))
