@@ -200,6 +200,8 @@ def test_mxrs_port_is_refused_only_where_two_servers_may_share_a_machine(
         ["local", "-n", "2", "-s", "2", "--env", "MXRS_PORT=0", "py"],  # any free port each
         ["local", "-n", "2", "-s", "2", "--env-worker", "MXRS_PORT=7000", "py"],  # unused
         ["ssh", "-n", "2", "-s", "2", "-H", str(two), "--env", "MXRS_PORT=7000", "py"],
+        # every pod has an address of its own
+        ["kubernetes", "--image", "i", "-n", "2", "-s", "2", "--env", "MXRS_PORT=7000", "py"],
     )
     for argv in ok:
         parse(argv)

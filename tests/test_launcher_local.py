@@ -119,7 +119,7 @@ def test_max_restarts_reaches_every_node_and_only_launchers_that_can_restart(cap
         (
             ["slurm", "-n", "2", "--max-restarts", "1", "python"],
             "--max-restarts needs a launcher that starts each worker as its own process "
-            "(local, ssh); slurm starts them together",
+            "(local, ssh, kubernetes); slurm starts them together",
         ),
     ):
         with pytest.raises(SystemExit):

@@ -47,7 +47,10 @@ def test_each_console_script_runs(name):
     assert r.returncode == 0, r.stderr
     assert name in r.stdout
     # each one shows its own flags: the node settings, the launcher's modes, im2rec's packing
-    expected = {"mxrs-launch": "{local,ssh,mpi,sge,yarn,slurm}", "im2rec": "--pack-label"}
+    expected = {
+        "mxrs-launch": "{local,ssh,mpi,sge,yarn,slurm,kubernetes}",
+        "im2rec": "--pack-label",
+    }
     assert expected.get(name, "--num-workers") in r.stdout, r.stdout
 
 

@@ -73,6 +73,14 @@ SERIES = {
         "label": "mxrs, one backup per range",
         "env": {"MXRS_REPLICAS": "1"},
     },
+    # every link mutual TLS, certificates as `mxrs-launch --tls` makes them (made per job)
+    "mxrs-tls": {
+        "lib": "mxrs",
+        "overlap": True,
+        "compression": "none",
+        "label": "mxrs, mutual TLS",
+        "tls": True,
+    },
 }
 #: The seeds' four configurations (host 0 also runs the scheduler).
 SEED_LAYOUTS = (
@@ -134,6 +142,16 @@ def worker_argv(
     return argv
 
 
+def _tls_env(series: str) -> dict:
+    """``MXRS_TLS_*`` of a fresh job CA for a series that asks for TLS, else nothing. Every
+    process gets the worker's certificate: any certificate of the job's CA is admitted."""
+    if not SERIES[series].get("tls"):
+        return {}
+    from mxrs.launcher import tls
+
+    return tls.make(days=1).env("worker")
+
+
 def one_job(
     args: argparse.Namespace,
     layout: Layout,
@@ -150,7 +168,7 @@ def one_job(
     failed). ``lib``, ``argv`` and ``extra_env`` replace the series' library, ``worker.py``'s
     command line and add to every process's environment."""
     lib = lib or SERIES[series]["lib"]
-    extra_env = {**SERIES[series].get("env", {}), **(extra_env or {})}
+    extra_env = {**SERIES[series].get("env", {}), **_tls_env(series), **(extra_env or {})}
     rec: dict = {"layout": layout.name, "hosts": layout.hosts, "servers": list(layout.servers)}
     rec |= {"workers": list(layout.workers), "mode": layout.mode, "series": series, "lib": lib}
     rec |= {"compute_s": compute_s, "rate_mbit": link.rate_mbit if link else None, "tag": tag}
@@ -257,8 +275,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--series",
         nargs="+",
         choices=list(SERIES),
-        default=[s for s in SERIES if "env" not in SERIES[s]],
-        help="the sweep's series (default: all but mxrs-backups)",
+        default=[s for s in SERIES if "env" not in SERIES[s] and "tls" not in SERIES[s]],
+        help="the sweep's series (default: all but mxrs-backups and mxrs-tls)",
     )
     ap.add_argument("--seed-configs", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument(

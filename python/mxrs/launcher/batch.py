@@ -19,7 +19,6 @@ import sys
 
 from . import clashes, tracker
 from .job import Job, LaunchError, Node, interface_address, route_address
-from .tracker import SECRET_MASK
 
 #: Variables of the launching shell that every process also gets (where to find Python and mxrs).
 PASS_THROUGH = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
@@ -31,7 +30,13 @@ _PUBLIC = "192.0.2.1"  # TEST-NET-1: only used to ask which local address the de
 def role_env(job: Job, role):
     """The variables of every process of ``role`` ('server' or 'worker'), rank aside."""
     extra = job.env_server if role == "server" else job.env_worker
-    return {**job.base_env(), **extra, **job.metrics_env(role), "DMLC_ROLE": role}
+    return {
+        **job.base_env(),
+        **extra,
+        **job.metrics_env(role),
+        **job.tls_env(role),
+        "DMLC_ROLE": role,
+    }
 
 
 def pass_through(environ=None):
@@ -174,7 +179,7 @@ class JobFiles:
         out = out or sys.stdout
         for path, text in self.files.items():
             print(f"[file] {path} (mode 0600):", file=out)
-            for line in text.replace(secret, SECRET_MASK).splitlines():
+            for line in tracker.mask(text, secret).splitlines():
                 print(f"[file]   {line}", file=out)
 
     def remove(self):
@@ -194,13 +199,13 @@ def show_env(label, env, secret, out=None):
     """Print ``env`` as a dry run shows a launch's environment, with the secret masked."""
     out = out or sys.stdout
     for k in sorted(env):
-        print(f"[{label}]   env: {k}={str(env[k]).replace(secret, SECRET_MASK)}", file=out)
+        print(f"[{label}]   env: {k}={tracker.mask(str(env[k]), secret)}", file=out)
 
 
 def show_role_envs(job: Job):
     """On a dry run: the servers' and the workers' environments, secret masked."""
     for role in ("server", "worker"):
-        show_env(f"{role}s", role_env(job, role), job.secret)
+        show_env(f"{role}s", role_env(job, role), job.hidden())
 
 
 def run_script(job: Job, launcher, script, submit, dry_run=False, output_of=None):
@@ -227,7 +232,7 @@ def run_with_files(job: Job, make, dry_run=False, output_of=None, show_envs=Fals
     to at the end. Returns the job's exit status."""
     if dry_run:
         files, todo = make(job)
-        files.show(job.secret, sys.stdout)
+        files.show(job.hidden(), sys.stdout)
         if show_envs:
             show_role_envs(job)
         return tracker.run(job, lambda _job: todo, dry_run=True)

@@ -18,7 +18,8 @@ variable a node or a worker reads, what the launcher does instead:
     explicit ``--metrics-port`` wins. Per role (``--env-server``) it is refused.
 ``server-port``
     ``MXRS_PORT``, the port a server listens on, is passed as it is while no two servers may
-    share a machine, and refused otherwise (every server would bind the same port).
+    share a machine (or an address: each Kubernetes pod has its own), and refused otherwise
+    (every server would bind the same port).
 ``worker-file``
     ``MXRS_TIMELINE``: the local and ssh launchers give each worker a file of its own
     (:mod:`.timeline`); the batch launchers start every worker with the same settings, so there
@@ -164,7 +165,7 @@ def _check_server_port(job, launcher, given, environ):
 def _shared(job, launcher):
     """Why two of ``job``'s servers may share a machine under ``launcher``; None if they cannot."""
     servers = job.num_servers
-    if servers < 2:
+    if servers < 2 or launcher == "kubernetes":  # every pod has an address of its own
         return None
     if launcher == "local":
         return f"the local launcher runs all {servers} servers on this machine"

@@ -5,14 +5,14 @@ import importlib
 import re
 import sys
 
-from . import clashes
+from . import clashes, kube_manifests, tls
 from .console import PROGRESS
 from .hostfile import read_hostfile
 from .job import Job, LaunchError, parse_env
 
-LAUNCHERS = ("local", "ssh", "mpi", "sge", "yarn", "slurm")
+LAUNCHERS = ("local", "ssh", "mpi", "sge", "yarn", "slurm", "kubernetes")
 #: Launchers that start each worker as a process of its own, which can be started again.
-RESTARTING = ("local", "ssh")
+RESTARTING = ("local", "ssh", "kubernetes")
 
 
 def _parser():
@@ -62,8 +62,8 @@ def _parser():
         metavar="N",
         help="restart a failed worker with the same rank up to N times; the job waits for it "
         "(PS_REJOIN_TIMEOUT seconds, default 60) instead of failing; with backups (--replicas) a "
-        "failed server too, whose replacement takes a copy of the keys it backs up (local and "
-        "ssh launchers)",
+        "failed server too, whose replacement takes a copy of the keys it backs up (local, ssh "
+        "and kubernetes launchers)",
     )
     p.add_argument(
         "--replicas",
@@ -97,9 +97,59 @@ def _parser():
         "option wins); no process gets it as it is",
     )
     p.add_argument(
-        "--dry-run", action="store_true", help="print the exact commands per host and exit"
+        "--tls",
+        action="store_true",
+        help="mutual TLS on every link of the job: make a CA for the job (its key is never "
+        "written) and a certificate per role, and give every node MXRS_TLS_CERT, MXRS_TLS_KEY "
+        "and MXRS_TLS_CA (files, or the PEM text where the nodes cannot read this machine's)",
     )
+    p.add_argument(
+        "--tls-days",
+        type=float,
+        default=None,
+        metavar="DAYS",
+        help="how long the job's certificates are valid (default 7; with --tls)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact commands per host (kubernetes: the manifests) and exit",
+    )
+    _kubernetes_options(p)
     return p
+
+
+def _kubernetes_options(p):
+    k = p.add_argument_group("kubernetes launcher")
+    k.add_argument("--image", help="the container image of every pod (mxrs and the program)")
+    k.add_argument(
+        "--namespace", help="where the job runs (default: the kubeconfig context's, or default)"
+    )
+    k.add_argument("--name", help="the job's name, on each of its objects (default: mxrs-XXXXXX)")
+    k.add_argument("--cpu", help="CPU cores each pod requests (4, 2.5, 500m); sets BLAS threads")
+    k.add_argument("--memory", help="memory each pod requests and is limited to (8Gi)")
+    k.add_argument("--gpus", type=int, metavar="N", help="nvidia.com/gpu for each worker pod")
+    k.add_argument(
+        "--node-selector",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="run the pods on nodes with this label (repeatable)",
+    )
+    k.add_argument(
+        "--toleration",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE][:EFFECT]",
+        help="let the pods run on nodes with this taint (repeatable)",
+    )
+    k.add_argument("--service-account", help="the pods' service account")
+    k.add_argument(
+        "--jobset", action="store_true", help="one JobSet (jobset.x-k8s.io) instead of three Jobs"
+    )
+    k.add_argument(
+        "--keep", action="store_true", help="keep the job's objects when it ends (for kubectl)"
+    )
 
 
 _TAKES_VALUE = {
@@ -119,6 +169,8 @@ _TAKES_VALUE = {
     "--interface",
     "--progress",
     "--metrics-port",
+    "--tls-days",
+    *(flag for flag, dest in kube_manifests.FLAGS.items() if dest not in ("jobset", "keep")),
 }
 
 
@@ -155,7 +207,7 @@ def parse(argv):
     args = p.parse_args(own)
     launcher = args.launcher or args.launcher_opt
     if launcher is None:
-        p.error("which launcher? give LAUNCHER (local, ssh, mpi, sge, yarn, slurm) or --launcher")
+        p.error(f"which launcher? give LAUNCHER ({', '.join(LAUNCHERS)}) or --launcher")
     if not command:
         p.error("no command to run on the workers")
     if args.num_workers < 1:
@@ -215,12 +267,34 @@ def parse(argv):
                 f"(0-{65535 - 1 - servers}), got {args.metrics_port}"
             )
         job.metrics_port = args.metrics_port
+    if args.tls_days is not None and not args.tls:
+        p.error("--tls-days needs --tls")
+    if args.tls:
+        days = tls.DEFAULT_DAYS if args.tls_days is None else args.tls_days
+        if not days > 0:
+            p.error(f"--tls-days must be above 0, got {args.tls_days}")
+        if any(k.startswith("MXRS_TLS_") for k in (*env, *job.env_server, *job.env_worker)):
+            p.error("--tls makes the job's certificates: give no MXRS_TLS_* with --env as well")
+        job.tls = tls.make(days)
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:
         env["PS_VERBOSE"] = str(min(args.verbose, 2))
     if launcher != "local" and not args.hostfile and launcher in ("ssh", "mpi"):
         p.error(f"the {launcher} launcher needs -H/--hostfile")
+    if launcher == "kubernetes":
+        for given, flag in (
+            (args.hostfile, "-H/--hostfile"),
+            (args.sync_dst_dir, "--sync-dst-dir"),
+        ):
+            if given:
+                p.error(f"{flag} is not for the kubernetes launcher: Kubernetes places the pods")
+        try:
+            args.kube = kube_manifests.settings_from(args)
+        except LaunchError as e:
+            p.error(str(e))
+    elif (kube_flag := kube_manifests.given_flag(args)) is not None:
+        p.error(f"{kube_flag} is an option of the kubernetes launcher, not of {launcher}")
     try:
         clashes.check(job, launcher)
     except LaunchError as e:
@@ -239,8 +313,9 @@ def main(argv=None):
             file=sys.stderr,
         )
         return 2
+    extra = {"settings": args.kube} if launcher == "kubernetes" else {}
     try:
-        return module.submit(job, dry_run=args.dry_run)
+        return module.submit(job, dry_run=args.dry_run, **extra)
     except LaunchError as e:
         print(f"mxrs-launch: {e}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import timeline
+from .tls import JobTls
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: What stands for the scheduler's port before it announces it (in dry runs).
@@ -64,6 +65,16 @@ class Job:
     #: (0: each on any free port, which it says); None: no endpoints.
     metrics_port: int | None = None
     secret: str = field(default_factory=lambda: secrets.token_hex(32))
+    #: ``--tls``: the job's certificates (:class:`~.tls.JobTls`), or None: links without TLS.
+    tls: JobTls | None = None
+
+    def hidden(self):
+        """The values dry runs mask: the job's secret and, with TLS, the private keys."""
+        return [self.secret, *(self.tls.secrets() if self.tls is not None else ())]
+
+    def tls_env(self, role):
+        """``MXRS_TLS_*`` for a node of ``role`` when the job runs with TLS."""
+        return self.tls.env(role) if self.tls is not None else {}
 
     def base_env(self):
         """The variables every process of the job gets (the port is :data:`PORT_PLACEHOLDER`
@@ -104,16 +115,19 @@ class Job:
                     "DMLC_NODE_HOST": self.root_host,
                     "DMLC_PS_ROOT_PORT": str(self.root_port),
                     **self.metrics_env("scheduler"),
+                    **self.tls_env("scheduler"),
                 },
             )
         ]  # 0: any, announced
         for i in range(self.num_servers):  # ranks fixed, so the job's names match the labels
             env = {**base, **self.env_server, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i)}
             env.update(self.metrics_env("server", i))
+            env.update(self.tls_env("server"))
             out.append(Node("server", i, hosts[i % len(hosts)], env))
         for i in range(self.num_workers):
             env = {**base, **self.env_worker, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(i)}
             env.update(timeline.worker_env(self, i))
+            env.update(self.tls_env("worker"))
             out.append(Node("worker", i, hosts[i % len(hosts)], env))
         return out
 

@@ -23,4 +23,10 @@ def submit(job: Job, dry_run=False):
     job.hosts = ["127.0.0.1"]
     if not dry_run:
         clashes.check_free_ports(job, job.root_host)
-    return tracker.run(job, launches, dry_run)
+        if job.tls is not None:
+            job.tls.write()  # files only this user reads; the nodes get their paths
+    try:
+        return tracker.run(job, launches, dry_run)
+    finally:
+        if job.tls is not None:
+            job.tls.remove()

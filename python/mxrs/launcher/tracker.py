@@ -46,12 +46,22 @@ def scheduler_launch(job: Job):
     return Launch(node.label, node.role, job.node_command(node), env)
 
 
+def mask(text, secrets):
+    """``text`` with each of ``secrets`` (a string, or several: the job's secret and TLS keys,
+    :meth:`~.job.Job.hidden`) shown as :data:`SECRET_MASK`."""
+    for s in [secrets] if isinstance(secrets, str) else sorted(secrets, key=len, reverse=True):
+        if s:
+            text = text.replace(s, SECRET_MASK)
+    return text
+
+
 def describe(launch: Launch, secret):
-    """The dry-run line(s) for ``launch``: host, command, and stdin, with the secret masked."""
-    argv = " ".join(shlex.quote(a) for a in launch.argv).replace(secret, SECRET_MASK)
+    """The dry-run line(s) for ``launch``: host, command, and stdin, with the secret (or the
+    secrets, see :func:`mask`) masked."""
+    argv = mask(" ".join(shlex.quote(a) for a in launch.argv), secret)
     lines = [f"[{launch.label}] on {launch.host}: {argv}"]
     if launch.stdin:
-        text = launch.stdin.decode().replace(secret, SECRET_MASK)
+        text = mask(launch.stdin.decode(), secret)
         lines += [f"[{launch.label}]   stdin: {ln}" for ln in text.splitlines() if ln]
     return "\n".join(lines)
 
@@ -67,13 +77,13 @@ def run(job: Job, plan, dry_run=False, out=None):
     sched = scheduler_launch(job)
     if dry_run:
         out = out or sys.stdout
-        print(describe(sched, job.secret), file=out)
+        print(describe(sched, job.hidden()), file=out)
         port = job.root_port or (
             f"{PORT_PLACEHOLDER} (any free one, which the scheduler announces once listening)"
         )
         print(f"[{sched.label}]   port: {port}", file=out)
         for launch in plan(job):
-            print(describe(launch, job.secret), file=out)
+            print(describe(launch, job.hidden()), file=out)
         return 0
     sup = Supervisor(progress=job.progress)
     signals = _Signals()
