@@ -284,13 +284,21 @@ def test_with_tls_the_certificates_travel_in_the_secret_and_every_pod_names_its_
     docs = kube_manifests.build(job, args.kube, "ml")
     data = {k: base64.b64decode(v).decode() for k, v in docs[0]["data"].items()}
     assert data["ca.pem"] == job.tls.ca
-    for role in ("scheduler", "server", "worker"):
-        assert (data[f"{role}.pem"], data[f"{role}-key.pem"]) == job.tls.certs[role]
+    # A certificate of its own for each pod: the scheduler's, and one per completion index.
+    labels = ["scheduler", "server 0", "server 1", "worker 0", "worker 1"]
+    assert sorted(job.tls.certs) == labels
+    for label in labels:
+        stem = label.replace(" ", "-")
+        assert (data[f"{stem}.pem"], data[f"{stem}-key.pem"]) == job.tls.certs[label]
     for role, spec in _pod_specs(docs).items():
         env = _env(spec)
-        assert env["MXRS_TLS_CERT"]["value"] == f"/etc/mxrs/secret/{role}.pem"
-        assert env["MXRS_TLS_KEY"]["value"] == f"/etc/mxrs/secret/{role}-key.pem"
+        stem = role if role == "scheduler" else f"{role}-$(JOB_COMPLETION_INDEX)"
+        assert env["MXRS_TLS_CERT"]["value"] == f"/etc/mxrs/secret/{stem}.pem"
+        assert env["MXRS_TLS_KEY"]["value"] == f"/etc/mxrs/secret/{stem}-key.pem"
         assert env["MXRS_TLS_CA"]["value"] == "/etc/mxrs/secret/ca.pem"
+        names = [e["name"] for e in spec["containers"][0]["env"]]
+        if role != "scheduler":  # defined before the reference, so that Kubernetes expands it
+            assert names.index("JOB_COMPLETION_INDEX") < names.index("MXRS_TLS_CERT")
         (mount,) = spec["containers"][0]["volumeMounts"]
         assert mount["mountPath"] == "/etc/mxrs/secret" and mount["readOnly"]
     for doc in docs:

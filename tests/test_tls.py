@@ -69,6 +69,8 @@ def test_the_nodes_get_files_only_this_user_reads_and_they_go_with_the_job(tmp_p
     modes = sorted({oct(stat.S_IMODE(os.stat(p).st_mode)) for p in paths})
     folder = oct(stat.S_IMODE(os.stat(os.path.dirname(paths[0])).st_mode))
     print('files', os.path.dirname(paths[0]), modes, folder, flush=True)
+    print('own', kv.rank, os.path.basename(paths[0]), open(paths[0]).read().count('BEGIN'),
+          flush=True)
     """
     r = launch(tmp_path, script, launcher_args=["--tls"])
     assert r.returncode == 0, r.stdout + r.stderr
@@ -76,6 +78,8 @@ def test_the_nodes_get_files_only_this_user_reads_and_they_go_with_the_job(tmp_p
     assert len(lines) == 2, r.stdout
     folder = lines[0].split()[0]
     assert lines[0].endswith("['0o600'] 0o700"), lines
+    # Each worker has a certificate of its own.
+    assert _results(r.stdout, "own") == ["0 worker-0.pem 1", "1 worker-1.pem 1"]
     assert not os.path.exists(folder)
 
 
@@ -111,12 +115,12 @@ else:
 
 
 def test_a_node_without_the_jobs_certificates_is_refused_and_the_job_goes_on(tmp_path):
-    job = _write(tmp_path / "job", tls.make(), "server")
-    other = tls.make()
+    job = _write(tmp_path / "job", tls.make(["servers", "workers"]), "servers")
+    other = tls.make(["workers"])
     with job_nodes(workers=2, servers=2, **job) as (port, procs):
         intruders = {
             "plain": _worker(port, {}, INTRUDER),
-            "another job's": _worker(port, _write(tmp_path / "other", other, "worker"), INTRUDER),
+            "another job's": _worker(port, _write(tmp_path / "other", other, "workers"), INTRUDER),
         }
         seen = {k: p.communicate(timeout=TIMEOUT) for k, p in intruders.items()}
         assert seen["plain"][0].startswith("AuthenticationError"), seen
@@ -124,7 +128,7 @@ def test_a_node_without_the_jobs_certificates_is_refused_and_the_job_goes_on(tmp
         assert seen["another job's"][0].startswith("AuthenticationError"), seen
         assert "UnknownIssuer" in seen["another job's"][0], seen
         # The job's own workers form the job and train on it.
-        mine = {**_role(tmp_path / "job", "worker")}
+        mine = {**_role(tmp_path / "job", "workers")}
         workers = [_worker(port, {**mine, "DMLC_WORKER_ID": str(i)}, TRAIN) for i in range(2)]
         outs = [w.communicate(timeout=TIMEOUT) for w in workers]
         for w, (out, err) in zip(workers, outs, strict=True):
@@ -143,8 +147,8 @@ def _role(directory, role):
 
 
 def test_a_node_given_part_of_the_tls_settings_says_what_is_missing(tmp_path):
-    material = tls.make()
-    env = _write(tmp_path, material, "worker")
+    material = tls.make(["workers"])
+    env = _write(tmp_path, material, "workers")
     p = _worker(1, {"MXRS_TLS_CERT": env["MXRS_TLS_CERT"]}, INTRUDER)
     out, err = p.communicate(timeout=TIMEOUT)
     assert "MXRS_TLS_KEY and MXRS_TLS_CA" in out + err, out + err
@@ -188,3 +192,22 @@ def test_bad_tls_options_are_refused(args, message):
     )
     assert r.returncode == 2
     assert message in r.stderr, r.stderr
+
+
+def test_launchers_that_start_a_role_together_give_it_one_certificate():
+    from mxrs.launcher import batch
+    from mxrs.launcher.cli import parse
+
+    _, job, _ = parse(["slurm", "-n", "3", "-s", "2", "--tls", "python", "train.py"])
+    assert sorted(job.tls.certs) == ["scheduler", "servers", "workers"]
+    for role in ("server", "worker"):
+        env = batch.role_env(job, role)
+        cert, key = job.tls.certs[f"{role}s"]
+        assert env["MXRS_TLS_CERT"] == cert.strip().replace("\n", "\\n")
+        assert env["MXRS_TLS_KEY"] == key.strip().replace("\n", "\\n")
+        assert "\n" not in env["MXRS_TLS_CA"]
+    # Those that start each node on its own give each a certificate of its own.
+    _, job, _ = parse(["local", "-n", "2", "-s", "1", "--tls", "python", "train.py"])
+    assert sorted(job.tls.certs) == ["scheduler", "server 0", "worker 0", "worker 1"]
+    certs = {n.label: n.env["MXRS_TLS_CERT"] for n in job.nodes()}
+    assert len(set(certs.values())) == 4

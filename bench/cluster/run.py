@@ -144,12 +144,12 @@ def worker_argv(
 
 def _tls_env(series: str) -> dict:
     """``MXRS_TLS_*`` of a fresh job CA for a series that asks for TLS, else nothing. Every
-    process gets the worker's certificate: any certificate of the job's CA is admitted."""
+    process gets the same certificate: any certificate of the job's CA is admitted."""
     if not SERIES[series].get("tls"):
         return {}
     from mxrs.launcher import tls
 
-    return tls.make(days=1).env("worker")
+    return tls.make(["nodes"], days=1).env("nodes")
 
 
 def one_job(

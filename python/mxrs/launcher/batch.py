@@ -34,7 +34,7 @@ def role_env(job: Job, role):
         **job.base_env(),
         **extra,
         **job.metrics_env(role),
-        **job.tls_env(role),
+        **job.tls_env(f"{role}s"),
         "DMLC_ROLE": role,
     }
 

@@ -275,7 +275,7 @@ def parse(argv):
             p.error(f"--tls-days must be above 0, got {args.tls_days}")
         if any(k.startswith("MXRS_TLS_") for k in (*env, *job.env_server, *job.env_worker)):
             p.error("--tls makes the job's certificates: give no MXRS_TLS_* with --env as well")
-        job.tls = tls.make(days)
+        job.tls = tls.make(tls.labels(launcher, servers, args.num_workers), days)
     if args.interface:
         env["DMLC_INTERFACE"] = args.interface
     if args.verbose:

@@ -72,9 +72,13 @@ class Job:
         """The values dry runs mask: the job's secret and, with TLS, the private keys."""
         return [self.secret, *(self.tls.secrets() if self.tls is not None else ())]
 
-    def tls_env(self, role):
-        """``MXRS_TLS_*`` for a node of ``role`` when the job runs with TLS."""
-        return self.tls.env(role) if self.tls is not None else {}
+    def tls_env(self, *labels):
+        """``MXRS_TLS_*`` when the job runs with TLS: of the first of ``labels`` (a node's,
+        ``worker 1``, then its role's, ``workers``) that has a certificate."""
+        if self.tls is None:
+            return {}
+        label = next(x for x in labels if x in self.tls.certs)
+        return self.tls.env(label)
 
     def base_env(self):
         """The variables every process of the job gets (the port is :data:`PORT_PLACEHOLDER`
@@ -122,12 +126,12 @@ class Job:
         for i in range(self.num_servers):  # ranks fixed, so the job's names match the labels
             env = {**base, **self.env_server, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i)}
             env.update(self.metrics_env("server", i))
-            env.update(self.tls_env("server"))
+            env.update(self.tls_env(f"server {i}", "servers"))
             out.append(Node("server", i, hosts[i % len(hosts)], env))
         for i in range(self.num_workers):
             env = {**base, **self.env_worker, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(i)}
             env.update(timeline.worker_env(self, i))
-            env.update(self.tls_env("worker"))
+            env.update(self.tls_env(f"worker {i}", "workers"))
             out.append(Node("worker", i, hosts[i % len(hosts)], env))
         return out
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .job import Job, LaunchError, compute_threads
+from .tls import paths as tls_paths
 
 #: The scheduler's port when ``--env DMLC_PS_ROOT_PORT=P`` does not give one.
 DEFAULT_PORT = 9091
@@ -341,13 +342,25 @@ def role_env(job: Job, settings: KubeSettings, role: str) -> list[dict[str, Any]
     )
     threads = compute_threads(max(1, math.floor(_cpus(settings.cpu))), 1) if settings.cpu else {}
     extra = {"server": job.env_server, "worker": job.env_worker}.get(role, {})
-    tls = job.tls.env(role, SECRET_MOUNT) if job.tls is not None else {}
-    plain = {**threads, **job.base_env(), **extra, **tls, "DMLC_ROLE": role}
+    env += [{"name": k, "value": v} for k, v in _tls_env(job, role).items()]
+    plain = {**threads, **job.base_env(), **extra, "DMLC_ROLE": role}
     if role != "worker" and job.metrics_port is not None:  # each pod has an address of its own
         plain["MXRS_METRICS_PORT"] = str(job.metrics_port)
     taken = {e["name"] for e in env}
     env += [{"name": k, "value": escape(str(v))} for k, v in plain.items() if k not in taken]
     return env
+
+
+def _tls_env(job: Job, role: str) -> dict[str, str]:
+    """``MXRS_TLS_*`` of a pod of ``role``, naming its files in the Secret: each server's and
+    worker's own by its completion index where the job has one per node."""
+    if job.tls is None:
+        return {}
+    if role == "scheduler":
+        return tls_paths(SECRET_MOUNT, "scheduler")
+    if f"{role} 0" in job.tls.certs:  # Kubernetes expands $(VAR) of an earlier variable
+        return tls_paths(SECRET_MOUNT, f"{role}-$(JOB_COMPLETION_INDEX)")
+    return tls_paths(SECRET_MOUNT, f"{role}s")
 
 
 def _resources(settings: KubeSettings, role: str) -> dict[str, Any]:

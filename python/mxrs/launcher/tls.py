@@ -1,13 +1,16 @@
 """``mxrs-launch --tls``: a certificate authority made for one job, and its nodes' certificates.
 
-The launcher makes a CA for the job and a certificate for each role (the scheduler, the
-servers, the workers), then forgets the CA's key: nothing can sign another certificate of the
-job. Every node gets ``MXRS_TLS_CERT``, ``MXRS_TLS_KEY`` and ``MXRS_TLS_CA``; with them every
-link of the job, control plane and data plane, is mutual TLS, and the job's secret handshake
-runs inside it. The values are files where the launcher can write them where the nodes run (the
-``local`` launcher: a directory only this user can read, removed with the job; Kubernetes: a
-Secret), else the PEM text itself with its line breaks written ``\\n``, passed the way the
-job's secret is (ssh's stdin, mpirun's environment, the batch script only this user can read).
+The launcher makes a CA for the job and a certificate for each node, then forgets the CA's key:
+nothing can sign another certificate of the job. Every node gets ``MXRS_TLS_CERT``,
+``MXRS_TLS_KEY`` and ``MXRS_TLS_CA``; with them every link of the job, control plane and data
+plane, is mutual TLS, and the job's secret handshake runs inside it. Launchers that start each
+node on its own (``local``, ``ssh``, ``kubernetes``) give each node a certificate of its own
+(``worker 1``); those that start a role's processes together (``mpi``, ``sge``, ``yarn``,
+``slurm``) one per role (``workers``). The values are files where the launcher can write them
+where the nodes run (``local``: a directory only this user can read, removed with the job;
+``kubernetes``: the job's Secret), else the PEM text itself with its line breaks written
+``\\n``, passed the way the job's secret is (ssh's stdin, mpirun's environment, the batch script
+only this user can read).
 """
 
 import os
@@ -16,8 +19,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
-#: The roles that get a certificate of their own.
-ROLES = ("scheduler", "server", "worker")
+#: Launchers that start each node on its own, which gets a certificate of its own.
+PER_NODE = ("local", "ssh", "kubernetes")
 #: How long a job's certificates are valid unless ``--tls-days`` says otherwise.
 DEFAULT_DAYS = 7.0
 #: What dry runs show instead of a private key.
@@ -26,10 +29,11 @@ KEY_MASK = "<tls key>"
 
 @dataclass
 class JobTls:
-    """A job's TLS material in PEM: the CA's certificate and each role's certificate and key."""
+    """A job's TLS material in PEM: the CA's certificate, and a certificate and key for each
+    node (``worker 1``) or role (``workers``) the launcher names."""
 
     ca: str
-    certs: dict  # role -> (cert_pem, key_pem)
+    certs: dict  # label -> (cert_pem, key_pem)
     #: Where the files were written (:meth:`write`), or None: values go inline.
     directory: str | None = None
     _owned: bool = field(default=False, repr=False)
@@ -37,22 +41,18 @@ class JobTls:
     def files(self):
         """dict: file name -> bytes, for a directory or a Kubernetes Secret."""
         out = {"ca.pem": self.ca.encode()}
-        for role, (cert, key) in self.certs.items():
-            out[f"{role}.pem"] = cert.encode()
-            out[f"{role}-key.pem"] = key.encode()
+        for label, (cert, key) in self.certs.items():
+            out[f"{file_stem(label)}.pem"] = cert.encode()
+            out[f"{file_stem(label)}-key.pem"] = key.encode()
         return out
 
-    def env(self, role, directory=None):
-        """``MXRS_TLS_*`` for a node of ``role``: paths under ``directory`` (default: where
-        :meth:`write` put the files), else the PEM texts on one line each."""
+    def env(self, label, directory=None):
+        """``MXRS_TLS_*`` for the node (or role) ``label``: paths under ``directory`` (default:
+        where :meth:`write` put the files), else the PEM texts on one line each."""
         where = directory or self.directory
-        cert, key = self.certs[role]
+        cert, key = self.certs[label]
         if where is not None:
-            return {
-                "MXRS_TLS_CERT": os.path.join(where, f"{role}.pem"),
-                "MXRS_TLS_KEY": os.path.join(where, f"{role}-key.pem"),
-                "MXRS_TLS_CA": os.path.join(where, "ca.pem"),
-            }
+            return paths(where, file_stem(label))
         return {
             "MXRS_TLS_CERT": _one_line(cert),
             "MXRS_TLS_KEY": _one_line(key),
@@ -86,17 +86,40 @@ class JobTls:
         return [k for _, k in self.certs.values()] + [_one_line(k) for _, k in self.certs.values()]
 
 
+def file_stem(label):
+    """The files' name for ``label``: ``worker 1`` -> ``worker-1``."""
+    return label.replace(" ", "-")
+
+
+def paths(directory, stem):
+    """``MXRS_TLS_*`` naming the files of ``stem`` (and the CA's) in ``directory``."""
+    return {
+        "MXRS_TLS_CERT": f"{directory}/{stem}.pem",
+        "MXRS_TLS_KEY": f"{directory}/{stem}-key.pem",
+        "MXRS_TLS_CA": f"{directory}/ca.pem",
+    }
+
+
+def labels(launcher, servers, workers):
+    """The certificates a job needs under ``launcher``: the scheduler's, then each node's
+    (:data:`PER_NODE` launchers) or each role's."""
+    if launcher in PER_NODE:
+        nodes = [f"server {i}" for i in range(servers)] + [f"worker {i}" for i in range(workers)]
+        return ["scheduler", *nodes]
+    return ["scheduler", "servers", "workers"]
+
+
 def _one_line(pem):
     return pem.strip().replace("\n", "\\n")
 
 
-def make(days=DEFAULT_DAYS, hosts=()):
-    """A new :class:`JobTls`, valid for ``days`` from now (and five minutes before, for clocks
-    that differ); its certificates also name ``hosts``. The CA is named by a fresh random id,
-    nothing of the job's secret."""
+def make(names, days=DEFAULT_DAYS, hosts=()):
+    """A new :class:`JobTls` with a certificate for each of ``names`` (:func:`labels`), valid
+    for ``days`` from now (and five minutes before, for clocks that differ), also naming
+    ``hosts``. The CA is named by a fresh random id, nothing of the job's secret."""
     from .. import _native
 
-    labels = [r if r == "scheduler" else f"{r}s" for r in ROLES]
+    names = list(names)
     job_id = secrets.token_hex(6)
-    ca, pairs = _native.tls_job_certificates(job_id, labels, days * 86400.0, list(hosts))
-    return JobTls(ca, dict(zip(ROLES, pairs, strict=True)))
+    ca, pairs = _native.tls_job_certificates(job_id, names, days * 86400.0, list(hosts))
+    return JobTls(ca, dict(zip(names, pairs, strict=True)))
