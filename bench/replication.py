@@ -22,6 +22,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from _report import write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- replication:begin -->", "<!-- replication:end -->"
@@ -214,13 +216,7 @@ def main() -> None:
             END,
         ]
     )
-    text = RESULTS.read_text()
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
+    write_section(RESULTS, section, BEGIN, END)
 
 
 if __name__ == "__main__":

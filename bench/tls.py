@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _report import write_section
 from replication import TRAIN_STEPS, TRAIN_WORKER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,13 +154,7 @@ def main() -> None:
     if args.no_write:
         print(section)
         return
-    text = RESULTS.read_text()
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS.write_text(text)
+    write_section(RESULTS, section, BEGIN, END)
 
 
 if __name__ == "__main__":

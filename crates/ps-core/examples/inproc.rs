@@ -1,7 +1,7 @@
 use bytes::Bytes;
 use ps_core::DType;
 use ps_core::protocol::frame::Mode;
-use ps_core::protocol::tls::{JobCa, Tls};
+use ps_core::protocol::tls::JobCa;
 use ps_core::protocol::transport::{self, Credentials};
 use ps_core::server::Server;
 use ps_core::worker::{DataPlane, Worker};
@@ -13,10 +13,7 @@ fn main() {
     let creds = match std::env::var("INPROC_TLS").as_deref() {
         Ok("1") => {
             let ca = JobCa::new("inproc", std::time::Duration::from_secs(3600)).unwrap();
-            let n = ca.node("node", &[]).unwrap();
-            let pem = ca.cert_pem();
-            let tls = Tls::from_pem(n.cert.as_bytes(), n.key.as_bytes(), pem.as_bytes()).unwrap();
-            Credentials::secret(Some(b"inproc")).with_tls(tls)
+            Credentials::secret(Some(b"inproc")).with_tls(ca.tls_for("node").unwrap())
         }
         _ => Credentials::secret(Some(b"inproc")),
     };

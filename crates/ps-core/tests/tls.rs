@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use ps_core::protocol::frame::Mode;
-use ps_core::protocol::tls::{JobCa, Tls};
+use ps_core::protocol::tls::JobCa;
 use ps_core::protocol::transport::Credentials;
 use ps_core::server::Farewell;
 use ps_core::worker::Worker;
@@ -19,14 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The credentials of a node of `ca`'s job.
 fn node(ca: &JobCa, label: &str) -> Credentials {
-    let n = ca.node(label, &[]).unwrap();
-    let tls = Tls::from_pem(
-        n.cert.as_bytes(),
-        n.key.as_bytes(),
-        ca.cert_pem().as_bytes(),
-    )
-    .unwrap();
-    Credentials::secret(Some(b"job-secret")).with_tls(tls)
+    Credentials::secret(Some(b"job-secret")).with_tls(ca.tls_for(label).unwrap())
 }
 
 fn job_ca() -> JobCa {

@@ -273,6 +273,16 @@ impl JobCa {
         self.node_valid(label, hosts, self.not_before, self.not_after)
     }
 
+    /// TLS settings for a node `label` of this job: a certificate made for it, and this CA.
+    pub fn tls_for(&self, label: &str) -> Result<Tls> {
+        let n = self.node(label, &[])?;
+        Tls::from_pem(
+            n.cert.as_bytes(),
+            n.key.as_bytes(),
+            self.cert_pem().as_bytes(),
+        )
+    }
+
     fn node_valid(
         &self,
         label: &str,

@@ -1,6 +1,6 @@
 //! Authenticated TCP for both planes: listeners that hand out only connections which passed the
 //! handshake, outgoing connections that run it, and a gRPC channel built on top of them. With
-//! TLS ([`Credentials::tls`]) every connection is encrypted and both ends show the job's
+//! TLS ([`Credentials::with_tls`]) every connection is encrypted and both ends show the job's
 //! certificates before the handshake runs, inside the encrypted channel.
 
 use std::net::{IpAddr, SocketAddr};

@@ -9,14 +9,7 @@ use crate::protocol::transport::{self, Credentials, Link};
 
 /// The credentials of one node of `ca`'s job, with `secret`.
 fn node(ca: &JobCa, label: &str, secret: &[u8]) -> Credentials {
-    let n = ca.node(label, &[]).unwrap();
-    let tls = Tls::from_pem(
-        n.cert.as_bytes(),
-        n.key.as_bytes(),
-        ca.cert_pem().as_bytes(),
-    )
-    .unwrap();
-    Credentials::secret(Some(secret)).with_tls(tls)
+    Credentials::secret(Some(secret)).with_tls(ca.tls_for(label).unwrap())
 }
 
 fn hour() -> Duration {
