@@ -16,7 +16,7 @@ import urllib.parse
 import kubernetes_validate
 import pytest
 import yaml
-from mxrs.launcher import cli, kube_manifests, kubernetes
+from mxrs.launcher import cli, kube_log, kube_manifests, kubernetes
 from mxrs.launcher.job import LaunchError
 
 #: The Kubernetes versions whose schemas the manifests must pass: the first with
@@ -404,11 +404,18 @@ def _report(**fields):
 
 def _log(role, rank):
     if role == "worker":
-        bar = b"epoch 1: 50%\repoch 1: 100%\n"
+        bar = b"epoch 1: 50%\repoch 1: 100%\nstep 1\nstep 2\nstep 3\n"
         return bar + _report(role="worker", rank=rank, steps=10, samples=640, seconds=2.0)
     if role == "server":
         return b"serving\n" + _report(role="server", rank=rank, bytes_in=2048, bytes_out=4096)
     return b"scheduler listening\n"
+
+
+def _stamp(at):
+    """``at`` (seconds since the epoch) as Kubernetes stamps a log line: RFC 3339 in UTC, the
+    nanoseconds' trailing zeros left out."""
+    nanos = f".{round(at % 1 * 1e9):09d}".rstrip("0").rstrip(".")
+    return (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at)) + nanos + "Z ").encode()
 
 
 class _Cluster:
@@ -416,15 +423,20 @@ class _Cluster:
     creates, lists, watches (chunked, as the API server streams) and deletes objects, and runs
     each Job's pods as ``outcomes`` says: {label: [(phase, exit code), ...]} one per attempt
     (default: Succeeded). A Job's pods start once the launcher watches; a failed pod is
-    replaced while its Job's ``backoffLimitPerIndex`` allows. Each pod's log is canned."""
+    replaced while its Job's ``backoffLimitPerIndex`` allows. Each pod's log is canned, its
+    lines a millisecond apart (stamped with ``timestamps=true``; ``sinceSeconds`` is honoured to
+    the second, inclusive)."""
 
     def __init__(self, outcomes=None):
         self.outcomes = outcomes or {}
         self.objects = {}  # (kind, name) -> the body created
         self.requests = []  # (method, path, query)
         self.events = []  # (resourceVersion, type, pod)
-        self.logs = {}  # pod name -> bytes
+        self.logs = {}  # pod name -> [(time, line)]
         self.on_log = None  # called with each pod whose log is read
+        self.cut = {}  # pod name -> [K, ...]: its next streams end in line K + 1, one K each
+        self.held = {}  # pod name -> None: it runs until a stream served its whole log (or
+        # release(name)), then ends as the outcomes say
         self.cond = threading.Condition()
         self.jobs = []  # Jobs (name, spec) whose pods are still to run
         self.closing = False
@@ -521,7 +533,7 @@ class _Cluster:
         path, query = self._split(h)
         match = re.fullmatch(r"/api/v1/namespaces/[^/]+/pods/([^/]+)/log", path)
         if match:
-            return self._log(h, match.group(1))
+            return self._log(h, match.group(1), query)
         if not re.fullmatch(r"/api/v1/namespaces/[^/]+/pods", path):
             return self._reply(h, 404, {"kind": "Status", "message": f"no {path}"})
         if query.get("watch", "").lower() not in ("true", "1"):  # clients spell it True too
@@ -550,14 +562,34 @@ class _Cluster:
                 seen[0] = version
         self._chunk(h, b"")
 
-    def _log(self, h, name):
+    def _log(self, h, name, query):
         if self.on_log is not None:
             self.on_log(name)
+        stamped = query.get("timestamps", "").lower() == "true"
+        since = int(time.time()) - int(query.get("sinceSeconds", time.time()))
+        with self.cond:
+            lines = [
+                _stamp(at) * stamped + line for at, line in self.logs.get(name, ()) if at >= since
+            ]
+            cuts = self.cut.get(name)
+            cut = cuts.pop(0) if cuts else None
+        if cut is not None:  # as an API server going away ends it: in a line, its end lost
+            lines = [*lines[:cut], lines[cut][:-3]]
         self._start_stream(h, "text/plain")
-        data = self.logs.get(name, b"")
+        data = b"".join(lines)
         for at in range(0, len(data), 7):  # in pieces, as it comes
             self._chunk(h, data[at : at + 7])
+        if cut is None:
+            self.release(name)
         self._chunk(h, b"")
+
+    def release(self, name):
+        """End a held pod (see ``held``)."""
+        with self.cond:
+            pod, status = self.held.pop(name, None) or (None, None)
+            if pod is not None:
+                pod["status"] = status
+                self._event("MODIFIED", pod)
 
     # --- the Job controller ----------------------------------------------------------------
 
@@ -584,7 +616,9 @@ class _Cluster:
         labels = {**template["metadata"]["labels"], _INDEX: str(index), "job-name": job}
         meta = {"name": name, "labels": labels, "annotations": {_INDEX: str(index)}}
         pod = {"metadata": meta, "status": {"phase": "Pending"}}
-        self.logs[name] = _log(role, index)
+        start = time.time()
+        lines = [line + b"\n" for line in _log(role, index).split(b"\n")[:-1]]
+        self.logs[name] = [(start + i / 1000, line) for i, line in enumerate(lines)]
         self._event("ADDED", pod)
         if phase == "ImagePullBackOff":  # the image cannot be had: it stays pending
             waiting = {"reason": phase, "message": "Back-off pulling image"}
@@ -596,10 +630,11 @@ class _Cluster:
             return self._event("DELETED", pod)
         if phase != "Running":
             state = {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed"}}
-            pod["status"] = {
-                "phase": phase,
-                "containerStatuses": [{"name": "mxrs", "state": state}],
-            }
+            status = {"phase": phase, "containerStatuses": [{"name": "mxrs", "state": state}]}
+            if name in self.held:  # it runs on for now
+                self.held[name] = (pod, status)
+                return None
+            pod["status"] = status
             self._event("MODIFIED", pod)
 
     # --- what the launcher asked for -------------------------------------------------------
@@ -796,3 +831,107 @@ def test_no_cluster_is_an_error_that_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     code, _, err = _run(capsys)
     assert code == 2 and "no Kubernetes cluster to run on" in err
+
+
+def _log_reads(cluster, pod):
+    return [q for p, q in cluster.made("GET") if p.endswith(f"/pods/{pod}/log")]
+
+
+def test_a_log_stream_that_ends_while_its_pod_runs_is_reopened_and_no_line_is_lost(
+    cluster_of, capsys, monkeypatch
+):
+    monkeypatch.setattr(kubernetes, "_LOG_RETRY_S", 0.05)
+    monkeypatch.setattr(kube_log, "OVERLAP_S", 0)  # what the second's rounding repeats
+    cluster = cluster_of()
+    pod = "demo-worker-0-a0"
+    cluster.cut[pod] = [2]  # once, in its third line (step 2): what came of it was shown
+    cluster.held[pod] = None
+    code, out, err = _run(capsys)
+    assert code == 0, err
+    shown = [line for line in out.splitlines() if line.startswith("[worker 0] ")]
+    assert shown == [f"[worker 0] {x}" for x in ("epoch 1: 100%", "step 1", "step 2", "step 3")]
+    assert "mxrs-report" not in out and "Z " not in out  # the timestamps taken off
+    assert re.search(r"worker 0 +exit 0 +steps 10 +samples/s 320\.0", err), err  # its report
+    assert err.count(f"mxrs-launch: reconnected the log of worker 0 (pod {pod})\n") == 1
+    assert "gave up" not in err and "lost the log" not in err
+    reads = _log_reads(cluster, pod)
+    assert all(q["timestamps"].lower() == "true" for q in reads)
+    assert "sinceSeconds" not in reads[0] and int(reads[1]["sinceSeconds"]) >= 1
+    # the other pods' streams ended with their pods: read once
+    assert [len(_log_reads(cluster, f"demo-{p}")) for p in ("worker-1-a0", "server-0-a0")] == [1, 1]
+
+
+def test_a_log_stream_that_keeps_failing_is_given_up_and_the_job_still_ends(
+    cluster_of, capsys, monkeypatch
+):
+    monkeypatch.setattr(kubernetes, "_LOG_RETRY_S", 0.02)
+    monkeypatch.setattr(kubernetes, "_LOG_RETRIES", 3)
+    cluster = cluster_of({"worker 1": [("Failed", 3)]})
+    pod = "demo-worker-1-a0"
+    cluster.cut[pod] = [1] * 10  # every stream ends in its second line
+    cluster.held[pod] = None
+    say = kubernetes._Run.say
+
+    def said(run, msg):  # the pod fails once its log is given up
+        say(run, msg)
+        if msg.startswith("gave up"):
+            cluster.release(pod)
+
+    monkeypatch.setattr(kubernetes._Run, "say", said)
+    code, out, err = _run(capsys)
+    assert code == 3
+    assert f"gave up on the log of worker 1 (pod {pod}) after 3 attempts to reopen it\n" in err
+    assert len(_log_reads(cluster, pod)) == 4  # the first and three more, each after a wait
+    assert out.count("[worker 1] epoch 1: 100%\n") == 1
+    assert "[worker 1] step\n" in out and "[worker 1] step 1" not in out
+    assert f"worker 1 (pod {pod}) failed with exit status 3; stopping the job" in err
+    assert "reconnected" not in err and cluster.objects == {}
+
+
+def test_the_log_of_a_pod_that_ended_is_not_reopened(cluster_of, capsys, monkeypatch):
+    cluster = cluster_of()
+    pod = "demo-worker-0-a0"
+    cluster.cut[pod] = [2]  # its stream ends early, but the pod had ended: that is the end
+    seen = threading.Event()
+    end = kubernetes._Pod.end
+
+    def seen_end(p):
+        end(p)
+        if p.name == pod:
+            seen.set()
+
+    monkeypatch.setattr(kubernetes._Pod, "end", seen_end)
+    # its log is served once the launcher saw the pod end
+    cluster.on_log = lambda name: name != pod or seen.wait(_HARD_TIMEOUT_S)
+    code, out, err = _run(capsys)
+    assert code == 0, err
+    assert len(_log_reads(cluster, pod)) == 1
+    assert "[worker 0] step 1\n[worker 0] step\n" in out  # what came of its third line
+    assert "[worker 0] step 2" not in out and "Z " not in out
+    assert "reconnected" not in err and "gave up" not in err
+
+
+def test_log_timestamps_are_taken_off_wherever_chunks_split_and_repeats_are_left_out():
+    log = (
+        b"2024-05-01T10:00:00Z a\n"
+        b"2024-05-01T10:00:00.5Z b 50%\rb 100%\n"
+        b"2024-05-01T12:00:00.500000001+02:00 d\n"  # 10:00:00.500000001 UTC
+        b"2024-05-01T10:00:01.25Z e"
+    )
+    whole = b"a\nb 50%\rb 100%\nd\ne"
+    for k in range(len(log) + 1):
+        stamped = kube_log.Stamped()
+        assert stamped.take(log[:k]) + stamped.take(log[k:]) + stamped.rest() == whole
+        # cut at k and reopened: the stream comes again from the start, and goes on
+        stamped = kube_log.Stamped()
+        first = stamped.take(log[:k])
+        since = stamped.reopen()
+        assert (since is None) == (k < 21)  # nothing begun: from the start
+        assert first + stamped.take(log) + stamped.rest() == whole, k
+    stamped = kube_log.Stamped()
+    assert stamped.take(log[:60]) == b"a\nb 50%\rb 100%\n"  # d's timestamp not all there
+    assert stamped.reopen() >= 1 + kube_log.OVERLAP_S
+    assert stamped.take(b"no timestamp\n" + log[:100]) == b"no timestamp\nd\n"  # as it is
+    assert stamped.rest() == b""  # e's timestamp cut short
+    bad = b"2024-13-01T10:00:00Z x\n"  # no date
+    assert kube_log.Stamped().take(bad) == bad

@@ -4,11 +4,12 @@
 Jobs, or a JobSet); :func:`submit` creates them with the official Python client (``pip install
 kubernetes``, imported only here and only when a job runs), watches the job's pods, streams
 their logs prefixed with each pod's role and rank (the console of the local launcher, live
-progress bars included), and ends as the local launcher does: 0 once every worker succeeded,
-else the exit status of the first pod that failed for good, named. A failed worker (or a server
-whose keys have backups) is replaced by its Job up to ``--max-restarts`` times and rejoins with
-its rank. When the job ends, fails, or is interrupted (Ctrl-C, SIGTERM), the launcher prints the
-job summary and deletes every object it created, unless ``--keep``.
+progress bars included; a stream that ends while its pod runs is reopened), and ends as the
+local launcher does: 0 once every worker succeeded, else the exit status of the first pod that
+failed for good, named. A failed worker (or a server whose keys have backups) is replaced by its
+Job up to ``--max-restarts`` times and rejoins with its rank. When the job ends, fails, or is
+interrupted (Ctrl-C, SIGTERM), the launcher prints the job summary and deletes every object it
+created, unless ``--keep``.
 
 ``--dry-run`` prints the manifests as YAML (the Secret's values masked) and needs neither a
 cluster nor the client.
@@ -33,6 +34,7 @@ from typing import Any
 from . import kube_manifests as km
 from .console import Console
 from .job import Job, LaunchError
+from .kube_log import Stamped
 from .summary import JobSummary
 
 _API_TIMEOUT_S = 30.0  # one API request (connect and read), streams aside
@@ -42,6 +44,8 @@ _DRAIN_S = 60.0  # for the scheduler and servers to end after the last worker su
 _NO_PODS_S = 60.0  # without a pod of the job by then, the launcher says where to look
 _POLL_S = 0.5  # how often the launcher's own loop wakes up (signals, the drain deadline)
 _WATCH_RETRIES = 5  # failed watch requests in a row before the launcher gives up
+_LOG_RETRIES = 5  # reopenings of a pod's log in a row without a new line before giving it up
+_LOG_RETRY_S = 1.0  # the wait before reopening a pod's log (doubled for the next, to 8x)
 #: Waiting reasons of a container that will not start without the user's help.
 _FATAL_WAITING = (
     "ImagePullBackOff",
@@ -153,6 +157,13 @@ class _Pod:
     tail: collections.deque = field(default_factory=lambda: collections.deque(maxlen=20))
     ended: bool = False
     said_pending: bool = False
+    #: Set once the pod ended or went, or the launcher stops: its log is then not reopened.
+    over: threading.Event = field(default_factory=threading.Event)
+
+    def end(self):
+        """The watch saw the pod end (or go)."""
+        self.ended = True
+        self.over.set()
 
 
 class _Interrupted(BaseException):
@@ -440,7 +451,7 @@ class _Run:
         if phase in ("Running", "Succeeded", "Failed") and p.log is None:
             self._start_log(p)
         if phase in ("Succeeded", "Failed"):
-            p.ended = True
+            p.end()
             return self._ended(p, phase, status)
         return None
 
@@ -449,7 +460,7 @@ class _Run:
         p = self.pods.get(pod.get("metadata", {}).get("name"))
         if p is None or p.ended:
             return
-        p.ended = True
+        p.end()
         if p.log is not None:
             p.log.join(_GRACE_S)
         self.summary.ended(p.label, -signal.SIGKILL)
@@ -508,25 +519,67 @@ class _Run:
         p.log.start()
 
     def _stream_log(self, p):
+        """Show ``p``'s log as it comes. A stream that ends or fails before the watch saw the
+        pod end (the API server restarted, a proxy timed out, the connection dropped) is opened
+        again after a short wait, from its last line shown on, at most ``_LOG_RETRIES`` times
+        in a row without a new line; one that ends after is the log's end."""
+        log, failed = Stamped(), 0  # failed: reopenings in a row that brought no new line
         try:
-            resp = self.kube.core.read_namespaced_pod_log(
-                p.name,
-                self.namespace,
-                container=km.CONTAINER,
-                follow=True,
-                _preload_content=False,
-                # none: a quiet pod is no failure (and the pod's end, seen by the watch, does
-                # not wait for its log for long)
-                _request_timeout=None,
-            )
-            with self._open(resp):
-                for chunk in resp.stream(65536):
-                    p.tail.extend(line + b"\n" for line in self.console.feed(p.label, chunk))
-        except Exception as e:  # a pod whose container never ran has no log
-            if not self.stopping.is_set() and not isinstance(e, self.kube.ApiException):
-                self.say(f"lost the log of {p.label} (pod {p.name}): {_reach_error(e)}")
+            while True:
+                error = None
+                try:
+                    resp = self._read_log(p, log.reopen())
+                    with self._open(resp):
+                        for chunk in resp.stream(65536):
+                            data = log.take(chunk)
+                            if data and failed:
+                                failed = 0
+                                self.say(f"reconnected the log of {p.label} (pod {p.name})")
+                            self._show(p, data)
+                except Exception as e:
+                    error = e
+                ended = p.over.is_set()  # the watch saw the pod end before its stream did
+                if self.stopping.is_set():
+                    return
+                if ended:  # a pod whose container never ran has no log (an ApiException)
+                    if error is not None and not isinstance(error, self.kube.ApiException):
+                        self.say(f"lost the log of {p.label} (pod {p.name}): {_reach_error(error)}")
+                    return
+                # the pod's end may come late from the watch: then its last lines once more
+                ended = p.over.wait(_LOG_RETRY_S * 2 ** min(failed, 3))
+                if self.stopping.is_set():
+                    return
+                if failed == _LOG_RETRIES and not ended:
+                    why = f": {_watch_error(self.kube, error)}" if error is not None else ""
+                    self.say(
+                        f"gave up on the log of {p.label} (pod {p.name}) after {failed} attempts "
+                        f"to reopen it{why}"
+                    )
+                    return
+                failed += 1
         finally:
+            self._show(p, log.rest())
             p.tail.extend(line + b"\n" for line in self.console.close(p.label))
+
+    def _read_log(self, p, since):
+        """A stream of ``p``'s log, each line timestamped; the last ``since`` seconds of it when
+        given (the client has no ``sinceTime``)."""
+        return self.kube.core.read_namespaced_pod_log(
+            p.name,
+            self.namespace,
+            container=km.CONTAINER,
+            follow=True,
+            timestamps=True,
+            since_seconds=since,
+            _preload_content=False,
+            # none: a quiet pod is no failure (and the pod's end, seen by the watch, does not
+            # wait for its log for long)
+            _request_timeout=None,
+        )
+
+    def _show(self, p, data):
+        if data:
+            p.tail.extend(line + b"\n" for line in self.console.feed(p.label, data))
 
     @contextlib.contextmanager
     def _open(self, resp):
@@ -543,6 +596,8 @@ class _Run:
     def _stop(self):
         """End the watch and the log streams (cutting their connections)."""
         self.stopping.set()
+        for p in list(self.pods.values()):  # no log waits to be reopened
+            p.over.set()
         with self._lock:
             streams = list(self._streams)
         for resp in streams:
