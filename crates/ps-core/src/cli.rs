@@ -71,6 +71,10 @@ pub struct Settings {
     /// [env: MXRS_TLS_CA]
     #[arg(long, value_name = "PEM")]
     pub tls_ca: Option<String>,
+    /// The DNS name the scheduler's and servers' certificates carry (default: mxrs)
+    /// [env: MXRS_TLS_NAME]
+    #[arg(long, value_name = "NAME")]
+    pub tls_name: Option<String>,
     /// Scheduler: once listening, write its port as one line to this path (a pipe such as
     /// /dev/fd/N or /dev/stdout, a FIFO, or a file, created or appended to) [env: MXRS_ANNOUNCE]
     #[arg(long, value_name = "PATH")]
@@ -108,6 +112,7 @@ impl Settings {
                 "MXRS_TLS_CERT" => &self.tls_cert,
                 "MXRS_TLS_KEY" => &self.tls_key,
                 "MXRS_TLS_CA" => &self.tls_ca,
+                "MXRS_TLS_NAME" => &self.tls_name,
                 "MXRS_ANNOUNCE" => &self.announce,
                 "MXRS_METRICS_PORT" => &self.metrics_port,
                 _ => &None,

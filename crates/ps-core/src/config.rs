@@ -102,7 +102,7 @@ pub struct Config {
     /// `MXRS_SECRET`: the job's shared secret.
     pub secret: Option<Vec<u8>>,
     /// `MXRS_TLS_CERT`, `MXRS_TLS_KEY`, `MXRS_TLS_CA`: mutual TLS on every connection (all
-    /// three or none).
+    /// three or none); `MXRS_TLS_NAME`: the name accepting nodes' certificates carry.
     pub tls: Option<TlsFiles>,
     /// `MXRS_ANNOUNCE`: where the scheduler writes the port it listens on, as one line, once it
     /// is bound (a pipe such as `/dev/fd/N` or `/dev/stdout`, a FIFO, or a file, appended to).
@@ -169,6 +169,7 @@ pub const VARIABLES: &[&str] = &[
     "MXRS_TLS_CERT",
     "MXRS_TLS_KEY",
     "MXRS_TLS_CA",
+    "MXRS_TLS_NAME",
     "MXRS_ANNOUNCE",
     "MXRS_METRICS_PORT",
 ];
@@ -324,9 +325,20 @@ impl Config {
 fn tls_files(get: &impl Fn(&str) -> Option<String>) -> Result<Option<TlsFiles>> {
     const VARS: [&str; 3] = ["MXRS_TLS_CERT", "MXRS_TLS_KEY", "MXRS_TLS_CA"];
     let [cert, key, ca] = VARS.map(|v| get(v).map(|s| s.trim().to_string()));
+    let name = get("MXRS_TLS_NAME").map(|s| s.trim().to_string());
     match (cert, key, ca) {
+        (None, None, None) if name.is_some() => Err(PsError::Config {
+            var: "MXRS_TLS_NAME".into(),
+            reason: "set without MXRS_TLS_CERT, MXRS_TLS_KEY and MXRS_TLS_CA, which turn TLS on"
+                .into(),
+        }),
         (None, None, None) => Ok(None),
-        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles { cert, key, ca })),
+        (Some(cert), Some(key), Some(ca)) => Ok(Some(TlsFiles {
+            cert,
+            key,
+            ca,
+            name,
+        })),
         given => {
             let present = [given.0.is_some(), given.1.is_some(), given.2.is_some()];
             let missing: Vec<&str> = VARS

@@ -172,3 +172,32 @@ fn unknown_interface_is_named() {
         "127.0.0.1".parse::<IpAddr>().unwrap()
     );
 }
+
+#[test]
+fn tls_takes_all_three_files_or_none_and_a_name_only_with_them() {
+    let files = [
+        ("MXRS_TLS_CERT", "/c.pem"),
+        ("MXRS_TLS_KEY", "/k.pem"),
+        ("MXRS_TLS_CA", "/ca.pem"),
+        ("MXRS_TLS_NAME", "ps.example.org"),
+    ];
+    let cfg = Config::from_lookup(lookup(&with(&files))).unwrap();
+    let tls = cfg.tls.unwrap();
+    assert_eq!((tls.cert.as_str(), tls.key.as_str()), ("/c.pem", "/k.pem"));
+    assert_eq!(
+        (tls.ca.as_str(), tls.name.as_deref()),
+        ("/ca.pem", Some("ps.example.org"))
+    );
+    assert!(Config::from_lookup(lookup(BASE)).unwrap().tls.is_none());
+    let e = Config::from_lookup(lookup(&with(&files[..1]))).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("TLS needs MXRS_TLS_KEY and MXRS_TLS_CA as well"),
+        "{e}"
+    );
+    let e = Config::from_lookup(lookup(&with(&files[3..]))).unwrap_err();
+    assert!(
+        matches!(&e, PsError::Config { var, .. } if var == "MXRS_TLS_NAME"),
+        "{e}"
+    );
+}

@@ -9,8 +9,9 @@
 //!
 //! Host names play no part: nodes are addressed by IP, and pods and cloud machines change
 //! addresses between runs. A certificate is accepted when it chains to the job's CA, is within
-//! its validity period and names [`NODE_NAME`] among its DNS names; the job's CA is the
-//! authority on who belongs to the job. [`JobCa`] makes such a CA and its nodes' certificates.
+//! its validity period and, for a node that accepts connections (the scheduler, a server),
+//! names [`NODE_NAME`] among its DNS names (or the name `MXRS_TLS_NAME` gives, for certificates
+//! of a CA of one's own); the job's CA is the authority on who belongs to the job. [`JobCa`] makes such a CA and its nodes' certificates.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -38,12 +39,17 @@ pub struct TlsFiles {
     pub key: String,
     /// `MXRS_TLS_CA`: the job's CA certificate(s), against which peers are checked.
     pub ca: String,
+    /// `MXRS_TLS_NAME`: the DNS name an accepting node's certificate must carry (default
+    /// [`NODE_NAME`]).
+    pub name: Option<String>,
 }
 
 /// A node's TLS settings, built once per process and shared by all its connections.
 pub struct Tls {
     acceptor: TlsAcceptor,
     connector: TlsConnector,
+    /// The name the accepting side's certificate must carry.
+    name: ServerName<'static>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -105,11 +111,26 @@ impl Tls {
     /// [`PsError::Config`] naming the variable whose value cannot be read or parsed, or when
     /// the key does not belong to the certificate.
     pub fn load(files: &TlsFiles) -> Result<Tls> {
-        Tls::from_pem(
+        let tls = Tls::from_pem(
             &material("MXRS_TLS_CERT", &files.cert)?,
             &material("MXRS_TLS_KEY", &files.key)?,
             &material("MXRS_TLS_CA", &files.ca)?,
-        )
+        )?;
+        match &files.name {
+            Some(name) => tls.expecting(name),
+            None => Ok(tls),
+        }
+    }
+
+    /// The same settings, asking accepting nodes for a certificate naming `name` instead of
+    /// [`NODE_NAME`].
+    ///
+    /// # Errors
+    /// [`PsError::Config`] (`MXRS_TLS_NAME`) when `name` is not a DNS name.
+    pub fn expecting(mut self, name: &str) -> Result<Tls> {
+        self.name = ServerName::try_from(name.to_string())
+            .map_err(|e| bad("MXRS_TLS_NAME", format!("{name:?} is not a DNS name: {e}")))?;
+        Ok(self)
     }
 
     /// TLS from PEM bytes: this node's certificate chain and key, and the job's CA.
@@ -142,6 +163,7 @@ impl Tls {
         Ok(Tls {
             acceptor: TlsAcceptor::from(Arc::new(server)),
             connector: TlsConnector::from(Arc::new(client)),
+            name: ServerName::try_from(NODE_NAME).expect("NODE_NAME is a valid DNS name"),
         })
     }
 
@@ -152,8 +174,7 @@ impl Tls {
 
     /// The connecting side's TLS handshake on `stream`.
     pub(crate) async fn connect(&self, stream: TcpStream) -> Result<client::TlsStream<TcpStream>> {
-        let name = ServerName::try_from(NODE_NAME).expect("NODE_NAME is a valid DNS name");
-        timed(self.connector.connect(name, stream)).await
+        timed(self.connector.connect(self.name.clone(), stream)).await
     }
 }
 
@@ -283,6 +304,13 @@ impl JobCa {
         )
     }
 
+    /// A certificate for `label` naming only `names` (not [`NODE_NAME`]), as a CA of one's own
+    /// might make it.
+    #[cfg(test)]
+    fn node_named(&self, label: &str, names: &[String]) -> Result<NodeCert> {
+        self.make_node(label, names.to_vec(), self.not_before, self.not_after)
+    }
+
     fn node_valid(
         &self,
         label: &str,
@@ -293,6 +321,16 @@ impl JobCa {
         let names: Vec<String> = std::iter::once(NODE_NAME.to_string())
             .chain(hosts.iter().cloned())
             .collect();
+        self.make_node(label, names, not_before, not_after)
+    }
+
+    fn make_node(
+        &self,
+        label: &str,
+        names: Vec<String>,
+        not_before: time::OffsetDateTime,
+        not_after: time::OffsetDateTime,
+    ) -> Result<NodeCert> {
         let mut params = rcgen::CertificateParams::new(names).map_err(rcgen_error)?;
         params.distinguished_name = rcgen::DistinguishedName::new();
         params

@@ -222,6 +222,7 @@ fn bad_material_names_the_variable() {
         cert: one_line(&n.cert),
         key: one_line(&n.key),
         ca: one_line(&ca_pem),
+        name: None,
     };
     assert!(!inline.cert.contains('\n'));
     Tls::load(&inline).unwrap();
@@ -229,10 +230,50 @@ fn bad_material_names_the_variable() {
         cert: "/nonexistent/cert.pem".into(),
         key: n.key.clone(),
         ca: ca_pem,
+        name: None,
     };
     let e = Tls::load(&files).unwrap_err();
     assert!(
         matches!(&e, PsError::Config { var, reason } if var == "MXRS_TLS_CERT" && reason.contains("/nonexistent/cert.pem")),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_ca_of_ones_own_names_its_nodes_as_it_likes() {
+    let ca = JobCa::new("t", hour()).unwrap();
+    // A server certificate naming only ps.example.org (no `mxrs`), as another PKI would.
+    let n = ca
+        .node_named("server 0", &["ps.example.org".into()])
+        .unwrap();
+    let pem = ca.cert_pem();
+    let server = Tls::from_pem(n.cert.as_bytes(), n.key.as_bytes(), pem.as_bytes()).unwrap();
+    let (addr, _incoming, refused) =
+        listening(Credentials::secret(Some(b"k")).with_tls(server)).await;
+    // Asked for `mxrs`, the connecting node refuses it ...
+    let e = within(transport::connect(addr, &node(&ca, "worker 0", b"k")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, PsError::Auth(m) if m.contains("NotValidForName")),
+        "{e}"
+    );
+    refused_once(&refused).await;
+    // ... asked for the name it carries (MXRS_TLS_NAME), it accepts it.
+    let tls = ca
+        .tls_for("worker 0")
+        .unwrap()
+        .expecting("ps.example.org")
+        .unwrap();
+    let worker = Credentials::secret(Some(b"k")).with_tls(tls);
+    within(transport::connect(addr, &worker)).await.unwrap();
+    let e = ca
+        .tls_for("w")
+        .unwrap()
+        .expecting("not a name!")
+        .unwrap_err();
+    assert!(
+        matches!(&e, PsError::Config { var, .. } if var == "MXRS_TLS_NAME"),
         "{e}"
     );
 }
