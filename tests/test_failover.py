@@ -30,9 +30,9 @@ WORKER = textwrap.dedent(f"""
     import mxrs as mx
 
     mode = sys.argv[1]
-    # Worker 0 waits at this step until the test says go (a file): a replacement server
-    # copies the keys meanwhile.
-    pause = int(sys.argv[2]) if len(sys.argv) > 2 else -1
+    # Worker 0 waits at each of these steps until the test says go (file go0, go1, ...): a
+    # replacement server copies the keys meanwhile.
+    pauses = [int(a) for a in sys.argv[2:]]
     kv = mx.kv.create(mode)
     r = kv.rank
     if mode == 'dist_sync':
@@ -45,9 +45,9 @@ WORKER = textwrap.dedent(f"""
     kv.init(keys, [mx.nd.ones(s) for s in shapes])
     outs = [mx.nd.zeros(s) for s in shapes]
     for step in range({STEPS}):
-        if r == 0 and step == pause:
+        if r == 0 and step in pauses:
             deadline = time.monotonic() + 120
-            while not os.path.exists('go'):
+            while not os.path.exists(f'go{{pauses.index(step)}}'):
                 assert time.monotonic() < deadline, 'the test never said go'
                 time.sleep(0.02)
         rng = np.random.RandomState(1000 * step + r)
@@ -190,17 +190,20 @@ def test_a_replacement_server_copies_the_keys_and_then_the_other_original_may_go
     kill_at = rng.randrange(5, 40)
     pause = kill_at + 1  # worker 0 waits there: the first kill cannot come after it
     second_at = rng.randrange(pause + 1, STEPS - 20)
+    # and there, until the second replacement has its copy, however slowly it starts
+    second_pause = second_at + 1
     hit = tmp_path / "hit"
     hit.mkdir()
     (hit / "worker.py").write_text(WORKER)
     args = ["--replicas", "1", "--max-restarts", "1"]
     args += ["--env", "MXNET_KVSTORE_BIGARRAY_BOUND=1000"]
-    args += [sys.executable, "worker.py", "dist_sync", str(pause)]
+    args += [sys.executable, "worker.py", "dist_sync", str(pause), str(second_pause)]
     synced = "holds a full copy of its keys again"
     steps = [
         (_step_line(kill_at), _kill(first)),
-        (lambda line: synced in line, lambda _: (hit / "go").touch()),
+        (lambda line: synced in line, lambda _: (hit / "go0").touch()),
         (_step_line(second_at), _kill(1 - first)),
+        (lambda line: synced in line, lambda _: (hit / "go1").touch()),
     ]
     out = _run(hit, args, steps)
     for server in (first, 1 - first):
@@ -208,6 +211,8 @@ def test_a_replacement_server_copies_the_keys_and_then_the_other_original_may_go
     assert f"replaces the lost server {first}; copying ranges [0, 1] to it" in out, out[-4000:]
     assert out.index("holds a full copy") < out.index(f"[worker 0] step {pause}\n"), out
     assert out.count("holds a full copy of its keys again") == 2, out[-4000:]
+    second = out.index("holds a full copy", out.index("holds a full copy") + 1)
+    assert second < out.index(f"[worker 0] step {second_pause}\n"), out[-4000:]
     for values in (np.load(hit / f"final{r}.npy") for r in (0, 1)):
         np.testing.assert_allclose(values, calm[0], rtol=0, atol=1e-6, err_msg=f"seed {seed}")
 
