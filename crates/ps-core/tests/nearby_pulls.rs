@@ -11,7 +11,6 @@ use common::*;
 use ps_core::DType;
 use ps_core::placement::Partitioner;
 use ps_core::protocol::frame::Mode;
-use ps_core::server::Farewell;
 use ps_core::worker::Worker;
 
 const IPS: [&str; 2] = ["127.0.0.1", "127.0.0.2"];
@@ -99,16 +98,7 @@ async fn losing_the_backup_beside_sends_pulls_back_to_the_primary() {
     let workers = [worker(&servers, 0).await, worker(&servers, 1).await];
     init(&workers, key).await;
     round(&workers, key, 0).await;
-    let bye = Farewell {
-        failed: true,
-        reason: "stopped by the test".into(),
-    };
-    servers.stop_one(0, bye).await;
-    let lost = servers.topology(1, vec![vec![1], vec![1]]);
-    servers.servers[0].set_topology(&lost).unwrap(); // server 1, now alone
-    for w in &workers {
-        w.set_topology(&lost).await;
-    }
+    servers.fail_over(0, vec![vec![1], vec![1]], &workers).await;
     for r in 1..3 {
         round(&workers, key, r).await;
     }
@@ -121,16 +111,7 @@ async fn losing_the_primary_leaves_the_backup_beside_serving_every_round() {
     let workers = [worker(&servers, 0).await, worker(&servers, 1).await];
     init(&workers, key).await;
     round(&workers, key, 0).await;
-    let bye = Farewell {
-        failed: true,
-        reason: "stopped by the test".into(),
-    };
-    servers.stop_one(1, bye).await;
-    let lost = servers.topology(1, vec![vec![0], vec![0]]);
-    assert!(servers.servers[0].set_topology(&lost).unwrap().is_empty());
-    for w in &workers {
-        w.set_topology(&lost).await;
-    }
+    servers.fail_over(1, vec![vec![0], vec![0]], &workers).await;
     for r in 1..3 {
         round(&workers, key, r).await;
     }

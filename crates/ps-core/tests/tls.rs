@@ -12,7 +12,6 @@ use common::*;
 use ps_core::protocol::frame::Mode;
 use ps_core::protocol::tls::JobCa;
 use ps_core::protocol::transport::Credentials;
-use ps_core::server::Farewell;
 use ps_core::worker::Worker;
 use ps_core::{DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -129,14 +128,9 @@ async fn backups_replicate_over_tls_and_serve_after_a_loss() {
             .await
             .unwrap();
     }
-    let bye = Farewell {
-        failed: true,
-        reason: "stopped by the test".into(),
-    };
-    servers.stop_one(0, bye).await;
-    let lost = servers.topology(1, vec![vec![1], vec![1]]);
-    assert!(servers.servers[0].set_topology(&lost).unwrap().is_empty());
-    w.set_topology(&lost).await;
+    servers
+        .fail_over(0, vec![vec![1], vec![1]], std::slice::from_ref(&w))
+        .await;
     let v = within(w.pull(&[1]).wait()).await.unwrap();
     assert_eq!(to_f32(&v[0]), [0.5; 8]);
 }

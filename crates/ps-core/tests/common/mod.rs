@@ -374,6 +374,23 @@ impl Servers {
         self.servers.remove(i);
     }
 
+    /// Server `rank` (its place among those left) fails; the topology of epoch 1 with `chains`
+    /// goes to the servers left and to `workers`, as the scheduler would send it.
+    pub async fn fail_over(&mut self, rank: usize, chains: Vec<Vec<u32>>, workers: &[Worker]) {
+        let bye = Farewell {
+            failed: true,
+            reason: "stopped by the test".into(),
+        };
+        self.stop_one(rank, bye).await;
+        let lost = self.topology(1, chains);
+        for s in &self.servers {
+            s.set_topology(&lost).unwrap();
+        }
+        for w in workers {
+            w.set_topology(&lost).await;
+        }
+    }
+
     pub fn plane(&self, rank: u32, w: u32, mode: Mode, bound: u64) -> DataPlane {
         DataPlane {
             servers: self.addrs.clone(),
