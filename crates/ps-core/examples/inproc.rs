@@ -57,7 +57,6 @@ fn main() {
             max_frame_bytes: 1 << 31,
             creds,
             rejoined: false,
-            local: None,
             replicas: 0,
         })
         .await
