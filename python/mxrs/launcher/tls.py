@@ -46,13 +46,12 @@ class JobTls:
             out[f"{file_stem(label)}-key.pem"] = key.encode()
         return out
 
-    def env(self, label, directory=None):
-        """``MXRS_TLS_*`` for the node (or role) ``label``: paths under ``directory`` (default:
-        where :meth:`write` put the files), else the PEM texts on one line each."""
-        where = directory or self.directory
+    def env(self, label):
+        """``MXRS_TLS_*`` for the node (or role) ``label``: paths of the files :meth:`write`
+        put, else the PEM texts on one line each."""
         cert, key = self.certs[label]
-        if where is not None:
-            return paths(where, file_stem(label))
+        if self.directory is not None:
+            return paths(self.directory, file_stem(label))
         return {
             "MXRS_TLS_CERT": _one_line(cert),
             "MXRS_TLS_KEY": _one_line(key),

@@ -145,16 +145,17 @@ impl Tls {
                 .map_err(|e| bad("MXRS_TLS_CA", format!("not a usable CA certificate: {e}")))?;
         }
         let roots = Arc::new(roots);
-        let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
+        let provider = provider();
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
             .build()
             .map_err(|e| bad("MXRS_TLS_CA", e.to_string()))?;
-        let server = ServerConfig::builder_with_provider(provider())
+        let server = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| bad("MXRS_TLS_CERT", e.to_string()))?
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain.clone(), key.clone_key())
             .map_err(|e| bad("MXRS_TLS_KEY", format!("does not fit the certificate: {e}")))?;
-        let client = ClientConfig::builder_with_provider(provider())
+        let client = ClientConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| bad("MXRS_TLS_CERT", e.to_string()))?
             .with_root_certificates(roots)

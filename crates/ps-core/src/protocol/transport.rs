@@ -19,7 +19,7 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::auth;
-use super::tls::{Tls, TlsFiles};
+use super::tls::Tls;
 use crate::error::{PsError, Result};
 
 /// What a node proves itself with and asks of its peers: the job's secret (the handshake) and,
@@ -45,18 +45,6 @@ impl Credentials {
         self
     }
 
-    /// The secret and, when `files` are given, TLS loaded from them.
-    ///
-    /// # Errors
-    /// [`PsError::Config`] naming the `MXRS_TLS_*` variable that cannot be read or parsed.
-    pub fn load(secret: Option<&[u8]>, files: Option<&TlsFiles>) -> Result<Credentials> {
-        let c = Credentials::secret(secret);
-        Ok(match files {
-            Some(files) => c.with_tls(Tls::load(files)?),
-            None => c,
-        })
-    }
-
     /// The credentials `cfg` gives (`MXRS_SECRET`, `MXRS_TLS_*`); says once per process when
     /// the job runs without a secret.
     ///
@@ -64,7 +52,11 @@ impl Credentials {
     /// [`PsError::Config`] naming the `MXRS_TLS_*` variable that cannot be read or parsed.
     pub fn from_config(cfg: &crate::Config) -> Result<Credentials> {
         auth::warn_if_open(cfg.secret.as_deref());
-        Credentials::load(cfg.secret.as_deref(), cfg.tls.as_ref())
+        let creds = Credentials::secret(cfg.secret.as_deref());
+        Ok(match &cfg.tls {
+            Some(files) => creds.with_tls(Tls::load(files)?),
+            None => creds,
+        })
     }
 
     /// Whether connections are encrypted.
