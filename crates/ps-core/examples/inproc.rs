@@ -57,6 +57,7 @@ fn main() {
             max_frame_bytes: 1 << 31,
             creds,
             rejoined: false,
+            local: None,
             replicas: 0,
         })
         .await

@@ -326,6 +326,7 @@ impl JobWorker {
             bigarray_bound: cfg.bigarray_bound,
             max_frame_bytes: cfg.max_frame_bytes,
             creds,
+            local: Some(ip),
             rejoined: m.rejoined,
             replicas: cfg.replicas,
         };

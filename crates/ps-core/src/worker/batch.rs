@@ -96,15 +96,24 @@ impl Batch {
     }
 
     /// Sends every frame and returns the ticket for their replies.
-    pub(crate) fn send(mut self, conns: &Conns, plan: Plan) -> Ticket {
+    pub(crate) fn send(self, conns: &Conns, plan: Plan) -> Ticket {
+        Ticket::new(self.send_replies(conns), plan)
+    }
+
+    /// How many frames the request has so far.
+    pub(crate) fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Sends every frame; their replies, in frame order (what [`Batch::add`] numbers).
+    pub(crate) fn send_replies(mut self, conns: &Conns) -> Vec<ReplyRx> {
         for (server, o) in self.open.iter_mut().enumerate() {
             if let Some(o) = o.take() {
                 self.closed.push((server, o.frame, o.entries));
             }
         }
         self.closed.sort_by_key(|(_, frame, _)| *frame);
-        let replies: Vec<ReplyRx> = self
-            .closed
+        self.closed
             .into_iter()
             .map(|(server, _, entries)| {
                 let frame = Frame {
@@ -114,7 +123,6 @@ impl Batch {
                 };
                 conns.get(server).send_request(frame, self.priority)
             })
-            .collect();
-        Ticket::new(replies, plan)
+            .collect()
     }
 }

@@ -20,6 +20,11 @@ impl Worker {
         self.route.read().clone()
     }
 
+    /// The server each placement range's pulls go to now ([`super::nearby`]).
+    pub(super) fn pull_route(&self) -> Arc<[usize]> {
+        self.pull_route.read().clone()
+    }
+
     /// Takes the job's topology `t` (a server was failed over, or a replacement joined): each
     /// placement range goes to the first server of its chain from now on, the requests a lost
     /// server had not answered go there, and a replacement server is connected to on its new
@@ -56,6 +61,11 @@ impl Worker {
             .zip(current.iter())
             .map(|(first, &now)| first.map_or(now, |s| s as usize))
             .collect();
+        if self.mode == crate::protocol::frame::Mode::Sync {
+            let addrs: Vec<SocketAddr> = addrs.iter().map(|(a, _)| *a).collect();
+            *self.pull_route.write() =
+                super::nearby::pull_route(&t.chains, &addrs, self.local, &route);
+        }
         *self.route.write() = route;
         for &s in &lost {
             if !self.lost.lock().contains(&s) {

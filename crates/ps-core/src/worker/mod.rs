@@ -23,13 +23,14 @@ mod check;
 mod conn;
 mod encode;
 mod failover;
+mod nearby;
 mod optimizer;
 mod outbox;
 mod rows;
 mod ticket;
 
 use rustc_hash::FxHashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -99,6 +100,9 @@ pub struct DataPlane {
     /// True for a restarted worker taking back a lost one's place: the servers then count once
     /// the pushes of rounds the process it replaces had already made ([`Worker::resume_at`]).
     pub rejoined: bool,
+    /// This worker's address: in dist_sync with backups, a range whose backup runs there and
+    /// whose primary does not is pulled from the backup ([`nearby`]). None: from primaries.
+    pub local: Option<IpAddr>,
 }
 
 /// A training process's handle on the parameter servers.
@@ -118,6 +122,10 @@ pub struct Worker {
     retired: Mutex<Vec<Arc<ServerConn>>>,
     /// The topology applied last, and where each server was then.
     topology: Mutex<(u64, Vec<SocketAddr>)>,
+    /// Where each placement range's pulls go ([`nearby`]): its primary, or a backup beside.
+    pull_route: parking_lot::RwLock<Arc<[usize]>>,
+    /// This worker's address, for [`nearby`].
+    local: Option<IpAddr>,
     /// How to reach a replacement server: the Hello, the credentials and the frame bound.
     reconnect: (Entry, Credentials, u64),
     /// Under `fp16`/`bf16` compression, pull weights in 16 bits too (the user asked).
@@ -162,7 +170,15 @@ impl Worker {
             return Err(PsError::Rejected("a job needs at least one server".into()));
         }
         let conns_len = conns.len();
-        let addrs = plane.servers.iter().map(|(a, _)| *a).collect();
+        let addrs: Vec<SocketAddr> = plane.servers.iter().map(|(a, _)| *a).collect();
+        let route: Arc<[usize]> = (0..conns_len).collect();
+        let pull_route = match plane.mode == Mode::Sync && plane.replicas > 0 && conns_len > 1 {
+            true => {
+                let chains = crate::placement::chains(conns_len as u32, plane.replicas, &[]);
+                nearby::pull_route(&chains, &addrs, plane.local, &route)
+            }
+            false => route.clone(),
+        };
         Ok(Worker {
             rank: plane.rank,
             num_workers: plane.num_workers,
@@ -171,7 +187,9 @@ impl Worker {
             conns: Arc::new(Conns::new(conns)),
             keys: Arc::new(Mutex::new(FxHashMap::default())),
             replicas: plane.replicas,
-            route: parking_lot::RwLock::new((0..conns_len).collect()),
+            route: parking_lot::RwLock::new(route),
+            pull_route: parking_lot::RwLock::new(pull_route),
+            local: plane.local,
             lost: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
             topology: Mutex::new((0, addrs)),
@@ -376,8 +394,18 @@ impl Worker {
             .and_then(Compression::pull_dtype)
             .filter(|_| pull_back);
         let weights = self.pull_weights.load(Ordering::Relaxed);
-        let mut batch = Batch::new(op, self.conns.len(), priority).pull_as(pull_as, weights);
+        let n = self.conns.len();
+        // Pushpulls of ranges pulled from a backup beside ([`nearby`]): a push to the primary
+        // and a pull of the round it completes to the backup, in two more batches.
+        let pull_route = self.pull_route();
+        let split = op == Op::PushPull && *pull_route != *route;
+        let mut batches = [
+            Batch::new(op, n, priority).pull_as(pull_as, weights),
+            Batch::new(Op::Push, n, priority),
+            Batch::new(Op::Pull, n, priority).pull_as(pull_as, weights),
+        ];
         let mut gathers = Vec::new();
+        let mut pieces_of = Vec::new();
         for ((key, dtype, data), meta) in items.into_iter().zip(metas) {
             let sz = dtype.size();
             let mut encoder = compression.map(|c| Encoder::new(c, &meta));
@@ -391,18 +419,40 @@ impl Worker {
                 if let Some(encoder) = &mut encoder {
                     encoder.encode(&mut e);
                 }
-                pieces.push(batch.add(route[part.server], e));
+                let (primary, puller) = (route[part.server], pull_route[part.server]);
+                if split && puller != primary {
+                    let mut pull = meta.entry(key, part);
+                    pull.round = e.round + 1;
+                    batches[1].add(primary, e);
+                    pieces.push((2, batches[2].add(puller, pull)));
+                } else {
+                    pieces.push((0, batches[0].add(primary, e)));
+                }
             }
             if op == Op::PushPull {
-                gathers.push(gather(key, &meta, pieces));
+                pieces_of.push((key, meta.clone(), pieces));
             }
+        }
+        // One ticket for every frame, in batch order: a piece's frame index counts those of
+        // the batches before its own.
+        let [fused, pushes, pulls] = batches;
+        let offsets = [0, fused.frames(), fused.frames() + pushes.frames()];
+        for (key, meta, pieces) in pieces_of {
+            let pieces = pieces
+                .into_iter()
+                .map(|(b, (frame, entry))| (offsets[b] + frame, entry))
+                .collect();
+            gathers.push(gather(key, &meta, pieces));
         }
         let plan = if op == Op::PushPull {
             ticket::Plan::Values(gathers)
         } else {
             ticket::Plan::Ack
         };
-        let ticket = batch.send(&self.conns, plan);
+        let mut replies = fused.send_replies(&self.conns);
+        replies.extend(pushes.send_replies(&self.conns));
+        replies.extend(pulls.send_replies(&self.conns));
+        let ticket = Ticket::new(replies, plan);
         self.sweep_lost();
         ticket
     }
@@ -422,7 +472,7 @@ impl Worker {
         priority: i32,
         compression: Option<Compression>,
     ) -> Ticket {
-        let route = self.route();
+        let route = self.pull_route();
         let pull_as = compression.and_then(Compression::pull_dtype);
         let weights = self.pull_weights.load(Ordering::Relaxed);
         let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights);

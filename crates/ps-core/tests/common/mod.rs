@@ -226,6 +226,30 @@ impl Servers {
         limits: Limits,
         replicas: Option<(u32, Mode, u64, Duration, &Peers)>,
     ) -> Servers {
+        Servers::start_on(s, w, creds, limits, replicas, &[]).await
+    }
+
+    /// [`Servers::start_replicated`] (one backup) with server `i` on address `ips[i]` (all
+    /// loopback addresses: 127.0.0.2 is as local as 127.0.0.1), as if on machines of their own.
+    pub async fn start_replicated_on(w: u32, mode: Mode, bound: u64, ips: &[&str]) -> Servers {
+        let limits = Limits {
+            max_frame: 1 << 30,
+            max_inflight: 1 << 30,
+        };
+        let peers: &Peers = &|_, addrs| addrs.to_vec();
+        let replicas = Some((1, mode, bound, LIMIT, peers));
+        let creds = Credentials::default();
+        Servers::start_on(ips.len(), w, creds, limits, replicas, ips).await
+    }
+
+    async fn start_on(
+        s: usize,
+        w: u32,
+        creds: Credentials,
+        limits: Limits,
+        replicas: Option<(u32, Mode, u64, Duration, &Peers)>,
+        ips: &[&str],
+    ) -> Servers {
         let mut out = Servers {
             addrs: Vec::new(),
             servers: Vec::new(),
@@ -235,9 +259,8 @@ impl Servers {
         };
         let mut listeners = Vec::new();
         for i in 0..s {
-            let listener = transport::listen("127.0.0.1".parse().unwrap(), 0)
-                .await
-                .unwrap();
+            let ip = ips.get(i).copied().unwrap_or("127.0.0.1");
+            let listener = transport::listen(ip.parse().unwrap(), 0).await.unwrap();
             let addr = listener.local_addr().unwrap();
             out.addrs.push((addr, format!("server {i} on {addr}")));
             listeners.push(listener);
@@ -378,6 +401,7 @@ impl Servers {
             max_frame_bytes: 1 << 30,
             creds: self.creds.clone(),
             rejoined: false,
+            local: None,
             replicas: 0,
         }
     }

@@ -194,7 +194,7 @@ impl<T: Float> KeyData<T> {
                 (Some((epoch, s)), None)
             }
         };
-        // The buffer is reused: nobody reads a backup's value while it is one.
+        // The buffer is reused unless a reply to a pull still holds it (then it is copied).
         let v = std::sync::Arc::make_mut(&mut self.value);
         v.resize(self.count as usize, T::zero());
         bytemuck::cast_slice_mut::<T, u8>(v).copy_from_slice(value);
@@ -206,6 +206,8 @@ impl<T: Float> KeyData<T> {
         self.round = e.round;
         self.durable = Some(e.round);
         self.wire = None;
+        // A worker beside this backup pulls the round from it (sync mode): now it has it.
+        self.answer_pulls();
         Ok(())
     }
 }

@@ -77,6 +77,7 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             max_frame_bytes: 1 << 30,
             creds: Credentials::default(),
             rejoined: false,
+            local: None,
             replicas: 0,
         };
         out.push(within(Worker::connect(plane)).await.unwrap());
