@@ -7,6 +7,7 @@ mod common;
 
 use std::net::IpAddr;
 
+use bytes::Bytes;
 use common::*;
 use ps_core::DType;
 use ps_core::placement::Partitioner;
@@ -80,9 +81,10 @@ async fn a_range_is_pulled_from_the_backup_beside_with_the_primarys_values() {
     for r in 0..3 {
         round(&workers, key, r).await;
     }
-    // Server 0 holds no primary of the key, yet sent worker 0 its value twice a round.
+    // Server 0 holds no primary of the key, yet sent worker 0 its value each round (the pull
+    // half of the pushpull; plain pulls go to the primary).
     let (_, sent) = servers.servers[0].traffic();
-    let values = 3 * 2 * N as u64 * 4;
+    let values = 3 * N as u64 * 4;
     assert!(
         sent - sent_before >= values,
         "{} bytes sent",
@@ -115,4 +117,55 @@ async fn losing_the_primary_leaves_the_backup_beside_serving_every_round() {
     for r in 1..3 {
         round(&workers, key, r).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_are_answered_with_their_round_though_later_pushes_follow_at_once() {
+    let servers = Servers::start_replicated_on(2, Mode::Sync, BOUND, &IPS).await;
+    // Worker 0 pulls range 1 from server 0; large keys of range 0 (whose primary is server
+    // 0) are queued on that connection before the pull, so the pull reaches server 0 late.
+    let key = key_on(1);
+    let p = Partitioner::new(2, BOUND);
+    let bigs: Vec<u64> = (1..).filter(|&k| p.server_of(k) == 0).take(8).collect();
+    let big_n = BOUND as usize - 1;
+    let workers = [worker(&servers, 0).await, worker(&servers, 1).await];
+    init(&workers, key).await;
+    for w in &workers {
+        let zeros = Bytes::from(vec![0u8; big_n * 4]);
+        let items = bigs
+            .iter()
+            .map(|&b| (b, DType::F32, vec![big_n as u64], zeros.clone()));
+        within(w.init(items.collect()).wait()).await.unwrap();
+    }
+    let g = |v: f32| f32s(&vec![v; N]);
+    let large = Bytes::from(vec![0u8; big_n * 4]);
+    let mut tickets = Vec::new();
+    for (rank, w) in workers.iter().enumerate() {
+        let r = rank as f32 + 1.0;
+        let items = bigs.iter().map(|&b| (b, DType::F32, large.clone()));
+        tickets.push(w.push(items.collect()));
+        // The initial value, then rounds 0, 1, 2 of the key, the last two pushed before the
+        // first's pull is in.
+        let initial = w.pull(&[key]);
+        let first = w.pushpull(vec![(key, DType::F32, g(r))]);
+        let later: Vec<_> = [10.0, 100.0]
+            .map(|f| w.push(vec![(key, DType::F32, g(r * f))]))
+            .into();
+        tickets.extend(later);
+        tickets.extend([initial, first]);
+    }
+    let mut values = Vec::new();
+    for t in tickets {
+        let out = within(t.wait()).await.unwrap();
+        values.extend(out.first().map(|v| to_f32(v)));
+    }
+    // Each pull's value is the initial one and each pushpull's round 0's sum (1 + 2), not a
+    // later round's.
+    let each = [vec![0.0; N], vec![3.0; N]];
+    assert_eq!(values, [each.clone(), each].concat());
+    for w in &workers {
+        let now = within(w.pull(&[key]).wait()).await.unwrap();
+        assert_eq!(to_f32(&now[0]), vec![300.0; N]);
+    }
+    servers.stop().await;
 }

@@ -106,23 +106,29 @@ impl Batch {
     }
 
     /// Sends every frame; their replies, in frame order (what [`Batch::add`] numbers).
-    pub(crate) fn send_replies(mut self, conns: &Conns) -> Vec<ReplyRx> {
+    pub(crate) fn send_replies(self, conns: &Conns) -> Vec<ReplyRx> {
+        let priority = self.priority;
+        self.into_frames()
+            .map(|(server, frame)| conns.get(server).send_request(frame, priority))
+            .collect()
+    }
+
+    /// Every frame with the server it goes to, in frame order (what [`Batch::add`] numbers).
+    pub(crate) fn into_frames(mut self) -> impl Iterator<Item = (usize, Frame)> {
         for (server, o) in self.open.iter_mut().enumerate() {
             if let Some(o) = o.take() {
                 self.closed.push((server, o.frame, o.entries));
             }
         }
         self.closed.sort_by_key(|(_, frame, _)| *frame);
-        self.closed
-            .into_iter()
-            .map(|(server, _, entries)| {
-                let frame = Frame {
-                    pull_as: self.pull_as,
-                    pull_weights: self.pull_weights,
-                    ..Frame::request(self.op, 0, entries)
-                };
-                conns.get(server).send_request(frame, self.priority)
-            })
-            .collect()
+        let (op, pull_as, pull_weights) = (self.op, self.pull_as, self.pull_weights);
+        self.closed.into_iter().map(move |(server, _, entries)| {
+            let frame = Frame {
+                pull_as,
+                pull_weights,
+                ..Frame::request(op, 0, entries)
+            };
+            (server, frame)
+        })
     }
 }

@@ -213,30 +213,47 @@ impl ServerConn {
     /// its reply, or the connection's failure, goes to `tx`.
     pub(crate) fn send_frame(
         &self,
-        mut frame: Frame,
+        frame: Frame,
         priority: i32,
         tx: oneshot::Sender<Result<Frame>>,
     ) {
+        if let Some(unsent) = self.register(frame, priority, tx) {
+            unsent.send();
+        }
+    }
+
+    /// Takes a reply slot for `frame` (its request id is set here) now, so that the
+    /// connection's failure, or a failover, finds the request; the frame is written once the
+    /// returned [`Unsent`] is sent. None where the request is already settled (the connection
+    /// failed) or kept for the server that takes over (it broke in a job with backups).
+    pub(crate) fn register(
+        &self,
+        mut frame: Frame,
+        priority: i32,
+        tx: oneshot::Sender<Result<Frame>>,
+    ) -> Option<Unsent> {
         let id = self.state.next_id.fetch_add(1, Ordering::Relaxed);
         frame.request_id = id;
-        {
-            let mut t = self.state.table();
-            let kept = self.state.keep.then(|| frame.clone());
-            match &t.dead {
-                Some(_) if t.holding => {
-                    t.pending.insert(id, (tx, kept));
-                    return;
-                }
-                Some(why) => {
-                    let _ = tx.send(Err(PsError::NodeLost(why.clone())));
-                    return;
-                }
-                None => t.pending.insert(id, (tx, kept)),
-            };
-        }
-        if !self.outbox.send(priority, frame) {
-            self.state
-                .broken(format!("lost the connection to {}", self.state.name));
+        let mut t = self.state.table();
+        let kept = self.state.keep.then(|| frame.clone());
+        match &t.dead {
+            Some(_) if t.holding => {
+                t.pending.insert(id, (tx, kept));
+                None
+            }
+            Some(why) => {
+                let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+                None
+            }
+            None => {
+                t.pending.insert(id, (tx, kept));
+                Some(Unsent {
+                    frame,
+                    priority,
+                    outbox: self.outbox.clone(),
+                    state: self.state.clone(),
+                })
+            }
         }
     }
 
@@ -269,6 +286,25 @@ impl ServerConn {
     /// "server 1 on 127.0.0.1:4000".
     pub(crate) fn name(&self) -> &str {
         &self.state.name
+    }
+}
+
+/// A request whose reply slot is taken ([`ServerConn::register`]) and whose frame is not
+/// written yet.
+pub(crate) struct Unsent {
+    frame: Frame,
+    priority: i32,
+    outbox: Arc<Outbox>,
+    state: Arc<State>,
+}
+
+impl Unsent {
+    /// Queues the frame for writing (after the queued ones of higher priority).
+    pub(crate) fn send(self) {
+        if !self.outbox.send(self.priority, self.frame) {
+            self.state
+                .broken(format!("lost the connection to {}", self.state.name));
+        }
     }
 }
 

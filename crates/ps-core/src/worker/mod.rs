@@ -45,7 +45,7 @@ use crate::protocol::frame::{Entry, Mode, Op};
 use crate::protocol::transport::Credentials;
 use batch::Batch;
 use check::{check_init, check_push};
-use conn::{Conns, ServerConn};
+use conn::{Conns, ReplyRx, ServerConn};
 use encode::{Encoder, check_compressible};
 pub use ticket::Ticket;
 
@@ -126,6 +126,8 @@ pub struct Worker {
     pull_route: parking_lot::RwLock<Arc<[usize]>>,
     /// This worker's address, for [`nearby`].
     local: Option<IpAddr>,
+    /// Keeps each key's pushes behind its pulls in flight at a backup ([`nearby::Order`]).
+    order: nearby::Order,
     /// How to reach a replacement server: the Hello, the credentials and the frame bound.
     reconnect: (Entry, Credentials, u64),
     /// Under `fp16`/`bf16` compression, pull weights in 16 bits too (the user asked).
@@ -190,6 +192,7 @@ impl Worker {
             route: parking_lot::RwLock::new(route),
             pull_route: parking_lot::RwLock::new(pull_route),
             local: plane.local,
+            order: nearby::Order::new(tokio::runtime::Handle::current()),
             lost: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
             topology: Mutex::new((0, addrs)),
@@ -449,9 +452,18 @@ impl Worker {
         } else {
             ticket::Plan::Ack
         };
-        let mut replies = fused.send_replies(&self.conns);
-        replies.extend(pushes.send_replies(&self.conns));
-        replies.extend(pulls.send_replies(&self.conns));
+        // Pushes first: a pull this request sends to a backup holds the keys' later pushes,
+        // not its own ([`nearby::Order`]).
+        let mut replies: Vec<ReplyRx> = fused
+            .into_frames()
+            .chain(pushes.into_frames())
+            .map(|(s, f)| self.order.send_push(&self.conns.get(s), f, priority))
+            .collect();
+        replies.extend(
+            pulls
+                .into_frames()
+                .map(|(s, f)| self.order.send_pull(&self.conns.get(s), f, priority)),
+        );
         let ticket = Ticket::new(replies, plan);
         self.sweep_lost();
         ticket
@@ -472,7 +484,7 @@ impl Worker {
         priority: i32,
         compression: Option<Compression>,
     ) -> Ticket {
-        let route = self.pull_route();
+        let route = self.route();
         let pull_as = compression.and_then(Compression::pull_dtype);
         let weights = self.pull_weights.load(Ordering::Relaxed);
         let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights);
