@@ -81,10 +81,9 @@ async fn a_range_is_pulled_from_the_backup_beside_with_the_primarys_values() {
     for r in 0..3 {
         round(&workers, key, r).await;
     }
-    // Server 0 holds no primary of the key, yet sent worker 0 its value each round (the pull
-    // half of the pushpull; plain pulls go to the primary).
+    // Server 0 holds no primary of the key, yet sent worker 0 its value twice a round.
     let (_, sent) = servers.servers[0].traffic();
-    let values = 3 * N as u64 * 4;
+    let values = 3 * 2 * N as u64 * 4;
     assert!(
         sent - sent_before >= values,
         "{} bytes sent",

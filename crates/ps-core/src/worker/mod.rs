@@ -484,11 +484,13 @@ impl Worker {
         priority: i32,
         compression: Option<Compression>,
     ) -> Ticket {
-        let route = self.route();
+        let (route, pull_route) = (self.route(), self.pull_route());
         let pull_as = compression.and_then(Compression::pull_dtype);
         let weights = self.pull_weights.load(Ordering::Relaxed);
-        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights);
-        let mut gathers = Vec::with_capacity(keys.len());
+        // Ranges pulled from their primary, and from a backup beside ([`nearby`]).
+        let [mut primaries, mut backups] = [0, 1]
+            .map(|_| Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights));
+        let mut pieces_of = Vec::with_capacity(keys.len());
         for &key in keys {
             let meta = match self.meta(key) {
                 Ok(m) => m,
@@ -498,11 +500,32 @@ impl Worker {
             for (part, pushes) in meta.parts.iter().zip(meta.pushes.iter()) {
                 let mut e = meta.entry(key, part);
                 e.round = pushes.load(Ordering::Relaxed);
-                pieces.push(batch.add(route[part.server], e));
+                let (primary, puller) = (route[part.server], pull_route[part.server]);
+                pieces.push(match puller == primary {
+                    true => (false, primaries.add(primary, e)),
+                    false => (true, backups.add(puller, e)),
+                });
             }
-            gathers.push(gather(key, &meta, pieces));
+            pieces_of.push((key, meta, pieces));
         }
-        let ticket = batch.send(&self.conns, ticket::Plan::Values(gathers));
+        // One ticket for every frame: the backups' frames come after the primaries'.
+        let first = primaries.frames();
+        let gathers = pieces_of
+            .into_iter()
+            .map(|(key, meta, pieces)| {
+                let at = |(backup, (frame, entry)): (bool, (usize, usize))| {
+                    (if backup { first + frame } else { frame }, entry)
+                };
+                gather(key, &meta, pieces.into_iter().map(at).collect())
+            })
+            .collect();
+        let mut replies = primaries.send_replies(&self.conns);
+        replies.extend(
+            backups
+                .into_frames()
+                .map(|(s, f)| self.order.send_pull(&self.conns.get(s), f, priority)),
+        );
+        let ticket = Ticket::new(replies, ticket::Plan::Values(gathers));
         self.sweep_lost();
         ticket
     }

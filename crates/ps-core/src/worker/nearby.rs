@@ -2,10 +2,10 @@
 //! backup of a placement range but not with its primary, it pulls that range from the backup:
 //! in dist_sync a backup holds each round before the primary answers it, so the value is the
 //! same, and what would cross the network twice (the primary's copy to the backup, then to the
-//! worker) crosses it once. Only the pull half of a pushpull goes there (a push to the primary
-//! and a pull of the round it completes from the backup); pushes go to the primary, which alone
-//! applies them, and plain pulls too. Without a backup, in dist_async (whose pulls do not wait
-//! for a round), or where the primary is beside the worker too, everything goes to the primary.
+//! worker) crosses it once. Pulls go there, and a pushpull becomes a push to the primary and a
+//! pull of the round it completes from the backup; pushes go to the primary, which alone
+//! applies them. Without a backup, in dist_async (whose pulls do not wait for a round), or where
+//! the primary is beside the worker too, everything goes to the primary.
 //!
 //! A pull at the backup travels on another connection than the key's pushes to its primary,
 //! so nothing orders it with them: were the worker's next push of the key to overtake it, the
@@ -69,7 +69,7 @@ impl Order {
         }
     }
 
-    /// Sends `frame`, a pull of a round from a backup, on `conn`: the keys' later pushes wait
+    /// Sends `frame`, a pull from a backup, on `conn`: the keys' later pushes wait
     /// until its reply (or the connection's failure) is in.
     pub(super) fn send_pull(&self, conn: &ServerConn, frame: Frame, priority: i32) -> ReplyRx {
         let (open, barrier) = watch::channel(false);
