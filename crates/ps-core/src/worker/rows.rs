@@ -121,7 +121,12 @@ impl Worker {
                 batch.add(route[part.server], e);
             }
         }
-        let ticket = batch.send(&self.conns, ticket::Plan::Ack);
+        // Behind the keys' dense pulls in flight at a backup, as dense pushes ([`super::nearby`]).
+        let replies = batch
+            .into_frames()
+            .map(|(s, f)| self.order.send_push(&self.conns.get(s), f, priority))
+            .collect();
+        let ticket = Ticket::new(replies, ticket::Plan::Ack);
         self.sweep_lost();
         ticket
     }
