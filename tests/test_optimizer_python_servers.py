@@ -315,10 +315,12 @@ kv.init('w', mx.nd.zeros((200,)))  # sliced: each server's copy of the optimizer
 kv.set_optimizer(pyopts.Failing())
 errors = []
 for step in range(3):
-    kv.push([3, 'w'], [mx.nd.ones((4,)) * (step + 1), mx.nd.ones((200,)) * (step + 1)])
-    out = [mx.nd.zeros((4,)), mx.nd.zeros((200,))]
-    kv.pull([3, 'w'], out=out)
+    # The failed round's error reaches this worker once: at waitall, or at the pull's call
+    # when the push that completed the round was this worker's and its answer came first.
     try:
+        kv.push([3, 'w'], [mx.nd.ones((4,)) * (step + 1), mx.nd.ones((200,)) * (step + 1)])
+        out = [mx.nd.zeros((4,)), mx.nd.zeros((200,))]
+        kv.pull([3, 'w'], out=out)
         mx.nd.waitall()
     except KVStoreError as e:
         errors.append((step, str(e)))
