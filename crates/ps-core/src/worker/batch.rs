@@ -3,7 +3,7 @@
 //! or more (its payload, or its reply's for a pull) travels alone, so the server starts on one piece of a large array while the next is still on
 //! the wire.
 
-use super::conn::{Conns, ReplyRx};
+use super::conn::Conns;
 use super::ticket::{Plan, Ticket};
 use crate::dtype::DType;
 use crate::protocol::frame::{Entry, Frame, Op, rows};
@@ -97,20 +97,17 @@ impl Batch {
 
     /// Sends every frame and returns the ticket for their replies.
     pub(crate) fn send(self, conns: &Conns, plan: Plan) -> Ticket {
-        Ticket::new(self.send_replies(conns), plan)
+        let priority = self.priority;
+        let replies = self
+            .into_frames()
+            .map(|(server, frame)| conns.get(server).send_request(frame, priority))
+            .collect();
+        Ticket::new(replies, plan)
     }
 
     /// How many frames the request has so far.
     pub(crate) fn frames(&self) -> usize {
         self.frames
-    }
-
-    /// Sends every frame; their replies, in frame order (what [`Batch::add`] numbers).
-    pub(crate) fn send_replies(self, conns: &Conns) -> Vec<ReplyRx> {
-        let priority = self.priority;
-        self.into_frames()
-            .map(|(server, frame)| conns.get(server).send_request(frame, priority))
-            .collect()
     }
 
     /// Every frame with the server it goes to, in frame order (what [`Batch::add`] numbers).

@@ -25,6 +25,7 @@ mod encode;
 mod failover;
 mod nearby;
 mod optimizer;
+mod order;
 mod outbox;
 mod rows;
 mod ticket;
@@ -45,8 +46,9 @@ use crate::protocol::frame::{Entry, Mode, Op};
 use crate::protocol::transport::Credentials;
 use batch::Batch;
 use check::{check_init, check_push};
-use conn::{Conns, ReplyRx, ServerConn};
+use conn::{Conns, ServerConn};
 use encode::{Encoder, check_compressible};
+use order::Access;
 pub use ticket::Ticket;
 
 /// What a key was initialised as, and how many rounds of each of its pieces this worker has
@@ -126,8 +128,8 @@ pub struct Worker {
     pull_route: parking_lot::RwLock<Arc<[usize]>>,
     /// This worker's address, for [`nearby`].
     local: Option<IpAddr>,
-    /// Keeps each key's pushes behind its pulls in flight at a backup ([`nearby::Order`]).
-    order: nearby::Order,
+    /// Keeps each key's writes behind its reads in flight, in a job with backups ([`order`]).
+    order: order::Order,
     /// How to reach a replacement server: the Hello, the credentials and the frame bound.
     reconnect: (Entry, Credentials, u64),
     /// Under `fp16`/`bf16` compression, pull weights in 16 bits too (the user asked).
@@ -172,6 +174,7 @@ impl Worker {
             return Err(PsError::Rejected("a job needs at least one server".into()));
         }
         let conns_len = conns.len();
+        let backups = plane.replicas > 0 && conns_len > 1;
         let addrs: Vec<SocketAddr> = plane.servers.iter().map(|(a, _)| *a).collect();
         let route: Arc<[usize]> = (0..conns_len).collect();
         let pull_route = match plane.mode == Mode::Sync && plane.replicas > 0 && conns_len > 1 {
@@ -192,7 +195,7 @@ impl Worker {
             route: parking_lot::RwLock::new(route),
             pull_route: parking_lot::RwLock::new(pull_route),
             local: plane.local,
-            order: nearby::Order::new(tokio::runtime::Handle::current()),
+            order: order::Order::new(tokio::runtime::Handle::current(), backups),
             lost: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
             topology: Mutex::new((0, addrs)),
@@ -452,18 +455,20 @@ impl Worker {
         } else {
             ticket::Plan::Ack
         };
-        // Pushes first: a pull this request sends to a backup holds the keys' later pushes,
-        // not its own ([`nearby::Order`]).
-        let mut replies: Vec<ReplyRx> = fused
+        // A pull this request sends to a backup holds the pieces' later writes, not its own
+        // ([`order`]).
+        let fused_access = match op {
+            Op::PushPull => Access::ReadWrite,
+            _ => Access::Write,
+        };
+        let with = |access| move |(s, f)| (s, f, access);
+        let frames = fused
             .into_frames()
-            .chain(pushes.into_frames())
-            .map(|(s, f)| self.order.send_push(&self.conns.get(s), f, priority))
+            .map(with(fused_access))
+            .chain(pushes.into_frames().map(with(Access::Write)))
+            .chain(pulls.into_frames().map(with(Access::Read)))
             .collect();
-        replies.extend(
-            pulls
-                .into_frames()
-                .map(|(s, f)| self.order.send_pull(&self.conns.get(s), f, priority)),
-        );
+        let replies = self.order.send(&self.conns, frames, priority);
         let ticket = Ticket::new(replies, plan);
         self.sweep_lost();
         ticket
@@ -484,13 +489,12 @@ impl Worker {
         priority: i32,
         compression: Option<Compression>,
     ) -> Ticket {
-        let (route, pull_route) = (self.route(), self.pull_route());
+        // A range whose backup is beside the worker is pulled from it ([`nearby`]).
+        let route = self.pull_route();
         let pull_as = compression.and_then(Compression::pull_dtype);
         let weights = self.pull_weights.load(Ordering::Relaxed);
-        // Ranges pulled from their primary, and from a backup beside ([`nearby`]).
-        let [mut primaries, mut backups] = [0, 1]
-            .map(|_| Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights));
-        let mut pieces_of = Vec::with_capacity(keys.len());
+        let mut batch = Batch::new(Op::Pull, self.conns.len(), priority).pull_as(pull_as, weights);
+        let mut gathers = Vec::with_capacity(keys.len());
         for &key in keys {
             let meta = match self.meta(key) {
                 Ok(m) => m,
@@ -500,31 +504,12 @@ impl Worker {
             for (part, pushes) in meta.parts.iter().zip(meta.pushes.iter()) {
                 let mut e = meta.entry(key, part);
                 e.round = pushes.load(Ordering::Relaxed);
-                let (primary, puller) = (route[part.server], pull_route[part.server]);
-                pieces.push(match puller == primary {
-                    true => (false, primaries.add(primary, e)),
-                    false => (true, backups.add(puller, e)),
-                });
+                pieces.push(batch.add(route[part.server], e));
             }
-            pieces_of.push((key, meta, pieces));
+            gathers.push(gather(key, &meta, pieces));
         }
-        // One ticket for every frame: the backups' frames come after the primaries'.
-        let first = primaries.frames();
-        let gathers = pieces_of
-            .into_iter()
-            .map(|(key, meta, pieces)| {
-                let at = |(backup, (frame, entry)): (bool, (usize, usize))| {
-                    (if backup { first + frame } else { frame }, entry)
-                };
-                gather(key, &meta, pieces.into_iter().map(at).collect())
-            })
-            .collect();
-        let mut replies = primaries.send_replies(&self.conns);
-        replies.extend(
-            backups
-                .into_frames()
-                .map(|(s, f)| self.order.send_pull(&self.conns.get(s), f, priority)),
-        );
+        let frames = batch.into_frames().map(|(s, f)| (s, f, Access::Read));
+        let replies = self.order.send(&self.conns, frames.collect(), priority);
         let ticket = Ticket::new(replies, ticket::Plan::Values(gathers));
         self.sweep_lost();
         ticket

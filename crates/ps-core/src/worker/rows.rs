@@ -24,6 +24,7 @@ use crate::protocol::frame::{Entry, Op};
 use ticket::Ticket;
 
 use super::batch::Batch;
+use super::order::Access;
 
 /// A row-sparse key's rows and elements per row.
 fn layout(key: u64, meta: &KeyMeta) -> Result<(u64, u64)> {
@@ -121,11 +122,9 @@ impl Worker {
                 batch.add(route[part.server], e);
             }
         }
-        // Behind the keys' dense pulls in flight at a backup, as dense pushes ([`super::nearby`]).
-        let replies = batch
-            .into_frames()
-            .map(|(s, f)| self.order.send_push(&self.conns.get(s), f, priority))
-            .collect();
+        // Behind the pieces' reads in flight, as dense pushes ([`super::order`]).
+        let frames = batch.into_frames().map(|(s, f)| (s, f, Access::Write));
+        let replies = self.order.send(&self.conns, frames.collect(), priority);
         let ticket = Ticket::new(replies, ticket::Plan::Ack);
         self.sweep_lost();
         ticket
@@ -174,7 +173,10 @@ impl Worker {
                 pieces,
             });
         }
-        let ticket = batch.send(&self.conns, ticket::Plan::Values(gathers));
+        // Answered before the pieces' later writes go ([`super::order`]).
+        let frames = batch.into_frames().map(|(s, f)| (s, f, Access::Read));
+        let replies = self.order.send(&self.conns, frames.collect(), priority);
+        let ticket = Ticket::new(replies, ticket::Plan::Values(gathers));
         self.sweep_lost();
         ticket
     }
