@@ -233,3 +233,43 @@ async fn a_replacement_server_takes_a_full_copy_and_the_job_survives_losing_the_
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_waiting_for_its_round_to_be_durable_is_not_answered_with_a_later_one() {
+    // A server answers a pull once its round has reached the backup, with the value it then
+    // holds: the worker's own later pushes must not complete another round meanwhile.
+    let servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 1 << 20).await;
+    let plane = |rank| {
+        let mut p = servers.plane(rank, 2, Mode::Sync, 1 << 20);
+        p.replicas = 1;
+        p
+    };
+    let workers = [
+        within(ps_core::worker::Worker::connect(plane(0)))
+            .await
+            .unwrap(),
+        within(ps_core::worker::Worker::connect(plane(1)))
+            .await
+            .unwrap(),
+    ];
+    let n = 1000;
+    for w in &workers {
+        let init = w.init(vec![(1, DType::F32, vec![n as u64], f32s(&vec![0.0; n]))]);
+        within(init.wait()).await.unwrap();
+    }
+    let push =
+        |w: &ps_core::worker::Worker, v: f32| w.push(vec![(1, DType::F32, f32s(&vec![v; n]))]);
+    for _ in 0..5 {
+        // Worker 1's three rounds first, then worker 0's first, a pull of it, and its next two
+        // at once: each completes a round as it arrives.
+        let mut tickets: Vec<_> = [1.0, 10.0, 100.0].map(|v| push(&workers[1], v)).into();
+        tickets.push(push(&workers[0], 1.0));
+        let pulled = workers[0].pull(&[1]);
+        tickets.extend([10.0, 100.0].map(|v| push(&workers[0], v)));
+        let value = within(pulled.wait()).await.unwrap();
+        assert_eq!(to_f32(&value[0]), vec![2.0; n]);
+        for t in tickets {
+            within(t.wait()).await.unwrap();
+        }
+    }
+}
