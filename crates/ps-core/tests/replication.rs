@@ -9,22 +9,23 @@ use ps_core::DType;
 use ps_core::protocol::frame::Mode;
 use ps_core::server::Farewell;
 
+/// Workers 0 and 1 of 2 in dist_sync with backups, keys placed with `bound`.
+async fn two_workers(servers: &Servers, bound: u64) -> [ps_core::worker::Worker; 2] {
+    let connect = |rank| {
+        let mut p = servers.plane(rank, 2, Mode::Sync, bound);
+        p.replicas = 1;
+        ps_core::worker::Worker::connect(p)
+    };
+    [
+        within(connect(0)).await.unwrap(),
+        within(connect(1)).await.unwrap(),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_backup_serves_every_answered_round_once_the_primary_is_gone() {
     let mut servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 4).await;
-    let plane = |rank| {
-        let mut p = servers.plane(rank, 2, Mode::Sync, 4);
-        p.replicas = 1;
-        p
-    };
-    let workers = [
-        within(ps_core::worker::Worker::connect(plane(0)))
-            .await
-            .unwrap(),
-        within(ps_core::worker::Worker::connect(plane(1)))
-            .await
-            .unwrap(),
-    ];
+    let workers = two_workers(&servers, 4).await;
     // Key 1 (2 elements) lives on one server; key 2 (8 elements, above the bound) on both.
     for w in &workers {
         let items = vec![
@@ -239,19 +240,7 @@ async fn a_pull_waiting_for_its_round_to_be_durable_is_not_answered_with_a_later
     // A server answers a pull once its round has reached the backup, with the value it then
     // holds: the worker's own later pushes must not complete another round meanwhile.
     let servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 1 << 20).await;
-    let plane = |rank| {
-        let mut p = servers.plane(rank, 2, Mode::Sync, 1 << 20);
-        p.replicas = 1;
-        p
-    };
-    let workers = [
-        within(ps_core::worker::Worker::connect(plane(0)))
-            .await
-            .unwrap(),
-        within(ps_core::worker::Worker::connect(plane(1)))
-            .await
-            .unwrap(),
-    ];
+    let workers = two_workers(&servers, 1 << 20).await;
     let n = 1000;
     for w in &workers {
         let init = w.init(vec![(1, DType::F32, vec![n as u64], f32s(&vec![0.0; n]))]);
