@@ -222,3 +222,32 @@ def test_priorities_beyond_32_bits_keep_their_order():
     from mxrs.kvstore.dist import _priority
 
     assert _priority(-(10**12)) == -(2**31) < _priority(-5) == -5 < _priority(10**12) == 2**31 - 1
+
+
+PROGRAM_ORDER = """
+import numpy as np
+import mxrs as mx
+
+kv = mx.kv.create('dist_sync')
+r = kv.rank
+kv.init(0, mx.nd.zeros((1000,)))
+out = mx.nd.zeros((1000,))
+for step in range(20):
+    # A pull sees this worker's pushes before it and none after, though the next ones are made
+    # before its answer is in (with backups a server answers once the round reached the
+    # backup, by when the rounds after it could be complete).
+    kv.push(0, mx.nd.ones((1000,)))
+    if r == 0:
+        kv.pull(0, out=out)
+    kv.push(0, mx.nd.ones((1000,)) * 10)
+    kv.push(0, mx.nd.ones((1000,)) * 100)
+    if r == 0:
+        np.testing.assert_array_equal(out.asnumpy(), np.full(1000, 2.0), err_msg=str(step))
+    mx.nd.waitall()
+kv.barrier()
+print('ok', r, flush=True)
+"""
+
+
+def test_a_pull_is_answered_in_program_order_with_backups(tmp_path):
+    _ok(launch(tmp_path, PROGRAM_ORDER, launcher_args=["--replicas", "1"]))
