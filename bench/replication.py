@@ -160,34 +160,29 @@ def failover_two_hosts_ms(size: int, killed: int, tmp: Path) -> float:
     pulls range 1 (primary server 1) from its backup, server 0, beside it. ``killed`` is the
     server killed at round 100: 1 (the primary on the other address) or 0 (the backup beside,
     and range 0's primary)."""
+    from _jobs import job_env
     from mxrs.launcher.scheduler import start_scheduler
 
     script = tmp / "rounds.py"
     script.write_text(ROUNDS_WORKER)
-    base = {
-        **os.environ,
-        "DMLC_PS_ROOT_URI": "127.0.0.1",
-        "DMLC_NUM_SERVER": "2",
-        "DMLC_NUM_WORKER": "2",
-        "MXRS_REPLICAS": "1",
-        "MXRS_SECRET": "bench-replication",
-    }
-    sched, port = start_scheduler(
-        [sys.executable, "-c", "import mxrs"],
-        {**base, "DMLC_ROLE": "scheduler", "DMLC_PS_ROOT_PORT": "0", "DMLC_NODE_HOST": HOSTS[0]},
-    )
-    base["DMLC_PS_ROOT_PORT"] = str(port)
+
+    def env(role: str, rank: int, port: int) -> dict:
+        rank_var = "DMLC_SERVER_ID" if role == "server" else "DMLC_WORKER_ID"
+        extra = {"MXRS_REPLICAS": "1", "DMLC_NODE_HOST": HOSTS[rank], rank_var: str(rank)}
+        return job_env("mxrs", role, 2, 2, port, 1, extra)
+
+    sched, port = start_scheduler([sys.executable, "-c", "import mxrs"], env("scheduler", 0, 0))
     servers, workers = [], []
     try:
-        for i, host in enumerate(HOSTS):
-            env = {**base, "DMLC_ROLE": "server", "DMLC_SERVER_ID": str(i), "DMLC_NODE_HOST": host}
-            servers.append(subprocess.Popen([sys.executable, "-c", "import mxrs"], env=env))
-        for i, host in enumerate(HOSTS):
-            env = {**base, "DMLC_ROLE": "worker", "DMLC_WORKER_ID": str(i), "DMLC_NODE_HOST": host}
+        for i in range(len(HOSTS)):
+            servers.append(
+                subprocess.Popen([sys.executable, "-c", "import mxrs"], env=env("server", i, port))
+            )
+        for i in range(len(HOSTS)):
             workers.append(
                 subprocess.Popen(
                     [sys.executable, str(script), str(size), "400"],
-                    env=env,
+                    env=env("worker", i, port),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL if i else None,
                     text=True,

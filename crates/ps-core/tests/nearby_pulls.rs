@@ -58,16 +58,19 @@ async fn round(workers: &[Worker], key: u64, r: u32) {
     }
 }
 
-async fn init(workers: &[Worker], key: u64) {
+/// Initialises `keys` of `n` elements to zeros on every worker.
+async fn init_zeros(workers: &[Worker], keys: &[u64], n: usize) {
+    let zeros = f32s(&vec![0.0; n]);
     for w in workers {
-        let zeros = f32s(&vec![0.0; N]);
-        within(
-            w.init(vec![(key, DType::F32, vec![N as u64], zeros)])
-                .wait(),
-        )
-        .await
-        .unwrap();
+        let items = keys
+            .iter()
+            .map(|&k| (k, DType::F32, vec![n as u64], zeros.clone()));
+        within(w.init(items.collect()).wait()).await.unwrap();
     }
+}
+
+async fn init(workers: &[Worker], key: u64) {
+    init_zeros(workers, &[key], N).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,13 +134,7 @@ impl Ballast {
     async fn new(workers: &[Worker]) -> Ballast {
         let p = Partitioner::new(2, BOUND);
         let keys: Vec<u64> = (1..).filter(|&k| p.server_of(k) == 0).take(8).collect();
-        for w in workers {
-            let zeros = Bytes::from(vec![0u8; Self::N * 4]);
-            let items = keys
-                .iter()
-                .map(|&b| (b, DType::F32, vec![Self::N as u64], zeros.clone()));
-            within(w.init(items.collect()).wait()).await.unwrap();
-        }
+        init_zeros(workers, &keys, Self::N).await;
         Ballast(keys)
     }
 
@@ -244,15 +241,7 @@ async fn a_key_cut_over_both_servers_is_pushpulled_round_after_round() {
     // Pieces on both servers: each worker's pushpull has fused frames (the pieces whose
     // primary is beside it) and split ones; none may wait for another of the same request.
     let (key, n) = (3, 3 * BOUND as usize + 7);
-    for w in &workers {
-        let zeros = f32s(&vec![0.0; n]);
-        within(
-            w.init(vec![(key, DType::F32, vec![n as u64], zeros)])
-                .wait(),
-        )
-        .await
-        .unwrap();
-    }
+    init_zeros(&workers, &[key], n).await;
     for r in 1..=3 {
         let tickets: Vec<_> = (0..2)
             .map(|w| {

@@ -177,7 +177,7 @@ impl Worker {
         let backups = plane.replicas > 0 && conns_len > 1;
         let addrs: Vec<SocketAddr> = plane.servers.iter().map(|(a, _)| *a).collect();
         let route: Arc<[usize]> = (0..conns_len).collect();
-        let pull_route = match plane.mode == Mode::Sync && plane.replicas > 0 && conns_len > 1 {
+        let pull_route = match plane.mode == Mode::Sync && backups {
             true => {
                 let chains = crate::placement::chains(conns_len as u32, plane.replicas, &[]);
                 nearby::pull_route(&chains, &addrs, plane.local, &route)
