@@ -128,6 +128,7 @@ class OnednnConv:
         pad: Sequence[int],
         training: bool,
         adj: Sequence[int] | None = None,
+        winograd: str = "auto",
     ) -> None: ...
     @property
     def dst_shape(self) -> list[int]: ...

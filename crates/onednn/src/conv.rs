@@ -10,8 +10,10 @@
 
 use crate::ffi::{self, Dim};
 use crate::prim::{
-    MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, or_scratch, plain_strides,
+    MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, or_scratch,
+    plain_strides, same_layout,
 };
+use crate::winograd::{Tiling, Winograd};
 use crate::{Dnnl, DnnlError};
 
 /// The shapes and attributes one convolution kernel is built for.
@@ -34,7 +36,28 @@ pub struct ConvSpec {
     pub transposed: bool,
     /// A deconvolution's extra output at the high end of each axis (each below its stride).
     pub adj: Vec<i64>,
+    /// When to compute the forward pass and the data gradient by Winograd's F(4×4, 3×3).
+    pub winograd: WinogradUse,
 }
+
+/// When a convolution computes by Winograd's F(4×4, 3×3) instead of oneDNN's direct kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WinogradUse {
+    /// Never.
+    Off,
+    /// Where it is faster: channels between 16 and 256 (the transformed kernels stay in the
+    /// cache) and enough tiles to repay transforming the kernels on every call.
+    #[default]
+    Auto,
+    /// For every convolution it can compute (tests use it on small shapes).
+    Always,
+}
+
+/// Tiles below which [`WinogradUse::Auto`] keeps the direct kernels.
+const WINOGRAD_MIN_TILES: usize = 64;
+/// Products of input and output channels above which [`WinogradUse::Auto`] keeps the direct
+/// kernels (the transformed kernels, 144 bytes per pair, no longer stay in the cache).
+const WINOGRAD_MAX_CHANNEL_PAIRS: usize = 256 * 256;
 
 impl ConvSpec {
     /// The output shape `(N, F, *out)`, or an error naming what does not fit.
@@ -80,6 +103,39 @@ impl ConvSpec {
             dst.push(o);
         }
         Ok(dst)
+    }
+
+    /// The tiles of the forward pass and of the data gradient by Winograd's F(4×4, 3×3), where
+    /// [`ConvSpec::winograd`] asks for it and the convolution is one it computes: 2-D, 3×3,
+    /// stride 1, dense, one group, at most 2 of padding (the data gradient's padding is 2
+    /// minus the forward one).
+    fn winograd_tiling(&self) -> Option<(Tiling, Tiling)> {
+        let fits = self.winograd != WinogradUse::Off
+            && !self.transposed
+            && self.src.len() == 4
+            && self.groups == 1
+            && self.weights[2..] == [3, 3]
+            && self.stride == [1, 1]
+            && self.dilate == [1, 1]
+            && self.pad.iter().all(|p| (0..=2).contains(p));
+        if !fits {
+            return None;
+        }
+        let u = |v: i64| usize::try_from(v).ok();
+        let (n, c, h, w) = (
+            u(self.src[0])?,
+            u(self.src[1])?,
+            u(self.src[2])?,
+            u(self.src[3])?,
+        );
+        let (f, ph, pw) = (u(self.weights[0])?, u(self.pad[0])?, u(self.pad[1])?);
+        let fwd = Tiling::new(n, c, f, (h, w), (ph, pw))?;
+        let (oh, ow) = fwd.out_size();
+        let bwd = Tiling::new(n, f, c, (oh, ow), (2 - ph, 2 - pw))?;
+        let faster = c.min(f) >= 16
+            && c * f <= WINOGRAD_MAX_CHANNEL_PAIRS
+            && fwd.tiles() >= WINOGRAD_MIN_TILES;
+        (self.winograd == WinogradUse::Always || faster).then_some((fwd, bwd))
     }
 
     /// Output channels.
@@ -167,6 +223,9 @@ pub struct Conv {
     bwd_weights: Option<BackwardWeights>,
     /// The strides of MXNet's row-major weights in oneDNN's weight dims.
     wstrides: Vec<i64>,
+    /// Winograd's kernels for the forward pass and the data gradient, where they apply: they
+    /// take channels-last data, the primitives anything else.
+    winograd: Option<(Winograd, Option<Winograd>)>,
     implementation: String,
 }
 
@@ -323,7 +382,18 @@ impl Conv {
             });
         }
         let _ = nd;
+        let mut implementation = implementation;
+        let winograd = match spec.winograd_tiling() {
+            Some((fwd, bwd)) => {
+                let f = Winograd::new(d, fwd)?;
+                implementation = f.implementation().to_string();
+                let b = spec.training.then(|| Winograd::new(d, bwd)).transpose()?;
+                Some((f, b))
+            }
+            None => None,
+        };
         Ok(Conv {
+            winograd,
             spec,
             dst,
             fwd,
@@ -336,6 +406,11 @@ impl Conv {
             wstrides,
             implementation,
         })
+    }
+
+    /// True when `strides` lay out `dims` channels-last.
+    fn channels_last(&self, dims: &[i64], strides: &[i64]) -> bool {
+        same_layout(dims, &channels_last_strides(dims), strides)
     }
 
     /// The output shape.
@@ -356,6 +431,12 @@ impl Conv {
         b: Option<&[f32]>,
         y: TensorMut<'_>,
     ) -> Result<(), DnnlError> {
+        if let Some((wf, _)) = &self.winograd
+            && self.channels_last(&self.spec.src, x.strides)
+            && self.channels_last(&self.dst, y.strides)
+        {
+            return wf.run(x.data, w, false, b, y.data);
+        }
         let xm = self.src.feed(x.data, x.strides)?;
         let wm = self.weights.feed(w, &self.wstrides)?;
         let bm = match (&self.bias, b) {
@@ -401,6 +482,15 @@ impl Conv {
             return Err(DnnlError::Input(
                 "a bias gradient from a kernel without bias".into(),
             ));
+        }
+        let mut gx = gx;
+        if let Some((_, Some(wb))) = &self.winograd
+            && let Some(g) = gx.take_if(|g| {
+                self.channels_last(&self.spec.src, g.strides)
+                    && self.channels_last(&self.dst, gy.strides)
+            })
+        {
+            wb.run(gy.data, w, true, None, g.data)?;
         }
         // The output gradient, reordered once where both passes want the same layout.
         let shared = gx.is_some()

@@ -264,6 +264,9 @@ api! {
         *mut Handle, Handle, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
         ConstHandle,
     ) -> Status;
+    dnnl_matmul_primitive_desc_create: fn(
+        *mut Handle, Handle, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
+    ) -> Status;
     dnnl_eltwise_forward_primitive_desc_create: fn(
         *mut Handle, Handle, c_int, c_int, ConstHandle, ConstHandle, f32, f32, ConstHandle,
     ) -> Status;

@@ -23,6 +23,7 @@ pub mod pool;
 mod prim;
 pub mod relu;
 pub mod softmax;
+mod winograd;
 
 use std::ffi::{CStr, c_int};
 use std::sync::OnceLock;

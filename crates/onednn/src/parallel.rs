@@ -22,6 +22,7 @@ type Panic = Box<dyn std::any::Any + Send>;
 struct Job<'a, F> {
     f: &'a F,
     n: usize,
+    align: usize,
     omp: &'a crate::ffi::Omp,
     panic: Mutex<Option<Panic>>,
 }
@@ -35,7 +36,7 @@ unsafe extern "C" fn run<F: Fn(Range<usize>) + Sync>(data: *mut c_void) {
     // SAFETY: called inside the parallel region, as OpenMP requires.
     let (t, team) = unsafe { ((job.omp.thread_num)(), (job.omp.num_threads)()) };
     let (t, team) = (t.max(0) as usize, team.max(1) as usize);
-    let part = job.n.div_ceil(team).next_multiple_of(ALIGN);
+    let part = job.n.div_ceil(team).next_multiple_of(job.align);
     let (start, end) = ((t * part).min(job.n), ((t + 1) * part).min(job.n));
     if start < end {
         // a panic must not unwind through OpenMP's C frames: keep it for the caller
@@ -49,12 +50,18 @@ unsafe extern "C" fn run<F: Fn(Range<usize>) + Sync>(data: *mut c_void) {
 /// is loaded and `n` is long enough for more than one, on the calling thread otherwise.
 /// A panic in `f` reaches the caller once every range has run.
 pub fn for_ranges<F: Fn(Range<usize>) + Sync>(n: usize, f: F) {
+    for_parts(n, MIN_PER_THREAD, ALIGN, f)
+}
+
+/// Like [`for_ranges`] for `n` items of any size: a thread takes at least `grain` of them, and
+/// parts start at multiples of `align`.
+pub fn for_parts<F: Fn(Range<usize>) + Sync>(n: usize, grain: usize, align: usize, f: F) {
     let team = crate::loaded().and_then(|d| {
         let omp = d.omp.as_ref()?;
         d.limit_threads();
         // SAFETY: reads the calling thread's OpenMP setting.
         let max = unsafe { (omp.max_threads)() }.max(1) as usize;
-        let team = max.min(n / MIN_PER_THREAD);
+        let team = max.min(n / grain.max(1));
         (team > 1).then_some((omp, team))
     });
     let Some((omp, team)) = team else {
@@ -64,6 +71,7 @@ pub fn for_ranges<F: Fn(Range<usize>) + Sync>(n: usize, f: F) {
     let job = Job {
         f: &f,
         n,
+        align: align.max(1),
         omp,
         panic: Mutex::new(None),
     };

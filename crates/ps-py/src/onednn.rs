@@ -2,7 +2,7 @@
 //! Python side caches them) and runs on C-contiguous float32 NumPy arrays without the GIL.
 
 use mxrs_onednn::bnorm::{BatchNorm, Stats};
-use mxrs_onednn::conv::{Conv, ConvSpec};
+use mxrs_onednn::conv::{Conv, ConvSpec, WinogradUse};
 use mxrs_onednn::eltwise::{Activation, Eltwise};
 use mxrs_onednn::inner::InnerProduct;
 use mxrs_onednn::lrn::{Lrn, LrnParams};
@@ -11,6 +11,7 @@ use mxrs_onednn::relu;
 use mxrs_onednn::softmax::Softmax;
 use mxrs_onednn::{DnnlError, Tensor, TensorMut, load};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 pyo3::import_exception!(mxrs.base, KernelError);
@@ -174,7 +175,7 @@ pub(crate) struct OnednnConv {
 #[pymethods]
 impl OnednnConv {
     #[new]
-    #[pyo3(signature = (src, weights, groups, bias, stride, dilate, pad, training, adj = None))]
+    #[pyo3(signature = (src, weights, groups, bias, stride, dilate, pad, training, adj = None, winograd = "auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -187,8 +188,19 @@ impl OnednnConv {
         pad: Vec<i64>,
         training: bool,
         adj: Option<Vec<i64>>,
+        winograd: &str,
     ) -> PyResult<OnednnConv> {
         let d = loaded()?;
+        let winograd = match winograd {
+            "off" => WinogradUse::Off,
+            "auto" => WinogradUse::Auto,
+            "always" => WinogradUse::Always,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "winograd must be 'off', 'auto' or 'always', not {other:?}"
+                )));
+            }
+        };
         let spec = ConvSpec {
             src,
             weights,
@@ -200,6 +212,7 @@ impl OnednnConv {
             training,
             transposed: adj.is_some(),
             adj: adj.unwrap_or_default(),
+            winograd,
         };
         let conv = py.detach(|| Conv::new(d, spec)).map_err(to_py)?;
         Ok(OnednnConv { conv })

@@ -46,6 +46,11 @@ SOFTMAX_MIN = 2048
 LRN_MIN = 1024
 LEAKY_MIN = {"leaky": 8192, "elu": 2048, "gelu": 512}
 
+#: ``MXRS_CONV_WINOGRAD``'s values and what the extension calls them: 3×3 convolutions of
+#: stride 1 by Winograd's F(4×4, 3×3) where it is faster (the default), never, or wherever it
+#: can compute them.
+_WINOGRAD = {"auto": "auto", "1": "auto", "0": "off", "off": "off", "always": "always"}
+
 _LIB = "libdnnl.so.3"
 _PACKAGE = "onednn-cpu-gomp"
 
@@ -109,6 +114,13 @@ def _threads_var(name: str) -> int | None:
     return int(first)
 
 
+def _winograd_choice() -> str:
+    raw = os.environ.get("MXRS_CONV_WINOGRAD", "auto").strip().lower() or "auto"
+    if raw not in _WINOGRAD:
+        raise KernelError(f"MXRS_CONV_WINOGRAD={raw!r}: choose one of auto, 0 or always")
+    return _WINOGRAD[raw]
+
+
 def _load() -> tuple[str, int]:
     if not sys.platform.startswith("linux"):
         raise KernelError(f"oneDNN's wheel is built for Linux, not {sys.platform}")
@@ -162,6 +174,7 @@ class OnednnKernels:
     name = "onednn"
 
     def __init__(self) -> None:
+        self.winograd = _winograd_choice()
         self.version, self.max_threads = _load()
         self._cache: OrderedDict[tuple, Any] = OrderedDict()
         self._fallback = portable.for_backend(NUMPY)
@@ -169,10 +182,12 @@ class OnednnKernels:
 
     def describe(self) -> dict[str, Any]:
         """oneDNN's version, its thread cap (``MXNET_OMP_MAX_THREADS``; None: OpenMP's own
-        choice) and the implementations its kernels picked so far."""
+        choice), when convolutions use Winograd's algorithm (``MXRS_CONV_WINOGRAD``) and the
+        implementations its kernels picked so far."""
         return {
             "version": self.version,
             "max_threads": self.max_threads or None,
+            "winograd": self.winograd,
             "implementations": sorted(self._impls),
         }
 
@@ -224,6 +239,7 @@ class OnednnKernels:
                 list(pad),
                 train,
                 None if adj is None else list(adj),
+                self.winograd,
             ),
         )
 

@@ -1,0 +1,736 @@
+//! Winograd's minimal filtering F(4×4, 3×3) for 2-D 3×3 convolutions of stride 1 and dilation
+//! 1 on channels-last data, the transforms of Lavin and Gray's "Fast Algorithms for
+//! Convolutional Neural Networks" (2016).
+//!
+//! Each 6×6 tile of the input and each 3×3 kernel go to 36 points, where the convolution is 36
+//! independent matrix products over the channels (one batched oneDNN matmul), and each tile's
+//! 36 products come back as a 4×4 tile of the output: 36 multiplications per tile and channel
+//! pair where the direct convolution does 144. The transforms are passes over memory, so the
+//! tiles go through in chunks whose transformed points stay in the cache from the input
+//! transform through the product to the output transform. A convolution's data gradient is the
+//! same computation on the output gradient, with the kernels turned by 180° and the channels
+//! swapped ([`Tiling::transform_weights`] with `flipped`).
+//!
+//! The transforms run on 16 channels at a time (one AVX-512 register where the CPU has them;
+//! the compiler's vectors otherwise) over OpenMP's threads ([`crate::parallel`]).
+
+use std::ops::Range;
+
+use parking_lot::Mutex;
+
+use crate::ffi;
+use crate::parallel::{SharedMut, for_parts};
+use crate::prim::{MemDesc, Memory, PrimDesc, Primitive};
+use crate::{Dnnl, DnnlError};
+
+/// A tile's side in the input, in the output, and its points.
+const ALPHA: usize = 6;
+const OUT: usize = 4;
+const POINTS: usize = ALPHA * ALPHA;
+/// Channels a transform handles at once.
+const LANES: usize = 16;
+type Lanes = [f32; LANES];
+const ZERO: Lanes = [0.0; LANES];
+
+/// Bytes of transformed points (a chunk's input and output points together) one product works
+/// on: small enough to stay in the cache between the transforms and the product.
+const CHUNK_BYTES: usize = 3 << 20;
+/// Tiles below which a thread of its own does not pay for waking it.
+const TILES_PER_THREAD: usize = 8;
+
+/// `B^T d` for a column `d` of an input tile.
+#[inline(always)]
+fn input_1d(d: &[Lanes; ALPHA]) -> [Lanes; ALPHA] {
+    let mut r = [ZERO; ALPHA];
+    for l in 0..LANES {
+        let [d0, d1, d2, d3, d4, d5] = [d[0][l], d[1][l], d[2][l], d[3][l], d[4][l], d[5][l]];
+        r[0][l] = 4.0 * d0 - 5.0 * d2 + d4;
+        r[1][l] = d3 + d4 - 4.0 * (d1 + d2);
+        r[2][l] = 4.0 * (d1 - d2) + d4 - d3;
+        r[3][l] = 2.0 * (d3 - d1) + d4 - d2;
+        r[4][l] = 2.0 * (d1 - d3) + d4 - d2;
+        r[5][l] = 4.0 * d1 - 5.0 * d3 + d5;
+    }
+    r
+}
+
+/// `A^T m` for a column `m` of a tile's products.
+#[inline(always)]
+fn output_1d(m: &[Lanes; ALPHA]) -> [Lanes; OUT] {
+    let mut o = [ZERO; OUT];
+    for l in 0..LANES {
+        let (a, b) = (m[1][l] + m[2][l], m[1][l] - m[2][l]);
+        let (c, e) = (m[3][l] + m[4][l], m[3][l] - m[4][l]);
+        o[0][l] = m[0][l] + a + c;
+        o[1][l] = b + 2.0 * e;
+        o[2][l] = a + 4.0 * c;
+        o[3][l] = b + 8.0 * e + m[5][l];
+    }
+    o
+}
+
+/// `G g` for a column `g` of a kernel.
+#[inline(always)]
+fn weights_1d(g: &[Lanes; 3]) -> [Lanes; ALPHA] {
+    let mut w = [ZERO; ALPHA];
+    for l in 0..LANES {
+        let [g0, g1, g2] = [g[0][l], g[1][l], g[2][l]];
+        let (even, odd) = (g0 + g2, g1);
+        w[0][l] = g0 * 0.25;
+        w[1][l] = -(even + odd) * (1.0 / 6.0);
+        w[2][l] = -(even - odd) * (1.0 / 6.0);
+        let (a, b) = (g0 * (1.0 / 24.0) + g2 * (1.0 / 6.0), g1 * (1.0 / 12.0));
+        w[3][l] = a + b;
+        w[4][l] = a - b;
+        w[5][l] = g2;
+    }
+    w
+}
+
+/// `B^T d B` of an input tile `d[row][column]`.
+#[inline(always)]
+fn input_2d(d: &[[Lanes; ALPHA]; ALPHA]) -> [[Lanes; ALPHA]; ALPHA] {
+    let mut t = [[ZERO; ALPHA]; ALPHA];
+    for j in 0..ALPHA {
+        let col = input_1d(&std::array::from_fn(|i| d[i][j]));
+        for i in 0..ALPHA {
+            t[i][j] = col[i];
+        }
+    }
+    std::array::from_fn(|i| input_1d(&t[i]))
+}
+
+/// `A^T m A` of a tile's products `m[row][column]`.
+#[inline(always)]
+fn output_2d(m: &[[Lanes; ALPHA]; ALPHA]) -> [[Lanes; OUT]; OUT] {
+    let mut t = [[ZERO; ALPHA]; OUT];
+    for j in 0..ALPHA {
+        let col = output_1d(&std::array::from_fn(|i| m[i][j]));
+        for i in 0..OUT {
+            t[i][j] = col[i];
+        }
+    }
+    std::array::from_fn(|i| output_1d(&t[i]))
+}
+
+/// `G g G^T` of a kernel `g[row][column]`.
+#[inline(always)]
+fn weights_2d(g: &[[Lanes; 3]; 3]) -> [[Lanes; ALPHA]; ALPHA] {
+    let mut t = [[ZERO; 3]; ALPHA];
+    for j in 0..3 {
+        let col = weights_1d(&std::array::from_fn(|i| g[i][j]));
+        for i in 0..ALPHA {
+            t[i][j] = col[i];
+        }
+    }
+    std::array::from_fn(|i| weights_1d(&t[i]))
+}
+
+/// Runs `$body` (a method of [`Tiling`]) compiled for AVX-512 where the CPU has it, for AVX2
+/// and FMA where it has those, and for the target's baseline otherwise.
+macro_rules! simd_variants {
+    ($(fn $name:ident / $body:ident ( $($arg:ident : $ty:ty),* );)*) => {
+        $(
+            fn $name(&self, $($arg: $ty),*) {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    #[target_feature(enable = "avx512f,avx2,fma")]
+                    unsafe fn wide(t: &Tiling, $($arg: $ty),*) {
+                        t.$body($($arg),*)
+                    }
+                    #[target_feature(enable = "avx2,fma")]
+                    unsafe fn narrow(t: &Tiling, $($arg: $ty),*) {
+                        t.$body($($arg),*)
+                    }
+                    if std::arch::is_x86_feature_detected!("avx512f") {
+                        // SAFETY: the CPU has the features `wide` is compiled for.
+                        return unsafe { wide(self, $($arg),*) };
+                    }
+                    if std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("fma")
+                    {
+                        // SAFETY: the CPU has the features `narrow` is compiled for.
+                        return unsafe { narrow(self, $($arg),*) };
+                    }
+                }
+                self.$body($($arg),*)
+            }
+        )*
+    };
+}
+
+/// The geometry of one convolution's tiles and the transforms between it and the points.
+#[derive(Debug, Clone)]
+pub(crate) struct Tiling {
+    n: usize,
+    cin: usize,
+    cout: usize,
+    /// Input and output height and width.
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    /// Padding on each side of the height and of the width.
+    ph: usize,
+    pw: usize,
+    /// Tiles along the output's height and width.
+    th: usize,
+    tw: usize,
+}
+
+impl Tiling {
+    /// The tiles of a 3×3 convolution of stride 1 from `(n, cin, h, w)` with padding `(ph, pw)`
+    /// on each side to `cout` channels; None where the output would be empty.
+    pub(crate) fn new(
+        n: usize,
+        cin: usize,
+        cout: usize,
+        (h, w): (usize, usize),
+        (ph, pw): (usize, usize),
+    ) -> Option<Tiling> {
+        let (oh, ow) = ((h + 2 * ph).checked_sub(2)?, (w + 2 * pw).checked_sub(2)?);
+        (n > 0 && cin > 0 && cout > 0 && oh > 0 && ow > 0).then(|| Tiling {
+            n,
+            cin,
+            cout,
+            h,
+            w,
+            oh,
+            ow,
+            ph,
+            pw,
+            th: oh.div_ceil(OUT),
+            tw: ow.div_ceil(OUT),
+        })
+    }
+
+    /// The output's height and width.
+    pub(crate) fn out_size(&self) -> (usize, usize) {
+        (self.oh, self.ow)
+    }
+
+    /// Tiles in all.
+    pub(crate) fn tiles(&self) -> usize {
+        self.n * self.th * self.tw
+    }
+
+    /// Elements of the input, of the output, and of the transformed kernels.
+    pub(crate) fn lens(&self) -> (usize, usize, usize) {
+        (
+            self.n * self.h * self.w * self.cin,
+            self.n * self.oh * self.ow * self.cout,
+            POINTS * self.cin * self.cout,
+        )
+    }
+
+    /// The image, first input row and first input column of tile `g`.
+    fn origin(&self, g: usize) -> (usize, isize, isize) {
+        let per_image = self.th * self.tw;
+        let (b, r) = (g / per_image, g % per_image);
+        let (ti, tj) = (r / self.tw, r % self.tw);
+        (
+            b,
+            (ti * OUT) as isize - self.ph as isize,
+            (tj * OUT) as isize - self.pw as isize,
+        )
+    }
+
+    /// The kernels `w` as the matmul's weights `u[point][cin][cout]`: `w` is MXNet's
+    /// `(cout, cin, 3, 3)`, or with `flipped` a convolution's `(cin, cout, 3, 3)` weights
+    /// turned by 180° (the kernels of its data gradient).
+    pub(crate) fn transform_weights(&self, w: &[f32], flipped: bool, u: &mut [f32]) {
+        assert_eq!(
+            w.len(),
+            self.cin * self.cout * 9,
+            "weights of another shape"
+        );
+        assert_eq!(
+            u.len(),
+            self.lens().2,
+            "transformed weights of another shape"
+        );
+        let out = SharedMut::new(u);
+        for_parts(self.cout.div_ceil(LANES), 1, 1, |r| {
+            self.weights_range(w, flipped, r, out)
+        });
+    }
+
+    /// The points of tiles `start..start + rows` of `x` into `v[point][tile][cin]`.
+    pub(crate) fn transform_input(&self, x: &[f32], start: usize, rows: usize, v: &mut [f32]) {
+        assert_eq!(x.len(), self.lens().0, "an input of another shape");
+        assert_eq!(v.len(), POINTS * rows * self.cin, "points of another shape");
+        let out = SharedMut::new(v);
+        for_parts(rows, TILES_PER_THREAD, 1, |r| {
+            self.input_range(x, start, rows, r, out)
+        });
+    }
+
+    /// Tiles `start..start + rows` of the output `y` (plus `bias`) from their products
+    /// `m[point][tile][cout]`.
+    pub(crate) fn transform_output(
+        &self,
+        m: &[f32],
+        start: usize,
+        rows: usize,
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+    ) {
+        assert_eq!(y.len(), self.lens().1, "an output of another shape");
+        assert_eq!(
+            m.len(),
+            POINTS * rows * self.cout,
+            "products of another shape"
+        );
+        if let Some(b) = bias {
+            assert_eq!(b.len(), self.cout, "a bias of another length");
+        }
+        let out = SharedMut::new(y);
+        for_parts(rows, TILES_PER_THREAD, 1, |r| {
+            self.output_range(m, start, rows, bias, r, out)
+        });
+    }
+
+    simd_variants! {
+        fn weights_range / weights_body(
+            w: &[f32], flipped: bool, blocks: Range<usize>, out: SharedMut<'_, f32>
+        );
+        fn input_range / input_body(
+            x: &[f32], start: usize, rows: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
+        );
+        fn output_range / output_body(
+            m: &[f32], start: usize, rows: usize, bias: Option<&[f32]>, tiles: Range<usize>,
+            out: SharedMut<'_, f32>
+        );
+    }
+
+    #[inline(always)]
+    fn weights_body(
+        &self,
+        w: &[f32],
+        flipped: bool,
+        blocks: Range<usize>,
+        out: SharedMut<'_, f32>,
+    ) {
+        let (cin, cout) = (self.cin, self.cout);
+        for cb in blocks.map(|b| b * LANES) {
+            let lanes = LANES.min(cout - cb);
+            // each output channel's kernels are read in input-channel order: 16 streams
+            for ci in 0..cin {
+                let mut g = [[ZERO; 3]; 3];
+                for (l, co) in (cb..cb + lanes).enumerate() {
+                    let base = if flipped {
+                        ci * cout + co
+                    } else {
+                        co * cin + ci
+                    } * 9;
+                    let k = &w[base..base + 9];
+                    for r in 0..3 {
+                        for c in 0..3 {
+                            g[r][c][l] = if flipped {
+                                k[8 - (r * 3 + c)]
+                            } else {
+                                k[r * 3 + c]
+                            };
+                        }
+                    }
+                }
+                let u = weights_2d(&g);
+                for k in 0..POINTS {
+                    let at = (k * cin + ci) * cout + cb;
+                    // SAFETY: output channels `cb..cb + lanes` of one point and input channel;
+                    // each block of output channels is handed to one thread.
+                    let row = unsafe { out.range(at..at + lanes) };
+                    row.copy_from_slice(&u[k / ALPHA][k % ALPHA][..lanes]);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn input_body(
+        &self,
+        x: &[f32],
+        start: usize,
+        rows: usize,
+        tiles: Range<usize>,
+        out: SharedMut<'_, f32>,
+    ) {
+        let cin = self.cin;
+        for t in tiles {
+            let (b, y0, x0) = self.origin(start + t);
+            // SAFETY: tile `t`'s row of each point; each tile is handed to one thread.
+            let mut dst: [&mut [f32]; POINTS] = std::array::from_fn(|k| unsafe {
+                out.range((k * rows + t) * cin..(k * rows + t + 1) * cin)
+            });
+            // the input pixel (row, column) of the tile, where it lies inside the input
+            let pixel = |i: usize, j: usize| {
+                let (yy, xx) = (y0 + i as isize, x0 + j as isize);
+                let inside =
+                    (0..self.h as isize).contains(&yy) && (0..self.w as isize).contains(&xx);
+                inside.then(|| ((b * self.h + yy as usize) * self.w + xx as usize) * cin)
+            };
+            let at: [[Option<usize>; ALPHA]; ALPHA] =
+                std::array::from_fn(|i| std::array::from_fn(|j| pixel(i, j)));
+            for cb in (0..cin).step_by(LANES) {
+                let lanes = LANES.min(cin - cb);
+                let mut d = [[ZERO; ALPHA]; ALPHA];
+                for i in 0..ALPHA {
+                    for j in 0..ALPHA {
+                        if let Some(p) = at[i][j] {
+                            d[i][j][..lanes].copy_from_slice(&x[p + cb..p + cb + lanes]);
+                        }
+                    }
+                }
+                let v = input_2d(&d);
+                for (k, row) in dst.iter_mut().enumerate() {
+                    row[cb..cb + lanes].copy_from_slice(&v[k / ALPHA][k % ALPHA][..lanes]);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn output_body(
+        &self,
+        m: &[f32],
+        start: usize,
+        rows: usize,
+        bias: Option<&[f32]>,
+        tiles: Range<usize>,
+        out: SharedMut<'_, f32>,
+    ) {
+        let cout = self.cout;
+        for t in tiles {
+            let (b, y0, x0) = self.origin(start + t);
+            let (y0, x0) = (
+                (y0 + self.ph as isize) as usize,
+                (x0 + self.pw as isize) as usize,
+            );
+            let (height, width) = (OUT.min(self.oh - y0), OUT.min(self.ow - x0));
+            let first = |i: usize| ((b * self.oh + y0 + i) * self.ow + x0) * cout;
+            let mut dst: [&mut [f32]; OUT] = std::array::from_fn(|_| <&mut [f32]>::default());
+            for (i, row) in dst.iter_mut().enumerate().take(height) {
+                // SAFETY: row `i` of tile `t`'s output pixels; each tile is handed to one
+                // thread, and tiles do not overlap.
+                *row = unsafe { out.range(first(i)..first(i) + width * cout) };
+            }
+            for cb in (0..cout).step_by(LANES) {
+                let lanes = LANES.min(cout - cb);
+                let mut p = [[ZERO; ALPHA]; ALPHA];
+                for (k, pk) in p.iter_mut().flatten().enumerate() {
+                    let at = (k * rows + t) * cout + cb;
+                    pk[..lanes].copy_from_slice(&m[at..at + lanes]);
+                }
+                let o = output_2d(&p);
+                let add = bias.map(|b| &b[cb..cb + lanes]);
+                for (i, row) in dst.iter_mut().enumerate().take(height) {
+                    for j in 0..width {
+                        let px = &mut row[j * cout + cb..j * cout + cb + lanes];
+                        px.copy_from_slice(&o[i][j][..lanes]);
+                        if let Some(add) = add {
+                            px.iter_mut().zip(add).for_each(|(v, a)| *v += a);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The 36 products of one chunk of tiles: `m[point] = v[point] @ u[point]`.
+struct Product {
+    prim: Primitive,
+    implementation: String,
+    v: MemDesc,
+    u: MemDesc,
+    m: MemDesc,
+}
+
+impl Product {
+    fn new(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Product, DnnlError> {
+        let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
+        let v = MemDesc::plain(d, &[p, r, ci])?;
+        let u = MemDesc::plain(d, &[p, ci, co])?;
+        let m = MemDesc::plain(d, &[p, r, co])?;
+        let null = std::ptr::null();
+        let detail = || format!("{POINTS} products of {rows}x{ci} by {ci}x{co}");
+        let pd = PrimDesc::create(d, "matmul", &detail, |raw| {
+            // SAFETY: every descriptor is live; no bias, default attributes.
+            unsafe {
+                (d.api.dnnl_matmul_primitive_desc_create)(
+                    raw, d.engine, v.raw, u.raw, null, m.raw, null,
+                )
+            }
+        })?;
+        Ok(Product {
+            prim: Primitive::new(&pd)?,
+            implementation: pd.implementation(),
+            v,
+            u,
+            m,
+        })
+    }
+
+    fn run(&self, v: &[f32], u: &[f32], m: &mut [f32]) -> Result<(), DnnlError> {
+        let (vm, um) = (Memory::lend(&self.v, v)?, Memory::lend(&self.u, u)?);
+        let mm = Memory::lend_mut(&self.m, m)?;
+        self.prim.run(&[
+            (ffi::ARG_SRC, &vm),
+            (ffi::ARG_WEIGHTS, &um),
+            (ffi::ARG_DST, &mm),
+        ])
+    }
+}
+
+/// One 3×3 convolution of stride 1 by F(4×4, 3×3): its tiles, the products of a full chunk of
+/// them and of the last, shorter chunk, and the buffers they share.
+pub(crate) struct Winograd {
+    tiling: Tiling,
+    chunk: usize,
+    full: Product,
+    tail: Option<Product>,
+    /// The transformed kernels, then a chunk's input points and its products.
+    scratch: Mutex<Vec<f32>>,
+    implementation: String,
+}
+
+impl Winograd {
+    /// The kernel for `tiling`; an error where oneDNN has no matmul for it.
+    pub(crate) fn new(d: &'static Dnnl, tiling: Tiling) -> Result<Winograd, DnnlError> {
+        let per_tile = POINTS * (tiling.cin + tiling.cout) * 4;
+        let tiles = tiling.tiles();
+        let chunk = (CHUNK_BYTES / per_tile).max(TILES_PER_THREAD).min(tiles);
+        let full = Product::new(d, chunk, &tiling)?;
+        let rest = tiles % chunk;
+        let tail = (rest > 0)
+            .then(|| Product::new(d, rest, &tiling))
+            .transpose()?;
+        Ok(Winograd {
+            implementation: format!("winograd_4x4_3x3+matmul:{}", full.implementation),
+            tiling,
+            chunk,
+            full,
+            tail,
+            scratch: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// `winograd_4x4_3x3+matmul:` and the implementation oneDNN chose for the products.
+    pub(crate) fn implementation(&self) -> &str {
+        &self.implementation
+    }
+
+    /// `y = conv(x, w) + bias` on channels-last `x` and `y`; `w` as
+    /// [`Tiling::transform_weights`] takes it.
+    pub(crate) fn run(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        flipped: bool,
+        bias: Option<&[f32]>,
+        y: &mut [f32],
+    ) -> Result<(), DnnlError> {
+        let t = &self.tiling;
+        let (x_len, y_len, u_len) = t.lens();
+        if x.len() != x_len || y.len() != y_len || w.len() * POINTS != u_len * 9 {
+            return Err(DnnlError::Input(format!(
+                "buffers of {}, {} and {} elements for a convolution of {x_len} to {y_len}",
+                x.len(),
+                w.len(),
+                y.len()
+            )));
+        }
+        if bias.is_some_and(|b| b.len() != t.cout) {
+            return Err(DnnlError::Input("a bias of another length".into()));
+        }
+        let (cin, cout, chunk) = (t.cin, t.cout, self.chunk);
+        let mut scratch = self.scratch.lock();
+        let need = u_len + POINTS * chunk * (cin + cout);
+        if scratch.len() < need {
+            scratch.resize(need, 0.0);
+        }
+        let (u, rest) = scratch.split_at_mut(u_len);
+        let (v, m) = rest.split_at_mut(POINTS * chunk * cin);
+        t.transform_weights(w, flipped, u);
+        let tiles = t.tiles();
+        for start in (0..tiles).step_by(chunk) {
+            let rows = chunk.min(tiles - start);
+            let product = match &self.tail {
+                Some(tail) if rows < chunk => tail,
+                _ => &self.full,
+            };
+            let (v, m) = (
+                &mut v[..POINTS * rows * cin],
+                &mut m[..POINTS * rows * cout],
+            );
+            t.transform_input(x, start, rows, v);
+            product.run(v, u, m)?;
+            t.transform_output(m, start, rows, bias, y);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic pseudo-random fill in [-1, 1).
+    fn fill(len: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// The direct convolution, in f64, of channels-last `x` by MXNet's `(cout, cin, 3, 3)`.
+    fn direct(t: &Tiling, x: &[f32], w: &[f32], bias: Option<&[f32]>) -> Vec<f64> {
+        let mut y = vec![0.0f64; t.lens().1];
+        for b in 0..t.n {
+            for oy in 0..t.oh {
+                for ox in 0..t.ow {
+                    for co in 0..t.cout {
+                        let mut s = bias.map_or(0.0, |b| b[co] as f64);
+                        for r in 0..3 {
+                            for c in 0..3 {
+                                let (yy, xx) = (oy + r, ox + c);
+                                if yy < t.ph || xx < t.pw || yy - t.ph >= t.h || xx - t.pw >= t.w {
+                                    continue;
+                                }
+                                let p = ((b * t.h + yy - t.ph) * t.w + xx - t.pw) * t.cin;
+                                for ci in 0..t.cin {
+                                    s += x[p + ci] as f64
+                                        * w[((co * t.cin + ci) * 3 + r) * 3 + c] as f64;
+                                }
+                            }
+                        }
+                        y[((b * t.oh + oy) * t.ow + ox) * t.cout + co] = s;
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    /// The convolution through the transforms, with the products done here in f64.
+    fn by_points(
+        t: &Tiling,
+        x: &[f32],
+        w: &[f32],
+        flipped: bool,
+        bias: Option<&[f32]>,
+        chunk: usize,
+    ) -> Vec<f32> {
+        let mut u = vec![0.0; t.lens().2];
+        t.transform_weights(w, flipped, &mut u);
+        let mut y = vec![f32::NAN; t.lens().1];
+        let tiles = t.tiles();
+        for start in (0..tiles).step_by(chunk) {
+            let rows = chunk.min(tiles - start);
+            let mut v = vec![0.0; POINTS * rows * t.cin];
+            t.transform_input(x, start, rows, &mut v);
+            let mut m = vec![0.0; POINTS * rows * t.cout];
+            for k in 0..POINTS {
+                for r in 0..rows {
+                    for co in 0..t.cout {
+                        let s: f64 = (0..t.cin)
+                            .map(|ci| {
+                                v[(k * rows + r) * t.cin + ci] as f64
+                                    * u[(k * t.cin + ci) * t.cout + co] as f64
+                            })
+                            .sum();
+                        m[(k * rows + r) * t.cout + co] = s as f32;
+                    }
+                }
+            }
+            t.transform_output(&m, start, rows, bias, &mut y);
+        }
+        y
+    }
+
+    fn assert_close(got: &[f32], want: &[f64]) {
+        let scale = want.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (*g as f64 - w).abs() <= 1e-5 * scale,
+                "element {i}: {g} where the direct convolution gives {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn points_compute_the_direct_convolution_for_every_padding_and_ragged_sizes() {
+        // sizes that leave partial tiles, channel counts off the 16-lane blocks
+        for (n, cin, cout, h, w, pad) in [
+            (2, 3, 5, 7, 9, (1, 1)),
+            (1, 17, 33, 8, 8, (1, 1)),
+            (1, 16, 16, 6, 11, (0, 0)),
+            (2, 5, 4, 5, 4, (2, 2)),
+            (1, 20, 7, 9, 6, (0, 2)),
+        ] {
+            let t = Tiling::new(n, cin, cout, (h, w), pad).unwrap();
+            let x = fill(t.lens().0, 1);
+            let wts = fill(cout * cin * 9, 2);
+            let bias = fill(cout, 3);
+            let want = direct(&t, &x, &wts, Some(&bias));
+            for chunk in [1, 3, t.tiles()] {
+                let got = by_points(&t, &x, &wts, false, Some(&bias), chunk);
+                assert_close(&got, &want);
+            }
+        }
+    }
+
+    #[test]
+    fn flipped_weights_give_the_data_gradient() {
+        // the data gradient of conv(x, w) with padding p is conv(gy, w turned, channels
+        // swapped) with padding 2 - p
+        for (n, cin, cout, h, w, p) in
+            [(2, 6, 19, 7, 5, 1), (1, 18, 4, 6, 6, 0), (1, 3, 3, 4, 5, 2)]
+        {
+            let fwd = Tiling::new(n, cin, cout, (h, w), (p, p)).unwrap();
+            let wts = fill(cout * cin * 9, 4);
+            let gy = fill(fwd.lens().1, 5);
+            // the gradient by its definition: gx[x] = sum over outputs reading x
+            let mut want = vec![0.0f64; fwd.lens().0];
+            for b in 0..n {
+                for oy in 0..fwd.oh {
+                    for ox in 0..fwd.ow {
+                        for r in 0..3 {
+                            for c in 0..3 {
+                                let (yy, xx) = (oy + r, ox + c);
+                                if yy < p || xx < p || yy - p >= h || xx - p >= w {
+                                    continue;
+                                }
+                                for co in 0..cout {
+                                    let g =
+                                        gy[((b * fwd.oh + oy) * fwd.ow + ox) * cout + co] as f64;
+                                    for ci in 0..cin {
+                                        want[((b * h + yy - p) * w + xx - p) * cin + ci] +=
+                                            g * wts[((co * cin + ci) * 3 + r) * 3 + c] as f64;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let bwd = Tiling::new(n, cout, cin, (fwd.oh, fwd.ow), (2 - p, 2 - p)).unwrap();
+            assert_eq!((bwd.oh, bwd.ow), (h, w));
+            let got = by_points(&bwd, &gy, &wts, true, None, 4);
+            assert_close(&got, &want);
+        }
+    }
+
+    #[test]
+    fn tiles_of_an_empty_output_are_refused() {
+        assert!(Tiling::new(1, 1, 1, (1, 5), (0, 0)).is_none());
+        assert!(Tiling::new(0, 1, 1, (5, 5), (1, 1)).is_none());
+        let t = Tiling::new(3, 2, 2, (9, 5), (1, 1)).unwrap();
+        assert_eq!((t.oh, t.ow, t.th, t.tw, t.tiles()), (9, 5, 3, 2, 18));
+    }
+}
