@@ -34,96 +34,103 @@ const ZERO: Lanes = [0.0; LANES];
 
 /// Bytes of transformed points (a chunk's input and output points together) one product works
 /// on: small enough to stay in the cache between the transforms and the product.
-const CHUNK_BYTES: usize = 3 << 20;
+const CHUNK_BYTES: usize = 3 << 19;
 /// Tiles below which a thread of its own does not pay for waking it.
 const TILES_PER_THREAD: usize = 8;
 
+/// `lanes` values of `src` from `at`, the rest zero.
+#[inline(always)]
+fn load(src: &[f32], at: usize, lanes: usize) -> Lanes {
+    if lanes == LANES {
+        let whole: &Lanes = src[at..at + LANES].try_into().expect("16 values");
+        *whole
+    } else {
+        let mut v = ZERO;
+        v[..lanes].copy_from_slice(&src[at..at + lanes]);
+        v
+    }
+}
+
+/// The first `lanes` values of `v` into `dst`.
+#[inline(always)]
+fn store(dst: &mut [f32], v: &Lanes, lanes: usize) {
+    if lanes == LANES {
+        let whole: &mut Lanes = dst.try_into().expect("16 values");
+        *whole = *v;
+    } else {
+        dst.copy_from_slice(&v[..lanes]);
+    }
+}
+
 /// `B^T d` for a column `d` of an input tile.
 #[inline(always)]
-fn input_1d(d: &[Lanes; ALPHA]) -> [Lanes; ALPHA] {
-    let mut r = [ZERO; ALPHA];
-    for l in 0..LANES {
-        let [d0, d1, d2, d3, d4, d5] = [d[0][l], d[1][l], d[2][l], d[3][l], d[4][l], d[5][l]];
-        r[0][l] = 4.0 * d0 - 5.0 * d2 + d4;
-        r[1][l] = d3 + d4 - 4.0 * (d1 + d2);
-        r[2][l] = 4.0 * (d1 - d2) + d4 - d3;
-        r[3][l] = 2.0 * (d3 - d1) + d4 - d2;
-        r[4][l] = 2.0 * (d1 - d3) + d4 - d2;
-        r[5][l] = 4.0 * d1 - 5.0 * d3 + d5;
-    }
-    r
+fn input_1d([d0, d1, d2, d3, d4, d5]: [f32; ALPHA]) -> [f32; ALPHA] {
+    [
+        4.0 * d0 - 5.0 * d2 + d4,
+        d3 + d4 - 4.0 * (d1 + d2),
+        4.0 * (d1 - d2) + d4 - d3,
+        2.0 * (d3 - d1) + d4 - d2,
+        2.0 * (d1 - d3) + d4 - d2,
+        4.0 * d1 - 5.0 * d3 + d5,
+    ]
 }
 
 /// `A^T m` for a column `m` of a tile's products.
 #[inline(always)]
-fn output_1d(m: &[Lanes; ALPHA]) -> [Lanes; OUT] {
-    let mut o = [ZERO; OUT];
-    for l in 0..LANES {
-        let (a, b) = (m[1][l] + m[2][l], m[1][l] - m[2][l]);
-        let (c, e) = (m[3][l] + m[4][l], m[3][l] - m[4][l]);
-        o[0][l] = m[0][l] + a + c;
-        o[1][l] = b + 2.0 * e;
-        o[2][l] = a + 4.0 * c;
-        o[3][l] = b + 8.0 * e + m[5][l];
-    }
-    o
+fn output_1d([m0, m1, m2, m3, m4, m5]: [f32; ALPHA]) -> [f32; OUT] {
+    let (a, b) = (m1 + m2, m1 - m2);
+    let (c, e) = (m3 + m4, m3 - m4);
+    [m0 + a + c, b + 2.0 * e, a + 4.0 * c, b + 8.0 * e + m5]
 }
 
 /// `G g` for a column `g` of a kernel.
 #[inline(always)]
-fn weights_1d(g: &[Lanes; 3]) -> [Lanes; ALPHA] {
-    let mut w = [ZERO; ALPHA];
-    for l in 0..LANES {
-        let [g0, g1, g2] = [g[0][l], g[1][l], g[2][l]];
-        let (even, odd) = (g0 + g2, g1);
-        w[0][l] = g0 * 0.25;
-        w[1][l] = -(even + odd) * (1.0 / 6.0);
-        w[2][l] = -(even - odd) * (1.0 / 6.0);
-        let (a, b) = (g0 * (1.0 / 24.0) + g2 * (1.0 / 6.0), g1 * (1.0 / 12.0));
-        w[3][l] = a + b;
-        w[4][l] = a - b;
-        w[5][l] = g2;
-    }
-    w
+fn weights_1d([g0, g1, g2]: [f32; 3]) -> [f32; ALPHA] {
+    let even = g0 + g2;
+    let (a, b) = (g0 * (1.0 / 24.0) + g2 * (1.0 / 6.0), g1 * (1.0 / 12.0));
+    [
+        g0 * 0.25,
+        -(even + g1) * (1.0 / 6.0),
+        -(even - g1) * (1.0 / 6.0),
+        a + b,
+        a - b,
+        g2,
+    ]
 }
 
-/// `B^T d B` of an input tile `d[row][column]`.
+/// Applies the 1-D transform `f` (`N` values to `M`) to every column of `a[row][column]` and
+/// then to every row of the result: `F a F^T` for `f(v) = F v`, lane by lane.
 #[inline(always)]
-fn input_2d(d: &[[Lanes; ALPHA]; ALPHA]) -> [[Lanes; ALPHA]; ALPHA] {
-    let mut t = [[ZERO; ALPHA]; ALPHA];
-    for j in 0..ALPHA {
-        let col = input_1d(&std::array::from_fn(|i| d[i][j]));
-        for i in 0..ALPHA {
-            t[i][j] = col[i];
+fn both_ways<const N: usize, const M: usize>(
+    a: &[[Lanes; N]; N],
+    f: impl Fn([f32; N]) -> [f32; M],
+    out: &mut [[Lanes; M]; M],
+) {
+    let mut t = [[ZERO; N]; M];
+    for j in 0..N {
+        for l in 0..LANES {
+            let mut col = [0.0; N];
+            for i in 0..N {
+                col[i] = a[i][j][l];
+            }
+            let col = f(col);
+            for i in 0..M {
+                t[i][j][l] = col[i];
+            }
         }
     }
-    std::array::from_fn(|i| input_1d(&t[i]))
-}
-
-/// `A^T m A` of a tile's products `m[row][column]`.
-#[inline(always)]
-fn output_2d(m: &[[Lanes; ALPHA]; ALPHA]) -> [[Lanes; OUT]; OUT] {
-    let mut t = [[ZERO; ALPHA]; OUT];
-    for j in 0..ALPHA {
-        let col = output_1d(&std::array::from_fn(|i| m[i][j]));
-        for i in 0..OUT {
-            t[i][j] = col[i];
+    for i in 0..M {
+        for l in 0..LANES {
+            let mut row = [0.0; N];
+            for j in 0..N {
+                row[j] = t[i][j][l];
+            }
+            let row = f(row);
+            for j in 0..M {
+                out[i][j][l] = row[j];
+            }
         }
     }
-    std::array::from_fn(|i| output_1d(&t[i]))
-}
-
-/// `G g G^T` of a kernel `g[row][column]`.
-#[inline(always)]
-fn weights_2d(g: &[[Lanes; 3]; 3]) -> [[Lanes; ALPHA]; ALPHA] {
-    let mut t = [[ZERO; 3]; ALPHA];
-    for j in 0..3 {
-        let col = weights_1d(&std::array::from_fn(|i| g[i][j]));
-        for i in 0..ALPHA {
-            t[i][j] = col[i];
-        }
-    }
-    std::array::from_fn(|i| weights_1d(&t[i]))
 }
 
 /// Runs `$body` (a method of [`Tiling`]) compiled for AVX-512 where the CPU has it, for AVX2
@@ -334,13 +341,14 @@ impl Tiling {
                         }
                     }
                 }
-                let u = weights_2d(&g);
+                let mut u = [[ZERO; ALPHA]; ALPHA];
+                both_ways(&g, weights_1d, &mut u);
                 for k in 0..POINTS {
                     let at = (k * cin + ci) * cout + cb;
                     // SAFETY: output channels `cb..cb + lanes` of one point and input channel;
                     // each block of output channels is handed to one thread.
                     let row = unsafe { out.range(at..at + lanes) };
-                    row.copy_from_slice(&u[k / ALPHA][k % ALPHA][..lanes]);
+                    store(row, &u[k / ALPHA][k % ALPHA], lanes);
                 }
             }
         }
@@ -369,21 +377,27 @@ impl Tiling {
                     (0..self.h as isize).contains(&yy) && (0..self.w as isize).contains(&xx);
                 inside.then(|| ((b * self.h + yy as usize) * self.w + xx as usize) * cin)
             };
-            let at: [[Option<usize>; ALPHA]; ALPHA] =
-                std::array::from_fn(|i| std::array::from_fn(|j| pixel(i, j)));
+            let mut at = [[None; ALPHA]; ALPHA];
+            for (i, row) in at.iter_mut().enumerate() {
+                for (j, p) in row.iter_mut().enumerate() {
+                    *p = pixel(i, j);
+                }
+            }
             for cb in (0..cin).step_by(LANES) {
                 let lanes = LANES.min(cin - cb);
                 let mut d = [[ZERO; ALPHA]; ALPHA];
                 for i in 0..ALPHA {
                     for j in 0..ALPHA {
-                        if let Some(p) = at[i][j] {
-                            d[i][j][..lanes].copy_from_slice(&x[p + cb..p + cb + lanes]);
-                        }
+                        d[i][j] = match at[i][j] {
+                            Some(p) => load(x, p + cb, lanes),
+                            None => ZERO,
+                        };
                     }
                 }
-                let v = input_2d(&d);
+                let mut v = [[ZERO; ALPHA]; ALPHA];
+                both_ways(&d, input_1d, &mut v);
                 for (k, row) in dst.iter_mut().enumerate() {
-                    row[cb..cb + lanes].copy_from_slice(&v[k / ALPHA][k % ALPHA][..lanes]);
+                    store(&mut row[cb..cb + lanes], &v[k / ALPHA][k % ALPHA], lanes);
                 }
             }
         }
@@ -417,19 +431,23 @@ impl Tiling {
             for cb in (0..cout).step_by(LANES) {
                 let lanes = LANES.min(cout - cb);
                 let mut p = [[ZERO; ALPHA]; ALPHA];
-                for (k, pk) in p.iter_mut().flatten().enumerate() {
-                    let at = (k * rows + t) * cout + cb;
-                    pk[..lanes].copy_from_slice(&m[at..at + lanes]);
+                for i in 0..ALPHA {
+                    for j in 0..ALPHA {
+                        p[i][j] = load(m, ((i * ALPHA + j) * rows + t) * cout + cb, lanes);
+                    }
                 }
-                let o = output_2d(&p);
-                let add = bias.map(|b| &b[cb..cb + lanes]);
+                let mut o = [[ZERO; OUT]; OUT];
+                both_ways(&p, output_1d, &mut o);
+                if let Some(bias) = bias {
+                    let add = load(bias, cb, lanes);
+                    for v in o.iter_mut().flatten() {
+                        v.iter_mut().zip(&add).for_each(|(v, a)| *v += a);
+                    }
+                }
                 for (i, row) in dst.iter_mut().enumerate().take(height) {
                     for j in 0..width {
-                        let px = &mut row[j * cout + cb..j * cout + cb + lanes];
-                        px.copy_from_slice(&o[i][j][..lanes]);
-                        if let Some(add) = add {
-                            px.iter_mut().zip(add).for_each(|(v, a)| *v += a);
-                        }
+                        let at = j * cout + cb;
+                        store(&mut row[at..at + lanes], &o[i][j], lanes);
                     }
                 }
             }
