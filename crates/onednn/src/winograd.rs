@@ -431,10 +431,8 @@ impl Tiling {
             for cb in (0..cout).step_by(LANES) {
                 let lanes = LANES.min(cout - cb);
                 let mut p = [[ZERO; ALPHA]; ALPHA];
-                for i in 0..ALPHA {
-                    for j in 0..ALPHA {
-                        p[i][j] = load(m, ((i * ALPHA + j) * rows + t) * cout + cb, lanes);
-                    }
+                for (k, point) in p.iter_mut().flatten().enumerate() {
+                    *point = load(m, (k * rows + t) * cout + cb, lanes);
                 }
                 let mut o = [[ZERO; OUT]; OUT];
                 both_ways(&p, output_1d, &mut o);
@@ -444,10 +442,10 @@ impl Tiling {
                         v.iter_mut().zip(&add).for_each(|(v, a)| *v += a);
                     }
                 }
-                for (i, row) in dst.iter_mut().enumerate().take(height) {
-                    for j in 0..width {
+                for (row, o) in dst.iter_mut().zip(&o).take(height) {
+                    for (j, o) in o.iter().enumerate().take(width) {
                         let at = j * cout + cb;
-                        store(&mut row[at..at + lanes], &o[i][j], lanes);
+                        store(&mut row[at..at + lanes], o, lanes);
                     }
                 }
             }
