@@ -385,9 +385,12 @@ impl Conv {
         let mut implementation = implementation;
         let winograd = match spec.winograd_tiling() {
             Some((fwd, bwd)) => {
-                let f = Winograd::new(d, fwd)?;
+                let f = Winograd::new(d, fwd, spec.training)?;
                 implementation = f.implementation().to_string();
-                let b = spec.training.then(|| Winograd::new(d, bwd)).transpose()?;
+                let b = spec
+                    .training
+                    .then(|| Winograd::new(d, bwd, false))
+                    .transpose()?;
                 Some((f, b))
             }
             None => None,
@@ -483,14 +486,35 @@ impl Conv {
                 "a bias gradient from a kernel without bias".into(),
             ));
         }
-        let mut gx = gx;
-        if let Some((_, Some(wb))) = &self.winograd
-            && let Some(g) = gx.take_if(|g| {
-                self.channels_last(&self.spec.src, g.strides)
-                    && self.channels_last(&self.dst, gy.strides)
-            })
+        // Winograd's kernels take what is channels-last; the primitives the rest
+        let (mut gx, mut gw, mut gb) = (gx, gw, gb);
+        if let Some((wf, wb)) = &self.winograd
+            && self.channels_last(&self.dst, gy.strides)
         {
-            wb.run(gy.data, w, true, None, g.data)?;
+            if let Some(wb) = wb
+                && let Some(g) = gx.take_if(|g| self.channels_last(&self.spec.src, g.strides))
+            {
+                wb.run(gy.data, w, true, None, g.data)?;
+            }
+            if wf.has_weight_grad()
+                && self.channels_last(&self.spec.src, x.strides)
+                && let Some(g) = gw.take()
+            {
+                if gb
+                    .as_ref()
+                    .is_some_and(|b| b.len() as i64 != self.spec.filters())
+                {
+                    return Err(DnnlError::Input(format!(
+                        "a bias gradient of {} elements for {} filters",
+                        gb.as_ref().map_or(0, |b| b.len()),
+                        self.spec.filters()
+                    )));
+                }
+                wf.weight_grad(x.data, gy.data, g)?;
+                if let Some(gb) = gb.take() {
+                    bias_grad(gy.data, gb);
+                }
+            }
         }
         // The output gradient, reordered once where both passes want the same layout.
         let shared = gx.is_some()
@@ -546,5 +570,13 @@ impl Conv {
         bw.prim.run(&args)?;
         drop(args);
         sink.finish()
+    }
+}
+
+/// The bias gradient `gb[f]`: the sum of channels-last `gy` over every pixel.
+fn bias_grad(gy: &[f32], gb: &mut [f32]) {
+    gb.fill(0.0);
+    for px in gy.chunks_exact(gb.len().max(1)) {
+        gb.iter_mut().zip(px).for_each(|(g, v)| *g += v);
     }
 }

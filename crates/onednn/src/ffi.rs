@@ -32,6 +32,7 @@ pub struct ExecArg {
 pub const SUCCESS: Status = 0;
 
 // dnnl_data_type_t
+pub const DATA_TYPE_UNDEF: c_int = 0;
 pub const F32: c_int = 3;
 
 // dnnl_format_tag_t: plain row-major tags by number of dimensions (1 to 6), and `any`.
@@ -264,6 +265,12 @@ api! {
         *mut Handle, Handle, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
         ConstHandle,
     ) -> Status;
+    dnnl_primitive_attr_create: fn(*mut Handle) -> Status;
+    dnnl_primitive_attr_destroy: fn(Handle) -> Status;
+    dnnl_primitive_attr_set_post_ops: fn(Handle, ConstHandle) -> Status;
+    dnnl_post_ops_create: fn(*mut Handle) -> Status;
+    dnnl_post_ops_destroy: fn(Handle) -> Status;
+    dnnl_post_ops_append_sum: fn(Handle, f32, i32, c_int) -> Status;
     dnnl_matmul_primitive_desc_create: fn(
         *mut Handle, Handle, ConstHandle, ConstHandle, ConstHandle, ConstHandle, ConstHandle,
     ) -> Status;

@@ -351,6 +351,50 @@ unsafe impl Send for MemDesc {}
 // SAFETY: as for Send.
 unsafe impl Sync for MemDesc {}
 
+/// Owned primitive attributes.
+pub(crate) struct Attr {
+    d: &'static Dnnl,
+    pub(crate) raw: Handle,
+}
+
+impl Attr {
+    /// Attributes that make a primitive add its result to what its destination holds (a sum
+    /// post-op of scale 1).
+    pub(crate) fn accumulate(d: &'static Dnnl) -> Result<Attr, DnnlError> {
+        let mut raw: Handle = std::ptr::null_mut();
+        // SAFETY: `raw` receives new default attributes.
+        d.check("dnnl_primitive_attr_create", unsafe {
+            (d.api.dnnl_primitive_attr_create)(&mut raw)
+        })?;
+        let attr = Attr { d, raw };
+        let mut ops: Handle = std::ptr::null_mut();
+        // SAFETY: `ops` receives an empty post-op sequence.
+        d.check("dnnl_post_ops_create", unsafe {
+            (d.api.dnnl_post_ops_create)(&mut ops)
+        })?;
+        // SAFETY: `ops` is live; the attributes copy it, so it is destroyed right after.
+        let s = unsafe {
+            let s = (d.api.dnnl_post_ops_append_sum)(ops, 1.0, 0, ffi::DATA_TYPE_UNDEF);
+            let s = if s == ffi::SUCCESS {
+                (d.api.dnnl_primitive_attr_set_post_ops)(attr.raw, ops)
+            } else {
+                s
+            };
+            (d.api.dnnl_post_ops_destroy)(ops);
+            s
+        };
+        d.check("dnnl_post_ops_append_sum", s)?;
+        Ok(attr)
+    }
+}
+
+impl Drop for Attr {
+    fn drop(&mut self) {
+        // SAFETY: owned here and not used after.
+        unsafe { (self.d.api.dnnl_primitive_attr_destroy)(self.raw) };
+    }
+}
+
 /// A memory object: a caller's buffer lent for one call, or one oneDNN allocated.
 pub(crate) struct Memory<'a> {
     d: &'static Dnnl,

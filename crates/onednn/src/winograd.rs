@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use crate::ffi;
 use crate::parallel::{SharedMut, for_parts};
-use crate::prim::{MemDesc, Memory, PrimDesc, Primitive};
+use crate::prim::{Attr, MemDesc, Memory, PrimDesc, Primitive};
 use crate::{Dnnl, DnnlError};
 
 /// A tile's side in the input, in the output, and its points.
@@ -95,6 +95,28 @@ fn weights_1d([g0, g1, g2]: [f32; 3]) -> [f32; ALPHA] {
         a + b,
         a - b,
         g2,
+    ]
+}
+
+/// `A o` for a column `o` of an output tile's gradient: the gradient of its products (the
+/// adjoint of [`output_1d`]).
+#[inline(always)]
+fn output_grad_1d([o0, o1, o2, o3]: [f32; OUT]) -> [f32; ALPHA] {
+    let (even, odd) = (o0 + o2, o1 + o3);
+    let (even4, odd8) = (o0 + 4.0 * o2, 2.0 * o1 + 8.0 * o3);
+    [o0, even + odd, even - odd, even4 + odd8, even4 - odd8, o3]
+}
+
+/// `G^T u` for a column `u` of a transformed kernel's gradient: the kernel's gradient (the
+/// adjoint of [`weights_1d`]).
+#[inline(always)]
+fn weights_grad_1d([u0, u1, u2, u3, u4, u5]: [f32; ALPHA]) -> [f32; 3] {
+    let (s12, d12) = (u1 + u2, u2 - u1);
+    let (s34, d34) = (u3 + u4, u3 - u4);
+    [
+        u0 * 0.25 - s12 * (1.0 / 6.0) + s34 * (1.0 / 24.0),
+        d12 * (1.0 / 6.0) + d34 * (1.0 / 12.0),
+        (s34 - s12) * (1.0 / 6.0) + u5,
     ]
 }
 
@@ -297,12 +319,62 @@ impl Tiling {
         });
     }
 
+    /// The gradient of tiles `start..start + rows`' products, `dm[point][tile][cout]`, from
+    /// the output gradient `gy` (pixels beyond the output count as zero).
+    pub(crate) fn transform_output_grad(
+        &self,
+        gy: &[f32],
+        start: usize,
+        rows: usize,
+        dm: &mut [f32],
+    ) {
+        assert_eq!(
+            gy.len(),
+            self.lens().1,
+            "an output gradient of another shape"
+        );
+        assert_eq!(
+            dm.len(),
+            POINTS * rows * self.cout,
+            "products of another shape"
+        );
+        let out = SharedMut::new(dm);
+        for_parts(rows, TILES_PER_THREAD, 1, |r| {
+            self.output_grad_range(gy, start, rows, r, out)
+        });
+    }
+
+    /// The weights' gradient `gw` (MXNet's `(cout, cin, 3, 3)`) from the transformed kernels'
+    /// gradient `du[point][cin][cout]`.
+    pub(crate) fn weights_from_grad(&self, du: &[f32], gw: &mut [f32]) {
+        assert_eq!(
+            du.len(),
+            self.lens().2,
+            "transformed gradients of another shape"
+        );
+        assert_eq!(
+            gw.len(),
+            self.cin * self.cout * 9,
+            "a weight gradient of another shape"
+        );
+        let out = SharedMut::new(gw);
+        for_parts(self.cout.div_ceil(LANES), 1, 1, |r| {
+            self.weights_grad_range(du, r, out)
+        });
+    }
+
     simd_variants! {
         fn weights_range / weights_body(
             w: &[f32], flipped: bool, blocks: Range<usize>, out: SharedMut<'_, f32>
         );
         fn input_range / input_body(
             x: &[f32], start: usize, rows: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
+        );
+        fn output_grad_range / output_grad_body(
+            gy: &[f32], start: usize, rows: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
+        );
+        fn weights_grad_range / weights_grad_body(
+            du: &[f32], blocks: Range<usize>, out: SharedMut<'_, f32>
         );
         fn output_range / output_body(
             m: &[f32], start: usize, rows: usize, bias: Option<&[f32]>, tiles: Range<usize>,
@@ -349,6 +421,77 @@ impl Tiling {
                     // each block of output channels is handed to one thread.
                     let row = unsafe { out.range(at..at + lanes) };
                     store(row, &u[k / ALPHA][k % ALPHA], lanes);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn output_grad_body(
+        &self,
+        gy: &[f32],
+        start: usize,
+        rows: usize,
+        tiles: Range<usize>,
+        out: SharedMut<'_, f32>,
+    ) {
+        let cout = self.cout;
+        let (mut o, mut p) = ([[ZERO; OUT]; OUT], [[ZERO; ALPHA]; ALPHA]);
+        for t in tiles {
+            let (b, y0, x0) = self.origin(start + t);
+            let (y0, x0) = (
+                (y0 + self.ph as isize) as usize,
+                (x0 + self.pw as isize) as usize,
+            );
+            let (height, width) = (OUT.min(self.oh - y0), OUT.min(self.ow - x0));
+            // SAFETY: tile `t`'s row of each point; each tile is handed to one thread.
+            let mut dst: [&mut [f32]; POINTS] = std::array::from_fn(|k| unsafe {
+                out.range((k * rows + t) * cout..(k * rows + t + 1) * cout)
+            });
+            for cb in (0..cout).step_by(LANES) {
+                let lanes = LANES.min(cout - cb);
+                for (i, row) in o.iter_mut().enumerate() {
+                    for (j, px) in row.iter_mut().enumerate() {
+                        *px = if i < height && j < width {
+                            load(
+                                gy,
+                                ((b * self.oh + y0 + i) * self.ow + x0 + j) * cout + cb,
+                                lanes,
+                            )
+                        } else {
+                            ZERO
+                        };
+                    }
+                }
+                both_ways(&o, output_grad_1d, &mut p);
+                for (k, row) in dst.iter_mut().enumerate() {
+                    store(&mut row[cb..cb + lanes], &p[k / ALPHA][k % ALPHA], lanes);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn weights_grad_body(&self, du: &[f32], blocks: Range<usize>, out: SharedMut<'_, f32>) {
+        let (cin, cout) = (self.cin, self.cout);
+        let (mut u, mut g) = ([[ZERO; ALPHA]; ALPHA], [[ZERO; 3]; 3]);
+        for cb in blocks.map(|b| b * LANES) {
+            let lanes = LANES.min(cout - cb);
+            // SAFETY: the gradients of output channels `cb..cb + lanes`, each a contiguous
+            // `(cin, 3, 3)`; each block of output channels is handed to one thread.
+            let dst = unsafe { out.range(cb * cin * 9..(cb + lanes) * cin * 9) };
+            for ci in 0..cin {
+                for (k, point) in u.iter_mut().flatten().enumerate() {
+                    *point = load(du, (k * cin + ci) * cout + cb, lanes);
+                }
+                both_ways(&u, weights_grad_1d, &mut g);
+                for l in 0..lanes {
+                    let at = (l * cin + ci) * 9;
+                    for (r, row) in g.iter().enumerate() {
+                        for (c, v) in row.iter().enumerate() {
+                            dst[at + r * 3 + c] = v[l];
+                        }
+                    }
                 }
             }
         }
@@ -453,82 +596,207 @@ impl Tiling {
     }
 }
 
-/// The 36 products of one chunk of tiles: `m[point] = v[point] @ u[point]`.
+/// One batched matmul over the 36 points: `c[point] (+)= a[point] @ b[point]`.
 struct Product {
     prim: Primitive,
     implementation: String,
-    v: MemDesc,
-    u: MemDesc,
-    m: MemDesc,
+    a: MemDesc,
+    b: MemDesc,
+    c: MemDesc,
 }
 
 impl Product {
-    fn new(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Product, DnnlError> {
+    /// The forward products of a chunk of `rows` tiles: `m[point] = v[point] @ u[point]`,
+    /// `v` `(rows, cin)`, `u` `(cin, cout)`, all row-major.
+    fn forward(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Product, DnnlError> {
         let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
-        let v = MemDesc::plain(d, &[p, r, ci])?;
-        let u = MemDesc::plain(d, &[p, ci, co])?;
-        let m = MemDesc::plain(d, &[p, r, co])?;
+        Product::new(
+            d,
+            MemDesc::plain(d, &[p, r, ci])?,
+            MemDesc::plain(d, &[p, ci, co])?,
+            MemDesc::plain(d, &[p, r, co])?,
+            false,
+        )
+    }
+
+    /// The weight gradient's products of a chunk of `rows` tiles, added to what `du` holds
+    /// with `accumulate`: `du[point] (+)= v[point]^T @ dm[point]`, `v` read transposed.
+    fn weight_grad(
+        d: &'static Dnnl,
+        rows: usize,
+        t: &Tiling,
+        accumulate: bool,
+    ) -> Result<Product, DnnlError> {
+        let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
+        Product::new(
+            d,
+            MemDesc::strided(d, &[p, ci, r], &[r * ci, 1, ci])?,
+            MemDesc::plain(d, &[p, r, co])?,
+            MemDesc::plain(d, &[p, ci, co])?,
+            accumulate,
+        )
+    }
+
+    fn new(
+        d: &'static Dnnl,
+        a: MemDesc,
+        b: MemDesc,
+        c: MemDesc,
+        accumulate: bool,
+    ) -> Result<Product, DnnlError> {
+        let attr = accumulate.then(|| Attr::accumulate(d)).transpose()?;
         let null = std::ptr::null();
-        let detail = || format!("{POINTS} products of {rows}x{ci} by {ci}x{co}");
+        let detail = || format!("{POINTS} matrix products (accumulating: {accumulate})");
         let pd = PrimDesc::create(d, "matmul", &detail, |raw| {
-            // SAFETY: every descriptor is live; no bias, default attributes.
+            // SAFETY: every descriptor and the attributes are live; no bias.
             unsafe {
                 (d.api.dnnl_matmul_primitive_desc_create)(
-                    raw, d.engine, v.raw, u.raw, null, m.raw, null,
+                    raw,
+                    d.engine,
+                    a.raw,
+                    b.raw,
+                    null,
+                    c.raw,
+                    attr.as_ref().map_or(null, |a| a.raw),
                 )
             }
         })?;
         Ok(Product {
             prim: Primitive::new(&pd)?,
             implementation: pd.implementation(),
-            v,
-            u,
-            m,
+            a,
+            b,
+            c,
         })
     }
 
-    fn run(&self, v: &[f32], u: &[f32], m: &mut [f32]) -> Result<(), DnnlError> {
-        let (vm, um) = (Memory::lend(&self.v, v)?, Memory::lend(&self.u, u)?);
-        let mm = Memory::lend_mut(&self.m, m)?;
+    fn run(&self, a: &[f32], b: &[f32], c: &mut [f32]) -> Result<(), DnnlError> {
+        let (am, bm) = (Memory::lend(&self.a, a)?, Memory::lend(&self.b, b)?);
+        let cm = Memory::lend_mut(&self.c, c)?;
         self.prim.run(&[
-            (ffi::ARG_SRC, &vm),
-            (ffi::ARG_WEIGHTS, &um),
-            (ffi::ARG_DST, &mm),
+            (ffi::ARG_SRC, &am),
+            (ffi::ARG_WEIGHTS, &bm),
+            (ffi::ARG_DST, &cm),
         ])
     }
 }
 
+/// The weight gradient's products: the first chunk's (which overwrite), the later full
+/// chunks' and the last, shorter chunk's (which add).
+struct GradProducts {
+    first: Product,
+    full: Product,
+    tail: Option<Product>,
+}
+
 /// One 3×3 convolution of stride 1 by F(4×4, 3×3): its tiles, the products of a full chunk of
-/// them and of the last, shorter chunk, and the buffers they share.
+/// them and of the last, shorter chunk (and the weight gradient's, for training), and the
+/// buffers they share.
 pub(crate) struct Winograd {
     tiling: Tiling,
     chunk: usize,
     full: Product,
     tail: Option<Product>,
-    /// The transformed kernels, then a chunk's input points and its products.
+    grad: Option<GradProducts>,
+    /// The transformed kernels (or their gradient), then a chunk's input points and its
+    /// products (or their gradient).
     scratch: Mutex<Vec<f32>>,
     implementation: String,
 }
 
 impl Winograd {
-    /// The kernel for `tiling`; an error where oneDNN has no matmul for it.
-    pub(crate) fn new(d: &'static Dnnl, tiling: Tiling) -> Result<Winograd, DnnlError> {
+    /// The kernel for `tiling`, with the weight gradient's when `weight_grad`; an error where
+    /// oneDNN has no matmul for it.
+    pub(crate) fn new(
+        d: &'static Dnnl,
+        tiling: Tiling,
+        weight_grad: bool,
+    ) -> Result<Winograd, DnnlError> {
         let per_tile = POINTS * (tiling.cin + tiling.cout) * 4;
         let tiles = tiling.tiles();
         let chunk = (CHUNK_BYTES / per_tile).max(TILES_PER_THREAD).min(tiles);
-        let full = Product::new(d, chunk, &tiling)?;
         let rest = tiles % chunk;
+        let full = Product::forward(d, chunk, &tiling)?;
         let tail = (rest > 0)
-            .then(|| Product::new(d, rest, &tiling))
+            .then(|| Product::forward(d, rest, &tiling))
             .transpose()?;
+        let grad = if weight_grad {
+            Some(GradProducts {
+                first: Product::weight_grad(d, chunk, &tiling, false)?,
+                full: Product::weight_grad(d, chunk, &tiling, true)?,
+                tail: (rest > 0)
+                    .then(|| Product::weight_grad(d, rest, &tiling, true))
+                    .transpose()?,
+            })
+        } else {
+            None
+        };
         Ok(Winograd {
             implementation: format!("winograd_4x4_3x3+matmul:{}", full.implementation),
             tiling,
             chunk,
             full,
             tail,
+            grad,
             scratch: Mutex::new(Vec::new()),
         })
+    }
+
+    /// True when it was built for the weight gradient too.
+    pub(crate) fn has_weight_grad(&self) -> bool {
+        self.grad.is_some()
+    }
+
+    /// The gradient `gw` (MXNet's `(cout, cin, 3, 3)`) of the weights for the output gradient
+    /// `gy` of the forward pass on `x`, both channels-last.
+    pub(crate) fn weight_grad(
+        &self,
+        x: &[f32],
+        gy: &[f32],
+        gw: &mut [f32],
+    ) -> Result<(), DnnlError> {
+        let t = &self.tiling;
+        let Some(grad) = &self.grad else {
+            return Err(DnnlError::Input(
+                "a weight gradient from a kernel built for inference".into(),
+            ));
+        };
+        let (x_len, y_len, u_len) = t.lens();
+        if x.len() != x_len || gy.len() != y_len || gw.len() * POINTS != u_len * 9 {
+            return Err(DnnlError::Input(format!(
+                "buffers of {}, {} and {} elements for the weight gradient of a convolution of \
+                 {x_len} to {y_len}",
+                x.len(),
+                gy.len(),
+                gw.len()
+            )));
+        }
+        let (cin, cout, chunk) = (t.cin, t.cout, self.chunk);
+        let mut scratch = self.scratch.lock();
+        let need = u_len + POINTS * chunk * (cin + cout);
+        if scratch.len() < need {
+            scratch.resize(need, 0.0);
+        }
+        let (du, rest) = scratch.split_at_mut(u_len);
+        let (v, dm) = rest.split_at_mut(POINTS * chunk * cin);
+        let tiles = t.tiles();
+        for start in (0..tiles).step_by(chunk) {
+            let rows = chunk.min(tiles - start);
+            let product = match &grad.tail {
+                Some(tail) if rows < chunk => tail,
+                _ if start == 0 => &grad.first,
+                _ => &grad.full,
+            };
+            let (v, dm) = (
+                &mut v[..POINTS * rows * cin],
+                &mut dm[..POINTS * rows * cout],
+            );
+            t.transform_input(x, start, rows, v);
+            t.transform_output_grad(gy, start, rows, dm);
+            product.run(v, dm, du)?;
+        }
+        t.weights_from_grad(du, gw);
+        Ok(())
     }
 
     /// `winograd_4x4_3x3+matmul:` and the implementation oneDNN chose for the products.
@@ -739,6 +1007,69 @@ mod tests {
             assert_eq!((bwd.oh, bwd.ow), (h, w));
             let got = by_points(&bwd, &gy, &wts, true, None, 4);
             assert_close(&got, &want);
+        }
+    }
+
+    #[test]
+    fn gradients_of_the_points_give_the_weight_gradient() {
+        for (n, cin, cout, h, w, pad) in [
+            (2, 3, 5, 7, 9, (1, 1)),
+            (1, 17, 18, 6, 6, (0, 0)),
+            (2, 4, 20, 5, 4, (2, 1)),
+        ] {
+            let t = Tiling::new(n, cin, cout, (h, w), pad).unwrap();
+            let x = fill(t.lens().0, 6);
+            let gy = fill(t.lens().1, 7);
+            // gw[co][ci][r][c] = sum over outputs of gy * the input pixel it read
+            let mut want = vec![0.0f64; cout * cin * 9];
+            for b in 0..n {
+                for oy in 0..t.oh {
+                    for ox in 0..t.ow {
+                        for r in 0..3 {
+                            for c in 0..3 {
+                                let (yy, xx) = (oy + r, ox + c);
+                                if yy < t.ph || xx < t.pw || yy - t.ph >= h || xx - t.pw >= w {
+                                    continue;
+                                }
+                                let p = ((b * h + yy - t.ph) * w + xx - t.pw) * cin;
+                                for co in 0..cout {
+                                    let g = gy[((b * t.oh + oy) * t.ow + ox) * cout + co] as f64;
+                                    for ci in 0..cin {
+                                        want[((co * cin + ci) * 3 + r) * 3 + c] +=
+                                            g * x[p + ci] as f64;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for chunk in [1, 5, t.tiles()] {
+                let mut du = vec![0.0f64; t.lens().2];
+                let tiles = t.tiles();
+                for start in (0..tiles).step_by(chunk) {
+                    let rows = chunk.min(tiles - start);
+                    let mut v = vec![0.0; POINTS * rows * cin];
+                    let mut dm = vec![0.0; POINTS * rows * cout];
+                    t.transform_input(&x, start, rows, &mut v);
+                    t.transform_output_grad(&gy, start, rows, &mut dm);
+                    for k in 0..POINTS {
+                        for r in 0..rows {
+                            for ci in 0..cin {
+                                for co in 0..cout {
+                                    du[(k * cin + ci) * cout + co] += v[(k * rows + r) * cin + ci]
+                                        as f64
+                                        * dm[(k * rows + r) * cout + co] as f64;
+                                }
+                            }
+                        }
+                    }
+                }
+                let du: Vec<f32> = du.iter().map(|&v| v as f32).collect();
+                let mut got = vec![f32::NAN; cout * cin * 9];
+                t.weights_from_grad(&du, &mut got);
+                assert_close(&got, &want);
+            }
         }
     }
 
