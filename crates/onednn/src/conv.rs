@@ -9,12 +9,14 @@
 //! reorder; data in another layout is reordered in and out.
 
 use crate::ffi::{self, Dim};
+use crate::parallel::{MIN_PER_THREAD, for_parts};
 use crate::prim::{
-    MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, or_scratch,
-    plain_strides, same_layout,
+    MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, plain_strides,
+    same_layout,
 };
 use crate::winograd::{Tiling, Winograd};
 use crate::{Dnnl, DnnlError};
+use parking_lot::Mutex;
 
 /// The shapes and attributes one convolution kernel is built for.
 #[derive(Debug, Clone)]
@@ -207,7 +209,6 @@ struct BackwardWeights {
     src: Port,
     diff_dst: Port,
     diff_weights: Port,
-    diff_bias: Option<MemDesc>,
 }
 
 /// One convolution's primitives, built once for its [`ConvSpec`].
@@ -355,7 +356,9 @@ impl Conv {
                         alg,
                         s_any.raw,
                         w_any.raw,
-                        bias.as_ref().map_or(null, |b| b.raw),
+                        // the bias gradient is summed here ([`bias_grad`]): oneDNN's
+                        // channels-last 1×1 kernel takes longer over it than over the weights'
+                        null,
                         d_any.raw,
                         g.strides.as_ptr(),
                         g.dilates.as_ptr(),
@@ -374,10 +377,6 @@ impl Conv {
                     &wdims,
                     weights_pd.md_of(ffi::QUERY_DIFF_WEIGHTS_MD)?,
                 )?,
-                diff_bias: spec
-                    .bias
-                    .then(|| MemDesc::plain(d, &bias_dims))
-                    .transpose()?,
                 prim: Primitive::new(&weights_pd)?,
             });
         }
@@ -481,13 +480,34 @@ impl Conv {
                 "the gradient of a convolution kernel built for inference".into(),
             ));
         };
-        if gb.is_some() && bw.diff_bias.is_none() {
-            return Err(DnnlError::Input(
-                "a bias gradient from a kernel without bias".into(),
-            ));
+        match &gb {
+            Some(_) if !self.spec.bias => {
+                return Err(DnnlError::Input(
+                    "a bias gradient from a kernel without bias".into(),
+                ));
+            }
+            Some(b) if b.len() as i64 != self.spec.filters() => {
+                return Err(DnnlError::Input(format!(
+                    "a bias gradient of {} elements for {} filters",
+                    b.len(),
+                    self.spec.filters()
+                )));
+            }
+            _ => {}
+        }
+        if let Some(gb) = gb {
+            crate::prim::check_dense(&self.dst, gy.strides)?;
+            if gy.data.len() as i64 != self.dst.iter().product::<i64>() {
+                return Err(DnnlError::Input(format!(
+                    "an output gradient of {} elements for {:?}",
+                    gy.data.len(),
+                    self.dst
+                )));
+            }
+            bias_grad(gy.data, gy.strides[1] as usize, gb);
         }
         // Winograd's kernels take what is channels-last; the primitives the rest
-        let (mut gx, mut gw, mut gb) = (gx, gw, gb);
+        let (mut gx, mut gw) = (gx, gw);
         if let Some((wf, wb)) = &self.winograd
             && self.channels_last(&self.dst, gy.strides)
         {
@@ -500,26 +520,11 @@ impl Conv {
                 && self.channels_last(&self.spec.src, x.strides)
                 && let Some(g) = gw.take()
             {
-                if gb
-                    .as_ref()
-                    .is_some_and(|b| b.len() as i64 != self.spec.filters())
-                {
-                    return Err(DnnlError::Input(format!(
-                        "a bias gradient of {} elements for {} filters",
-                        gb.as_ref().map_or(0, |b| b.len()),
-                        self.spec.filters()
-                    )));
-                }
                 wf.weight_grad(x.data, gy.data, g)?;
-                if let Some(gb) = gb.take() {
-                    bias_grad(gy.data, gb);
-                }
             }
         }
         // The output gradient, reordered once where both passes want the same layout.
-        let shared = gx.is_some()
-            && (gw.is_some() || gb.is_some())
-            && bd.diff_dst.inner.same(&bw.diff_dst.inner);
+        let shared = gx.is_some() && gw.is_some() && bd.diff_dst.inner.same(&bw.diff_dst.inner);
         let gy_data = if gx.is_some() {
             Some(bd.diff_dst.feed(gy.data, gy.strides)?)
         } else {
@@ -535,9 +540,9 @@ impl Conv {
             ])?;
             sink.finish()?;
         }
-        if gw.is_none() && gb.is_none() {
+        let Some(gw) = gw else {
             return Ok(());
-        }
+        };
         let own;
         let gym = match (&gy_data, shared) {
             (Some(m), true) => m,
@@ -547,36 +552,44 @@ impl Conv {
             }
         };
         let xm = bw.src.feed(x.data, x.strides)?;
-        // The primitive writes every gradient it was built for: lend scratch where not asked.
-        let (mut w_scratch, mut b_scratch) = (Vec::new(), Vec::new());
-        let gw = or_scratch(gw, &mut w_scratch, w.len());
-        let gb = match &bw.diff_bias {
-            Some(_) => Some(or_scratch(gb, &mut b_scratch, self.spec.filters() as usize)),
-            None => gb,
-        };
         let sink = bw.diff_weights.sink(gw, &self.wstrides)?;
-        let gbm = match (&bw.diff_bias, gb) {
-            (Some(md), Some(gb)) => Some(crate::prim::Memory::lend_mut(md, gb)?),
-            _ => None,
-        };
-        let mut args = vec![
+        bw.prim.run(&[
             (ffi::ARG_SRC, &xm),
             (ffi::ARG_DIFF_DST, gym),
             (ffi::ARG_DIFF_WEIGHTS, &sink.mem),
-        ];
-        if let Some(gbm) = &gbm {
-            args.push((ffi::ARG_DIFF_BIAS, gbm));
-        }
-        bw.prim.run(&args)?;
-        drop(args);
+        ])?;
         sink.finish()
     }
 }
 
-/// The bias gradient `gb[f]`: the sum of channels-last `gy` over every pixel.
-fn bias_grad(gy: &[f32], gb: &mut [f32]) {
-    gb.fill(0.0);
-    for px in gy.chunks_exact(gb.len().max(1)) {
-        gb.iter_mut().zip(px).for_each(|(g, v)| *g += v);
+/// The bias gradient `gb[f]`: the sum of the dense output gradient `gy` over every axis but
+/// its channels', whose stride is `sf` (1 channels-last). In a dense layout the elements below
+/// the channel axis come in runs of `sf` of one channel, the runs cycling through the channels.
+fn bias_grad(gy: &[f32], sf: usize, gb: &mut [f32]) {
+    let f = gb.len();
+    let total = Mutex::new(vec![0.0f32; f]);
+    let add = |part: &[f32]| {
+        let mut t = total.lock();
+        t.iter_mut().zip(part).for_each(|(t, v)| *t += v);
+    };
+    if f == 1 {
+        add(&[gy.iter().sum()]);
+    } else if sf == 1 {
+        for_parts(gy.len() / f, (MIN_PER_THREAD / f).max(1), 1, |r| {
+            let mut acc = vec![0.0f32; f];
+            for px in gy[r.start * f..r.end * f].chunks_exact(f) {
+                acc.iter_mut().zip(px).for_each(|(a, v)| *a += v);
+            }
+            add(&acc);
+        });
+    } else {
+        for_parts(gy.len() / sf, (MIN_PER_THREAD / sf).max(1), 1, |r| {
+            let mut acc = vec![0.0f32; f];
+            for j in r {
+                acc[j % f] += gy[j * sf..(j + 1) * sf].iter().sum::<f32>();
+            }
+            add(&acc);
+        });
     }
+    gb.copy_from_slice(&total.into_inner());
 }
