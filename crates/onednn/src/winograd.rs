@@ -698,10 +698,21 @@ pub(crate) struct Winograd {
     full: Product,
     tail: Option<Product>,
     grad: Option<GradProducts>,
-    /// The transformed kernels (or their gradient), then a chunk's input points and its
-    /// products (or their gradient).
-    scratch: Mutex<Vec<f32>>,
     implementation: String,
+}
+
+/// The buffer every kernel's transformed kernels (or their gradient), a chunk's input points
+/// and its products (or their gradient) lie in while it runs: one for the process, as large as
+/// the largest kernel's need (kernels run one at a time, as oneDNN's stream does).
+static SCRATCH: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+
+/// [`SCRATCH`], held, with at least `len` elements.
+fn scratch(len: usize) -> parking_lot::MutexGuard<'static, Vec<f32>> {
+    let mut s = SCRATCH.lock();
+    if s.len() < len {
+        s.resize(len, 0.0);
+    }
+    s
 }
 
 impl Winograd {
@@ -738,7 +749,6 @@ impl Winograd {
             full,
             tail,
             grad,
-            scratch: Mutex::new(Vec::new()),
         })
     }
 
@@ -772,11 +782,7 @@ impl Winograd {
             )));
         }
         let (cin, cout, chunk) = (t.cin, t.cout, self.chunk);
-        let mut scratch = self.scratch.lock();
-        let need = u_len + POINTS * chunk * (cin + cout);
-        if scratch.len() < need {
-            scratch.resize(need, 0.0);
-        }
+        let mut scratch = scratch(u_len + POINTS * chunk * (cin + cout));
         let (du, rest) = scratch.split_at_mut(u_len);
         let (v, dm) = rest.split_at_mut(POINTS * chunk * cin);
         let tiles = t.tiles();
@@ -828,11 +834,7 @@ impl Winograd {
             return Err(DnnlError::Input("a bias of another length".into()));
         }
         let (cin, cout, chunk) = (t.cin, t.cout, self.chunk);
-        let mut scratch = self.scratch.lock();
-        let need = u_len + POINTS * chunk * (cin + cout);
-        if scratch.len() < need {
-            scratch.resize(need, 0.0);
-        }
+        let mut scratch = scratch(u_len + POINTS * chunk * (cin + cout));
         let (u, rest) = scratch.split_at_mut(u_len);
         let (v, m) = rest.split_at_mut(POINTS * chunk * cin);
         t.transform_weights(w, flipped, u);
