@@ -593,3 +593,47 @@ fn bias_grad(gy: &[f32], sf: usize, gb: &mut [f32]) {
     }
     gb.copy_from_slice(&total.into_inner());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bias_gradient_sums_every_axis_but_the_channels_in_any_layout() {
+        // (N, F, H, W) = (2, 3, 2, 5): element (n, f, h, w) holds 1000 n + 100 f + 10 h + w
+        let (n, f, h, w) = (2usize, 3usize, 2usize, 5usize);
+        let value = |i: [usize; 4]| (1000 * i[0] + 100 * i[1] + 10 * i[2] + i[3]) as f32;
+        let want: Vec<f32> = (0..f)
+            .map(|c| {
+                let mut s = 0.0;
+                for a in 0..n {
+                    for b in 0..h {
+                        for d in 0..w {
+                            s += value([a, c, b, d]);
+                        }
+                    }
+                }
+                s
+            })
+            .collect();
+        // strides of NCHW, NHWC and (H, C, N, W)
+        for st in [[30, 10, 5, 1], [30, 1, 15, 3], [5, 10, 30, 1]] {
+            let mut gy = vec![0.0; n * f * h * w];
+            for a in 0..n {
+                for c in 0..f {
+                    for b in 0..h {
+                        for d in 0..w {
+                            gy[a * st[0] + c * st[1] + b * st[2] + d * st[3]] = value([a, c, b, d]);
+                        }
+                    }
+                }
+            }
+            let mut gb = vec![f32::NAN; f];
+            bias_grad(&gy, st[1], &mut gb);
+            assert_eq!(gb, want, "strides {st:?}");
+        }
+        let mut one = [f32::NAN];
+        bias_grad(&[1.0, 2.0, 3.5], 7, &mut one);
+        assert_eq!(one, [6.5]);
+    }
+}

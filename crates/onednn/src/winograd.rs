@@ -9,7 +9,10 @@
 //! tiles go through in chunks whose transformed points stay in the cache from the input
 //! transform through the product to the output transform. A convolution's data gradient is the
 //! same computation on the output gradient, with the kernels turned by 180° and the channels
-//! swapped ([`Tiling::transform_weights`] with `flipped`).
+//! swapped ([`Tiling::transform_weights`] with `flipped`). Its weight gradient goes through the
+//! points too ([`Winograd::weight_grad`]): per point, the input's points times the output
+//! gradient's (the adjoint of the output transform), summed over the tiles, back through the
+//! adjoint of the kernel transform.
 //!
 //! The transforms run on 16 channels at a time (one AVX-512 register where the CPU has them;
 //! the compiler's vectors otherwise) over OpenMP's threads ([`crate::parallel`]).
