@@ -61,6 +61,9 @@ CONV = [
     ((2, 3, 11), (5, 3, 4), 1, (2,), (1,), (2,), True),
     ((2, 4, 5, 6, 7), (8, 2, 3, 2, 3), 2, (1, 2, 1), (1, 0, 1), (1, 1, 2), False),
     ((4, 32, 8, 8), (32, 32, 3, 3), 1, (1, 1), (1, 1), (1, 1), False),  # blocked layouts
+    # one pixel in and out: a fully connected layer on the tap at the padding's offset
+    ((4, 32, 1, 1), (16, 32, 3, 3), 1, (1, 1), (1, 1), (1, 1), True),
+    ((2, 8, 1, 1), (6, 8, 3, 2), 1, (2, 2), (1, 1), (1, 1), False),
 ]
 
 
@@ -103,6 +106,20 @@ def test_convolution_runs_on_onednn():
         info = kernels.describe()
     assert info["provider"] == "onednn" and info["version"].startswith("3.")
     assert info["implementations"], info
+
+
+def test_a_one_pixel_convolution_computes_as_a_fully_connected_layer():
+    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64, 1, 1) / 512
+    w = np.linspace(-1, 1, 32 * 64 * 9, dtype=np.float32).reshape(32, 64, 3, 3)
+    with kernels.use("onednn"):
+        y = mx.nd.Convolution(
+            mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=True
+        ).asnumpy()
+        info = kernels.describe()
+    assert any(i.startswith("one_pixel+matmul:") for i in info["implementations"]), info
+    # only the centre tap meets the pixel
+    want = x[:, :, 0, 0] @ w[:, :, 1, 1].T
+    np.testing.assert_allclose(y[:, :, 0, 0], want, rtol=1e-5, atol=1e-5)
 
 
 DECONV = [

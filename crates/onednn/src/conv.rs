@@ -6,9 +6,11 @@
 //! The primitives compute in the channels-last layout (`nwc`, `nhwc`, `ndhwc`), where oneDNN
 //! 3.2's fastest AVX-512 convolutions run: the output is written channels-last, so the next
 //! layer (another convolution, a batch norm, an activation, an addition) reads it without a
-//! reorder; data in another layout is reordered in and out.
+//! reorder; data in another layout is reordered in and out. 3×3 convolutions of stride 1 with
+//! 16 to 256 channels compute by Winograd's F(4×4, 3×3) instead ([`crate::winograd`]).
 
 use crate::ffi::{self, Dim};
+use crate::one_pixel::OnePixel;
 use crate::parallel::{MIN_PER_THREAD, for_parts};
 use crate::prim::{
     MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, plain_strides,
@@ -38,7 +40,8 @@ pub struct ConvSpec {
     pub transposed: bool,
     /// A deconvolution's extra output at the high end of each axis (each below its stride).
     pub adj: Vec<i64>,
-    /// When to compute the forward pass and the data gradient by Winograd's F(4×4, 3×3).
+    /// When to compute the forward pass and the data and weight gradients by Winograd's
+    /// F(4×4, 3×3) ([`crate::winograd`]).
     pub winograd: WinogradUse,
 }
 
@@ -140,6 +143,23 @@ impl ConvSpec {
         (self.winograd == WinogradUse::Always || faster).then_some((fwd, bwd))
     }
 
+    /// Where a one-pixel input makes a one-pixel output, the taps of a kernel and the one that
+    /// meets the input (at the padding's offset; [`crate::one_pixel`]).
+    fn one_pixel(&self, dst: &[i64]) -> Option<(usize, usize)> {
+        let kernel = &self.weights[2..];
+        let fits = !self.transposed
+            && self.groups == 1
+            && self.dilate.iter().all(|&v| v == 1)
+            && self.src[2..].iter().chain(&dst[2..]).all(|&v| v == 1)
+            && self.pad.iter().zip(kernel).all(|(p, k)| p < k);
+        if !fits {
+            return None;
+        }
+        let taps = kernel.iter().product::<i64>();
+        let tap = self.pad.iter().zip(kernel).fold(0, |at, (p, k)| at * k + p);
+        Some((usize::try_from(taps).ok()?, usize::try_from(tap).ok()?))
+    }
+
     /// Output channels.
     fn filters(&self) -> i64 {
         if self.transposed {
@@ -224,8 +244,11 @@ pub struct Conv {
     bwd_weights: Option<BackwardWeights>,
     /// The strides of MXNet's row-major weights in oneDNN's weight dims.
     wstrides: Vec<i64>,
-    /// Winograd's kernels for the forward pass and the data gradient, where they apply: they
-    /// take channels-last data, the primitives anything else.
+    /// The fully connected products of a one-pixel convolution, where it is one.
+    one_pixel: Option<OnePixel>,
+    /// Winograd's kernels, where they apply: the forward one (which computes the weight
+    /// gradient too) and the data gradient's. They take channels-last data, the primitives
+    /// anything else.
     winograd: Option<(Winograd, Option<Winograd>)>,
     implementation: String,
 }
@@ -382,6 +405,16 @@ impl Conv {
         }
         let _ = nd;
         let mut implementation = implementation;
+        let one_pixel = match spec.one_pixel(&dst) {
+            Some(taps) => {
+                let u = |v: i64| v as usize;
+                let (n, c, f) = (u(spec.src[0]), u(spec.src[1]), u(spec.filters()));
+                let op = OnePixel::new(d, (n, c, f), taps, spec.bias, spec.training)?;
+                implementation = op.implementation();
+                Some(op)
+            }
+            None => None,
+        };
         let winograd = match spec.winograd_tiling() {
             Some((fwd, bwd)) => {
                 let f = Winograd::new(d, fwd, spec.training)?;
@@ -395,6 +428,7 @@ impl Conv {
             None => None,
         };
         Ok(Conv {
+            one_pixel,
             winograd,
             spec,
             dst,
@@ -408,6 +442,11 @@ impl Conv {
             wstrides,
             implementation,
         })
+    }
+
+    /// True when `strides` lay out `(N, C, 1, ...)` dims `dims` as rows of channels.
+    fn rows(&self, dims: &[i64], strides: &[i64]) -> bool {
+        same_layout(dims, &plain_strides(dims), strides)
     }
 
     /// True when `strides` lay out `dims` channels-last.
@@ -433,6 +472,12 @@ impl Conv {
         b: Option<&[f32]>,
         y: TensorMut<'_>,
     ) -> Result<(), DnnlError> {
+        if let Some(op) = &self.one_pixel
+            && self.rows(&self.spec.src, x.strides)
+            && self.rows(&self.dst, y.strides)
+        {
+            return op.forward(x.data, w, b, y.data);
+        }
         if let Some((wf, _)) = &self.winograd
             && self.channels_last(&self.spec.src, x.strides)
             && self.channels_last(&self.dst, y.strides)
@@ -505,6 +550,15 @@ impl Conv {
                 )));
             }
             bias_grad(gy.data, gy.strides[1] as usize, gb);
+        }
+        if let Some(op) = &self.one_pixel
+            && self.rows(&self.spec.src, x.strides)
+            && self.rows(&self.dst, gy.strides)
+            && gx
+                .as_ref()
+                .is_none_or(|g| self.rows(&self.spec.src, g.strides))
+        {
+            return op.backward(x.data, w, gy.data, gx.map(|g| g.data), gw);
         }
         // Winograd's kernels take what is channels-last; the primitives the rest
         let (mut gx, mut gw) = (gx, gw);

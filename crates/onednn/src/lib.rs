@@ -18,6 +18,8 @@ pub mod eltwise;
 mod ffi;
 pub mod inner;
 pub mod lrn;
+mod matmul;
+mod one_pixel;
 pub mod parallel;
 pub mod pool;
 mod prim;

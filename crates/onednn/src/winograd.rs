@@ -21,9 +21,9 @@ use std::ops::Range;
 
 use parking_lot::Mutex;
 
-use crate::ffi;
+use crate::matmul::Matmul;
 use crate::parallel::{SharedMut, for_parts};
-use crate::prim::{Attr, MemDesc, Memory, PrimDesc, Primitive};
+use crate::prim::MemDesc;
 use crate::{Dnnl, DnnlError};
 
 /// A tile's side in the input, in the output, and its points.
@@ -599,97 +599,45 @@ impl Tiling {
     }
 }
 
-/// One batched matmul over the 36 points: `c[point] (+)= a[point] @ b[point]`.
-struct Product {
-    prim: Primitive,
-    implementation: String,
-    a: MemDesc,
-    b: MemDesc,
-    c: MemDesc,
+/// The forward products of a chunk of `rows` tiles: `m[point] = v[point] @ u[point]`, `v`
+/// `(rows, cin)`, `u` `(cin, cout)`, all row-major.
+fn forward_products(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Matmul, DnnlError> {
+    let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
+    Matmul::new(
+        d,
+        MemDesc::plain(d, &[p, r, ci])?,
+        MemDesc::plain(d, &[p, ci, co])?,
+        MemDesc::plain(d, &[p, r, co])?,
+        None,
+        false,
+    )
 }
 
-impl Product {
-    /// The forward products of a chunk of `rows` tiles: `m[point] = v[point] @ u[point]`,
-    /// `v` `(rows, cin)`, `u` `(cin, cout)`, all row-major.
-    fn forward(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Product, DnnlError> {
-        let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
-        Product::new(
-            d,
-            MemDesc::plain(d, &[p, r, ci])?,
-            MemDesc::plain(d, &[p, ci, co])?,
-            MemDesc::plain(d, &[p, r, co])?,
-            false,
-        )
-    }
-
-    /// The weight gradient's products of a chunk of `rows` tiles, added to what `du` holds
-    /// with `accumulate`: `du[point] (+)= v[point]^T @ dm[point]`, `v` read transposed.
-    fn weight_grad(
-        d: &'static Dnnl,
-        rows: usize,
-        t: &Tiling,
-        accumulate: bool,
-    ) -> Result<Product, DnnlError> {
-        let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
-        Product::new(
-            d,
-            MemDesc::strided(d, &[p, ci, r], &[r * ci, 1, ci])?,
-            MemDesc::plain(d, &[p, r, co])?,
-            MemDesc::plain(d, &[p, ci, co])?,
-            accumulate,
-        )
-    }
-
-    fn new(
-        d: &'static Dnnl,
-        a: MemDesc,
-        b: MemDesc,
-        c: MemDesc,
-        accumulate: bool,
-    ) -> Result<Product, DnnlError> {
-        let attr = accumulate.then(|| Attr::accumulate(d)).transpose()?;
-        let null = std::ptr::null();
-        let detail = || format!("{POINTS} matrix products (accumulating: {accumulate})");
-        let pd = PrimDesc::create(d, "matmul", &detail, |raw| {
-            // SAFETY: every descriptor and the attributes are live; no bias.
-            unsafe {
-                (d.api.dnnl_matmul_primitive_desc_create)(
-                    raw,
-                    d.engine,
-                    a.raw,
-                    b.raw,
-                    null,
-                    c.raw,
-                    attr.as_ref().map_or(null, |a| a.raw),
-                )
-            }
-        })?;
-        Ok(Product {
-            prim: Primitive::new(&pd)?,
-            implementation: pd.implementation(),
-            a,
-            b,
-            c,
-        })
-    }
-
-    fn run(&self, a: &[f32], b: &[f32], c: &mut [f32]) -> Result<(), DnnlError> {
-        let (am, bm) = (Memory::lend(&self.a, a)?, Memory::lend(&self.b, b)?);
-        let cm = Memory::lend_mut(&self.c, c)?;
-        self.prim.run(&[
-            (ffi::ARG_SRC, &am),
-            (ffi::ARG_WEIGHTS, &bm),
-            (ffi::ARG_DST, &cm),
-        ])
-    }
+/// The weight gradient's products of a chunk of `rows` tiles, added to what `du` holds with
+/// `accumulate`: `du[point] (+)= v[point]^T @ dm[point]`, `v` read transposed.
+fn weight_grad_products(
+    d: &'static Dnnl,
+    rows: usize,
+    t: &Tiling,
+    accumulate: bool,
+) -> Result<Matmul, DnnlError> {
+    let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
+    Matmul::new(
+        d,
+        MemDesc::strided(d, &[p, ci, r], &[r * ci, 1, ci])?,
+        MemDesc::plain(d, &[p, r, co])?,
+        MemDesc::plain(d, &[p, ci, co])?,
+        None,
+        accumulate,
+    )
 }
 
 /// The weight gradient's products: the first chunk's (which overwrite), the later full
 /// chunks' and the last, shorter chunk's (which add).
 struct GradProducts {
-    first: Product,
-    full: Product,
-    tail: Option<Product>,
+    first: Matmul,
+    full: Matmul,
+    tail: Option<Matmul>,
 }
 
 /// One 3×3 convolution of stride 1 by F(4×4, 3×3): its tiles, the products of a full chunk of
@@ -698,8 +646,8 @@ struct GradProducts {
 pub(crate) struct Winograd {
     tiling: Tiling,
     chunk: usize,
-    full: Product,
-    tail: Option<Product>,
+    full: Matmul,
+    tail: Option<Matmul>,
     grad: Option<GradProducts>,
     implementation: String,
 }
@@ -730,23 +678,23 @@ impl Winograd {
         let tiles = tiling.tiles();
         let chunk = (CHUNK_BYTES / per_tile).max(TILES_PER_THREAD).min(tiles);
         let rest = tiles % chunk;
-        let full = Product::forward(d, chunk, &tiling)?;
+        let full = forward_products(d, chunk, &tiling)?;
         let tail = (rest > 0)
-            .then(|| Product::forward(d, rest, &tiling))
+            .then(|| forward_products(d, rest, &tiling))
             .transpose()?;
         let grad = if weight_grad {
             Some(GradProducts {
-                first: Product::weight_grad(d, chunk, &tiling, false)?,
-                full: Product::weight_grad(d, chunk, &tiling, true)?,
+                first: weight_grad_products(d, chunk, &tiling, false)?,
+                full: weight_grad_products(d, chunk, &tiling, true)?,
                 tail: (rest > 0)
-                    .then(|| Product::weight_grad(d, rest, &tiling, true))
+                    .then(|| weight_grad_products(d, rest, &tiling, true))
                     .transpose()?,
             })
         } else {
             None
         };
         Ok(Winograd {
-            implementation: format!("winograd_4x4_3x3+matmul:{}", full.implementation),
+            implementation: format!("winograd_4x4_3x3+matmul:{}", full.implementation()),
             tiling,
             chunk,
             full,
@@ -802,7 +750,7 @@ impl Winograd {
             );
             t.transform_input(x, start, rows, v);
             t.transform_output_grad(gy, start, rows, dm);
-            product.run(v, dm, du)?;
+            product.run(v, dm, du, None)?;
         }
         t.weights_from_grad(du, gw);
         Ok(())
@@ -853,7 +801,7 @@ impl Winograd {
                 &mut m[..POINTS * rows * cout],
             );
             t.transform_input(x, start, rows, v);
-            product.run(v, u, m)?;
+            product.run(v, u, m, None)?;
             t.transform_output(m, start, rows, bias, y);
         }
         Ok(())
