@@ -80,17 +80,20 @@ impl OnePixel {
         format!("one_pixel+matmul:{}", self.fwd.implementation())
     }
 
+    /// An error naming `what` unless it holds whole kernels: `f * c * taps` elements.
+    fn check_kernels(&self, what: &str, len: usize) -> Result<(), DnnlError> {
+        if len == self.f * self.c * self.taps {
+            return Ok(());
+        }
+        Err(DnnlError::Input(format!(
+            "{what} of {len} elements for {} filters of {} channels and {} taps",
+            self.f, self.c, self.taps
+        )))
+    }
+
     /// The tap's weights of MXNet's `(f, c, *kernel)` weights `w`, as `(f, c)`.
     fn tap_weights(&self, w: &[f32]) -> Result<Vec<f32>, DnnlError> {
-        if w.len() != self.f * self.c * self.taps {
-            return Err(DnnlError::Input(format!(
-                "weights of {} elements for {} filters of {} channels and {} taps",
-                w.len(),
-                self.f,
-                self.c,
-                self.taps
-            )));
-        }
+        self.check_kernels("weights", w.len())?;
         Ok(w.iter()
             .skip(self.tap)
             .step_by(self.taps)
@@ -129,15 +132,7 @@ impl OnePixel {
             data.run(gy, &self.tap_weights(w)?, gx, None)?;
         }
         if let Some(gw) = gw {
-            if gw.len() != self.f * self.c * self.taps {
-                return Err(DnnlError::Input(format!(
-                    "a weight gradient of {} elements for {} filters of {} channels and {} taps",
-                    gw.len(),
-                    self.f,
-                    self.c,
-                    self.taps
-                )));
-            }
+            self.check_kernels("a weight gradient", gw.len())?;
             let mut gt = vec![0.0; self.f * self.c];
             weights.run(gy, x, &mut gt, None)?;
             gw.fill(0.0);
