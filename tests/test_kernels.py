@@ -116,7 +116,7 @@ def test_a_one_pixel_convolution_computes_as_a_fully_connected_layer():
             mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=True
         ).asnumpy()
         info = kernels.describe()
-    assert any(i.startswith("one_pixel+matmul:") for i in info["implementations"]), info
+    assert any(i.startswith("one_pixel+") for i in info["implementations"]), info
     # only the centre tap meets the pixel
     want = x[:, :, 0, 0] @ w[:, :, 1, 1].T
     np.testing.assert_allclose(y[:, :, 0, 0], want, rtol=1e-5, atol=1e-5)

@@ -444,16 +444,6 @@ impl Conv {
         })
     }
 
-    /// True when `strides` lay out `(N, C, 1, ...)` dims `dims` as rows of channels.
-    fn rows(&self, dims: &[i64], strides: &[i64]) -> bool {
-        same_layout(dims, &plain_strides(dims), strides)
-    }
-
-    /// True when `strides` lay out `dims` channels-last.
-    fn channels_last(&self, dims: &[i64], strides: &[i64]) -> bool {
-        same_layout(dims, &channels_last_strides(dims), strides)
-    }
-
     /// The output shape.
     pub fn dst_dims(&self) -> &[i64] {
         &self.dst
@@ -473,14 +463,14 @@ impl Conv {
         y: TensorMut<'_>,
     ) -> Result<(), DnnlError> {
         if let Some(op) = &self.one_pixel
-            && self.rows(&self.spec.src, x.strides)
-            && self.rows(&self.dst, y.strides)
+            && rows(&self.spec.src, x.strides)
+            && rows(&self.dst, y.strides)
         {
             return op.forward(x.data, w, b, y.data);
         }
         if let Some((wf, _)) = &self.winograd
-            && self.channels_last(&self.spec.src, x.strides)
-            && self.channels_last(&self.dst, y.strides)
+            && channels_last(&self.spec.src, x.strides)
+            && channels_last(&self.dst, y.strides)
         {
             return wf.run(x.data, w, false, b, y.data);
         }
@@ -552,26 +542,24 @@ impl Conv {
             bias_grad(gy.data, gy.strides[1] as usize, gb);
         }
         if let Some(op) = &self.one_pixel
-            && self.rows(&self.spec.src, x.strides)
-            && self.rows(&self.dst, gy.strides)
-            && gx
-                .as_ref()
-                .is_none_or(|g| self.rows(&self.spec.src, g.strides))
+            && rows(&self.spec.src, x.strides)
+            && rows(&self.dst, gy.strides)
+            && gx.as_ref().is_none_or(|g| rows(&self.spec.src, g.strides))
         {
             return op.backward(x.data, w, gy.data, gx.map(|g| g.data), gw);
         }
         // Winograd's kernels take what is channels-last; the primitives the rest
         let (mut gx, mut gw) = (gx, gw);
         if let Some((wf, wb)) = &self.winograd
-            && self.channels_last(&self.dst, gy.strides)
+            && channels_last(&self.dst, gy.strides)
         {
             if let Some(wb) = wb
-                && let Some(g) = gx.take_if(|g| self.channels_last(&self.spec.src, g.strides))
+                && let Some(g) = gx.take_if(|g| channels_last(&self.spec.src, g.strides))
             {
                 wb.run(gy.data, w, true, None, g.data)?;
             }
             if wf.has_weight_grad()
-                && self.channels_last(&self.spec.src, x.strides)
+                && channels_last(&self.spec.src, x.strides)
                 && let Some(g) = gw.take()
             {
                 wf.weight_grad(x.data, gy.data, g)?;
@@ -614,6 +602,16 @@ impl Conv {
         ])?;
         sink.finish()
     }
+}
+
+/// True when `strides` lay out `(N, C, 1, ...)` dims `dims` as rows of channels.
+fn rows(dims: &[i64], strides: &[i64]) -> bool {
+    same_layout(dims, &plain_strides(dims), strides)
+}
+
+/// True when `strides` lay out `dims` channels-last.
+fn channels_last(dims: &[i64], strides: &[i64]) -> bool {
+    same_layout(dims, &channels_last_strides(dims), strides)
 }
 
 /// The bias gradient `gb[f]`: the sum of the dense output gradient `gy` over every axis but

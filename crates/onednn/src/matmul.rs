@@ -1,44 +1,40 @@
-//! Matrix products on oneDNN's matmul primitive (batched or not, any strides, an optional
-//! bias, optionally added to what the destination holds): what mxrs's own kernels built from
-//! products run on (Winograd's convolutions, a convolution of one pixel).
+//! Matrix products on oneDNN's matmul primitive (batched or not, any strides, optionally added
+//! to what the destination holds): what Winograd's convolutions run their products on.
 
 use crate::ffi;
 use crate::prim::{Attr, MemDesc, Memory, PrimDesc, Primitive};
 use crate::{Dnnl, DnnlError};
 
-/// `c (+)= a @ b (+ bias)`, built once for its descriptors.
+/// `c (+)= a @ b`, built once for its descriptors.
 pub(crate) struct Matmul {
     prim: Primitive,
     implementation: String,
     a: MemDesc,
     b: MemDesc,
     c: MemDesc,
-    bias: Option<MemDesc>,
 }
 
 impl Matmul {
-    /// The product of `a` and `b` into `c`, plus `bias` (broadcast over `c`'s rows) where
-    /// given, added to what `c` holds with `accumulate`.
+    /// The product of `a` and `b` into `c`, added to what `c` holds with `accumulate`.
     pub(crate) fn new(
         d: &'static Dnnl,
         a: MemDesc,
         b: MemDesc,
         c: MemDesc,
-        bias: Option<MemDesc>,
         accumulate: bool,
     ) -> Result<Matmul, DnnlError> {
         let attr = accumulate.then(|| Attr::accumulate(d)).transpose()?;
         let null = std::ptr::null();
         let detail = || format!("a matrix product (accumulating: {accumulate})");
         let pd = PrimDesc::create(d, "matmul", &detail, |raw| {
-            // SAFETY: every descriptor and the attributes are live.
+            // SAFETY: every descriptor and the attributes are live; no bias.
             unsafe {
                 (d.api.dnnl_matmul_primitive_desc_create)(
                     raw,
                     d.engine,
                     a.raw,
                     b.raw,
-                    bias.as_ref().map_or(null, |b| b.raw),
+                    null,
                     c.raw,
                     attr.as_ref().map_or(null, |a| a.raw),
                 )
@@ -50,7 +46,6 @@ impl Matmul {
             a,
             b,
             c,
-            bias,
         })
     }
 
@@ -60,32 +55,13 @@ impl Matmul {
     }
 
     /// Runs it on the caller's buffers (each checked against its descriptor's size).
-    pub(crate) fn run(
-        &self,
-        a: &[f32],
-        b: &[f32],
-        c: &mut [f32],
-        bias: Option<&[f32]>,
-    ) -> Result<(), DnnlError> {
+    pub(crate) fn run(&self, a: &[f32], b: &[f32], c: &mut [f32]) -> Result<(), DnnlError> {
         let (am, bm) = (Memory::lend(&self.a, a)?, Memory::lend(&self.b, b)?);
         let cm = Memory::lend_mut(&self.c, c)?;
-        let biasm = match (&self.bias, bias) {
-            (Some(md), Some(b)) => Some(Memory::lend(md, b)?),
-            (None, None) => None,
-            _ => {
-                return Err(DnnlError::Input(
-                    "a bias for a matrix product built without one, or none for one with".into(),
-                ));
-            }
-        };
-        let mut args = vec![
+        self.prim.run(&[
             (ffi::ARG_SRC, &am),
             (ffi::ARG_WEIGHTS, &bm),
             (ffi::ARG_DST, &cm),
-        ];
-        if let Some(b) = &biasm {
-            args.push((ffi::ARG_BIAS, b));
-        }
-        self.prim.run(&args)
+        ])
     }
 }

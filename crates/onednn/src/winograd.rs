@@ -608,7 +608,6 @@ fn forward_products(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Matmul,
         MemDesc::plain(d, &[p, r, ci])?,
         MemDesc::plain(d, &[p, ci, co])?,
         MemDesc::plain(d, &[p, r, co])?,
-        None,
         false,
     )
 }
@@ -627,7 +626,6 @@ fn weight_grad_products(
         MemDesc::strided(d, &[p, ci, r], &[r * ci, 1, ci])?,
         MemDesc::plain(d, &[p, r, co])?,
         MemDesc::plain(d, &[p, ci, co])?,
-        None,
         accumulate,
     )
 }
@@ -750,7 +748,7 @@ impl Winograd {
             );
             t.transform_input(x, start, rows, v);
             t.transform_output_grad(gy, start, rows, dm);
-            product.run(v, dm, du, None)?;
+            product.run(v, dm, du)?;
         }
         t.weights_from_grad(du, gw);
         Ok(())
@@ -801,7 +799,7 @@ impl Winograd {
                 &mut m[..POINTS * rows * cout],
             );
             t.transform_input(x, start, rows, v);
-            product.run(v, u, m, None)?;
+            product.run(v, u, m)?;
             t.transform_output(m, start, rows, bias, y);
         }
         Ok(())
