@@ -203,6 +203,7 @@ class OnednnBatchNorm:
         gscale: np.ndarray,
         gshift: np.ndarray,
         ws: np.ndarray | None = None,
+        shift: np.ndarray | None = None,
     ) -> None: ...
 
 class OnednnActivation:

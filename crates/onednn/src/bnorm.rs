@@ -1,23 +1,44 @@
 //! Batch normalisation over axis 1 of `(N, C, ...)` data: the batch's statistics (or given
 //! ones), the normalised output with scale and shift, and the gradients of all three; a ReLU
-//! on the output can be fused in (`relu`), whose training pass then keeps a workspace (which
-//! outputs were positive) for the backward pass.
+//! on the output can be fused in (`relu`). Channels-last data runs on mxrs's own two-pass
+//! loops ([`crate::bnorm_rows`]); other layouts on oneDNN's primitives, whose training pass
+//! with a fused ReLU keeps a workspace (which outputs were positive) for the backward pass.
 
+use crate::bnorm_rows::{self, Rows};
 use crate::ffi;
-use crate::prim::{MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, check_layouts};
+use crate::prim::{
+    MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, check_layouts,
+    same_layout,
+};
 use crate::{Dnnl, DnnlError};
 
-/// One batch normalisation's primitives, built once for a shape.
+/// One batch normalisation's kernel, built once for a shape.
 pub struct BatchNorm {
     channels: usize,
     dims: Vec<i64>,
     strides: Vec<i64>,
+    eps: f32,
+    global: bool,
+    relu: bool,
+    engine: Engine,
+    implementation: String,
+}
+
+/// What computes a [`BatchNorm`].
+enum Engine {
+    /// oneDNN's primitives.
+    Onednn(Box<Primitives>),
+    /// mxrs's loops over the rows of channels-last data.
+    Rows(Rows),
+}
+
+struct Primitives {
+    implementation: String,
     data: MemDesc,
     stat: MemDesc,
     fwd: Primitive,
     bwd: Option<Primitive>,
     workspace: Option<MemDesc>,
-    implementation: String,
 }
 
 impl std::fmt::Debug for BatchNorm {
@@ -43,7 +64,7 @@ pub struct Stats<'a> {
 impl BatchNorm {
     /// `dims` is `(N, C, ...)` laid out by `strides` (every data argument shares that
     /// layout); `global` normalises with given statistics instead of the
-    /// batch's; `training` builds the backward primitive too; `relu` applies a ReLU to the
+    /// batch's; `training` builds the backward pass too; `relu` applies a ReLU to the
     /// output (and to the gradient, in the backward pass).
     pub fn new(
         d: &'static Dnnl,
@@ -57,6 +78,175 @@ impl BatchNorm {
         if dims.len() < 2 || dims.len() > 6 || dims.iter().any(|&v| v < 1) {
             return Err(DnnlError::Input(format!("batch norm of data {dims:?}")));
         }
+        let (engine, implementation) = if same_layout(dims, &channels_last_strides(dims), strides) {
+            let channels = dims[1] as usize;
+            let rows = dims.iter().map(|&v| v as usize).product::<usize>() / channels;
+            let rows = Rows {
+                rows,
+                channels,
+                training,
+            };
+            (Engine::Rows(rows), "mxrs:channels_last".to_string())
+        } else {
+            let p = Primitives::new(d, dims, strides, eps, global, training, relu)?;
+            let implementation = p.implementation.clone();
+            (Engine::Onednn(Box::new(p)), implementation)
+        };
+        Ok(BatchNorm {
+            channels: dims[1] as usize,
+            dims: dims.to_vec(),
+            strides: strides.to_vec(),
+            eps,
+            global,
+            relu,
+            engine,
+            implementation,
+        })
+    }
+
+    /// Bytes of the workspace a training pass with a fused ReLU fills (0: none).
+    pub fn workspace_bytes(&self) -> usize {
+        match &self.engine {
+            Engine::Onednn(p) => p.workspace.as_ref().map_or(0, MemDesc::bytes),
+            Engine::Rows(_) => 0,
+        }
+    }
+
+    /// The implementation that computes it: oneDNN's name for its primitive, or
+    /// `mxrs:channels_last`.
+    pub fn implementation(&self) -> &str {
+        &self.implementation
+    }
+
+    fn check(&self, strides: &[&[i64]]) -> Result<(), DnnlError> {
+        check_layouts("batch norm", &self.dims, &self.strides, strides)
+    }
+
+    /// Normalises `x` into `y` (both in the kernel's layout), filling `ws` when the kernel
+    /// keeps a workspace ([`BatchNorm::workspace_bytes`]).
+    pub fn forward(
+        &self,
+        x: Tensor<'_>,
+        y: TensorMut<'_>,
+        s: Stats<'_>,
+        ws: Option<&mut [u8]>,
+    ) -> Result<(), DnnlError> {
+        self.check(&[x.strides, y.strides])?;
+        let p = match &self.engine {
+            Engine::Rows(rows) => {
+                let f = bnorm_rows::Forward {
+                    scale: s.scale,
+                    shift: s.shift,
+                    mean: s.mean,
+                    var: s.var,
+                };
+                return rows.forward(x.data, y.data, f, self.eps, self.global, self.relu);
+            }
+            Engine::Onednn(p) => p,
+        };
+        let wsm = Memory::workspace("a batch norm", p.workspace.as_ref(), ws)?;
+        let xm = Memory::lend(&p.data, x.data)?;
+        let ym = Memory::lend_mut(&p.data, y.data)?;
+        let scale = Memory::lend(&p.stat, s.scale)?;
+        let shift = Memory::lend(&p.stat, s.shift)?;
+        let mean = Memory::lend_mut(&p.stat, s.mean)?;
+        let var = Memory::lend_mut(&p.stat, s.var)?;
+        let mut args = vec![
+            (ffi::ARG_SRC, &xm),
+            (ffi::ARG_DST, &ym),
+            (ffi::ARG_SCALE, &scale),
+            (ffi::ARG_SHIFT, &shift),
+            (ffi::ARG_MEAN, &mean),
+            (ffi::ARG_VARIANCE, &var),
+        ];
+        if let Some(w) = &wsm {
+            args.push((ffi::ARG_WORKSPACE, w));
+        }
+        p.fwd.run(&args)
+    }
+
+    /// The gradients of the data (`gx`), the scale and the shift for `gy`, given the forward
+    /// pass's input and statistics (every data argument in the kernel's layout) and, with a
+    /// fused ReLU, its shift (`s.shift`; mxrs's loops recompute the ReLU's mask from it) or
+    /// workspace (oneDNN's).
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        x: Tensor<'_>,
+        gy: Tensor<'_>,
+        s: Stats<'_>,
+        ws: Option<&mut [u8]>,
+        gx: TensorMut<'_>,
+        gscale: &mut [f32],
+        gshift: &mut [f32],
+    ) -> Result<(), DnnlError> {
+        let built_for_inference =
+            || DnnlError::Input("the gradient of a batch norm built for inference".into());
+        self.check(&[x.strides, gy.strides, gx.strides])?;
+        let p = match &self.engine {
+            Engine::Rows(rows) => {
+                if !rows.training {
+                    return Err(built_for_inference());
+                }
+                let b = bnorm_rows::Backward {
+                    scale: s.scale,
+                    mean: s.mean,
+                    var: s.var,
+                    gscale,
+                    gshift,
+                };
+                return rows.backward(
+                    x.data,
+                    gy.data,
+                    s.shift,
+                    b,
+                    gx.data,
+                    self.eps,
+                    self.global,
+                    self.relu,
+                );
+            }
+            Engine::Onednn(p) => p,
+        };
+        let Some(bwd) = &p.bwd else {
+            return Err(built_for_inference());
+        };
+        let wsm = Memory::workspace("a batch norm", p.workspace.as_ref(), ws)?;
+        let xm = Memory::lend(&p.data, x.data)?;
+        let gym = Memory::lend(&p.data, gy.data)?;
+        let gxm = Memory::lend_mut(&p.data, gx.data)?;
+        let scale = Memory::lend(&p.stat, s.scale)?;
+        let mean = Memory::lend_mut(&p.stat, s.mean)?;
+        let var = Memory::lend_mut(&p.stat, s.var)?;
+        let gsc = Memory::lend_mut(&p.stat, gscale)?;
+        let gsh = Memory::lend_mut(&p.stat, gshift)?;
+        let mut args = vec![
+            (ffi::ARG_SRC, &xm),
+            (ffi::ARG_DIFF_DST, &gym),
+            (ffi::ARG_SCALE, &scale),
+            (ffi::ARG_MEAN, &mean),
+            (ffi::ARG_VARIANCE, &var),
+            (ffi::ARG_DIFF_SRC, &gxm),
+            (ffi::ARG_DIFF_SCALE, &gsc),
+            (ffi::ARG_DIFF_SHIFT, &gsh),
+        ];
+        if let Some(w) = &wsm {
+            args.push((ffi::ARG_WORKSPACE, w));
+        }
+        bwd.run(&args)
+    }
+}
+
+impl Primitives {
+    fn new(
+        d: &'static Dnnl,
+        dims: &[i64],
+        strides: &[i64],
+        eps: f32,
+        global: bool,
+        training: bool,
+        relu: bool,
+    ) -> Result<Primitives, DnnlError> {
         let data = MemDesc::strided(d, dims, strides)?;
         let stat = MemDesc::plain(d, &[dims[1]])?;
         let mut flags = ffi::USE_SCALE | ffi::USE_SHIFT;
@@ -111,10 +301,7 @@ impl BatchNorm {
         } else {
             None
         };
-        Ok(BatchNorm {
-            channels: dims[1] as usize,
-            dims: dims.to_vec(),
-            strides: strides.to_vec(),
+        Ok(Primitives {
             implementation: fwd_pd.implementation(),
             fwd: Primitive::new(&fwd_pd)?,
             data,
@@ -122,95 +309,5 @@ impl BatchNorm {
             bwd,
             workspace,
         })
-    }
-
-    /// Bytes of the workspace a training pass with a fused ReLU fills (0: none).
-    pub fn workspace_bytes(&self) -> usize {
-        self.workspace.as_ref().map_or(0, MemDesc::bytes)
-    }
-
-    /// The implementation oneDNN chose.
-    pub fn implementation(&self) -> &str {
-        &self.implementation
-    }
-
-    fn check(&self, strides: &[&[i64]]) -> Result<(), DnnlError> {
-        check_layouts("batch norm", &self.dims, &self.strides, strides)
-    }
-
-    /// Normalises `x` into `y` (both in the kernel's layout), filling `ws` when the kernel
-    /// keeps a workspace ([`BatchNorm::workspace_bytes`]).
-    pub fn forward(
-        &self,
-        x: Tensor<'_>,
-        y: TensorMut<'_>,
-        s: Stats<'_>,
-        ws: Option<&mut [u8]>,
-    ) -> Result<(), DnnlError> {
-        self.check(&[x.strides, y.strides])?;
-        let wsm = Memory::workspace("a batch norm", self.workspace.as_ref(), ws)?;
-        let xm = Memory::lend(&self.data, x.data)?;
-        let ym = Memory::lend_mut(&self.data, y.data)?;
-        let scale = Memory::lend(&self.stat, s.scale)?;
-        let shift = Memory::lend(&self.stat, s.shift)?;
-        let mean = Memory::lend_mut(&self.stat, s.mean)?;
-        let var = Memory::lend_mut(&self.stat, s.var)?;
-        let mut args = vec![
-            (ffi::ARG_SRC, &xm),
-            (ffi::ARG_DST, &ym),
-            (ffi::ARG_SCALE, &scale),
-            (ffi::ARG_SHIFT, &shift),
-            (ffi::ARG_MEAN, &mean),
-            (ffi::ARG_VARIANCE, &var),
-        ];
-        if let Some(w) = &wsm {
-            args.push((ffi::ARG_WORKSPACE, w));
-        }
-        self.fwd.run(&args)
-    }
-
-    /// The gradients of the data (`gx`), the scale and the shift for `gy`, given the forward
-    /// pass's input and statistics (every data argument in the kernel's layout) and, with a
-    /// fused ReLU, its workspace.
-    #[allow(clippy::too_many_arguments)]
-    pub fn backward(
-        &self,
-        x: Tensor<'_>,
-        gy: Tensor<'_>,
-        s: Stats<'_>,
-        ws: Option<&mut [u8]>,
-        gx: TensorMut<'_>,
-        gscale: &mut [f32],
-        gshift: &mut [f32],
-    ) -> Result<(), DnnlError> {
-        let Some(bwd) = &self.bwd else {
-            return Err(DnnlError::Input(
-                "the gradient of a batch norm built for inference".into(),
-            ));
-        };
-        self.check(&[x.strides, gy.strides, gx.strides])?;
-        let wsm = Memory::workspace("a batch norm", self.workspace.as_ref(), ws)?;
-        let xm = Memory::lend(&self.data, x.data)?;
-        let gym = Memory::lend(&self.data, gy.data)?;
-        let gxm = Memory::lend_mut(&self.data, gx.data)?;
-        let scale = Memory::lend(&self.stat, s.scale)?;
-        let mean = Memory::lend_mut(&self.stat, s.mean)?;
-        let var = Memory::lend_mut(&self.stat, s.var)?;
-        let gsc = Memory::lend_mut(&self.stat, gscale)?;
-        let gsh = Memory::lend_mut(&self.stat, gshift)?;
-        let mut args = vec![
-            (ffi::ARG_SRC, &xm),
-            (ffi::ARG_DIFF_DST, &gym),
-            (ffi::ARG_SCALE, &scale),
-            (ffi::ARG_MEAN, &mean),
-            (ffi::ARG_VARIANCE, &var),
-            (ffi::ARG_DIFF_SRC, &gxm),
-            (ffi::ARG_DIFF_SCALE, &gsc),
-            (ffi::ARG_DIFF_SHIFT, &gsh),
-        ];
-        if let Some(w) = &wsm {
-            args.push((ffi::ARG_WORKSPACE, w));
-        }
-        bwd.run(&args)
     }
 }

@@ -13,6 +13,7 @@
 //! (destroyed on drop) and check every buffer's length before oneDNN sees it.
 
 pub mod bnorm;
+mod bnorm_rows;
 pub mod conv;
 pub mod eltwise;
 mod ffi;

@@ -442,9 +442,10 @@ impl OnednnBatchNorm {
             .map_err(to_py)
     }
 
-    /// Writes the gradients of the data, the scale and the shift for `gy` (and the forward
-    /// pass's workspace `ws`, with a fused ReLU).
-    #[pyo3(signature = (x, gy, scale, mean, var, gx, gscale, gshift, ws = None))]
+    /// Writes the gradients of the data, the scale and the shift for `gy`; with a fused ReLU,
+    /// the forward pass's workspace `ws` (`workspace_bytes` > 0) or its shift `shift` (the
+    /// channels-last kernel, which recomputes the ReLU's mask).
+    #[pyo3(signature = (x, gy, scale, mean, var, gx, gscale, gshift, ws = None, shift = None))]
     #[allow(clippy::too_many_arguments)]
     fn backward(
         &self,
@@ -458,11 +459,16 @@ impl OnednnBatchNorm {
         mut gscale: PyReadwriteArrayDyn<'_, f32>,
         mut gshift: PyReadwriteArrayDyn<'_, f32>,
         mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
+        shift: Option<PyReadonlyArrayDyn<'_, f32>>,
     ) -> PyResult<()> {
         let (x, gy) = (dense(&x, "data")?, dense(&gy, "gradient")?);
         let s = Stats {
             scale: view(&scale, "gamma")?,
-            shift: &[],
+            shift: shift
+                .as_ref()
+                .map(|b| view(b, "beta"))
+                .transpose()?
+                .unwrap_or(&[]),
             mean: view_mut(&mut mean, "mean")?,
             var: view_mut(&mut var, "variance")?,
         };

@@ -451,7 +451,7 @@ class OnednnKernels:
             ggamma = numpy.empty_like(gamma)
             gbeta = numpy.empty_like(gamma)
             m, v = mean.copy(), var.copy()
-            k.backward(x, in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta, ws)
+            k.backward(x, in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta, ws, beta)
             return (gx if needs[0] else None), ggamma, gbeta
 
         return y, mean, var, grad
