@@ -36,7 +36,10 @@ type Lanes = [f32; LANES];
 const ZERO: Lanes = [0.0; LANES];
 
 /// Bytes of transformed points (a chunk's input and output points together) one product works
-/// on: small enough to stay in the cache between the transforms and the product.
+/// on: small enough to stay in the cache between the transforms and the product. Each chunk's
+/// product reads all the transformed kernels, so a chunk holds at least as many bytes of points
+/// as they have (256 channels in and out: 9.4 MB of kernels, and a chunk of 21 tiles read them
+/// 6 times a call, 14% slower than one chunk).
 const CHUNK_BYTES: usize = 3 << 19;
 /// Tiles below which a thread of its own does not pay for waking it.
 const TILES_PER_THREAD: usize = 8;
@@ -287,48 +290,57 @@ impl Tiling {
         });
     }
 
-    /// The points of tiles `start..start + rows` of `x` into `v[point][tile][cin]`.
-    pub(crate) fn transform_input(&self, x: &[f32], start: usize, rows: usize, v: &mut [f32]) {
+    /// The points of tiles `start..start + rows` of `x` into `v[point][tile][cin]`, the
+    /// points `ps` elements apart ([`point_stride`]).
+    pub(crate) fn transform_input(
+        &self,
+        x: &[f32],
+        start: usize,
+        rows: usize,
+        ps: usize,
+        v: &mut [f32],
+    ) {
         assert_eq!(x.len(), self.lens().0, "an input of another shape");
-        assert_eq!(v.len(), POINTS * rows * self.cin, "points of another shape");
+        assert!(ps >= rows * self.cin, "points that overlap");
+        assert_eq!(v.len(), POINTS * ps, "points of another shape");
         let out = SharedMut::new(v);
         for_parts(rows, TILES_PER_THREAD, 1, |r| {
-            self.input_range(x, start, rows, r, out)
+            self.input_range(x, start, ps, r, out)
         });
     }
 
     /// Tiles `start..start + rows` of the output `y` (plus `bias`) from their products
-    /// `m[point][tile][cout]`.
+    /// `m[point][tile][cout]`, the points `ps` elements apart.
     pub(crate) fn transform_output(
         &self,
         m: &[f32],
         start: usize,
         rows: usize,
+        ps: usize,
         bias: Option<&[f32]>,
         y: &mut [f32],
     ) {
         assert_eq!(y.len(), self.lens().1, "an output of another shape");
-        assert_eq!(
-            m.len(),
-            POINTS * rows * self.cout,
-            "products of another shape"
-        );
+        assert!(ps >= rows * self.cout, "products that overlap");
+        assert_eq!(m.len(), POINTS * ps, "products of another shape");
         if let Some(b) = bias {
             assert_eq!(b.len(), self.cout, "a bias of another length");
         }
         let out = SharedMut::new(y);
         for_parts(rows, TILES_PER_THREAD, 1, |r| {
-            self.output_range(m, start, rows, bias, r, out)
+            self.output_range(m, start, ps, bias, r, out)
         });
     }
 
-    /// The gradient of tiles `start..start + rows`' products, `dm[point][tile][cout]`, from
-    /// the output gradient `gy` (pixels beyond the output count as zero).
+    /// The gradient of tiles `start..start + rows`' products, `dm[point][tile][cout]` with
+    /// the points `ps` elements apart, from the output gradient `gy` (pixels beyond the
+    /// output count as zero).
     pub(crate) fn transform_output_grad(
         &self,
         gy: &[f32],
         start: usize,
         rows: usize,
+        ps: usize,
         dm: &mut [f32],
     ) {
         assert_eq!(
@@ -336,14 +348,11 @@ impl Tiling {
             self.lens().1,
             "an output gradient of another shape"
         );
-        assert_eq!(
-            dm.len(),
-            POINTS * rows * self.cout,
-            "products of another shape"
-        );
+        assert!(ps >= rows * self.cout, "products that overlap");
+        assert_eq!(dm.len(), POINTS * ps, "products of another shape");
         let out = SharedMut::new(dm);
         for_parts(rows, TILES_PER_THREAD, 1, |r| {
-            self.output_grad_range(gy, start, rows, r, out)
+            self.output_grad_range(gy, start, ps, r, out)
         });
     }
 
@@ -371,16 +380,16 @@ impl Tiling {
             w: &[f32], flipped: bool, blocks: Range<usize>, out: SharedMut<'_, f32>
         );
         fn input_range / input_body(
-            x: &[f32], start: usize, rows: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
+            x: &[f32], start: usize, ps: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
         );
         fn output_grad_range / output_grad_body(
-            gy: &[f32], start: usize, rows: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
+            gy: &[f32], start: usize, ps: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
         );
         fn weights_grad_range / weights_grad_body(
             du: &[f32], blocks: Range<usize>, out: SharedMut<'_, f32>
         );
         fn output_range / output_body(
-            m: &[f32], start: usize, rows: usize, bias: Option<&[f32]>, tiles: Range<usize>,
+            m: &[f32], start: usize, ps: usize, bias: Option<&[f32]>, tiles: Range<usize>,
             out: SharedMut<'_, f32>
         );
     }
@@ -434,7 +443,7 @@ impl Tiling {
         &self,
         gy: &[f32],
         start: usize,
-        rows: usize,
+        ps: usize,
         tiles: Range<usize>,
         out: SharedMut<'_, f32>,
     ) {
@@ -449,7 +458,7 @@ impl Tiling {
             let (height, width) = (OUT.min(self.oh - y0), OUT.min(self.ow - x0));
             // SAFETY: tile `t`'s row of each point; each tile is handed to one thread.
             let mut dst: [&mut [f32]; POINTS] = std::array::from_fn(|k| unsafe {
-                out.range((k * rows + t) * cout..(k * rows + t + 1) * cout)
+                out.range(k * ps + t * cout..k * ps + (t + 1) * cout)
             });
             for cb in (0..cout).step_by(LANES) {
                 let lanes = LANES.min(cout - cb);
@@ -505,7 +514,7 @@ impl Tiling {
         &self,
         x: &[f32],
         start: usize,
-        rows: usize,
+        ps: usize,
         tiles: Range<usize>,
         out: SharedMut<'_, f32>,
     ) {
@@ -514,7 +523,7 @@ impl Tiling {
             let (b, y0, x0) = self.origin(start + t);
             // SAFETY: tile `t`'s row of each point; each tile is handed to one thread.
             let mut dst: [&mut [f32]; POINTS] = std::array::from_fn(|k| unsafe {
-                out.range((k * rows + t) * cin..(k * rows + t + 1) * cin)
+                out.range(k * ps + t * cin..k * ps + (t + 1) * cin)
             });
             // the input pixel (row, column) of the tile, where it lies inside the input
             let pixel = |i: usize, j: usize| {
@@ -554,7 +563,7 @@ impl Tiling {
         &self,
         m: &[f32],
         start: usize,
-        rows: usize,
+        ps: usize,
         bias: Option<&[f32]>,
         tiles: Range<usize>,
         out: SharedMut<'_, f32>,
@@ -578,7 +587,7 @@ impl Tiling {
                 let lanes = LANES.min(cout - cb);
                 let mut p = [[ZERO; ALPHA]; ALPHA];
                 for (k, point) in p.iter_mut().flatten().enumerate() {
-                    *point = load(m, (k * rows + t) * cout + cb, lanes);
+                    *point = load(m, k * ps + t * cout + cb, lanes);
                 }
                 let mut o = [[ZERO; OUT]; OUT];
                 both_ways(&p, output_1d, &mut o);
@@ -599,15 +608,37 @@ impl Tiling {
     }
 }
 
+/// Elements from one point's rows of a chunk to the next's, for `len` elements of rows: a
+/// whole number of 64-byte cache lines, and an odd one. Rows of 128 channels in chunks of 56
+/// tiles put the points 7 × 4096 bytes apart, where the 36 rows a tile writes share one set of
+/// the L1 cache and evict each other: the transforms ran 40% slower than at 131 tiles.
+pub(crate) fn point_stride(len: usize) -> usize {
+    const LINE: usize = 16;
+    let lines = len.div_ceil(LINE);
+    (lines | 1) * LINE
+}
+
+/// The point strides of a chunk's input points and products.
+#[derive(Debug, Clone, Copy)]
+struct Strides {
+    v: usize,
+    m: usize,
+}
+
 /// The forward products of a chunk of `rows` tiles: `m[point] = v[point] @ u[point]`, `v`
-/// `(rows, cin)`, `u` `(cin, cout)`, all row-major.
-fn forward_products(d: &'static Dnnl, rows: usize, t: &Tiling) -> Result<Matmul, DnnlError> {
+/// `(rows, cin)` and `m` `(rows, cout)` row-major with points `ps` apart, `u` `(cin, cout)`.
+fn forward_products(
+    d: &'static Dnnl,
+    rows: usize,
+    t: &Tiling,
+    ps: Strides,
+) -> Result<Matmul, DnnlError> {
     let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
     Matmul::new(
         d,
-        MemDesc::plain(d, &[p, r, ci])?,
+        MemDesc::strided(d, &[p, r, ci], &[ps.v as i64, ci, 1])?,
         MemDesc::plain(d, &[p, ci, co])?,
-        MemDesc::plain(d, &[p, r, co])?,
+        MemDesc::strided(d, &[p, r, co], &[ps.m as i64, co, 1])?,
         false,
     )
 }
@@ -618,13 +649,14 @@ fn weight_grad_products(
     d: &'static Dnnl,
     rows: usize,
     t: &Tiling,
+    ps: Strides,
     accumulate: bool,
 ) -> Result<Matmul, DnnlError> {
     let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
     Matmul::new(
         d,
-        MemDesc::strided(d, &[p, ci, r], &[r * ci, 1, ci])?,
-        MemDesc::plain(d, &[p, r, co])?,
+        MemDesc::strided(d, &[p, ci, r], &[ps.v as i64, 1, ci])?,
+        MemDesc::strided(d, &[p, r, co], &[ps.m as i64, co, 1])?,
         MemDesc::plain(d, &[p, ci, co])?,
         accumulate,
     )
@@ -644,6 +676,7 @@ struct GradProducts {
 pub(crate) struct Winograd {
     tiling: Tiling,
     chunk: usize,
+    strides: Strides,
     full: Matmul,
     tail: Option<Matmul>,
     grad: Option<GradProducts>,
@@ -673,19 +706,26 @@ impl Winograd {
         weight_grad: bool,
     ) -> Result<Winograd, DnnlError> {
         let per_tile = POINTS * (tiling.cin + tiling.cout) * 4;
+        let kernel_bytes = POINTS * tiling.cin * tiling.cout * 4;
         let tiles = tiling.tiles();
-        let chunk = (CHUNK_BYTES / per_tile).max(TILES_PER_THREAD).min(tiles);
+        let most = (CHUNK_BYTES.max(kernel_bytes) / per_tile).max(TILES_PER_THREAD);
+        // chunks of about one size: no short last chunk on a matmul of its own
+        let chunk = tiles.div_ceil(tiles.div_ceil(most));
+        let ps = Strides {
+            v: point_stride(chunk * tiling.cin),
+            m: point_stride(chunk * tiling.cout),
+        };
         let rest = tiles % chunk;
-        let full = forward_products(d, chunk, &tiling)?;
+        let full = forward_products(d, chunk, &tiling, ps)?;
         let tail = (rest > 0)
-            .then(|| forward_products(d, rest, &tiling))
+            .then(|| forward_products(d, rest, &tiling, ps))
             .transpose()?;
         let grad = if weight_grad {
             Some(GradProducts {
-                first: weight_grad_products(d, chunk, &tiling, false)?,
-                full: weight_grad_products(d, chunk, &tiling, true)?,
+                first: weight_grad_products(d, chunk, &tiling, ps, false)?,
+                full: weight_grad_products(d, chunk, &tiling, ps, true)?,
                 tail: (rest > 0)
-                    .then(|| weight_grad_products(d, rest, &tiling, true))
+                    .then(|| weight_grad_products(d, rest, &tiling, ps, true))
                     .transpose()?,
             })
         } else {
@@ -695,6 +735,7 @@ impl Winograd {
             implementation: format!("winograd_4x4_3x3+matmul:{}", full.implementation()),
             tiling,
             chunk,
+            strides: ps,
             full,
             tail,
             grad,
@@ -730,10 +771,11 @@ impl Winograd {
                 gw.len()
             )));
         }
-        let (cin, cout, chunk) = (t.cin, t.cout, self.chunk);
-        let mut scratch = scratch(u_len + POINTS * chunk * (cin + cout));
+        let (chunk, ps) = (self.chunk, self.strides);
+        let mut scratch = scratch(u_len + POINTS * (ps.v + ps.m));
         let (du, rest) = scratch.split_at_mut(u_len);
-        let (v, dm) = rest.split_at_mut(POINTS * chunk * cin);
+        let (v, dm) = rest.split_at_mut(POINTS * ps.v);
+        let dm = &mut dm[..POINTS * ps.m];
         let tiles = t.tiles();
         for start in (0..tiles).step_by(chunk) {
             let rows = chunk.min(tiles - start);
@@ -742,12 +784,8 @@ impl Winograd {
                 _ if start == 0 => &grad.first,
                 _ => &grad.full,
             };
-            let (v, dm) = (
-                &mut v[..POINTS * rows * cin],
-                &mut dm[..POINTS * rows * cout],
-            );
-            t.transform_input(x, start, rows, v);
-            t.transform_output_grad(gy, start, rows, dm);
+            t.transform_input(x, start, rows, ps.v, v);
+            t.transform_output_grad(gy, start, rows, ps.m, dm);
             product.run(v, dm, du)?;
         }
         t.weights_from_grad(du, gw);
@@ -782,10 +820,11 @@ impl Winograd {
         if bias.is_some_and(|b| b.len() != t.cout) {
             return Err(DnnlError::Input("a bias of another length".into()));
         }
-        let (cin, cout, chunk) = (t.cin, t.cout, self.chunk);
-        let mut scratch = scratch(u_len + POINTS * chunk * (cin + cout));
+        let (chunk, ps) = (self.chunk, self.strides);
+        let mut scratch = scratch(u_len + POINTS * (ps.v + ps.m));
         let (u, rest) = scratch.split_at_mut(u_len);
-        let (v, m) = rest.split_at_mut(POINTS * chunk * cin);
+        let (v, m) = rest.split_at_mut(POINTS * ps.v);
+        let m = &mut m[..POINTS * ps.m];
         t.transform_weights(w, flipped, u);
         let tiles = t.tiles();
         for start in (0..tiles).step_by(chunk) {
@@ -794,13 +833,9 @@ impl Winograd {
                 Some(tail) if rows < chunk => tail,
                 _ => &self.full,
             };
-            let (v, m) = (
-                &mut v[..POINTS * rows * cin],
-                &mut m[..POINTS * rows * cout],
-            );
-            t.transform_input(x, start, rows, v);
+            t.transform_input(x, start, rows, ps.v, v);
             product.run(v, u, m)?;
-            t.transform_output(m, start, rows, bias, y);
+            t.transform_output(m, start, rows, ps.m, bias, y);
         }
         Ok(())
     }
@@ -867,25 +902,35 @@ mod tests {
         let tiles = t.tiles();
         for start in (0..tiles).step_by(chunk) {
             let rows = chunk.min(tiles - start);
-            let mut v = vec![0.0; POINTS * rows * t.cin];
-            t.transform_input(x, start, rows, &mut v);
-            let mut m = vec![0.0; POINTS * rows * t.cout];
+            // the points as the kernels lay them out: apart by an odd number of cache lines
+            let (vs, ms) = (point_stride(rows * t.cin), point_stride(rows * t.cout));
+            let mut v = vec![f32::NAN; POINTS * vs];
+            t.transform_input(x, start, rows, vs, &mut v);
+            let mut m = vec![f32::NAN; POINTS * ms];
             for k in 0..POINTS {
                 for r in 0..rows {
                     for co in 0..t.cout {
                         let s: f64 = (0..t.cin)
                             .map(|ci| {
-                                v[(k * rows + r) * t.cin + ci] as f64
+                                v[k * vs + r * t.cin + ci] as f64
                                     * u[(k * t.cin + ci) * t.cout + co] as f64
                             })
                             .sum();
-                        m[(k * rows + r) * t.cout + co] = s as f32;
+                        m[k * ms + r * t.cout + co] = s as f32;
                     }
                 }
             }
-            t.transform_output(&m, start, rows, bias, &mut y);
+            t.transform_output(&m, start, rows, ms, bias, &mut y);
         }
         y
+    }
+
+    #[test]
+    fn points_lie_an_odd_number_of_cache_lines_apart() {
+        assert_eq!(point_stride(56 * 128), 56 * 128 + 16); // 7 × 4096 bytes: one line more
+        assert_eq!(point_stride(16), 16);
+        assert_eq!(point_stride(17), 48);
+        assert_eq!(point_stride(3 * 16), 48);
     }
 
     fn assert_close(got: &[f32], want: &[f64]) {
@@ -1002,8 +1047,8 @@ mod tests {
                     let rows = chunk.min(tiles - start);
                     let mut v = vec![0.0; POINTS * rows * cin];
                     let mut dm = vec![0.0; POINTS * rows * cout];
-                    t.transform_input(&x, start, rows, &mut v);
-                    t.transform_output_grad(&gy, start, rows, &mut dm);
+                    t.transform_input(&x, start, rows, rows * cin, &mut v);
+                    t.transform_output_grad(&gy, start, rows, rows * cout, &mut dm);
                     for k in 0..POINTS {
                         for r in 0..rows {
                             for ci in 0..cin {
