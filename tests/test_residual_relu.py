@@ -15,7 +15,9 @@ import textwrap
 import mxrs as mx
 import numpy as np
 import pytest
-from mxrs import autograd, kernels
+from mxrs import _native, autograd, kernels
+from mxrs._grad_parts import GradParts, defer, total
+from mxrs._sparse_rows import SparseRows
 from mxrs.gluon import nn
 from mxrs.gluon.model_zoo.vision.resnet import BasicBlockV1
 
@@ -118,6 +120,53 @@ def test_resnet_units_end_in_one_sum_relu_pass(provider, hybridize, monkeypatch)
     assert len(got) == len(want) > 10
     for g, w in zip(got, want, strict=True):
         close(g, w)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("readers", [1, 2, 3])
+def test_gradient_parts_of_a_shared_output_are_added_in_the_relu_pass(
+    provider, readers, monkeypatch
+):
+    """``relu(a + b)`` read by several ops (a unit's output feeds the next unit's body and
+    shortcut): the tape hands the ReLU's gradient the parts, and the oneDNN provider adds them
+    in its one native pass; the gradients are those of the sum."""
+    calls = []
+    real = _native.relu_backward_sum
+
+    def spy(y, *rest):
+        calls.append(y.shape)
+        real(y, *rest)
+
+    monkeypatch.setattr(_native, "relu_backward_sum", spy)
+    rng = np.random.default_rng(8)
+    shape = (2, 16, 24, 24)  # above ACTIVATION_MIN
+    a0, b0 = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    with kernels.use(provider):
+        a, b = mx.nd.array(a0), mx.nd.array(b0)
+        a.attach_grad()
+        b.attach_grad()
+        with autograd.record():
+            y = mx.nd.unary._add_relu(a, b)
+            loss = (y * 1).sum()
+            for k in range(2, readers + 1):
+                loss = loss + (y * k).sum()
+        loss.backward()
+    weight = sum(range(1, readers + 1))
+    want = (a0 + b0 > 0).astype(np.float32) * weight
+    close(a.grad.asnumpy(), want)
+    close(b.grad.asnumpy(), want)
+    assert calls == ([shape] if provider == "onednn" and readers > 1 else [])
+
+
+def test_gradient_parts_only_for_dense_arrays_of_one_shape():
+    x, y = np.ones((2, 3), np.float32), np.full((2, 3), 2, np.float32)
+    parts = defer(x, y)
+    assert type(parts) is GradParts and len(defer(parts, x)) == 3
+    np.testing.assert_array_equal(total(defer(parts, x)), np.full((2, 3), 4))
+    assert total(x) is x
+    assert defer(x, np.ones((3, 2), np.float32)) is None
+    rows = SparseRows(np.array([1]), np.ones((1, 3), np.float32), (2, 3), mx.cpu().backend)
+    assert defer(rows, x) is None and defer(x, rows) is None
 
 
 def test_exported_resnet_graph_keeps_mxnet_nodes_and_its_executor_fuses(monkeypatch):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
 from . import timeline
 from ._failure import ComputeError, Failure, fail
+from ._grad_parts import defer, total
 from ._sparse_rows import SparseRows, add_grads, as_dense
 from .base import MXNetError
 
@@ -362,7 +363,7 @@ def _propagate(
     """Run ``node``'s backward and hand each input's gradient to its producer or variable."""
     ctx = node.ctx
     if not graph and any(type(g) is SparseRows for g in gouts):
-        gouts = [as_dense(g) for g in gouts]  # ops take dense output gradients
+        gouts = [as_dense(total(g)) for g in gouts]  # ops take dense output gradients
     if graph:
         gins = _graph_backward(node, gouts)
     elif ctx.device_typeid == 2:
@@ -381,7 +382,14 @@ def _propagate(
             if slot is None:
                 slot = pending[id(p)] = [None] * p.nout
             k = a._oidx
-            slot[k] = gi if slot[k] is None else add_grads(slot[k], gi)
+            have = slot[k]
+            if have is None:
+                slot[k] = gi
+            else:
+                parts = None
+                if not graph and getattr(p, "sums_gradients", False):
+                    parts = defer(have, gi)  # the producer adds them in its own pass
+                slot[k] = add_grads(total(have), gi) if parts is None else parts
         elif a._grad is not None:
             _accumulate(leaves, a, gi)
 

@@ -1,6 +1,7 @@
 //! ReLU's own loops, one pass over memory each, on OpenMP's threads ([`crate::parallel`]):
 //! the forward pass, the residual addition with its ReLU (`relu(a + b)`, as a ResNet block
-//! ends), and the gradient. oneDNN's ReLU turns NaN into 0; these keep MXNet's semantics: a
+//! ends), and the gradient, also of an output whose gradient comes in two parts (the block's
+//! output feeds the next block's body and its shortcut), added in the same pass. oneDNN's ReLU turns NaN into 0; these keep MXNet's semantics: a
 //! NaN input gives a NaN output, whose gradient is NaN, and elsewhere the gradient is
 //! `g * (y > 0)` (so a NaN or infinite `g` where `y <= 0` stays NaN).
 
@@ -51,6 +52,14 @@ pub fn add_forward(a: &[f32], b: &[f32], y: &mut [f32]) -> Result<(), DnnlError>
     Ok(())
 }
 
+/// The gradient of an output `y` whose gradient is `g`: `g` where `y > 0`, `g * 0` elsewhere
+/// (NaN stays NaN), NaN where `y` is.
+#[inline(always)]
+fn mask(y: f32, g: f32) -> f32 {
+    let masked = if y > 0.0 { g } else { g * 0.0 };
+    if y.is_nan() { y } else { masked }
+}
+
 /// The input gradient `gx` for the output `y` and its gradient `gy`.
 pub fn backward(y: &[f32], gy: &[f32], gx: &mut [f32]) -> Result<(), DnnlError> {
     check(&[y.len(), gy.len(), gx.len()], "relu gradient")?;
@@ -59,8 +68,25 @@ pub fn backward(y: &[f32], gy: &[f32], gx: &mut [f32]) -> Result<(), DnnlError> 
         // SAFETY: for_ranges hands out each range once.
         let gx = unsafe { out.range(r.clone()) };
         for ((gx, &y), &g) in gx.iter_mut().zip(&y[r.clone()]).zip(&gy[r]) {
-            let masked = if y > 0.0 { g } else { g * 0.0 };
-            *gx = if y.is_nan() { y } else { masked };
+            *gx = mask(y, g);
+        }
+    });
+    Ok(())
+}
+
+/// The input gradient `gx` for the output `y` whose gradient is `g1 + g2`.
+pub fn backward_sum(y: &[f32], g1: &[f32], g2: &[f32], gx: &mut [f32]) -> Result<(), DnnlError> {
+    check(
+        &[y.len(), g1.len(), g2.len(), gx.len()],
+        "relu gradient of two parts",
+    )?;
+    let out = SharedMut::new(gx);
+    for_ranges(y.len(), |r| {
+        // SAFETY: for_ranges hands out each range once.
+        let gx = unsafe { out.range(r.clone()) };
+        let gs = g1[r.clone()].iter().zip(&g2[r.clone()]);
+        for ((gx, &y), (&a, &b)) in gx.iter_mut().zip(&y[r]).zip(gs) {
+            *gx = mask(y, a + b);
         }
     });
     Ok(())
@@ -98,6 +124,19 @@ mod tests {
         backward(&y, &g, &mut gx).unwrap();
         assert_eq!(&gx[..2], &[0.0, 7.0]);
         assert!(gx[2].is_nan() && gx[3].is_nan());
+    }
+
+    #[test]
+    fn gradient_of_two_parts_adds_then_masks() {
+        let y = [0.0, 3.0, f32::NAN, 0.0, 1.0];
+        let (g1, g2) = ([5.0, 7.0, 1.0, f32::NAN, -2.0], [1.0, 0.5, 1.0, 1.0, 2.0]);
+        let mut gx = [9.0; 5];
+        backward_sum(&y, &g1, &g2, &mut gx).unwrap();
+        assert_eq!(&gx[..2], &[0.0, 7.5]);
+        assert!(gx[2].is_nan() && gx[3].is_nan());
+        assert_eq!(gx[4], 0.0);
+        let err = backward_sum(&y, &g1, &g2[..4], &mut gx).unwrap_err();
+        assert!(err.to_string().contains("different lengths"), "{err}");
     }
 
     #[test]

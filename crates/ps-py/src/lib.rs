@@ -54,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(onednn::relu_forward, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::relu_add_forward, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::relu_backward, m)?)?;
+    m.add_function(wrap_pyfunction!(onednn::relu_backward_sum, m)?)?;
     m.add_class::<onednn::OnednnConv>()?;
     m.add_class::<onednn::OnednnPool>()?;
     m.add_class::<onednn::OnednnBatchNorm>()?;

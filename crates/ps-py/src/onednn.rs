@@ -610,6 +610,27 @@ pub(crate) fn relu_backward(
     two_to_one(py, (&y, "output"), (&gy, "gradient"), gx, relu::backward)
 }
 
+/// ReLU's gradient `gx` from its output `y` and the two parts of the output's gradient,
+/// `gy1 + gy2`, added in the same pass.
+#[pyfunction]
+pub(crate) fn relu_backward_sum(
+    py: Python<'_>,
+    y: PyReadonlyArrayDyn<'_, f32>,
+    gy1: PyReadonlyArrayDyn<'_, f32>,
+    gy2: PyReadonlyArrayDyn<'_, f32>,
+    mut gx: PyReadwriteArrayDyn<'_, f32>,
+) -> PyResult<()> {
+    let (y, g1, g2) = (
+        dense(&y, "output")?,
+        dense(&gy1, "first gradient")?,
+        dense(&gy2, "second gradient")?,
+    );
+    let gx = dense_mut(&mut gx, "input gradient")?;
+    same_order(&[&y.strides, &g1.strides, &g2.strides, &gx.strides])?;
+    py.detach(|| relu::backward_sum(y.data, g1.data, g2.data, gx.data))
+        .map_err(to_py)
+}
+
 type Loop2 = fn(&[f32], &[f32], &mut [f32]) -> Result<(), DnnlError>;
 
 /// Runs the elementwise `kernel` on two named inputs and an output of one dense layout,

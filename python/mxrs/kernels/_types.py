@@ -116,7 +116,9 @@ class ActKernels(Protocol):
 
     def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
         """``relu(a + b)`` for ``a`` and ``b`` of one shape (a residual block's end), and the
-        closure giving ``(ga, gb)``, both the ReLU's gradient."""
+        closure giving ``(ga, gb)``, both the ReLU's gradient. The closure also takes the
+        output's gradient in parts (a ``mxrs._grad_parts.GradParts`` of NumPy arrays, which the
+        tape passes to ops that add them themselves)."""
         ...
 
 

@@ -27,6 +27,7 @@ import numpy
 
 from .. import _native
 from .._backend import NUMPY
+from .._grad_parts import GradParts, total
 from ..base import KernelError, KernelUnsupportedError
 from . import portable
 from ._layout import channels_last, dense, in_layout_of, is_channels_last, strides_of
@@ -157,11 +158,16 @@ def _inference_only(what: str) -> Grad:
 
 def _relu_grad(y: Any, inputs: int = 1) -> Grad:
     """The gradient closure of a ReLU whose output is ``y`` (over ``inputs`` addends, which
-    share it): one native pass, NaN kept."""
+    share it): one native pass, NaN kept; an output gradient in parts (:class:`GradParts`)
+    is added in the same pass."""
 
     def grad(g: Any, needs: tuple[bool, ...]) -> tuple[Any, ...]:
         gx = numpy.empty_like(y)
-        _native.relu_backward(y, in_layout_of(y, g), gx)
+        if type(g) is GradParts:
+            first, second = g[0], total(GradParts(g[1:]))
+            _native.relu_backward_sum(y, in_layout_of(y, first), in_layout_of(y, second), gx)
+        else:
+            _native.relu_backward(y, in_layout_of(y, g), gx)
         return (gx,) * inputs
 
     return grad

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy
 
+from .._grad_parts import total
 from ._types import ConvGeometry, Grad, PoolGeometry
 
 __all__ = [
@@ -408,6 +409,7 @@ class Portable:
         xp.maximum(y, 0, out=y)
 
         def grad(g, needs):
+            g = total(g)
             gs = xp.where(xp.isnan(y), y, g * (y > 0))
             return (gs, gs)
 

@@ -232,6 +232,7 @@ class _AddRelu(Op):
     reads, as a residual block ends. Both addends get the ReLU's gradient."""
 
     keeps_inputs = False  # the gradient comes from the output
+    sums_gradients = True  # the kernel's gradient adds the output's gradient parts
 
     def forward(self, a, b):
         k = kernels.select("Activation", self.be, a.dtype)

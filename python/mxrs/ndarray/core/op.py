@@ -59,6 +59,10 @@ class Op:
     """
 
     keeps_inputs = True
+    #: Whether ``backward`` takes an output gradient in parts (``mxrs._grad_parts.GradParts``)
+    #: and adds them itself, in a pass it makes anyway: the tape then hands over the parts of
+    #: an output several ops read instead of adding them first.
+    sums_gradients = False
     #: Whether ``forward`` and ``backward`` take bfloat16 arrays as they are (casts); other ops
     #: given a bfloat16 input run in float32 (see ``mxrs._bfloat16.forward_in_float32``).
     bfloat16 = False
