@@ -56,6 +56,9 @@ SHAPES = [
     (2, 5, 4, 5, 4, (2, 2), False),  # the most padding it takes
     (1, 20, 7, 9, 6, (0, 2), True),  # different padding per axis
     (4, 64, 64, 16, 16, (1, 1), True),  # the size "auto" picks it for
+    # many chunks of tiles, the last one shorter, their points apart by padded strides
+    (8, 64, 64, 56, 56, (1, 1), True),
+    (3, 128, 96, 28, 28, (1, 1), False),  # chunks sized by the transformed kernels
 ]
 
 
