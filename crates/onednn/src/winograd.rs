@@ -51,9 +51,7 @@ fn load(src: &[f32], at: usize, lanes: usize) -> Lanes {
         let whole: &Lanes = src[at..at + LANES].try_into().expect("16 values");
         *whole
     } else {
-        let mut v = ZERO;
-        v[..lanes].copy_from_slice(&src[at..at + lanes]);
-        v
+        load_part(src, at, lanes)
     }
 }
 
@@ -64,8 +62,25 @@ fn store(dst: &mut [f32], v: &Lanes, lanes: usize) {
         let whole: &mut Lanes = dst.try_into().expect("16 values");
         *whole = *v;
     } else {
-        dst.copy_from_slice(&v[..lanes]);
+        store_part(dst, v, lanes);
     }
+}
+
+// The partial loads and stores stay out of line: inlined, the compiler merged both branches of
+// `load` and `store` into one call of libc's memmove for `lanes * 4` bytes, which cost the
+// kernel transforms half their time.
+#[cold]
+#[inline(never)]
+fn load_part(src: &[f32], at: usize, lanes: usize) -> Lanes {
+    let mut v = ZERO;
+    v[..lanes].copy_from_slice(&src[at..at + lanes]);
+    v
+}
+
+#[cold]
+#[inline(never)]
+fn store_part(dst: &mut [f32], v: &Lanes, lanes: usize) {
+    dst.copy_from_slice(&v[..lanes]);
 }
 
 /// `B^T d` for a column `d` of an input tile.
@@ -254,8 +269,15 @@ impl Tiling {
         (
             self.n * self.h * self.w * self.cin,
             self.n * self.oh * self.ow * self.cout,
-            POINTS * self.cin * self.cout,
+            POINTS * self.u_stride(),
         )
+    }
+
+    /// Elements from one point's transformed kernels `(cin, cout)` to the next's: an odd
+    /// number of cache lines ([`point_stride`]; the 36 rows a kernel transform writes at once
+    /// were 256 KB apart for 256 channels, all in one cache set).
+    pub(crate) fn u_stride(&self) -> usize {
+        point_stride(self.cin * self.cout)
     }
 
     /// The image, first input row and first input column of tile `g`.
@@ -285,7 +307,9 @@ impl Tiling {
             "transformed weights of another shape"
         );
         let out = SharedMut::new(u);
-        for_parts(self.cout.div_ceil(LANES), 1, 1, |r| {
+        // by input channel: each point's row of output channels is written in order
+        let grain = ((1 << 12) / self.cout.max(1)).max(1);
+        for_parts(self.cin, grain, 1, |r| {
             self.weights_range(w, flipped, r, out)
         });
     }
@@ -377,7 +401,7 @@ impl Tiling {
 
     simd_variants! {
         fn weights_range / weights_body(
-            w: &[f32], flipped: bool, blocks: Range<usize>, out: SharedMut<'_, f32>
+            w: &[f32], flipped: bool, inputs: Range<usize>, out: SharedMut<'_, f32>
         );
         fn input_range / input_body(
             x: &[f32], start: usize, ps: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
@@ -399,14 +423,14 @@ impl Tiling {
         &self,
         w: &[f32],
         flipped: bool,
-        blocks: Range<usize>,
+        inputs: Range<usize>,
         out: SharedMut<'_, f32>,
     ) {
-        let (cin, cout) = (self.cin, self.cout);
-        for cb in blocks.map(|b| b * LANES) {
-            let lanes = LANES.min(cout - cb);
-            // each output channel's kernels are read in input-channel order: 16 streams
-            for ci in 0..cin {
+        let (cin, cout, us) = (self.cin, self.cout, self.u_stride());
+        for ci in inputs {
+            for cb in (0..cout).step_by(LANES) {
+                let lanes = LANES.min(cout - cb);
+                // the kernels of input channel `ci` and 16 output channels
                 let mut g = [[ZERO; 3]; 3];
                 for (l, co) in (cb..cb + lanes).enumerate() {
                     let base = if flipped {
@@ -428,9 +452,9 @@ impl Tiling {
                 let mut u = [[ZERO; ALPHA]; ALPHA];
                 both_ways(&g, weights_1d, &mut u);
                 for k in 0..POINTS {
-                    let at = (k * cin + ci) * cout + cb;
+                    let at = k * us + ci * cout + cb;
                     // SAFETY: output channels `cb..cb + lanes` of one point and input channel;
-                    // each block of output channels is handed to one thread.
+                    // each input channel is handed to one thread.
                     let row = unsafe { out.range(at..at + lanes) };
                     store(row, &u[k / ALPHA][k % ALPHA], lanes);
                 }
@@ -485,7 +509,7 @@ impl Tiling {
 
     #[inline(always)]
     fn weights_grad_body(&self, du: &[f32], blocks: Range<usize>, out: SharedMut<'_, f32>) {
-        let (cin, cout) = (self.cin, self.cout);
+        let (cin, cout, us) = (self.cin, self.cout, self.u_stride());
         let (mut u, mut g) = ([[ZERO; ALPHA]; ALPHA], [[ZERO; 3]; 3]);
         for cb in blocks.map(|b| b * LANES) {
             let lanes = LANES.min(cout - cb);
@@ -494,7 +518,7 @@ impl Tiling {
             let dst = unsafe { out.range(cb * cin * 9..(cb + lanes) * cin * 9) };
             for ci in 0..cin {
                 for (k, point) in u.iter_mut().flatten().enumerate() {
-                    *point = load(du, (k * cin + ci) * cout + cb, lanes);
+                    *point = load(du, k * us + ci * cout + cb, lanes);
                 }
                 both_ways(&u, weights_grad_1d, &mut g);
                 for l in 0..lanes {
@@ -637,7 +661,7 @@ fn forward_products(
     Matmul::new(
         d,
         MemDesc::strided(d, &[p, r, ci], &[ps.v as i64, ci, 1])?,
-        MemDesc::plain(d, &[p, ci, co])?,
+        MemDesc::strided(d, &[p, ci, co], &[t.u_stride() as i64, co, 1])?,
         MemDesc::strided(d, &[p, r, co], &[ps.m as i64, co, 1])?,
         false,
     )
@@ -657,7 +681,7 @@ fn weight_grad_products(
         d,
         MemDesc::strided(d, &[p, ci, r], &[ps.v as i64, 1, ci])?,
         MemDesc::strided(d, &[p, r, co], &[ps.m as i64, co, 1])?,
-        MemDesc::plain(d, &[p, ci, co])?,
+        MemDesc::strided(d, &[p, ci, co], &[t.u_stride() as i64, co, 1])?,
         accumulate,
     )
 }
@@ -762,7 +786,7 @@ impl Winograd {
             ));
         };
         let (x_len, y_len, u_len) = t.lens();
-        if x.len() != x_len || gy.len() != y_len || gw.len() * POINTS != u_len * 9 {
+        if x.len() != x_len || gy.len() != y_len || gw.len() != t.cin * t.cout * 9 {
             return Err(DnnlError::Input(format!(
                 "buffers of {}, {} and {} elements for the weight gradient of a convolution of \
                  {x_len} to {y_len}",
@@ -809,7 +833,7 @@ impl Winograd {
     ) -> Result<(), DnnlError> {
         let t = &self.tiling;
         let (x_len, y_len, u_len) = t.lens();
-        if x.len() != x_len || y.len() != y_len || w.len() * POINTS != u_len * 9 {
+        if x.len() != x_len || y.len() != y_len || w.len() != t.cin * t.cout * 9 {
             return Err(DnnlError::Input(format!(
                 "buffers of {}, {} and {} elements for a convolution of {x_len} to {y_len}",
                 x.len(),
@@ -913,7 +937,7 @@ mod tests {
                         let s: f64 = (0..t.cin)
                             .map(|ci| {
                                 v[k * vs + r * t.cin + ci] as f64
-                                    * u[(k * t.cin + ci) * t.cout + co] as f64
+                                    * u[k * t.u_stride() + ci * t.cout + co] as f64
                             })
                             .sum();
                         m[k * ms + r * t.cout + co] = s as f32;
@@ -1053,9 +1077,9 @@ mod tests {
                         for r in 0..rows {
                             for ci in 0..cin {
                                 for co in 0..cout {
-                                    du[(k * cin + ci) * cout + co] += v[(k * rows + r) * cin + ci]
-                                        as f64
-                                        * dm[(k * rows + r) * cout + co] as f64;
+                                    du[k * t.u_stride() + ci * cout + co] +=
+                                        v[(k * rows + r) * cin + ci] as f64
+                                            * dm[(k * rows + r) * cout + co] as f64;
                                 }
                             }
                         }
