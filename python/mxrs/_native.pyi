@@ -104,6 +104,7 @@ def sgd_update(
     rescale_grad: float,
     clip_gradient: float | None = None,
 ) -> None: ...
+def copy_into(dst: np.ndarray, src: np.ndarray) -> None: ...
 
 # ReLU's native loops (mxrs.kernels.onednn): dense float32 arrays of one layout, NaN kept;
 # split over oneDNN's OpenMP threads when it is loaded.

@@ -84,6 +84,20 @@ pub fn for_parts<F: Fn(Range<usize>) + Sync>(n: usize, grain: usize, align: usiz
     }
 }
 
+/// `dst[..] = src[..]` over the threads; `src` and `dst` have one length.
+pub fn copy(src: &[f32], dst: &mut [f32]) {
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "a copy between buffers of different lengths"
+    );
+    let out = SharedMut::new(dst);
+    for_ranges(src.len(), |r| {
+        // SAFETY: for_ranges hands out each range once.
+        unsafe { out.range(r.clone()) }.copy_from_slice(&src[r]);
+    });
+}
+
 /// A mutable buffer, borrowed for `'a`, that disjoint ranges are written through from several
 /// threads.
 #[derive(Debug, Clone, Copy)]
@@ -144,6 +158,14 @@ mod tests {
         });
         assert!(hits.iter().all(|&h| h == 1));
         assert!(calls.load(Ordering::Relaxed) >= 1);
+    }
+
+    #[test]
+    fn copies_every_element() {
+        let src: Vec<f32> = (0..3 * MIN_PER_THREAD + 5).map(|i| i as f32).collect();
+        let mut dst = vec![0.0; src.len()];
+        copy(&src, &mut dst);
+        assert_eq!(src, dst);
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Optimizer updates of a worker's own weights (the Python optimizers' local steps) by the loops
-//! the servers run (`ps_core::updater`): one pass over the arrays, without the GIL, split over
-//! oneDNN's OpenMP threads where it is loaded (`mxrs_onednn::parallel`), as MXNet's CPU
-//! optimizer kernels run on its OpenMP threads.
+//! the servers run (`ps_core::updater`), and the store of the gradients they read: one pass over
+//! the arrays, without the GIL, split over oneDNN's OpenMP threads where it is loaded
+//! (`mxrs_onednn::parallel`), as MXNet's CPU optimizer kernels run on its OpenMP threads.
 
-use mxrs_onednn::parallel::{SharedMut, for_ranges};
+use mxrs_onednn::parallel::{SharedMut, copy, for_ranges};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
 use ps_core::PsError;
 use ps_core::updater::{SgdStep, sgd_update as sgd};
@@ -68,4 +68,27 @@ pub(crate) fn sgd_update(
         failed.into_inner().map_or(Ok(()), Err)
     })
     .map_err(to_py)
+}
+
+/// `dst[...] = src` for C-contiguous float32 arrays of one length: backward's store of a
+/// gradient into a `.grad` whose `grad_req` is `write`, over the threads.
+#[pyfunction]
+pub(crate) fn copy_into(
+    py: Python<'_>,
+    mut dst: PyReadwriteArrayDyn<'_, f32>,
+    src: PyReadonlyArrayDyn<'_, f32>,
+) -> PyResult<()> {
+    let d = dst
+        .as_slice_mut()
+        .map_err(|_| contiguous("the destination"))?;
+    let s = src.as_slice().map_err(|_| contiguous("the source"))?;
+    if d.len() != s.len() {
+        return Err(to_py(PsError::ShapeMismatch(format!(
+            "a copy of {} values into {}",
+            s.len(),
+            d.len()
+        ))));
+    }
+    py.detach(|| copy(s, d));
+    Ok(())
 }
