@@ -333,3 +333,15 @@ def test_relu_input_is_freed_once_nothing_else_holds_it(provider):
     total.backward()
     np.testing.assert_allclose(gx.asnumpy(), [0.0, 4.0, 16.0])
     np.testing.assert_allclose(x.grad.asnumpy(), [0.0, 8.0, 8.0])
+
+
+def test_a_long_gradient_stored_into_its_own_buffer():
+    """A leaf head given its own ``.grad`` as head gradient: the store copies a buffer onto
+    itself (long float32 gradients go through the threaded native copy, which must not)."""
+    x = mx.nd.ones((300, 300))
+    x.attach_grad()
+    with autograd.record():
+        y = x * 2
+    y.backward()
+    x.backward(x.grad)
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.full((300, 300), 2, np.float32))

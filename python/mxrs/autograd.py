@@ -476,6 +476,7 @@ def _copy(dst: Any, src: Any, xp: Any) -> None:
         and src.size >= _THREADED_COPY
         and src.flags.c_contiguous
         and dst.flags.c_contiguous
+        and not np.may_share_memory(dst, src)
     ):
         _native.copy_into(dst, src)
     else:
