@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 
 use crate::DnnlError;
 use crate::parallel::{MIN_PER_THREAD, SharedMut, for_parts};
+use crate::relu::{mask, relu};
 
 /// Rows summed in `f32` before their sums are added to the `f64` ones.
 const BLOCK: usize = 64;
@@ -103,20 +104,6 @@ struct Coefs<'a> {
     k2: &'a [f32],
     k3: &'a [f32],
     relu: bool,
-}
-
-#[inline(always)]
-fn relu(v: f32) -> f32 {
-    // NaN compares false, so it passes through
-    if v <= 0.0 { 0.0 } else { v }
-}
-
-/// The output's gradient as the normalisation sees it: `g` where the ReLU's output `y` was
-/// positive, `g * 0` where it was not (a NaN `g` stays NaN), NaN where `y` was NaN.
-#[inline(always)]
-fn mask(y: f32, g: f32) -> f32 {
-    let masked = if y > 0.0 { g } else { g * 0.0 };
-    if y.is_nan() { y } else { masked }
 }
 
 /// Adds `Σ (x - k)` and `Σ (x - k)²` of `x`'s rows to `sums` (`[Σ d; C]` then `[Σ d²; C]`).
@@ -219,14 +206,20 @@ fn grad_apply_body(x: &[f32], gy: &[f32], c: &Coefs<'_>, gx: &mut [f32]) {
     }
 }
 
-/// `gamma / sqrt(var + eps)` per channel, the normalisation's scale.
-fn scales(gamma: &[f32], var: &[f32], eps: f32) -> Vec<f32> {
+/// `1 / sqrt(var + eps)` per channel.
+fn inverse_stds(var: &[f32], eps: f32) -> Vec<f64> {
     let eps = f64::from(eps);
-    let inv = var.iter().map(|&v| 1.0 / (f64::from(v) + eps).sqrt());
+    var.iter()
+        .map(|&v| 1.0 / (f64::from(v) + eps).sqrt())
+        .collect()
+}
+
+/// `gamma * inv` per channel, the normalisation's scale.
+fn scales(gamma: &[f32], inv: &[f64]) -> Vec<f32> {
     gamma
         .iter()
         .zip(inv)
-        .map(|(&g, i)| (f64::from(g) * i) as f32)
+        .map(|(&g, &i)| (f64::from(g) * i) as f32)
         .collect()
 }
 
@@ -327,7 +320,7 @@ impl Rows {
                 s.var[i] = (qs - ds * ds).max(0.0) as f32;
             }
         }
-        let a = scales(s.scale, s.var, eps);
+        let a = scales(s.scale, &inverse_stds(s.var, eps));
         let coefs = Coefs {
             a: &a,
             b: s.shift,
@@ -371,12 +364,8 @@ impl Rows {
             self.check(&[(shift.len(), "per-channel beta")])?;
         }
         let ch = self.channels;
-        let inv: Vec<f64> = s
-            .var
-            .iter()
-            .map(|&v| 1.0 / (f64::from(v) + f64::from(eps)).sqrt())
-            .collect();
-        let a = scales(s.scale, s.var, eps);
+        let inv = inverse_stds(s.var, eps);
+        let a = scales(s.scale, &inv);
         // the ReLU's mask is recomputed from the shift; without a ReLU it is never read
         let zeros = vec![0f32; ch];
         let b = if relu { shift } else { &zeros };

@@ -18,8 +18,9 @@ fn check(lens: &[usize], what: &str) -> Result<(), DnnlError> {
     }
 }
 
+/// MXNet's ReLU of one value: NaN passes through.
 #[inline(always)]
-fn relu(x: f32) -> f32 {
+pub(crate) fn relu(x: f32) -> f32 {
     // NaN compares false, so it passes through
     if x <= 0.0 { 0.0 } else { x }
 }
@@ -55,7 +56,7 @@ pub fn add_forward(a: &[f32], b: &[f32], y: &mut [f32]) -> Result<(), DnnlError>
 /// The gradient of an output `y` whose gradient is `g`: `g` where `y > 0`, `g * 0` elsewhere
 /// (NaN stays NaN), NaN where `y` is.
 #[inline(always)]
-fn mask(y: f32, g: f32) -> f32 {
+pub(crate) fn mask(y: f32, g: f32) -> f32 {
     let masked = if y > 0.0 { g } else { g * 0.0 };
     if y.is_nan() { y } else { masked }
 }
