@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -124,14 +125,22 @@ def tagged_processes(tag, rank_var="DMLC_WORKER_ID"):
     return found
 
 
+def _below_ephemeral():
+    """The first port the kernel hands out to outgoing connections (32768 where unknown)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports(n):
-    """A port P with P..P+n-1 all free now (on 127.0.0.1)."""
+    """A port P with P..P+n-1 all free now (on 127.0.0.1), below the ephemeral range: a job's
+    own outgoing connections take ephemeral ports, and one took a port picked there before its
+    server bound it."""
+    top = _below_ephemeral() - n
     for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65536:
-            continue
+        base = random.randrange(10000, max(top, 10001))
         socks = []
         try:
             for i in range(n):
