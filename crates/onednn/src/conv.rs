@@ -7,7 +7,8 @@
 //! 3.2's fastest AVX-512 convolutions run: the output is written channels-last, so the next
 //! layer (another convolution, a batch norm, an activation, an addition) reads it without a
 //! reorder; data in another layout is reordered in and out. 3×3 convolutions of stride 1 with
-//! 16 to 256 channels compute by Winograd's F(4×4, 3×3) instead ([`crate::winograd`]).
+//! 16 to 256 channels compute by Winograd's F(4×4, 3×3) instead ([`crate::winograd`]), and
+//! the data gradient of a strided 1×1 convolution by a stride-1 one ([`crate::sampled`]).
 
 use crate::ffi::{self, Dim};
 use crate::one_pixel::OnePixel;
@@ -16,6 +17,7 @@ use crate::prim::{
     MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, plain_strides,
     same_layout,
 };
+use crate::sampled::Sampled;
 use crate::winograd::{Tiling, Winograd};
 use crate::{Dnnl, DnnlError};
 use parking_lot::Mutex;
@@ -250,6 +252,9 @@ pub struct Conv {
     /// gradient too) and the data gradient's. They take channels-last data, the primitives
     /// anything else.
     winograd: Option<(Winograd, Option<Winograd>)>,
+    /// The data gradient of a strided 1×1 convolution, by the stride-1 one of the pixels it
+    /// reads, where this is one; it takes channels-last gradients, the primitive anything else.
+    sampled: Option<Sampled>,
     implementation: String,
 }
 
@@ -427,9 +432,11 @@ impl Conv {
             }
             None => None,
         };
+        let sampled = Sampled::for_spec(d, &spec, &dst)?;
         Ok(Conv {
             one_pixel,
             winograd,
+            sampled,
             spec,
             dst,
             fwd,
@@ -564,6 +571,12 @@ impl Conv {
             {
                 wf.weight_grad(x.data, gy.data, g)?;
             }
+        }
+        if let Some(sm) = &self.sampled
+            && channels_last(&self.dst, gy.strides)
+            && let Some(g) = gx.take_if(|g| channels_last(&self.spec.src, g.strides))
+        {
+            sm.data_grad(w, gy, g)?;
         }
         // The output gradient, reordered once where both passes want the same layout.
         let shared = gx.is_some() && gw.is_some() && bd.diff_dst.inner.same(&bw.diff_dst.inner);

@@ -25,6 +25,7 @@ pub mod parallel;
 pub mod pool;
 mod prim;
 pub mod relu;
+mod sampled;
 pub mod softmax;
 mod winograd;
 
