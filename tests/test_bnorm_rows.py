@@ -13,11 +13,9 @@ import numpy as np
 import pytest
 from mxrs import _native, autograd, kernels
 from mxrs.kernels._layout import channels_last, strides_of
+from onednn_native import needs_onednn
 
-pytestmark = pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"),
-    reason="oneDNN's wheel is for x86-64 Linux",
-)
+pytestmark = needs_onednn
 
 EPS = 1e-3
 

@@ -15,11 +15,9 @@ import pytest
 from mxrs import _native, autograd, kernels
 from mxrs.base import KernelError
 from mxrs.gluon.model_zoo import vision
+from onednn_native import needs_onednn
 
-pytestmark = pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"),
-    reason="oneDNN's wheel is for x86-64 Linux",
-)
+pytestmark = needs_onednn
 
 PROVIDERS = ("numpy", "onednn")
 

@@ -4,9 +4,6 @@ window for an even ``nsize``, softmax's temperature), NaN and infinities, the fa
 clear errors for buffers that do not fit.
 """
 
-import os
-import sys
-
 import mxrs as mx
 import numpy as np
 import pytest
@@ -14,11 +11,9 @@ from mxrs import _native, autograd, kernels
 from mxrs._backend import NUMPY
 from mxrs.base import KernelError, KernelUnsupportedError
 from mxrs.kernels import onednn
+from onednn_native import needs_onednn
 
-pytestmark = pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"),
-    reason="oneDNN's wheel is for x86-64 Linux",
-)
+pytestmark = needs_onednn
 
 PROVIDERS = ("numpy", "onednn")
 

@@ -8,31 +8,14 @@ oneDNN is a dependency of mxrs on x86-64 Linux, so it must load here; these test
 skip) where it does not.
 """
 
-import os
-import sys
-
 import numpy as np
 import pytest
-from mxrs import _native, kernels
+from mxrs import _native
 from mxrs.base import KernelError
 from mxrs.kernels._layout import channels_last
+from onednn_native import channels_last_copy, load_onednn, needs_onednn
 
-pytestmark = pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"),
-    reason="oneDNN's wheel is for x86-64 Linux",
-)
-
-
-def _loaded():
-    """Loads oneDNN through the provider, as a model's first operator does."""
-    with kernels.use("onednn"):
-        kernels.describe()
-
-
-def channels_last_copy(a):
-    out = channels_last(a.shape)
-    out[...] = a
-    return out
+pytestmark = needs_onednn
 
 
 def want_data_grad(gy, w, xs, stride, groups):
@@ -66,7 +49,7 @@ CASES = [
 
 @pytest.mark.parametrize("xs, f, stride, groups, bias", CASES)
 def test_gradients_equal_the_definition_and_the_strided_kernel(xs, f, stride, groups, bias):
-    _loaded()
+    load_onednn()
     rng = np.random.default_rng(11)
     nd = len(xs) - 2
     ws = (f, xs[1] // groups) + (1,) * nd
@@ -97,7 +80,7 @@ def test_gradients_equal_the_definition_and_the_strided_kernel(xs, f, stride, gr
 def test_the_data_gradient_alone_and_twice_in_a_row():
     """The kept buffer of the stride-1 gradient is reused: a second call with other values
     gives that call's gradient, and asking for the data gradient alone computes nothing else."""
-    _loaded()
+    load_onednn()
     rng = np.random.default_rng(12)
     xs, ws, stride = (2, 8, 9, 9), (16, 8, 1, 1), (2, 2)
     k = _native.OnednnConv(list(xs), list(ws), 1, False, list(stride), [1, 1], [0, 0], True)
@@ -111,7 +94,7 @@ def test_the_data_gradient_alone_and_twice_in_a_row():
 
 
 def test_a_data_gradient_of_the_wrong_size_is_refused():
-    _loaded()
+    load_onednn()
     xs, ws = (2, 8, 8, 8), (16, 8, 1, 1)
     k = _native.OnednnConv(list(xs), list(ws), 1, False, [2, 2], [1, 1], [0, 0], True)
     x = channels_last(xs)

@@ -13,32 +13,18 @@ import sys
 
 import numpy as np
 import pytest
-from mxrs import _native, kernels
+from mxrs import _native
 from mxrs.kernels._layout import channels_last
+from onednn_native import channels_last_copy, load_onednn, needs_onednn
 
-pytestmark = pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and os.uname().machine == "x86_64"),
-    reason="oneDNN's wheel is for x86-64 Linux",
-)
-
-
-def _loaded():
-    """Loads oneDNN through the provider, as a model's first operator does."""
-    with kernels.use("onednn"):
-        kernels.describe()
+pytestmark = needs_onednn
 
 
 def conv(xs, ws, pad, bias, winograd, training=True):
-    _loaded()
+    load_onednn()
     return _native.OnednnConv(
         list(xs), list(ws), 1, bias, [1, 1], [1, 1], list(pad), training, None, winograd
     )
-
-
-def channels_last_copy(a):
-    out = channels_last(a.shape)
-    out[...] = a
-    return out
 
 
 def close(got, want, rel=3e-5):
@@ -118,14 +104,14 @@ def test_data_in_another_layout_is_computed_by_the_direct_kernel():
     ],
 )
 def test_auto_picks_it_where_it_is_faster(xs, ws, stride, picked):
-    _loaded()
+    load_onednn()
     pad = [ws[2] // 2] * 2
     k = _native.OnednnConv(list(xs), list(ws), 1, False, [stride] * 2, [1, 1], pad, True)
     assert k.implementation.startswith("winograd") == picked, k.implementation
 
 
 def test_an_unknown_choice_is_an_error():
-    _loaded()
+    load_onednn()
     with pytest.raises(ValueError, match="winograd must be 'off', 'auto' or 'always', not \"yes\""):
         _native.OnednnConv(
             [1, 1, 4, 4], [1, 1, 3, 3], 1, False, [1, 1], [1, 1], [1, 1], False, None, "yes"
