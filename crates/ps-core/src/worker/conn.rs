@@ -56,11 +56,16 @@ impl State {
         self.table.lock()
     }
 
-    /// Marks the connection dead and fails everything waiting on it.
+    /// Marks the connection dead and fails everything waiting on it. A connection that broke
+    /// in a job with backups and was holding its requests for a failover takes `why` (the
+    /// job's failure: a lost scheduler, a failed shutdown) as their cause: that is why no
+    /// failover will send them, whichever of the two a worker saw first. A scheduler killed
+    /// takes its servers down with it, and their connections can break before the worker
+    /// hears of the scheduler.
     fn fail(&self, why: String) {
         let pending = {
             let mut t = self.table();
-            if t.dead.is_none() {
+            if t.dead.is_none() || t.holding {
                 t.dead = Some(why);
             }
             t.holding = false;
@@ -357,5 +362,58 @@ impl Drop for ServerConn {
     fn drop(&mut self) {
         self.outbox.close();
         self.reader.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(keep: bool) -> State {
+        State {
+            name: "server 1 on 127.0.0.1:4000".into(),
+            table: Mutex::new(Table::default()),
+            next_id: AtomicU64::new(1),
+            keep,
+        }
+    }
+
+    fn waiting(st: &State, id: u64) -> oneshot::Receiver<Result<Frame>> {
+        let (tx, rx) = oneshot::channel();
+        st.table().pending.insert(id, (tx, None));
+        rx
+    }
+
+    #[test]
+    fn requests_held_for_a_failover_fail_with_the_jobs_cause() {
+        let st = state(true);
+        let mut rx = waiting(&st, 1);
+        st.broken("lost the connection to server 1 on 127.0.0.1:4000: Broken pipe".into());
+        assert!(rx.try_recv().is_err(), "a held request failed at the break");
+        st.fail("scheduler on 127.0.0.1:9000 disconnected".into());
+        let e = rx.try_recv().unwrap().unwrap_err().to_string();
+        assert!(
+            e.contains("scheduler on 127.0.0.1:9000 disconnected"),
+            "{e}"
+        );
+        // and so does every later request
+        assert_eq!(
+            st.table().dead.as_deref(),
+            Some("scheduler on 127.0.0.1:9000 disconnected")
+        );
+    }
+
+    #[test]
+    fn a_connection_failed_by_its_break_keeps_that_cause() {
+        let st = state(false);
+        let mut rx = waiting(&st, 1);
+        st.broken("server 1 on 127.0.0.1:4000 closed the connection".into());
+        let e = rx.try_recv().unwrap().unwrap_err().to_string();
+        assert!(e.contains("closed the connection"), "{e}");
+        st.fail("scheduler on 127.0.0.1:9000 disconnected".into());
+        assert_eq!(
+            st.table().dead.as_deref(),
+            Some("server 1 on 127.0.0.1:4000 closed the connection")
+        );
     }
 }
