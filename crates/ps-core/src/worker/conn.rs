@@ -41,6 +41,9 @@ struct Table {
     /// The connection broke in a job with backups: requests wait here for the server that
     /// takes over its keys (until they are taken, or the job fails).
     holding: bool,
+    /// Why writing failed, for the reader to report once it has read what the server sent
+    /// before the connection ended (its farewell first).
+    write_error: Option<String>,
 }
 
 struct State {
@@ -139,7 +142,14 @@ impl ServerConn {
             }
             .await;
             if let Err(e) = r {
-                st.broken(format!("lost the connection to {}: {e}", st.name));
+                // The reader says why the connection ended: a server that leaves writes its
+                // farewell and closes, and a write can fail on the close (at once on a Unix
+                // socket) before the reader has read the farewell. Ending the write side here
+                // makes a live server close its end too, so the reader always ends.
+                st.table()
+                    .write_error
+                    .get_or_insert(format!("lost the connection to {}: {e}", st.name));
+                let _ = w.shutdown().await;
             }
         });
 
@@ -164,6 +174,8 @@ impl ServerConn {
                     Err(e) => break format!("lost the connection to {}: {e}", st.name),
                 }
             };
+            // what went wrong first: a failed write, else how reading ended
+            let why = st.table().write_error.take().unwrap_or(why);
             st.broken(why);
         });
 
