@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _cuda_float
+from . import _cuda_float, _threaded
 
 __all__ = ["SparseRows", "add_grads", "as_dense", "lookup", "sum_rows", "unique_ids"]
 
@@ -131,7 +131,7 @@ def add_grads(a: Any, b: Any) -> Any:
         out = a.copy()
         b.add_into(out)
         return out
-    return a + b if isinstance(a, np.ndarray) else _cuda_float.add(a, b)
+    return _threaded.add(a, b) if isinstance(a, np.ndarray) else _cuda_float.add(a, b)
 
 
 def as_dense(g: Any) -> Any:

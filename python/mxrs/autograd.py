@@ -26,9 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 
-import numpy as np
-
-from . import _native, timeline
+from . import _threaded, timeline
 from ._failure import ComputeError, Failure, fail
 from ._grad_parts import defer, total
 from ._sparse_rows import SparseRows, add_grads, as_dense
@@ -462,27 +460,6 @@ def _accumulate(leaves: dict[int, Any], var: TapeArray, g: Any) -> None:
         leaves[id(var)] = (var, add_grads(entry[1], g))
 
 
-#: Elements from which a float32 gradient is stored by the native copy over the threads.
-_THREADED_COPY = 1 << 16
-
-
-def _copy(dst: Any, src: Any, xp: Any) -> None:
-    """``dst[...] = src``: long float32 arrays over the kernels' threads, others by ``xp``."""
-    if (
-        type(src) is np.ndarray
-        and type(dst) is np.ndarray
-        and src.dtype == dst.dtype == np.float32
-        and src.shape == dst.shape
-        and src.size >= _THREADED_COPY
-        and src.flags.c_contiguous
-        and dst.flags.c_contiguous
-        and not np.may_share_memory(dst, src)
-    ):
-        _native.copy_into(dst, src)
-    else:
-        xp.copyto(dst, src)
-
-
 def _store(var: TapeArray, g: Any) -> None:
     """Store ``var``'s final gradient per its grad_req, then tell its trainer, if it has one."""
     req = var._grad_req
@@ -495,7 +472,7 @@ def _store(var: TapeArray, g: Any) -> None:
             grad._data[...] = 0
         g.add_into(grad._data)
     elif req == "write":
-        _copy(grad._data, g, var._ctx.backend.xp)
+        _threaded.copy(grad._data, g, var._ctx.backend.xp)
     elif req == "add":
         grad._data += g
     var._fresh = True

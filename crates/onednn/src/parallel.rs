@@ -84,6 +84,22 @@ pub fn for_parts<F: Fn(Range<usize>) + Sync>(n: usize, grain: usize, align: usiz
     }
 }
 
+/// `out[..] = a[..] + b[..]` over the threads; the three have one length.
+pub fn add(a: &[f32], b: &[f32], out: &mut [f32]) {
+    assert!(
+        a.len() == out.len() && b.len() == out.len(),
+        "a sum of buffers of different lengths"
+    );
+    let dst = SharedMut::new(out);
+    for_ranges(a.len(), |r| {
+        // SAFETY: for_ranges hands out each range once.
+        let o = unsafe { dst.range(r.clone()) };
+        for ((o, x), y) in o.iter_mut().zip(&a[r.clone()]).zip(&b[r]) {
+            *o = x + y;
+        }
+    });
+}
+
 /// `dst[..] = src[..]` over the threads; `src` and `dst` have one length.
 pub fn copy(src: &[f32], dst: &mut [f32]) {
     assert_eq!(
@@ -166,6 +182,22 @@ mod tests {
         let mut dst = vec![0.0; src.len()];
         copy(&src, &mut dst);
         assert_eq!(src, dst);
+    }
+
+    #[test]
+    fn adds_every_element() {
+        let n = 3 * MIN_PER_THREAD + 5;
+        let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..n).map(|i| 0.5 - (2 * i) as f32).collect();
+        let mut out = vec![f32::NAN; n];
+        add(&a, &b, &mut out);
+        assert!((0..n).all(|i| out[i] == a[i] + b[i]));
+    }
+
+    #[test]
+    #[should_panic(expected = "a sum of buffers of different lengths")]
+    fn a_sum_of_other_lengths_is_refused() {
+        add(&[1.0, 2.0], &[1.0], &mut [0.0, 0.0]);
     }
 
     #[test]

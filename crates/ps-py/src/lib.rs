@@ -50,6 +50,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tls::tls_job_certificates, m)?)?;
     m.add_function(wrap_pyfunction!(updates::sgd_update, m)?)?;
     m.add_function(wrap_pyfunction!(updates::copy_into, m)?)?;
+    m.add_function(wrap_pyfunction!(updates::add_into, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::relu_forward, m)?)?;

@@ -1,9 +1,10 @@
 //! Optimizer updates of a worker's own weights (the Python optimizers' local steps) by the loops
-//! the servers run (`ps_core::updater`), and the store of the gradients they read: one pass over
-//! the arrays, without the GIL, split over oneDNN's OpenMP threads where it is loaded
-//! (`mxrs_onednn::parallel`), as MXNet's CPU optimizer kernels run on its OpenMP threads.
+//! the servers run (`ps_core::updater`), the store of the gradients they read and the sums of
+//! long gradients and operands: one pass over the arrays, without the GIL, split over oneDNN's
+//! OpenMP threads where it is loaded (`mxrs_onednn::parallel`), as MXNet's CPU kernels run on
+//! its OpenMP threads.
 
-use mxrs_onednn::parallel::{SharedMut, copy, for_ranges};
+use mxrs_onednn::parallel::{SharedMut, add, copy, for_ranges};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArrayDyn};
 use ps_core::PsError;
 use ps_core::updater::{SgdStep, sgd_update as sgd};
@@ -90,5 +91,31 @@ pub(crate) fn copy_into(
         ))));
     }
     py.detach(|| copy(s, d));
+    Ok(())
+}
+
+/// `out[...] = a + b` for C-contiguous float32 arrays of one length, over the threads: the
+/// sum of two long operands or gradients, which NumPy adds on one thread.
+#[pyfunction]
+pub(crate) fn add_into(
+    py: Python<'_>,
+    mut out: PyReadwriteArrayDyn<'_, f32>,
+    a: PyReadonlyArrayDyn<'_, f32>,
+    b: PyReadonlyArrayDyn<'_, f32>,
+) -> PyResult<()> {
+    let o = out
+        .as_slice_mut()
+        .map_err(|_| contiguous("the destination"))?;
+    let a = a.as_slice().map_err(|_| contiguous("the first operand"))?;
+    let b = b.as_slice().map_err(|_| contiguous("the second operand"))?;
+    if a.len() != o.len() || b.len() != o.len() {
+        return Err(to_py(PsError::ShapeMismatch(format!(
+            "a sum of {} and {} values into {}",
+            a.len(),
+            b.len(),
+            o.len()
+        ))));
+    }
+    py.detach(|| add(a, b, o));
     Ok(())
 }

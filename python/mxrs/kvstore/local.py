@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _threaded
 from ..base import KVStoreError
 from ..context import Context, cpu
 from ..ndarray import sparse
@@ -35,7 +35,9 @@ def reduce_sum(values: list[NDArray], ctx: Context) -> Any:
             return summed
     acc = move_data(first._data, first._ctx, ctx)
     if acc is first._data:
-        acc = acc.copy()
+        fresh = ctx.backend.xp.empty_like(acc)
+        _threaded.copy(fresh, acc, ctx.backend.xp)
+        acc = fresh
     for v in values[1:]:
         acc += move_data(v._data, v._ctx, ctx)
     return acc
@@ -57,7 +59,7 @@ def copy_into(dst: NDArray, src_raw: Any, src_ctx: Context) -> None:
     if dst._sparse:
         dst._data = moved.astype(dst.dtype, copy=moved is src_raw)
         return
-    dst._ctx.backend.xp.copyto(dst._data, moved)
+    _threaded.copy(dst._data, moved, dst._ctx.backend.xp)
 
 
 def merge(values: list[NDArray], ctx: Context) -> NDArray:
