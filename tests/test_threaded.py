@@ -30,6 +30,21 @@ def test_a_long_sum_is_numpys_in_a_new_array():
     assert not np.may_share_memory(out, a) and not np.may_share_memory(out, b)
 
 
+def _channels_last(x):
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def test_channels_last_arrays_are_summed_and_copied_in_their_layout():
+    a, b = (_channels_last(x) for x in _pair((2, 33, 40, 50)))
+    assert not a.flags.c_contiguous and a.size >= _threaded.THRESHOLD
+    out = _threaded.add(a, b)
+    np.testing.assert_array_equal(out, a + b)
+    assert out.strides == a.strides  # NumPy's own sum keeps the layout too
+    dst = np.empty_like(a)
+    _threaded.copy(dst, b)
+    np.testing.assert_array_equal(dst, b)
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -39,8 +54,9 @@ def test_a_long_sum_is_numpys_in_a_new_array():
         lambda: (_pair(LONG)[0], _pair((1, 257, 129))[1]),  # broadcast
         lambda: tuple(x[:, ::2] for x in _pair(LONG)),  # strided
         lambda: (_pair(LONG)[0], _pair(LONG, np.float64)[1]),  # mixed dtypes
+        lambda: (lambda a, b: (a, _channels_last(b)))(*_pair((2, 33, 40, 50))),  # two layouts
     ],
-    ids=["short", "float64", "scalar", "broadcast", "strided", "mixed"],
+    ids=["short", "float64", "scalar", "broadcast", "strided", "mixed", "layouts"],
 )
 def test_anything_else_is_numpys_sum(make):
     a, b = make()

@@ -19,32 +19,46 @@ __all__ = ["add", "copy"]
 THRESHOLD = 1 << 16
 
 
-def _long(*arrays: Any) -> bool:
+def _flat(*arrays: Any) -> list[Any] | None:
+    """One-dimensional views of long float32 arrays of one shape and one dense layout (row-major
+    or any order of the axes, as channels-last data is), element ``i`` of each the same element
+    of the shape; None for anything else."""
     first = arrays[0]
-    return (
-        all(
-            type(a) is np.ndarray
-            and a.dtype == np.float32
-            and a.shape == first.shape
-            and a.flags.c_contiguous
-            for a in arrays
-        )
-        and first.size >= THRESHOLD
-    )
+    if not all(
+        type(a) is np.ndarray
+        and a.dtype == np.float32
+        and a.shape == first.shape
+        and a.strides == first.strides
+        for a in arrays
+    ):
+        return None
+    if first.size < THRESHOLD:
+        return None
+    if first.flags.c_contiguous:
+        return [a.reshape(-1) for a in arrays]
+    # the axes from the longest stride to the shortest: a dense array becomes row-major
+    order = sorted(range(first.ndim), key=lambda i: -first.strides[i])
+    views = [a.transpose(order) for a in arrays]
+    if not views[0].flags.c_contiguous:
+        return None
+    return [v.reshape(-1) for v in views]
 
 
 def copy(dst: Any, src: Any, xp: Any = np) -> None:
     """``dst[...] = src``; ``xp`` (the arrays' module) copies what is not long float32."""
-    if _long(dst, src) and not np.may_share_memory(dst, src):
-        _native.copy_into(dst, src)
+    flat = _flat(dst, src)
+    if flat is not None and not np.may_share_memory(dst, src):
+        _native.copy_into(*flat)
     else:
         xp.copyto(dst, src)
 
 
 def add(a: Any, b: Any) -> Any:
     """``a + b`` as a new array."""
-    if _long(a, b):
-        out = np.empty_like(a)
-        _native.add_into(out, a, b)
-        return out
+    if _flat(a, b) is not None:
+        out = np.empty_like(a)  # a's layout
+        flat = _flat(out, a, b)
+        if flat is not None:
+            _native.add_into(*flat)
+            return out
     return a + b
