@@ -140,9 +140,15 @@ NOTE = (
     "layer handing the next its output without a reorder), and computes the 3×3 stride-1 "
     "convolutions of 16 to 256 channels (forward, data and weight gradients) by Winograd's "
     "F(4×4, 3×3): its own transforms around oneDNN's batched matmul, 1.3–2.3× the direct "
-    "kernels' speed on those layers. In one process at one thread that took mxrs from 62 to 76 "
-    "samples/s, MXNet 1.9.1 making 60 (`MXRS_CONV_WINOGRAD=0` keeps the direct kernels; "
-    "`MXRS_KERNELS=numpy` gives the portable im2col + OpenBLAS GEMM kernels)."
+    "kernels' speed on those layers. On the AMD EPYC of earlier runs that took mxrs from 62 "
+    "to 76 samples/s in one process at one thread, MXNet 1.9.1 making 60 "
+    "(`MXRS_CONV_WINOGRAD=0` keeps the direct kernels; `MXRS_KERNELS=numpy` gives the "
+    "portable im2col + OpenBLAS GEMM kernels). On this Intel Xeon one process trains at "
+    "1.10× MXNet 1.9.1 on 2 threads (at 1 thread, run by hand: 46 against 41 samples/s, "
+    "1.12×): MXNet's step scales 1.96× from 1 thread to 2, mxrs's 1.84–1.9×, the difference "
+    "in oneDNN's and mxrs's parallel loops, where one thread waits for the other at the end "
+    "of each (the step's elementwise sums and the local store's copies run on both threads "
+    "since 2026-11-29, +3% in an A/B of 3 runs each, within this run's spread)."
 )
 
 

@@ -166,12 +166,13 @@ import mxrs as mx
 from mxrs.base import NodeLostError
 
 kv = mx.kv.create('dist_sync')
-kv.init(0, mx.nd.zeros((2,)))
-if kv.rank == 1:
-    os.kill(os.getpid(), 9)
 out = mx.nd.zeros((2,))
 t = time.monotonic()
 try:
+    # worker 1 dies once its init returns: worker 0 may hear of it before its own init returns
+    kv.init(0, mx.nd.zeros((2,)))
+    if kv.rank == 1:
+        os.kill(os.getpid(), 9)
     kv.pushpull(0, mx.nd.ones((2,)), out=out)
     out.asnumpy()
     raise SystemExit('the round finished without worker 1')
