@@ -52,10 +52,7 @@ pub(crate) async fn run(
 ) {
     let mut peer = Peer {
         conn: shared.next_conn.fetch_add(1, Ordering::Relaxed),
-        addr: stream
-            .peer_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| "?".into()),
+        addr: stream.peer(),
         rank: None,
         server: None,
     };

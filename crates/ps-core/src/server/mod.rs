@@ -311,7 +311,11 @@ impl Server {
             )))
         });
         let refused = self.shared.metrics.refused.clone();
-        let mut incoming = transport::authenticated(listener, creds, refused);
+        let local = listener
+            .local_addr()
+            .ok()
+            .and_then(|addr| transport::local_listener(addr, &creds));
+        let mut incoming = transport::authenticated_with_local(listener, local, creds, refused);
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
         let farewell = loop {
