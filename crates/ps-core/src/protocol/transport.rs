@@ -282,9 +282,9 @@ fn local_name(addr: SocketAddr) -> String {
 
 /// The abstract Unix socket `name`.
 #[cfg(target_os = "linux")]
-fn local_addr(name: &str) -> std::io::Result<std::os::unix::net::SocketAddr> {
+fn local_addr(name: &str) -> std::io::Result<unix::SocketAddr> {
     use std::os::linux::net::SocketAddrExt;
-    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).map(unix::SocketAddr::from)
 }
 
 /// The Unix socket beside a server's TCP listener on `addr` for processes of its host, where
@@ -296,12 +296,7 @@ pub fn local_listener(addr: SocketAddr, creds: &Credentials) -> Option<UnixListe
     }
     #[cfg(target_os = "linux")]
     {
-        let bound = local_addr(&local_name(addr))
-            .and_then(|a| std::os::unix::net::UnixListener::bind_addr(&a))
-            .and_then(|l| {
-                l.set_nonblocking(true)?;
-                UnixListener::from_std(l)
-            });
+        let bound = local_addr(&local_name(addr)).and_then(|a| UnixListener::bind_addr(&a));
         match bound {
             Ok(l) => Some(l),
             Err(e) => {
@@ -315,14 +310,13 @@ pub fn local_listener(addr: SocketAddr, creds: &Credentials) -> Option<UnixListe
 }
 
 /// The Unix socket of the server at `addr` when it is a process of this host that offers one
-/// ([`local_listener`]); None otherwise, at the cost of one failed `connect` call.
+/// ([`local_listener`]); None otherwise (also when its backlog is full: the connect does not
+/// wait), at the cost of one failed `connect` call.
 async fn connect_local(addr: SocketAddr) -> Option<UnixStream> {
     #[cfg(target_os = "linux")]
     {
         let a = local_addr(&local_name(addr)).ok()?;
-        let std = std::os::unix::net::UnixStream::connect_addr(&a).ok()?;
-        std.set_nonblocking(true).ok()?;
-        UnixStream::from_std(std).ok()
+        UnixStream::connect_addr(&a).await.ok()
     }
     #[cfg(not(target_os = "linux"))]
     {
