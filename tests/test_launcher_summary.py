@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -267,6 +268,39 @@ def test_a_failed_job_is_summarised_and_its_tail_has_no_report():
         "  worker 1   exit 3    steps 2   samples/s -\n"
         "  server 0   stopped   in -      out -\n"
     ), err.getvalue()
+
+
+def test_a_killed_process_is_named_over_the_error_exit_it_caused():
+    # the scheduler exits 1 on hearing a node is lost, sometimes before the launcher hears the
+    # node was killed: the killed node is the job's failure, with its status
+    out, err = io.BytesIO(), io.StringIO()
+    sup = Supervisor(out=out, err=err)
+    scheduler = "import sys; print('job failed: worker 1 disconnected', flush=True); sys.exit(1)"
+    worker = "import os, time; time.sleep(0.1); os.kill(os.getpid(), 9)"
+    server = "import time; time.sleep(600)"
+    sup.start("scheduler", "scheduler", _python(scheduler), dict(os.environ))
+    sup.start("worker 1", "worker", _python(worker), dict(os.environ))
+    sup.start("server 0", "server", _python(server), dict(os.environ))
+    try:
+        assert sup.wait() == 137, err.getvalue()
+    finally:
+        sup.stop()
+    assert "mxrs-launch: worker 1 failed with exit status 137; stopping the job" in err.getvalue()
+    assert "scheduler failed" not in err.getvalue()
+
+
+def test_an_error_exit_alone_is_the_failure_after_a_short_wait():
+    out, err = io.BytesIO(), io.StringIO()
+    sup = Supervisor(out=out, err=err)
+    sup.start("scheduler", "scheduler", _python("import sys; sys.exit(4)"), dict(os.environ))
+    sup.start("worker 0", "worker", _python("import time; time.sleep(600)"), dict(os.environ))
+    started = time.monotonic()
+    try:
+        assert sup.wait() == 4, err.getvalue()
+    finally:
+        sup.stop()
+    assert time.monotonic() - started < 30
+    assert "mxrs-launch: scheduler failed with exit status 4; stopping the job" in err.getvalue()
 
 
 _SCRIPT = """

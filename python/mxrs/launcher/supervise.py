@@ -1,6 +1,8 @@
 """Runs the processes of a job: prefixed output, and the whole job ends on the first failure
 (unless it is a worker, or a server whose keys have backups, with restarts left, which is started
-again with the same rank). When the job ends, a summary: each process's exit status and report.
+again with the same rank); a process killed by a signal is named as the failure over one that
+exited with an error status just before it (its consequence). When the job ends, a summary: each
+process's exit status and report.
 """
 
 import collections
@@ -18,6 +20,10 @@ from .summary import JobSummary
 
 _GRACE_S = 5.0  # between SIGTERM and SIGKILL when stopping the job
 _DRAIN_S = 60.0  # for servers and scheduler to exit after the last worker finished
+# After a process that exited with an error status, how long another that was killed by a signal
+# may take to be seen: a killed node is the job's cause, the error exits that follow (the
+# scheduler's "job failed", a worker's lost node) its consequences.
+_CAUSE_S = 1.0
 
 
 class Supervisor:
@@ -167,10 +173,28 @@ class Supervisor:
                         "their backups"
                     )
                     continue
+                if code > 0:
+                    label, status = self._killed_meanwhile(running) or (label, status)
                 self._report(label, status)
                 self._terminate()
                 return status
         return 0
+
+    def _killed_meanwhile(self, running):
+        """(label, status) of a process killed by a signal within :data:`_CAUSE_S` of now (the
+        exits of the others are taken as they come); None when none was."""
+        deadline = time.monotonic() + _CAUSE_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                label, code = self._exits.get(timeout=left)
+            except queue.Empty:
+                return None
+            if label is None or code is None:  # a signal to stop: the job ends anyway
+                return None
+            running.discard(label)
+            if code < 0:
+                return label, 128 - code
+        return None
 
     def _restart(self, label, status):
         """Start ``label`` again if it has restarts left; its role when it was, else None."""
