@@ -34,8 +34,9 @@ def _channels_last(x):
     return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
 
 
-def test_channels_last_arrays_are_summed_and_copied_in_their_layout():
-    a, b = (_channels_last(x) for x in _pair((2, 33, 40, 50)))
+@pytest.mark.parametrize("shape", [(2, 33, 40, 50), (1, 33, 40, 50)])  # a batch of one too
+def test_channels_last_arrays_are_summed_and_copied_in_their_layout(shape):
+    a, b = (_channels_last(x) for x in _pair(shape))
     assert not a.flags.c_contiguous and a.size >= _threaded.THRESHOLD
     out = _threaded.add(a, b)
     np.testing.assert_array_equal(out, a + b)

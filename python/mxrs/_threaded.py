@@ -19,10 +19,10 @@ __all__ = ["add", "copy"]
 THRESHOLD = 1 << 16
 
 
-def _flat(*arrays: Any) -> list[Any] | None:
-    """One-dimensional views of long float32 arrays of one shape and one dense layout (row-major
-    or any order of the axes, as channels-last data is), element ``i`` of each the same element
-    of the shape; None for anything else."""
+def _order(*arrays: Any) -> list[int] | None:
+    """The order of the axes (longest stride first) in which long float32 arrays of one shape
+    and one dense layout (row-major, or any order of the axes as channels-last data is) are
+    each one row-major buffer; None for anything else."""
     first = arrays[0]
     if not all(
         type(a) is np.ndarray
@@ -35,30 +35,32 @@ def _flat(*arrays: Any) -> list[Any] | None:
     if first.size < THRESHOLD:
         return None
     if first.flags.c_contiguous:
-        return [a.reshape(-1) for a in arrays]
-    # the axes from the longest stride to the shortest: a dense array becomes row-major
+        return list(range(first.ndim))
     order = sorted(range(first.ndim), key=lambda i: -first.strides[i])
-    views = [a.transpose(order) for a in arrays]
-    if not views[0].flags.c_contiguous:
-        return None
-    return [v.reshape(-1) for v in views]
+    return order if first.transpose(order).flags.c_contiguous else None
+
+
+def _flat(x: Any, order: list[int]) -> Any:
+    """``x``'s buffer as a one-dimensional view, in ``order``."""
+    return x.transpose(order).reshape(-1)
 
 
 def copy(dst: Any, src: Any, xp: Any = np) -> None:
     """``dst[...] = src``; ``xp`` (the arrays' module) copies what is not long float32."""
-    flat = _flat(dst, src)
-    if flat is not None and not np.may_share_memory(dst, src):
-        _native.copy_into(*flat)
+    order = _order(dst, src)
+    if order is not None and not np.may_share_memory(dst, src):
+        _native.copy_into(_flat(dst, order), _flat(src, order))
     else:
         xp.copyto(dst, src)
 
 
 def add(a: Any, b: Any) -> Any:
     """``a + b`` as a new array."""
-    if _flat(a, b) is not None:
-        out = np.empty_like(a)  # a's layout
-        flat = _flat(out, a, b)
-        if flat is not None:
-            _native.add_into(*flat)
-            return out
-    return a + b
+    order = _order(a, b)
+    if order is None:
+        return a + b
+    out = np.empty_like(a)  # a's dense layout, so the same order walks it
+    if out.strides != a.strides:
+        return a + b
+    _native.add_into(_flat(out, order), _flat(a, order), _flat(b, order))
+    return out

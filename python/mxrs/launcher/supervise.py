@@ -26,6 +26,11 @@ _DRAIN_S = 60.0  # for servers and scheduler to exit after the last worker finis
 _CAUSE_S = 1.0
 
 
+def _exit_status(code):
+    """A process's exit status as a shell shows it: 128 + the signal that killed it."""
+    return code if code >= 0 else 128 - code
+
+
 class Supervisor:
     """Starts processes in their own process groups and watches them.
 
@@ -160,7 +165,7 @@ class Supervisor:
             running.discard(label)
             workers.discard(label)
             if code != 0:
-                status = code if code > 0 else 128 - code
+                status = _exit_status(code)
                 role = self._restart(label, status)
                 if role is not None:
                     running.add(label)
@@ -174,15 +179,15 @@ class Supervisor:
                     )
                     continue
                 if code > 0:
-                    label, status = self._killed_meanwhile(running) or (label, status)
+                    label, status = self._killed_meanwhile() or (label, status)
                 self._report(label, status)
                 self._terminate()
                 return status
         return 0
 
-    def _killed_meanwhile(self, running):
+    def _killed_meanwhile(self):
         """(label, status) of a process killed by a signal within :data:`_CAUSE_S` of now (the
-        exits of the others are taken as they come); None when none was."""
+        other exits meanwhile are passed over: the job is ending); None when none was."""
         deadline = time.monotonic() + _CAUSE_S
         while (left := deadline - time.monotonic()) > 0:
             try:
@@ -191,9 +196,8 @@ class Supervisor:
                 return None
             if label is None or code is None:  # a signal to stop: the job ends anyway
                 return None
-            running.discard(label)
             if code < 0:
-                return label, 128 - code
+                return label, _exit_status(code)
         return None
 
     def _restart(self, label, status):
