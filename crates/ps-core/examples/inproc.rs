@@ -33,7 +33,7 @@ fn main() {
             addr_tx.send(l.local_addr().unwrap()).unwrap();
             Server::new(1, 1 << 31)
                 .serve(
-                    l,
+                    transport::Listeners::new(l, &server_creds),
                     server_creds,
                     std::future::pending::<Option<ps_core::server::Farewell>>(),
                 )

@@ -12,7 +12,7 @@ use crate::config::{Config, Role};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::Mode;
 use crate::protocol::transport;
-use crate::protocol::transport::Credentials;
+use crate::protocol::transport::{Credentials, Listeners};
 use crate::scheduler::{self, ControlClient, Group, JobHealth, Outcome};
 use crate::server::{Copying, Farewell, Limits, ReplicaConfig, Server};
 use crate::task::AbortOnDrop;
@@ -159,8 +159,9 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
     require_scheduler_port(cfg)?;
     let creds = Credentials::from_config(cfg)?;
     let ip = cfg.node_ip()?;
-    let listener = transport::listen(ip, cfg.port).await?;
-    let port = listener
+    // Both listeners before joining: peers connect as soon as the job forms.
+    let listeners = Listeners::new(transport::listen(ip, cfg.port).await?, &creds);
+    let port = listeners
         .local_addr()
         .map_err(|e| PsError::io("local address", e))?
         .port();
@@ -201,7 +202,7 @@ pub async fn run_server(cfg: &Config) -> Result<Outcome> {
         None => None,
     };
     let ended = follow_job(&server, control.clone());
-    let served = server.serve(listener, creds, ended).await;
+    let served = server.serve(listeners, creds, ended).await;
     report_server(&server, m.me.rank);
     match served {
         Ok(()) => {}

@@ -10,7 +10,7 @@ use common::*;
 use jobs::{Job, output_within};
 use ps_core::node::JobWorker;
 use ps_core::protocol::frame::Mode;
-use ps_core::protocol::transport::Credentials;
+use ps_core::protocol::transport::{self, Credentials};
 use ps_core::{DType, PsError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -36,7 +36,7 @@ async fn a_scheduler_on_port_zero_announces_the_port_it_listens_on() {
     assert_ne!(port, 0);
     // What listens there knows the job's secret: the scheduler itself, listening already.
     let addr = ([127, 0, 0, 1], port).into();
-    within(ps_core::protocol::transport::connect(
+    within(transport::connect(
         addr,
         &Credentials::secret(Some(job.secret.as_bytes())),
     ))
@@ -49,6 +49,43 @@ async fn a_scheduler_on_port_zero_announces_the_port_it_listens_on() {
         let status = job.wait(name);
         assert!(status.success(), "{name} exited with {status}");
     }
+}
+
+/// Peers connect to a server as soon as the job forms: its Unix socket for processes of its
+/// host is there before it joins, so none of them finds it missing and falls back to TCP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_offers_its_unix_socket_before_the_job_forms() {
+    let mut job = Job::new(1, 1, &[]);
+    job.scheduler();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    job.server("server", &[("MXRS_PORT", &port.to_string())]);
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    // The server listens (and waits for the job to form: no worker has joined).
+    within(async {
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let creds = Credentials::secret(Some(job.secret.as_bytes()));
+    // Waits in the Unix socket's backlog until the server serves, once the job has formed.
+    let early = tokio::spawn(async move { transport::connect(addr, &creds).await });
+    let joined = within(JobWorker::join(&job.config(None), Mode::Sync))
+        .await
+        .unwrap();
+    let link = within(early).await.unwrap().unwrap();
+    assert!(
+        link.is_local(),
+        "a peer of this host reached the server over TCP"
+    );
+    drop(link);
+    within(joined.finish()).await.unwrap();
+    assert!(job.wait("server").success());
+    assert!(job.wait("scheduler").success());
 }
 
 #[test]
@@ -131,12 +168,9 @@ async fn wrong_secret_and_garbage_leave_the_job_running() {
     s.write_all(&[0x5A; 10_000]).await.unwrap();
     let mut sink = Vec::new();
     within(s.read_to_end(&mut sink)).await.ok();
-    let mut s = ps_core::protocol::transport::connect(
-        addr,
-        &Credentials::secret(Some(job.secret.as_bytes())),
-    )
-    .await
-    .unwrap();
+    let mut s = transport::connect(addr, &Credentials::secret(Some(job.secret.as_bytes())))
+        .await
+        .unwrap();
     s.write_all(&[0xFF; 64]).await.unwrap();
     within(s.read_to_end(&mut sink)).await.ok();
 

@@ -262,3 +262,113 @@ async fn a_pull_waiting_for_its_round_to_be_durable_is_not_answered_with_a_later
         }
     }
 }
+
+/// Elements of a key whose two pieces (128 KB each) travel to their backup in frames of their
+/// own, which the backup keeps as they came instead of copying them.
+const LARGE: usize = 1 << 16;
+
+/// Worker `w`'s push of the large key in round `r`: every element different.
+fn large_push(w: usize, r: usize) -> Vec<f32> {
+    (0..LARGE)
+        .map(|i| (i % 251) as f32 + 0.25 * (w + r) as f32)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_pieces_kept_as_sent_are_served_and_updated_once_the_primary_is_gone() {
+    for momentum in [false, true] {
+        let mut servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 4).await;
+        let workers = two_workers(&servers, 4).await;
+        if momentum {
+            let sgd = ps_core::updater::OptimizerSpec {
+                name: "sgd".into(),
+                params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
+                key_mults: Vec::new(),
+                payload: Vec::new(),
+            };
+            for w in &workers {
+                within(w.set_optimizer(&sgd)).await.unwrap();
+            }
+        }
+        for w in &workers {
+            let init = vec![(7, DType::F32, vec![LARGE as u64], f32s(&[0.0; LARGE]))];
+            within(w.init(init).wait()).await.unwrap();
+        }
+        // What the servers hold after each round: the sum, or SGD's weights.
+        let (mut weight, mut mom) = (vec![0.0f32; LARGE], vec![0.0f32; LARGE]);
+        let mut expect = |r: usize| -> Vec<f32> {
+            let (a, b) = (large_push(0, r), large_push(1, r));
+            for i in 0..LARGE {
+                let sum = a[i] + b[i];
+                if momentum {
+                    mom[i] = 0.9 * mom[i] - 0.1 * sum;
+                    weight[i] += mom[i];
+                } else {
+                    weight[i] = sum;
+                }
+            }
+            weight.clone()
+        };
+        let close = |got: &[f32], want: &[f32], when: &str| {
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+                    "momentum {momentum}, {when}: element {i} is {g}, not {w}"
+                );
+            }
+        };
+        let round = |r: usize| {
+            let tickets: Vec<_> = workers
+                .iter()
+                .enumerate()
+                .map(|(w, wk)| wk.pushpull(vec![(7, DType::F32, f32s(&large_push(w, r)))]))
+                .collect();
+            async move {
+                let mut out = Vec::new();
+                for t in tickets {
+                    out.push(to_f32(&within(t.wait()).await.unwrap()[0]));
+                }
+                out
+            }
+        };
+        let mut want = Vec::new();
+        for r in 0..3 {
+            want = expect(r);
+            for got in round(r).await {
+                close(&got, &want, &format!("round {r}"));
+            }
+        }
+        // Server 0 is lost: server 1 serves its range from the bytes server 0 sent it.
+        let bye = Farewell {
+            failed: true,
+            reason: "stopped by the test".into(),
+        };
+        servers.stop_one(0, bye).await;
+        let lost = servers.topology(1, vec![vec![1], vec![1]]);
+        assert!(servers.servers[0].set_topology(&lost).unwrap().is_empty());
+        for w in &workers {
+            w.set_topology(&lost).await;
+        }
+        let got = within(workers[0].pull(&[7]).wait()).await.unwrap();
+        close(&to_f32(&got[0]), &want, "pulled from the backup");
+        // A float16 pull converts the kept bytes (weights stay float32 however pulled).
+        let fp16 = ps_core::codec::Compression::new("fp16", 0.0).unwrap();
+        let got = within(workers[1].pull_request(&[7], 0, Some(fp16)).wait()).await;
+        let got = to_f32(&got.unwrap()[0]);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let w16 = half::f16::from_f32(*w).to_f32();
+            let ok = if momentum { g == w } else { *g == w16 };
+            assert!(
+                ok,
+                "momentum {momentum}: float16 pull, element {i}: {g} for {w}"
+            );
+        }
+        // And the next rounds are applied to them.
+        for r in 3..5 {
+            want = expect(r);
+            for got in round(r).await {
+                close(&got, &want, &format!("round {r}, after"));
+            }
+        }
+    }
+}

@@ -274,6 +274,28 @@ pub async fn listen(ip: IpAddr, port: u16) -> Result<TcpListener> {
         .map_err(|e| PsError::io(format!("bind {ip}:{port}"), e))
 }
 
+/// A server's data-plane listeners: TCP, and beside it the Unix socket for processes of its
+/// host ([`local_listener`]). Bound together before the server's address is published, so that
+/// no peer that learns the address finds the Unix socket missing and falls back to TCP.
+#[derive(Debug)]
+pub struct Listeners {
+    pub(crate) tcp: TcpListener,
+    pub(crate) local: Option<UnixListener>,
+}
+
+impl Listeners {
+    /// `tcp` and the Unix socket beside it, where `creds` allow one.
+    pub fn new(tcp: TcpListener, creds: &Credentials) -> Listeners {
+        let local = tcp.local_addr().ok().and_then(|a| local_listener(a, creds));
+        Listeners { tcp, local }
+    }
+
+    /// The TCP listener's address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
 /// The name of the abstract Unix socket a server listening on `addr` offers to processes of
 /// its host: `mxrs-data/ip:port`.
 fn local_name(addr: SocketAddr) -> String {

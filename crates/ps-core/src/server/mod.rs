@@ -34,7 +34,6 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio_stream::StreamExt;
@@ -47,7 +46,7 @@ pub use crate::placement::chains;
 use crate::protocol::connection::Budget;
 use crate::protocol::frame::Mode;
 use crate::protocol::stats::{Counters, PushStats};
-use crate::protocol::transport::{self, Credentials};
+use crate::protocol::transport::{self, Credentials, Listeners};
 use crate::task::AbortOnDrop;
 use crate::updater::{OptimizerSpec, Updater};
 pub use replica::ReplicaConfig;
@@ -291,12 +290,12 @@ impl Server {
         self.shared.metrics.traffic()
     }
 
-    /// Serves workers that connect to `listener` and prove themselves with `creds`, until
+    /// Serves workers that connect to `listeners` and prove themselves with `creds`, until
     /// `shutdown` resolves; then tells every connected worker why (the farewell `shutdown`
     /// yields, if any), closes every connection and returns once their tasks have ended.
     pub async fn serve(
         &self,
-        listener: TcpListener,
+        listeners: Listeners,
         creds: Credentials,
         shutdown: impl Future<Output = Option<Farewell>>,
     ) -> Result<()> {
@@ -311,11 +310,8 @@ impl Server {
             )))
         });
         let refused = self.shared.metrics.refused.clone();
-        let local = listener
-            .local_addr()
-            .ok()
-            .and_then(|addr| transport::local_listener(addr, &creds));
-        let mut incoming = transport::authenticated_with_local(listener, local, creds, refused);
+        let Listeners { tcp, local } = listeners;
+        let mut incoming = transport::authenticated_with_local(tcp, local, creds, refused);
         let mut conns = JoinSet::new();
         tokio::pin!(shutdown);
         let farewell = loop {

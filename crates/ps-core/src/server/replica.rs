@@ -41,6 +41,10 @@ use link::{Link, ToBackup};
 const MAX_ENTRIES: usize = u16::MAX as usize - 1;
 /// Payload bytes after which queued pieces stop joining a Replicate frame.
 const COALESCE_BYTES: usize = 4 << 20;
+/// A piece's payload bytes from which it goes in a Replicate frame of its own, whose buffer
+/// the backup keeps as the piece's value instead of copying it out (a header per piece costs
+/// nothing beside these bytes).
+const ALONE_BYTES: usize = 64 << 10;
 
 /// The Hello `offset` of a server that connects to send replicas.
 pub(crate) const HELLO_SERVER: u64 = 2;

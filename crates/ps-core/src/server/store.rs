@@ -148,10 +148,11 @@ impl Store {
     }
 
     /// Stores a piece of placement range `range` sent by its primary (creating the piece if it
-    /// is new here).
+    /// is new here); `alone` as for [`KeyState::restore`].
     pub(crate) fn restore(
         &self,
         pair: &[Entry; 2],
+        alone: bool,
         range: u32,
         num_workers: u32,
         epoch: u64,
@@ -163,11 +164,11 @@ impl Store {
             Some(Slot::Ready(k)) => {
                 let k = k.clone();
                 drop(shard);
-                k.lock().restore(pair, epoch)
+                k.lock().restore(pair, alone, epoch)
             }
             _ => {
                 check_layout(e)?;
-                let mut k = KeyState::from_replica(pair, num_workers, epoch)?;
+                let mut k = KeyState::from_replica(pair, alone, num_workers, epoch)?;
                 k.set_range(range);
                 let waiters = shard.insert(id, Slot::Ready(Arc::new(Mutex::new(k))));
                 drop(waiters); // a backup is sent no inits; nothing waits here

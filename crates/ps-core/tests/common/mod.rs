@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ps_core::protocol::connection::{FrameReader, FrameWriter};
 use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
-use ps_core::protocol::transport::{self, Credentials, LinkRead, LinkWrite};
+use ps_core::protocol::transport::{self, Credentials, LinkRead, LinkWrite, Listeners};
 use ps_core::scheduler::{NodeInfo, Topology};
 use ps_core::server::{Farewell, Limits, ReplicaConfig, Server};
 use ps_core::worker::{DataPlane, Worker};
@@ -285,7 +285,9 @@ impl Servers {
             let serving = server.clone();
             out.tasks.push(tokio::spawn(async move {
                 serving
-                    .serve(listener, creds, async { rx.await.ok().flatten() })
+                    .serve(Listeners::new(listener, &creds), creds, async {
+                        rx.await.ok().flatten()
+                    })
                     .await
             }));
             out.servers.push(server);
@@ -331,7 +333,9 @@ impl Servers {
         let (creds, serving) = (self.creds.clone(), server.clone());
         self.tasks.push(tokio::spawn(async move {
             serving
-                .serve(listener, creds, async { rx.await.ok().flatten() })
+                .serve(Listeners::new(listener, &creds), creds, async {
+                    rx.await.ok().flatten()
+                })
                 .await
         }));
         self.servers.push(server.clone());

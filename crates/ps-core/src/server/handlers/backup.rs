@@ -56,11 +56,14 @@ pub(super) fn replicas(
             frame.entries.len()
         )));
     }
+    let alone = frame.entries.len() == 2;
     let mut slots = slots.into_iter();
     for pair in frame.entries.chunks_exact(2) {
         let pair: &[Entry; 2] = pair.try_into().expect("chunks of two");
         let range = replica.range_of(&pair[0]);
-        let r = shared.store.restore(pair, range, shared.num_workers, epoch);
+        let r = shared
+            .store
+            .restore(pair, alone, range, shared.num_workers, epoch);
         for e in pair {
             let slot = slots.next().expect("one slot per entry");
             slot.complete(match &r {

@@ -264,7 +264,12 @@ pub(crate) struct KeyData<T> {
     offset: u64,
     count: u64,
     round: u64,
+    /// The value, unless `sent` holds it (then empty: see [`KeyData::adopt_sent`]).
     value: Arc<Vec<T>>,
+    /// On a backup: the value as its primary last sent it (the compute type's bytes), kept as
+    /// it came instead of copied into `value`; copied in only when this server first changes
+    /// or converts it, having taken the piece over.
+    sent: Option<Bytes>,
     /// Sum of the round's pushes once two have arrived (scratch space otherwise).
     merge: Vec<T>,
     /// The round's first push, kept as it came until a second one arrives, so a sum of W
@@ -320,6 +325,7 @@ impl<T: Float> KeyData<T> {
             count: e.count,
             round: 0,
             value: Arc::new(value),
+            sent: None,
             merge: Vec::new(),
             first: None,
             rows: RowLayout::of(e).ok().flatten(),
@@ -346,7 +352,26 @@ impl<T: Float> KeyData<T> {
         });
         let first = self.first.as_ref().map_or(0, |(_, b)| b.len());
         let foreign = self.foreign_state.as_ref().map_or(0, |(_, b)| b.len());
-        (self.value.len() + self.merge.capacity() + opt) * size_of::<T>() + first + foreign
+        let sent = self.sent.as_ref().map_or(0, Bytes::len);
+        (self.value.len() + self.merge.capacity() + opt) * size_of::<T>() + first + foreign + sent
+    }
+
+    /// Copies the bytes a primary sent into `value`, before the value is changed or converted
+    /// here.
+    fn adopt_sent(&mut self) {
+        if let Some(sent) = self.sent.take() {
+            let v = Arc::make_mut(&mut self.value);
+            v.resize(self.count as usize, T::zero());
+            bytemuck::cast_slice_mut::<T, u8>(v).copy_from_slice(&sent);
+        }
+    }
+
+    /// The value's bytes in its compute type, shared without a copy.
+    fn own_bytes(&self) -> Bytes {
+        match &self.sent {
+            Some(sent) => sent.clone(),
+            None => Bytes::from_owner(pull::SharedBytes(self.value.clone())),
+        }
     }
 
     fn describe(&self) -> String {

@@ -219,11 +219,12 @@ impl<T: Float> KeyData<T> {
     /// that is its compute type, else converted once per value and shared.
     fn value_bytes(&mut self, dtype: DType) -> Bytes {
         if dtype == self.dtype && dtype.size() == size_of::<T>() {
-            return Bytes::from_owner(SharedBytes(self.value.clone()));
+            return self.own_bytes();
         }
         match &self.wire {
             Some((d, bytes)) if *d == dtype => bytes.clone(),
             _ => {
+                self.adopt_sent();
                 let bytes = Bytes::from(T::write_as(&self.value, dtype));
                 self.wire = Some((dtype, bytes.clone()));
                 bytes

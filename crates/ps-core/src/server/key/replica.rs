@@ -39,8 +39,14 @@ pub(crate) trait Replicate: Send + Sync {
 }
 
 impl KeyState {
-    /// A piece created on a backup from its primary's two Replicate entries.
-    pub(crate) fn from_replica(e: &[Entry; 2], num_workers: u32, epoch: u64) -> Result<KeyState> {
+    /// A piece created on a backup from its primary's two Replicate entries (`alone`: as for
+    /// [`KeyState::restore`]).
+    pub(crate) fn from_replica(
+        e: &[Entry; 2],
+        alone: bool,
+        num_workers: u32,
+        epoch: u64,
+    ) -> Result<KeyState> {
         let mut created = e[0].clone();
         created.payload = Bytes::new();
         let mut k = if created.dtype.is_f64() {
@@ -48,16 +54,18 @@ impl KeyState {
         } else {
             KeyState::F32(KeyData::new(&created, num_workers))
         };
-        k.restore(e, epoch)?;
+        k.restore(e, alone, epoch)?;
         Ok(k)
     }
 
     /// Replaces the piece's state with its primary's (generation `epoch` for the optimizer
-    /// state); on a bad entry nothing changes.
-    pub(crate) fn restore(&mut self, e: &[Entry; 2], epoch: u64) -> Result<()> {
+    /// state); on a bad entry nothing changes. `alone`: the entries came in a frame of their
+    /// own, so a dense piece keeps its value's bytes as they came (holding that frame's buffer
+    /// and no other piece's) instead of copying them.
+    pub(crate) fn restore(&mut self, e: &[Entry; 2], alone: bool, epoch: u64) -> Result<()> {
         match self {
-            KeyState::F32(k) => k.restore(e, epoch),
-            KeyState::F64(k) => k.restore(e, epoch),
+            KeyState::F32(k) => k.restore(e, alone, epoch),
+            KeyState::F64(k) => k.restore(e, alone, epoch),
         }
     }
 
@@ -149,7 +157,7 @@ impl<T: Float> KeyData<T> {
         value.round = self.round;
         value.rows = self.rows.is_some();
         let mut meta = value.clone();
-        value.payload = Bytes::from_owner(super::pull::SharedBytes(self.value.clone()));
+        value.payload = self.own_bytes();
         let mut out = Vec::with_capacity(8 * self.seqs.len() + 64);
         for s in &self.seqs {
             out.extend_from_slice(&s.to_le_bytes());
@@ -166,7 +174,7 @@ impl<T: Float> KeyData<T> {
         [value, meta]
     }
 
-    fn restore(&mut self, pair: &[Entry; 2], epoch: u64) -> Result<()> {
+    fn restore(&mut self, pair: &[Entry; 2], alone: bool, epoch: u64) -> Result<()> {
         let bad = |why: String| PsError::Protocol(format!("key {}: replica {why}", self.key));
         let [e, meta] = pair;
         if e.dtype != self.dtype
@@ -194,10 +202,17 @@ impl<T: Float> KeyData<T> {
                 (Some((epoch, s)), None)
             }
         };
-        // The buffer is reused unless a reply to a pull still holds it (then it is copied).
-        let v = std::sync::Arc::make_mut(&mut self.value);
-        v.resize(self.count as usize, T::zero());
-        bytemuck::cast_slice_mut::<T, u8>(v).copy_from_slice(value);
+        if alone && self.rows.is_none() {
+            // Kept as it came: the piece's own buffer is let go (a pull reply may still hold it).
+            self.sent = Some(e.payload.clone());
+            self.value = Default::default();
+        } else {
+            // The buffer is reused unless a reply to a pull still holds it (then it is copied).
+            self.sent = None;
+            let v = std::sync::Arc::make_mut(&mut self.value);
+            v.resize(self.count as usize, T::zero());
+            bytemuck::cast_slice_mut::<T, u8>(v).copy_from_slice(value);
+        }
         for (s, b) in self.seqs.iter_mut().zip(counts.chunks_exact(8)) {
             *s = u64::from_le_bytes(b.try_into().expect("8 bytes"));
         }

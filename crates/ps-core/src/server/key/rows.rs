@@ -199,6 +199,10 @@ impl<T: Float> KeyData<T> {
     /// The values of the rows a checked pull-rows payload asks for, in the key's dtype.
     pub(super) fn rows_bytes(&self, payload: &[u8]) -> Bytes {
         let layout = self.rows_layout();
+        debug_assert!(
+            self.sent.is_none(),
+            "a row-sparse piece's replica is copied in"
+        );
         let view = RowsView::parse(self.key, payload, 0).expect("checked");
         let mut out = Vec::with_capacity(view.len() * layout.len * self.dtype.size());
         let spans: Vec<Range<usize>> = view
@@ -232,6 +236,7 @@ impl<T: Float> KeyData<T> {
     ) -> Result<()> {
         self.ready_state(updater, epoch)?;
         let len = self.rows_layout().len;
+        self.adopt_sent();
         let (_, state) = self.opt.as_mut().expect("state set above");
         let value = Arc::make_mut(&mut self.value);
         let piece = Piece {
@@ -244,6 +249,7 @@ impl<T: Float> KeyData<T> {
     /// A round of row pushes without an optimizer: the piece becomes the sum (zero where no
     /// push had the row).
     pub(super) fn replace_by_rows(&mut self, sum: &RowSum<T>) {
+        self.adopt_sent();
         match Arc::get_mut(&mut self.value) {
             Some(v) => v.fill(T::zero()),
             // A reply still holds the old value: a new one, rather than a copy to clear.

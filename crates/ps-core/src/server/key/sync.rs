@@ -216,6 +216,7 @@ impl<T: Float> KeyData<T> {
                 (None, None) => {
                     self.settle();
                     let sum = std::mem::take(&mut self.merge);
+                    self.sent = None;
                     let old = std::mem::replace(&mut self.value, Arc::new(sum));
                     self.merge = Arc::try_unwrap(old).unwrap_or_default();
                     Ok(())
@@ -308,6 +309,7 @@ impl<T: Float> KeyData<T> {
             self.settle();
         }
         self.first = None;
+        self.adopt_sent();
         let (_, state) = self.opt.as_mut().expect("state set above");
         let value = Arc::make_mut(&mut self.value);
         let piece = Piece {

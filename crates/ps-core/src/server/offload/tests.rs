@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::*;
 use crate::dtype::DType;
 use crate::protocol::frame::Mode;
-use crate::protocol::transport::{self, Credentials};
+use crate::protocol::transport::{self, Credentials, Listeners};
 use crate::server::{Farewell, Server};
 use crate::worker::{DataPlane, Worker};
 
@@ -62,7 +62,11 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             None::<Farewell>
         };
         serving
-            .serve(listener, Credentials::default(), farewell)
+            .serve(
+                Listeners::new(listener, &Credentials::default()),
+                Credentials::default(),
+                farewell,
+            )
             .await
             .unwrap();
     });

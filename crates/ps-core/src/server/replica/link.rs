@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::{COALESCE_BYTES, HELLO_SERVER, MAX_ENTRIES, ReplicaConfig};
+use super::{ALONE_BYTES, COALESCE_BYTES, HELLO_SERVER, MAX_ENTRIES, ReplicaConfig};
 use crate::dtype::DType;
 use crate::metrics::PeerCounters;
 use crate::protocol::connection::{FrameReader, FrameWriter};
@@ -243,12 +243,15 @@ async fn pump(
         let frames_out: Vec<Frame> = match first {
             ToBackup::Pieces(pair) => {
                 // What queued meanwhile goes as one frame: many small pieces cost one header.
+                // A large piece goes alone (see `ALONE_BYTES`).
+                let size = |pair: &[Entry; 2]| pair[0].payload.len();
+                let mut bytes = size(&pair);
+                let alone = bytes >= ALONE_BYTES;
                 let mut entries = Vec::from(pair);
-                let mut bytes: usize = entries.iter().map(|e| e.payload.len()).sum();
-                while entries.len() + 2 <= MAX_ENTRIES && bytes < COALESCE_BYTES {
+                while !alone && entries.len() + 2 <= MAX_ENTRIES && bytes < COALESCE_BYTES {
                     match frames.try_recv() {
-                        Ok(ToBackup::Pieces(more)) => {
-                            bytes += more.iter().map(|e| e.payload.len()).sum::<usize>();
+                        Ok(ToBackup::Pieces(more)) if size(&more) < ALONE_BYTES => {
+                            bytes += size(&more);
                             entries.extend(more);
                         }
                         Ok(other) => {
