@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import signal
@@ -206,6 +207,17 @@ def failover_two_hosts_ms(size: int, killed: int, tmp: Path) -> float:
             p.wait()
 
 
+def _paired(measure, repeats: int) -> tuple[float, float, float]:
+    """``measure(0)`` and ``measure(1)`` (without and with backups) taken in turns: their
+    medians, and the median of each turn's ratio (the machine's speed moves between turns)."""
+    off, on = [], []
+    for _ in range(repeats):
+        off.append(measure(0))
+        on.append(measure(1))
+    ratio = statistics.median(b / a for a, b in zip(off, on, strict=True))
+    return statistics.median(off), statistics.median(on), ratio
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -232,13 +244,11 @@ def main() -> None:
         return
     rows = []
     for run in RUNS:
-        off = statistics.median(step_ms(run, 0) for _ in range(args.repeats))
-        on = statistics.median(step_ms(run, 1) for _ in range(args.repeats))
-        rows.append(f"| {LABELS[run]} | {off:.2f} | {on:.2f} | {100 * (on / off - 1):+.0f}% |")
+        off, on, ratio = _paired(functools.partial(step_ms, run), args.repeats)
+        rows.append(f"| {LABELS[run]} | {off:.2f} | {on:.2f} | {100 * (ratio - 1):+.0f}% |")
         print(rows[-1], flush=True)
-    off = statistics.median(train_ms(0, tmp) for _ in range(args.repeats))
-    on = statistics.median(train_ms(1, tmp) for _ in range(args.repeats))
-    train = f"| 16 MB MLP, batch 64 | {off:.1f} | {on:.1f} | {100 * (on / off - 1):+.0f}% |"
+    off, on, ratio = _paired(lambda replicas: train_ms(replicas, tmp), args.repeats)
+    train = f"| 16 MB MLP, batch 64 | {off:.1f} | {on:.1f} | {100 * (ratio - 1):+.0f}% |"
     print(train, flush=True)
     fail = []
     for size, label in ((4096, "4 KB"), (16 << 20, "16 MB")):
@@ -271,16 +281,21 @@ def main() -> None:
             "|---|---|---|---|",
             train,
             "",
-            "Where the cost goes (`perf record` of a server during the 16 MB rounds with "
-            "backups, 2026-11-24, over TCP): the kernel's copies of socket data took about 35% "
-            "of its cycles, summing the pushes 8%, `memmove` (storing the replica among it) 7%. "
-            "Since 2026-11-29 the processes of one host connect through Unix sockets "
-            "(docs/parameter-server.md), a third less of the kernel's work per byte: the rounds "
-            "got faster with and without backups (16 MB, same-day A/B: 22.0 → 18.2 ms without, "
-            "27.6 → 24.7 ms with), but the backup's bytes are still half again what a server "
-            "moves without one, so its share of the round grew. On this 2-core machine every "
-            "copy competes with the workers' own compute: the training step pays more than the "
-            "rounds alone. The aim of at most +15% at 2 × 2, 16 MB is not met here.",
+            "The configurations take turns; the cost is the median of each turn's ratio. "
+            "Where it goes (2026-11-29, `perf` of both servers and their CPU time from `/proc` "
+            "during the 16 MB rounds): the job is CPU-bound on the 2 cores (the four processes "
+            "keep 1.8 cores busy with backups and without), so the cost is the CPU time the "
+            "backups add, +6.7 ms per round in the two servers together (14.6 → 21.3 ms) and "
+            "+2 ms in the workers. In the servers the kernel's copies of Unix-socket data take "
+            "40% of the cycles, summing the pushes 13%, switching tasks 12%: a backup's bytes "
+            "are half again what a server moves without one, and each crosses a socket twice. "
+            "Two defects found on the way are mended: a server bound its Unix socket only after "
+            "the job had formed, so peers that connected at once fell back to TCP at random "
+            "(this table's cost swung between runs with it), and a backup copied every piece "
+            "it received into the piece's buffer (9% of a server's cycles; large pieces now "
+            "travel in frames of their own, whose bytes the backup keeps as they came). The "
+            "aim of at most +15% at 2 × 2, 16 MB is not met here: it needs the backup's bytes "
+            "to stop crossing a socket between processes of one host (shared memory).",
             "",
             "Time from `kill -9` of server 1 (at worker 0's round 100) to worker 0's first "
             "round completed after it, with `--replicas 1`: the scheduler sees the server's "
