@@ -21,7 +21,7 @@ cargo fmt --all -- --check
 # rust-version is a true minimum; clippy's incompatible_msrv then checks std APIs against it
 python scripts/check_msrv.py
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test -p ps-core -p ps-bench -p mxrs-onednn
+cargo test -p ps-core -p ps-bench -p mxrs-onednn -p mxrs-shm
 ruff check .
 ruff format --check .
 mypy

@@ -37,9 +37,10 @@ async fn a_second_connection_claiming_a_connected_rank_is_refused() {
         .err()
         .unwrap();
     assert!(matches!(e, PsError::Rejected(_)), "{e:?}");
+    // (from a process of this host: through the server's Unix socket)
     assert!(
         e.to_string()
-            .starts_with("worker rank 1 is already connected (from 127.0.0.1:"),
+            .starts_with("worker rank 1 is already connected (from local)"),
         "{e}"
     );
     // Rank 0 is free; and once the first connection of rank 1 is gone, so is rank 1.

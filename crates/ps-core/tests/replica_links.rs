@@ -4,12 +4,15 @@
 
 mod common;
 
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use common::*;
 use ps_core::DType;
 use ps_core::PsError;
-use ps_core::protocol::frame::Mode;
+use ps_core::protocol::connection::{FrameReader, FrameWriter};
+use ps_core::protocol::frame::{Entry, Frame, Mode, Op};
+use ps_core::protocol::transport;
 
 /// Two workers pushpull `g` into key 1 (one element per server: keys above the bound of 1 are
 /// cut over both); returns the values worker 0 got.
@@ -95,4 +98,101 @@ async fn a_broken_replication_connection_is_opened_again_then_given_up_on() {
         why.ends_with("this server leaves the job so that its keys move to their backups"),
         "{why}"
     );
+}
+
+/// A connection from a would-be primary (server rank 1) to server 0: its Hello answered.
+async fn primary_link(
+    servers: &Servers,
+) -> (
+    FrameReader<transport::LinkRead>,
+    FrameWriter<transport::LinkWrite>,
+) {
+    let stream = within(transport::connect(servers.addrs[0].0, &servers.creds))
+        .await
+        .unwrap();
+    assert!(
+        stream.is_local(),
+        "a server of this host is reached by its Unix socket"
+    );
+    let (r, w) = stream.into_split();
+    let (mut r, mut w) = (FrameReader::new(r, 1 << 30), FrameWriter::new(w));
+    let hello = Entry {
+        key: 1,
+        round: Mode::Sync.code(),
+        count: 2,
+        offset: 2, // a server that sends replicas
+        ..Entry::new(0, DType::F32, &[], 0, 0)
+    };
+    let answer = exchange(&mut r, &mut w, Frame::request(Op::Hello, 1, vec![hello])).await;
+    answer.unwrap().entries[0].clone().into_result().unwrap();
+    (r, w)
+}
+
+async fn exchange(
+    r: &mut FrameReader<transport::LinkRead>,
+    w: &mut FrameWriter<transport::LinkWrite>,
+    frame: Frame,
+) -> Option<Frame> {
+    w.write_frame(&frame).await.ok()?;
+    w.flush().await.ok()?;
+    within(r.read_frame()).await.ok().flatten()
+}
+
+/// Shared memory offered to a backup, with the offer's process and descriptor.
+fn offer(pid: u32, fd: i32, size: usize) -> Frame {
+    let e = Entry {
+        key: pid.into(),
+        offset: fd as u64,
+        count: size as u64,
+        ..Entry::new(0, DType::F32, &[], 0, 0)
+    };
+    Frame::request(Op::Arena, 2, vec![e])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_memory_a_backup_cannot_trust_is_refused_and_a_bad_region_ends_only_its_connection()
+{
+    let servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 1).await;
+    let pid = std::process::id();
+    // A file whose size anyone holding it may change: refused, and the link goes on.
+    let plain = std::fs::File::open("/proc/self/exe").unwrap();
+    let (mut r, mut w) = primary_link(&servers).await;
+    let answer = exchange(&mut r, &mut w, offer(pid, plain.as_raw_fd(), 4096)).await;
+    let err = answer.unwrap().entries[0]
+        .clone()
+        .into_result()
+        .unwrap_err();
+    assert!(err.to_string().contains("its size is not sealed"), "{err}");
+    // A descriptor that is not there.
+    let answer = exchange(&mut r, &mut w, offer(pid, 1 << 20, 4096)).await;
+    let err = answer.unwrap().entries[0]
+        .clone()
+        .into_result()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains(&format!("/proc/{pid}/fd/")),
+        "{err}"
+    );
+    // Shared memory as a primary makes it: taken.
+    let mut arena = mxrs_shm::Arena::create(1 << 16).unwrap();
+    let answer = exchange(&mut r, &mut w, offer(pid, arena.fd(), arena.size())).await;
+    answer.unwrap().entries[0].clone().into_result().unwrap();
+    // A piece whose value lies outside it: the connection is closed, nothing is stored.
+    let start = arena.put(&[0; 64]).unwrap();
+    let mut value = Entry::new(9, DType::F32, &[16], 0, 16);
+    value.payload = mxrs_shm::region(start + (1 << 16), 64);
+    let mut meta = value.clone();
+    meta.payload = vec![0; 16].into();
+    let bad = Frame::request(Op::ReplicateShared, 3, vec![value, meta]);
+    assert!(
+        exchange(&mut r, &mut w, bad).await.is_none(),
+        "answered a bad region"
+    );
+    // The servers go on.
+    let workers = servers.workers(2, Mode::Sync, 1).await;
+    for w in &workers {
+        let init = vec![(1, DType::F32, vec![2], f32s(&[0.0; 2]))];
+        within(w.init(init).wait()).await.unwrap();
+    }
+    assert_eq!(round(&workers, 1.5).await, [3.0; 2]);
 }

@@ -113,6 +113,15 @@ pub enum Op {
     PushRows = 13,
     /// Read some rows of a row-sparse key once it has reached `round`.
     PullRows = 14,
+    /// From a primary server to its backup on the same host, after Hello: the shared memory
+    /// its [`Op::ReplicateShared`] values will be in, `key` = the primary's process id,
+    /// `offset` = its descriptor of the memory, `count` = its bytes.
+    Arena = 15,
+    /// A [`Op::Replicate`] whose value entry's payload says where the value lies in the
+    /// primary's shared memory: `start:u64 len:u64`. The answer's first entry carries the
+    /// starts (`u64` each) of the regions the backup let go since its last answer (any
+    /// Replicate answer does, on a connection that sent an Arena).
+    ReplicateShared = 16,
 }
 
 impl Op {
@@ -132,6 +141,8 @@ impl Op {
             12 => Op::Replicate,
             13 => Op::PushRows,
             14 => Op::PullRows,
+            15 => Op::Arena,
+            16 => Op::ReplicateShared,
             _ => return Err(PsError::Protocol(format!("unknown op {v}"))),
         })
     }

@@ -55,6 +55,7 @@ pub(crate) async fn run(
         addr: stream.peer(),
         rank: None,
         server: None,
+        arena: None,
     };
     let (read_half, write_half) = stream.into_split();
     let flow = Arc::new(Flow::counting(shared.metrics.reply_bytes.clone()));

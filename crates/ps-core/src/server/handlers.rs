@@ -41,7 +41,7 @@ pub(crate) fn dispatch(
         return hello(shared, peer, frame, slots);
     }
     if let Some(server) = peer.server {
-        return backup::replicas(shared, server, frame, slots);
+        return backup::replicas(shared, peer, server, frame, slots);
     }
     let Some(rank) = peer.rank else {
         return Err(PsError::Protocol(format!("{:?} before Hello", frame.op)));
@@ -70,7 +70,7 @@ pub(crate) fn dispatch(
     };
     match frame.op {
         Op::Hello | Op::Bye => unreachable!("handled above"),
-        Op::Replicate => {
+        Op::Replicate | Op::ReplicateShared | Op::Arena => {
             let err = PsError::Protocol("a worker sent replicas".into());
             refuse_all(&frame.entries, slots, None, &err);
         }

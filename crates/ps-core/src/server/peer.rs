@@ -12,6 +12,8 @@ pub(crate) struct Peer {
     pub rank: Option<u32>,
     /// The rank of the server at the other end, for a connection that carries replicas.
     pub server: Option<u32>,
+    /// That server's shared memory, where it sent one (a primary of this host).
+    pub arena: Option<std::sync::Arc<mxrs_shm::ArenaView>>,
 }
 
 impl Peer {

@@ -260,7 +260,8 @@ impl Servers {
         let mut listeners = Vec::new();
         for i in 0..s {
             let ip = ips.get(i).copied().unwrap_or("127.0.0.1");
-            let listener = transport::listen(ip.parse().unwrap(), 0).await.unwrap();
+            let tcp = transport::listen(ip.parse().unwrap(), 0).await.unwrap();
+            let listener = Listeners::new(tcp, &creds);
             let addr = listener.local_addr().unwrap();
             out.addrs.push((addr, format!("server {i} on {addr}")));
             listeners.push(listener);
@@ -285,9 +286,7 @@ impl Servers {
             let serving = server.clone();
             out.tasks.push(tokio::spawn(async move {
                 serving
-                    .serve(Listeners::new(listener, &creds), creds, async {
-                        rx.await.ok().flatten()
-                    })
+                    .serve(listener, creds, async { rx.await.ok().flatten() })
                     .await
             }));
             out.servers.push(server);
@@ -306,9 +305,10 @@ impl Servers {
         mode: Mode,
         bound: u64,
     ) -> Arc<Server> {
-        let listener = transport::listen("127.0.0.1".parse().unwrap(), 0)
+        let tcp = transport::listen("127.0.0.1".parse().unwrap(), 0)
             .await
             .unwrap();
+        let listener = Listeners::new(tcp, &self.creds);
         let addr = listener.local_addr().unwrap();
         self.addrs[rank] = (addr, format!("server {rank} on {addr}"));
         let server = Arc::new(Server::with_limits(
@@ -333,9 +333,7 @@ impl Servers {
         let (creds, serving) = (self.creds.clone(), server.clone());
         self.tasks.push(tokio::spawn(async move {
             serving
-                .serve(Listeners::new(listener, &creds), creds, async {
-                    rx.await.ok().flatten()
-                })
+                .serve(listener, creds, async { rx.await.ok().flatten() })
                 .await
         }));
         self.servers.push(server.clone());

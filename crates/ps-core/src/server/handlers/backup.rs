@@ -9,16 +9,45 @@ use super::super::reply::ReplySlot;
 use super::{answer, current, replica_of, set_optimizer};
 use crate::error::{PsError, Result};
 use crate::protocol::frame::{Entry, Frame, Op};
+use mxrs_shm::ArenaView;
 
 /// Stores the pieces a primary server sends this one, its backup.
 pub(super) fn replicas(
     shared: &Shared,
+    peer: &mut Peer,
     server: u32,
-    frame: Frame,
+    mut frame: Frame,
     slots: Vec<ReplySlot>,
 ) -> Result<()> {
     match frame.op {
         Op::Replicate => {}
+        // Values in the primary's shared memory: kept where they lie.
+        Op::ReplicateShared => {
+            let Some(view) = &peer.arena else {
+                return Err(PsError::Protocol(format!(
+                    "server {server} sent shared replicas without shared memory"
+                )));
+            };
+            for pair in frame.entries.chunks_exact_mut(2) {
+                let region = view.bytes(&pair[0].payload);
+                pair[0].payload = region.map_err(|e| PsError::Protocol(e.to_string()))?;
+            }
+        }
+        // The primary's shared memory, mapped here if this host lets it be.
+        Op::Arena => {
+            for (e, slot) in frame.entries.iter().zip(slots) {
+                let r = match ArenaView::open(e.key, e.offset, e.count) {
+                    Ok(view) => {
+                        tracing::debug!("server {server} sends values through shared memory");
+                        peer.arena = Some(view);
+                        Ok((0, Bytes::new()))
+                    }
+                    Err(why) => Err(PsError::Rejected(why.to_string())),
+                };
+                slot.complete(answer(e, r));
+            }
+            return Ok(());
+        }
         // The optimizer, for a replacement server that joined after the workers set it (one
         // set already, by a worker, is theirs and stays).
         Op::SetOptimizer => {
@@ -58,16 +87,27 @@ pub(super) fn replicas(
     }
     let alone = frame.entries.len() == 2;
     let mut slots = slots.into_iter();
+    let mut results = Vec::with_capacity(frame.entries.len() / 2);
     for pair in frame.entries.chunks_exact(2) {
         let pair: &[Entry; 2] = pair.try_into().expect("chunks of two");
         let range = replica.range_of(&pair[0]);
-        let r = shared
-            .store
-            .restore(pair, alone, range, shared.num_workers, epoch);
+        results.push(
+            shared
+                .store
+                .restore(pair, alone, range, shared.num_workers, epoch),
+        );
+    }
+    // What the stores let go of the primary's shared memory goes back with the first answer
+    // (when that is no error, whose payload is its message; else with a later one).
+    let mut let_go = match (&peer.arena, results.first()) {
+        (Some(view), Some(Ok(()))) => Some(view.take_let_go()),
+        _ => None,
+    };
+    for (pair, r) in frame.entries.chunks_exact(2).zip(&results) {
         for e in pair {
             let slot = slots.next().expect("one slot per entry");
-            slot.complete(match &r {
-                Ok(()) => e.ok(e.round, Bytes::new()),
+            slot.complete(match r {
+                Ok(()) => e.ok(e.round, let_go.take().unwrap_or_default()),
                 Err(err) => e.error(err),
             });
         }

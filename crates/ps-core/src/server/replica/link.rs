@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mxrs_shm::{ARENA_BYTES, Arena};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
@@ -15,7 +16,7 @@ use crate::dtype::DType;
 use crate::metrics::PeerCounters;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
-use crate::protocol::transport::{self, Credentials};
+use crate::protocol::transport::{self, Credentials, LinkRead, LinkWrite};
 use crate::task::AbortOnDrop;
 
 /// What a link carries to its backup, in order.
@@ -172,6 +173,7 @@ async fn pump(
     reopening: bool,
 ) -> crate::error::Result<()> {
     let stream = transport::connect(to.addr, &to.creds).await?;
+    let local = stream.is_local();
     let (read_half, write_half) = stream.into_split();
     let mut writer = FrameWriter::new(write_half);
     let mut reader = FrameReader::new(read_half, to.max_frame);
@@ -180,6 +182,10 @@ async fn pump(
         .await?;
     writer.flush().await?;
     *opened = true;
+    let arena = match local {
+        true => share_memory(to, &mut writer, &mut reader).await?,
+        false => None,
+    };
     if reopening {
         tracing::info!("replication to {} open again", to.name);
         let _ = events.send(FromBackup::Reopened(to.backup));
@@ -187,6 +193,8 @@ async fn pump(
     let answered = markers.clone();
     let stored = events.clone();
     let counters = to.counters.clone();
+    let to_name = to.name.clone();
+    let regions = arena.clone();
     // Ends with why the connection broke, or None when the backup said goodbye (it leaves
     // the job, which is ending: nothing to open again).
     let mut reading = AbortOnDrop(tokio::spawn(async move {
@@ -206,9 +214,19 @@ async fn pump(
                 }
                 continue;
             }
+            let replicas = matches!(frame.op, Op::Replicate | Op::ReplicateShared);
+            let first = frame.entries.first().filter(|e| e.status == 0);
+            if let (true, Some(arena), Some(first)) = (replicas, &regions, first) {
+                let mut arena = arena.lock();
+                for start in mxrs_shm::released(&first.payload) {
+                    if !arena.release(start) {
+                        tracing::warn!("{} let go of a region it was not given", to_name);
+                    }
+                }
+            }
             // Each piece is answered twice (its two entries); one ack is enough.
             for e in frame.entries.into_iter().step_by(2) {
-                if frame.op == Op::Replicate && e.status == 0 {
+                if replicas && e.status == 0 {
                     let _ = stored.send(FromBackup::Stored(e.key, e.offset, e.round));
                 } else if e.status != 0 {
                     let key = e.key;
@@ -247,6 +265,19 @@ async fn pump(
                 let size = |pair: &[Entry; 2]| pair[0].payload.len();
                 let mut bytes = size(&pair);
                 let alone = bytes >= ALONE_BYTES;
+                let mut pair = pair;
+                // A large value goes through the shared memory, when there is room in it.
+                let at = match (&arena, alone) {
+                    (Some(arena), true) => arena.lock().put(&pair[0].payload),
+                    _ => None,
+                };
+                if let Some(start) = at {
+                    pair[0].payload = mxrs_shm::region(start, bytes);
+                }
+                let op = match at {
+                    Some(_) => Op::ReplicateShared,
+                    None => Op::Replicate,
+                };
                 let mut entries = Vec::from(pair);
                 while !alone && entries.len() + 2 <= MAX_ENTRIES && bytes < COALESCE_BYTES {
                     match frames.try_recv() {
@@ -261,7 +292,7 @@ async fn pump(
                         Err(_) => break,
                     }
                 }
-                vec![Frame::request(Op::Replicate, 0, entries)]
+                vec![Frame::request(op, 0, entries)]
             }
             ToBackup::Optimizer(spec) => {
                 let mut e = Entry::new(0, DType::F32, &[], 0, 0);
@@ -291,6 +322,52 @@ async fn pump(
             to.counters.sent(1, frame.encoded_len());
         }
         writer.flush().await?;
+    }
+}
+
+/// Offers the backup (a process of this host) shared memory for the values of large pieces,
+/// right after Hello; `None` when it cannot map it (or this host has none to give): they then
+/// travel over the socket.
+async fn share_memory(
+    to: &Target,
+    writer: &mut FrameWriter<LinkWrite>,
+    reader: &mut FrameReader<LinkRead>,
+) -> crate::error::Result<Option<Arc<Mutex<Arena>>>> {
+    let arena = match Arena::create(ARENA_BYTES) {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::debug!("no shared memory for replicas to {}: {e}", to.name);
+            return Ok(None);
+        }
+    };
+    let offer = Entry {
+        key: u64::from(std::process::id()),
+        offset: arena.fd() as u64,
+        count: arena.size() as u64,
+        ..Entry::new(0, DType::F32, &[], 0, 0)
+    };
+    writer
+        .write_frame(&Frame::request(Op::Arena, 0, vec![offer]))
+        .await?;
+    writer.flush().await?;
+    // The answers to Hello and to the offer, in order.
+    loop {
+        let frame = reader.read_frame().await?.ok_or_else(|| {
+            crate::error::PsError::NodeLost("the backup closed the connection".into())
+        })?;
+        to.counters.received(frame.encoded_len());
+        let Some(e) = frame.entries.into_iter().next() else {
+            continue;
+        };
+        match (frame.op, e.into_result()) {
+            (Op::Arena, Ok(_)) => return Ok(Some(Arc::new(Mutex::new(arena)))),
+            (Op::Arena, Err(why)) => {
+                tracing::debug!("{} takes no shared memory: {why}", to.name);
+                return Ok(None);
+            }
+            (Op::Hello, Err(why)) => return Err(why),
+            _ => {}
+        }
     }
 }
 
