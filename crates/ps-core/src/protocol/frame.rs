@@ -117,8 +117,8 @@ pub enum Op {
     /// its [`Op::ReplicateShared`] values will be in, `key` = the primary's process id,
     /// `offset` = its descriptor of the memory, `count` = its bytes.
     Arena = 15,
-    /// A [`Op::Replicate`] whose value entry's payload says where the value lies in the
-    /// primary's shared memory: `start:u64 len:u64`. The answer's first entry carries the
+    /// A [`Op::Replicate`] whose entries' payloads say where they lie in the primary's shared
+    /// memory: `start:u64 len:u64`. The answer's first entry carries the
     /// starts (`u64` each) of the regions the backup let go since its last answer (any
     /// Replicate answer does, on a connection that sent an Arena).
     ReplicateShared = 16,

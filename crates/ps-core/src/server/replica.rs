@@ -17,7 +17,7 @@
 //! which hold every answered change, and nothing waits forever.
 //!
 //! `link`: the connection to one backup, opened again when it breaks.
-//! A link to a backup of the same host carries its large pieces' values through shared memory
+//! A link to a backup of the same host carries its large pieces' states through shared memory
 //! (`mxrs_shm`): the socket carries only where each lies.
 
 mod link;

@@ -28,9 +28,9 @@ pub(super) fn replicas(
                     "server {server} sent shared replicas without shared memory"
                 )));
             };
-            for pair in frame.entries.chunks_exact_mut(2) {
-                let region = view.bytes(&pair[0].payload);
-                pair[0].payload = region.map_err(|e| PsError::Protocol(e.to_string()))?;
+            for e in &mut frame.entries {
+                let region = view.bytes(&e.payload);
+                e.payload = region.map_err(|e| PsError::Protocol(e.to_string()))?;
             }
         }
         // The primary's shared memory, mapped here if this host lets it be.

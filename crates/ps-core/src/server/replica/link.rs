@@ -266,16 +266,16 @@ async fn pump(
                 let mut bytes = size(&pair);
                 let alone = bytes >= ALONE_BYTES;
                 let mut pair = pair;
-                // A large value goes through the shared memory, when there is room in it.
-                let at = match (&arena, alone) {
-                    (Some(arena), true) => arena.lock().put(&pair[0].payload),
+                // A large piece goes through the shared memory, when there is room in it.
+                let shared = match (&arena, alone) {
+                    (Some(arena), true) => share(&mut arena.lock(), &pair),
                     _ => None,
                 };
-                if let Some(start) = at {
-                    pair[0].payload = mxrs_shm::region(start, bytes);
-                }
-                let op = match at {
-                    Some(_) => Op::ReplicateShared,
+                let op = match shared {
+                    Some(regions) => {
+                        pair = regions;
+                        Op::ReplicateShared
+                    }
                     None => Op::Replicate,
                 };
                 let mut entries = Vec::from(pair);
@@ -323,6 +323,20 @@ async fn pump(
         }
         writer.flush().await?;
     }
+}
+
+/// `pair` with both payloads (the value and the rest of the piece's state) written into
+/// `arena` and replaced by where they lie; `None` when they do not fit.
+fn share(arena: &mut Arena, pair: &[Entry; 2]) -> Option<[Entry; 2]> {
+    let value = arena.put(&pair[0].payload)?;
+    let Some(rest) = arena.put(&pair[1].payload) else {
+        arena.release(value);
+        return None;
+    };
+    let mut out = pair.clone();
+    out[0].payload = mxrs_shm::region(value, pair[0].payload.len());
+    out[1].payload = mxrs_shm::region(rest, pair[1].payload.len());
+    Some(out)
 }
 
 /// Offers the backup (a process of this host) shared memory for the values of large pieces,
