@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::{ALONE_BYTES, COALESCE_BYTES, HELLO_SERVER, MAX_ENTRIES, ReplicaConfig};
 use crate::dtype::DType;
 use crate::metrics::PeerCounters;
+use crate::protocol::auth::HANDSHAKE_TIMEOUT;
 use crate::protocol::connection::{FrameReader, FrameWriter};
 use crate::protocol::frame::{Entry, Frame, Op};
 use crate::protocol::transport::{self, Credentials, LinkRead, LinkWrite};
@@ -364,24 +365,32 @@ async fn share_memory(
         .write_frame(&Frame::request(Op::Arena, 0, vec![offer]))
         .await?;
     writer.flush().await?;
-    // The answers to Hello and to the offer, in order.
-    loop {
-        let frame = reader.read_frame().await?.ok_or_else(|| {
-            crate::error::PsError::NodeLost("the backup closed the connection".into())
-        })?;
-        to.counters.received(frame.encoded_len());
-        let Some(e) = frame.entries.into_iter().next() else {
-            continue;
-        };
-        match (frame.op, e.into_result()) {
-            (Op::Arena, Ok(_)) => return Ok(Some(Arc::new(Mutex::new(arena)))),
-            (Op::Arena, Err(why)) => {
-                tracing::debug!("{} takes no shared memory: {why}", to.name);
-                return Ok(None);
+    // The answers to Hello and to the offer, in order. A backup that does not answer within
+    // the handshake's time gets its values over the socket (a late answer is ignored).
+    let answered = async {
+        loop {
+            let frame = reader.read_frame().await?.ok_or_else(|| {
+                crate::error::PsError::NodeLost("the backup closed the connection".into())
+            })?;
+            to.counters.received(frame.encoded_len());
+            let Some(e) = frame.entries.into_iter().next() else {
+                continue;
+            };
+            match (frame.op, e.into_result()) {
+                (Op::Arena, Ok(_)) => return Ok(true),
+                (Op::Arena, Err(why)) => {
+                    tracing::debug!("{} takes no shared memory: {why}", to.name);
+                    return Ok(false);
+                }
+                (Op::Hello, Err(why)) => return Err(why),
+                _ => {}
             }
-            (Op::Hello, Err(why)) => return Err(why),
-            _ => {}
         }
+    };
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, answered).await {
+        Ok(Ok(true)) => Ok(Some(Arc::new(Mutex::new(arena)))),
+        Ok(Ok(false)) | Err(_) => Ok(None),
+        Ok(Err(e)) => Err(e),
     }
 }
 
