@@ -9,6 +9,16 @@ use ps_core::DType;
 use ps_core::protocol::frame::Mode;
 use ps_core::server::Farewell;
 
+/// SGD with momentum 0.9 and learning rate 0.1, run by the servers.
+fn sgd_momentum() -> ps_core::updater::OptimizerSpec {
+    ps_core::updater::OptimizerSpec {
+        name: "sgd".into(),
+        params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
+        key_mults: Vec::new(),
+        payload: Vec::new(),
+    }
+}
+
 /// Workers 0 and 1 of 2 in dist_sync with backups, keys placed with `bound`.
 async fn two_workers(servers: &Servers, bound: u64) -> [ps_core::worker::Worker; 2] {
     let connect = |rank| {
@@ -149,12 +159,7 @@ async fn a_replacement_server_takes_a_full_copy_and_the_job_survives_losing_the_
         }
         out
     };
-    let sgd = ps_core::updater::OptimizerSpec {
-        name: "sgd".into(),
-        params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
-        key_mults: Vec::new(),
-        payload: Vec::new(),
-    };
+    let sgd = sgd_momentum();
     for w in &workers {
         within(w.set_optimizer(&sgd)).await.unwrap();
         let items = vec![
@@ -280,12 +285,7 @@ async fn large_pieces_kept_as_sent_are_served_and_updated_once_the_primary_is_go
         let mut servers = Servers::start_replicated(2, 2, 1, Mode::Sync, 4).await;
         let workers = two_workers(&servers, 4).await;
         if momentum {
-            let sgd = ps_core::updater::OptimizerSpec {
-                name: "sgd".into(),
-                params: vec![("learning_rate".into(), 0.1), ("momentum".into(), 0.9)],
-                key_mults: Vec::new(),
-                payload: Vec::new(),
-            };
+            let sgd = sgd_momentum();
             for w in &workers {
                 within(w.set_optimizer(&sgd)).await.unwrap();
             }
@@ -339,16 +339,7 @@ async fn large_pieces_kept_as_sent_are_served_and_updated_once_the_primary_is_go
             }
         }
         // Server 0 is lost: server 1 serves its range from the bytes server 0 sent it.
-        let bye = Farewell {
-            failed: true,
-            reason: "stopped by the test".into(),
-        };
-        servers.stop_one(0, bye).await;
-        let lost = servers.topology(1, vec![vec![1], vec![1]]);
-        assert!(servers.servers[0].set_topology(&lost).unwrap().is_empty());
-        for w in &workers {
-            w.set_topology(&lost).await;
-        }
+        servers.fail_over(0, vec![vec![1], vec![1]], &workers).await;
         let got = within(workers[0].pull(&[7]).wait()).await.unwrap();
         close(&to_f32(&got[0]), &want, "pulled from the backup");
         // A float16 pull converts the kept bytes (weights stay float32 however pulled).
