@@ -138,12 +138,13 @@ async fn exchange(
     within(r.read_frame()).await.ok().flatten()
 }
 
-/// Shared memory offered to a backup, with the offer's process and descriptor.
-fn offer(pid: u32, fd: i32, size: usize) -> Frame {
+/// Shared memory offered to a backup, with the offer's process, descriptor and token.
+fn offer(pid: u32, fd: i32, size: usize, token: [u8; mxrs_shm::TOKEN]) -> Frame {
     let e = Entry {
         key: pid.into(),
         offset: fd as u64,
         count: size as u64,
+        payload: token.to_vec().into(),
         ..Entry::new(0, DType::F32, &[], 0, 0)
     };
     Frame::request(Op::Arena, 2, vec![e])
@@ -157,14 +158,14 @@ async fn shared_memory_a_backup_cannot_trust_is_refused_and_a_bad_region_ends_on
     // A file whose size anyone holding it may change: refused, and the link goes on.
     let plain = std::fs::File::open("/proc/self/exe").unwrap();
     let (mut r, mut w) = primary_link(&servers).await;
-    let answer = exchange(&mut r, &mut w, offer(pid, plain.as_raw_fd(), 4096)).await;
+    let answer = exchange(&mut r, &mut w, offer(pid, plain.as_raw_fd(), 4096, [0; 16])).await;
     let err = answer.unwrap().entries[0]
         .clone()
         .into_result()
         .unwrap_err();
     assert!(err.to_string().contains("its size is not sealed"), "{err}");
     // A descriptor that is not there.
-    let answer = exchange(&mut r, &mut w, offer(pid, 1 << 20, 4096)).await;
+    let answer = exchange(&mut r, &mut w, offer(pid, 1 << 20, 4096, [0; 16])).await;
     let err = answer.unwrap().entries[0]
         .clone()
         .into_result()
@@ -173,9 +174,17 @@ async fn shared_memory_a_backup_cannot_trust_is_refused_and_a_bad_region_ends_on
         err.to_string().contains(&format!("/proc/{pid}/fd/")),
         "{err}"
     );
-    // Shared memory as a primary makes it: taken.
+    // Shared memory as a primary makes it, but with another token: refused.
     let mut arena = mxrs_shm::Arena::create(1 << 16).unwrap();
-    let answer = exchange(&mut r, &mut w, offer(pid, arena.fd(), arena.size())).await;
+    let (fd, size) = (arena.fd(), arena.size());
+    let answer = exchange(&mut r, &mut w, offer(pid, fd, size, [7; 16])).await;
+    let err = answer.unwrap().entries[0]
+        .clone()
+        .into_result()
+        .unwrap_err();
+    assert!(err.to_string().contains("not the sender's"), "{err}");
+    // With its own token: taken.
+    let answer = exchange(&mut r, &mut w, offer(pid, fd, size, arena.token())).await;
     answer.unwrap().entries[0].clone().into_result().unwrap();
     // A piece whose value lies outside it: the connection is closed, nothing is stored.
     let start = arena.put(&[0; 64]).unwrap();

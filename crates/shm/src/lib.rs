@@ -4,8 +4,10 @@
 //! are, so a value crosses no socket and the backup copies nothing.
 //!
 //! The backup opens the arena through `/proc/<pid>/fd/<fd>` of the primary (a peer that knows
-//! the job's secret, on a Unix socket of this host), and only once its size is sealed, so no
-//! page can vanish under the mapping. What it maps stays valid after the primary is gone (the
+//! the job's secret, on a Unix socket of this host), and takes it only if its size is sealed,
+//! so no page can vanish under the mapping, and it starts with the random token the primary
+//! sent (a process id may name another process, in another pid namespace of the same host,
+//! which may hold an arena too). What it maps stays valid after the primary is gone (the
 //! memory lives while any process maps it): the pieces it holds survive their primary as bytes
 //! received over a socket would.
 //!
@@ -43,11 +45,15 @@ pub enum ShmError {
 pub const ARENA_BYTES: usize = 1 << 30;
 /// Regions start at multiples of this.
 const ALIGN: usize = 64;
+/// Bytes of an arena's token.
+pub const TOKEN: usize = 16;
 
 /// The primary's side: the arena it writes its pieces' values into, and which regions of it
 /// its backup holds.
 pub struct Arena {
     map: Mapping,
+    /// Random bytes at the arena's start, which a backup checks to know it mapped this arena.
+    token: [u8; TOKEN],
     fd: std::os::fd::OwnedFd,
     /// Free regions by start, coalesced.
     free: BTreeMap<usize, usize>,
@@ -69,6 +75,9 @@ impl Arena {
     #[cfg(target_os = "linux")]
     pub fn create(size: usize) -> std::io::Result<Arena> {
         use std::os::fd::{AsRawFd, FromRawFd};
+        if size <= ALIGN {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
         let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
         // SAFETY: the name is a NUL-terminated string literal; the result is checked.
         let raw = unsafe { libc::memfd_create(c"mxrs-replicas".as_ptr(), flags) };
@@ -88,10 +97,21 @@ impl Arena {
             return Err(std::io::Error::last_os_error());
         }
         let map = Mapping::new(fd.as_raw_fd(), size, true)?;
+        let mut token = [0u8; TOKEN];
+        // SAFETY: `token` is writable for its length; the result is checked.
+        let got = unsafe { libc::getrandom(token.as_mut_ptr().cast(), TOKEN, 0) };
+        if got != TOKEN as isize {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: the mapping is `size` bytes (at least `ALIGN`, checked by the caller's
+        // arena size) and nobody else holds it yet.
+        unsafe { std::ptr::copy_nonoverlapping(token.as_ptr(), map.ptr, TOKEN) };
         Ok(Arena {
             map,
+            token,
             fd,
-            free: BTreeMap::from([(0, size)]),
+            // The first region holds the token.
+            free: BTreeMap::from([(ALIGN, size - ALIGN)]),
             used: HashMap::new(),
         })
     }
@@ -103,6 +123,11 @@ impl Arena {
             std::io::ErrorKind::Unsupported,
             "shared memory between servers needs Linux",
         ))
+    }
+
+    /// The random bytes at the arena's start, for the backup to check.
+    pub fn token(&self) -> [u8; TOKEN] {
+        self.token
     }
 
     /// The descriptor the backup opens the arena by, in this process.
@@ -193,9 +218,10 @@ impl std::fmt::Debug for ArenaView {
 impl ArenaView {
     /// Maps `size` bytes of the arena that process `pid` holds as descriptor `fd`; only an
     /// arena whose size is sealed (as [`Arena::create`] makes it), so that no page can vanish
-    /// under the mapping.
+    /// under the mapping, and which starts with `token` (a process id names another process
+    /// in another pid namespace of the same host).
     #[cfg(target_os = "linux")]
-    pub fn open(pid: u64, fd: u64, size: u64) -> Result<Arc<ArenaView>, ShmError> {
+    pub fn open(pid: u64, fd: u64, size: u64, token: &[u8]) -> Result<Arc<ArenaView>, ShmError> {
         use std::os::fd::AsRawFd;
         let path = format!("/proc/{pid}/fd/{fd}");
         let refuse = |why: String| ShmError::Open {
@@ -204,7 +230,7 @@ impl ArenaView {
         };
         let file = std::fs::File::open(&path).map_err(|e| refuse(e.to_string()))?;
         let have = file.metadata().map_err(|e| refuse(e.to_string()))?.len();
-        if size == 0 || size > have || size > ARENA_BYTES as u64 {
+        if size < TOKEN as u64 || size > have || size > ARENA_BYTES as u64 {
             return Err(refuse(format!("{size} bytes asked of {have}")));
         }
         // SAFETY: `file` is open; F_GET_SEALS only reads its seals (-1 where it has none).
@@ -214,6 +240,11 @@ impl ArenaView {
         }
         let map = Mapping::new(file.as_raw_fd(), size as usize, false)
             .map_err(|e| refuse(e.to_string()))?;
+        // SAFETY: the mapping holds at least `TOKEN` bytes (checked above).
+        let start = unsafe { std::slice::from_raw_parts(map.ptr, TOKEN) };
+        if start != token {
+            return Err(refuse("it is not the sender's shared memory".into()));
+        }
         Ok(Arc::new(ArenaView {
             map,
             let_go: Mutex::default(),
@@ -222,7 +253,7 @@ impl ArenaView {
 
     /// No shared memory here.
     #[cfg(not(target_os = "linux"))]
-    pub fn open(pid: u64, fd: u64, _size: u64) -> Result<Arc<ArenaView>, ShmError> {
+    pub fn open(pid: u64, fd: u64, _size: u64, _token: &[u8]) -> Result<Arc<ArenaView>, ShmError> {
         Err(ShmError::Open {
             path: format!("process {pid}, descriptor {fd}"),
             why: "shared memory between servers needs Linux".into(),
@@ -338,8 +369,9 @@ mod tests {
         let x = a.put(&[1; 1000]).unwrap();
         let y = a.put(&[2; 1000]).unwrap();
         let z = a.put(&[3; 1000]).unwrap();
-        assert_eq!((x, y, z), (0, 1024, 2048));
-        // 1024 bytes left: a larger value does not fit, and goes over the socket.
+        // The first 64 bytes hold the token.
+        assert_eq!((x, y, z), (64, 1088, 2112));
+        // 960 bytes left: a larger value does not fit, and goes over the socket.
         assert_eq!(a.put(&[4; 1500]), None);
         assert!(a.release(y));
         assert!(!a.release(y), "released twice");
@@ -350,7 +382,7 @@ mod tests {
         );
         assert!(a.release(x));
         // x and y are one free region again.
-        assert_eq!(a.put(&[6; 1500]), Some(0));
+        assert_eq!(a.put(&[6; 1500]), Some(64));
         assert_eq!(a.in_use(), 1536 + 1024);
     }
 
@@ -359,8 +391,13 @@ mod tests {
         let mut a = Arena::create(1 << 16).unwrap();
         let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
         let at = a.put(&data).unwrap();
-        let view =
-            ArenaView::open(std::process::id().into(), a.fd() as u64, a.size() as u64).unwrap();
+        let view = ArenaView::open(
+            std::process::id().into(),
+            a.fd() as u64,
+            a.size() as u64,
+            &a.token(),
+        )
+        .unwrap();
         let got = view.bytes(&region(at, data.len())).unwrap();
         assert_eq!(&got[..], &data[..]);
         let part = got.slice(10..20);
@@ -384,15 +421,27 @@ mod tests {
     fn regions_outside_the_arena_and_bad_descriptors_are_refused() {
         let a = Arena::create(1 << 12).unwrap();
         let pid = u64::from(std::process::id());
-        let view = ArenaView::open(pid, a.fd() as u64, a.size() as u64).unwrap();
+        let (fd, size, token) = (a.fd() as u64, a.size() as u64, a.token());
+        let view = ArenaView::open(pid, fd, size, &token).unwrap();
         for bad in [region(4000, 200), region(usize::MAX, 2)] {
             let err = view.bytes(&bad).unwrap_err().to_string();
             assert!(err.contains("shared region"), "{err}");
         }
         assert!(view.bytes(&[0; 7]).is_err());
         // More than the file has, and a descriptor that is not there.
-        assert!(ArenaView::open(pid, a.fd() as u64, 1 << 13).is_err());
-        let err = ArenaView::open(pid, 1 << 20, 64).err().unwrap().to_string();
+        assert!(ArenaView::open(pid, fd, 1 << 13, &token).is_err());
+        let err = ArenaView::open(pid, 1 << 20, 64, &token)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("/proc/"), "{err}");
+        // Another process's arena (or another arena of this one) is not taken for it.
+        let other = Arena::create(1 << 12).unwrap();
+        let err = ArenaView::open(pid, other.fd() as u64, size, &token)
+            .err()
+            .unwrap();
+        let err = err.to_string();
+        assert!(err.contains("not the sender's shared memory"), "{err}");
         assert!(err.contains("/proc/"), "{err}");
     }
 }

@@ -115,7 +115,8 @@ pub enum Op {
     PullRows = 14,
     /// From a primary server to its backup on the same host, after Hello: the shared memory
     /// its [`Op::ReplicateShared`] values will be in, `key` = the primary's process id,
-    /// `offset` = its descriptor of the memory, `count` = its bytes.
+    /// `offset` = its descriptor of the memory, `count` = its bytes, the payload the random
+    /// bytes the memory starts with.
     Arena = 15,
     /// A [`Op::Replicate`] whose entries' payloads say where they lie in the primary's shared
     /// memory: `start:u64 len:u64`. The answer's first entry carries the

@@ -36,7 +36,7 @@ pub(super) fn replicas(
         // The primary's shared memory, mapped here if this host lets it be.
         Op::Arena => {
             for (e, slot) in frame.entries.iter().zip(slots) {
-                let r = match ArenaView::open(e.key, e.offset, e.count) {
+                let r = match ArenaView::open(e.key, e.offset, e.count, &e.payload) {
                     Ok(view) => {
                         tracing::debug!("server {server} sends values through shared memory");
                         peer.arena = Some(view);

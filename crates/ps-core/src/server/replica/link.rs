@@ -359,6 +359,7 @@ async fn share_memory(
         key: u64::from(std::process::id()),
         offset: arena.fd() as u64,
         count: arena.size() as u64,
+        payload: arena.token().to_vec().into(),
         ..Entry::new(0, DType::F32, &[], 0, 0)
     };
     writer
