@@ -189,3 +189,22 @@ def test_the_rank_shim_shares_the_cores_among_the_local_processes():
         {"PMIX_LOCAL_SIZE": "2", "OMP_NUM_THREADS": "8"}, 16
     )
     assert mpi_rank.thread_env({}, 16) == {}
+
+
+def test_open_mpis_session_directory_is_made_before_the_two_mpiruns_race_to_make_it(tmp_path):
+    """Open MPI 4's mpirun fails with "File exists" when another makes its session directory
+    between its own check and mkdir; the launcher makes it first, private to the user."""
+    import socket
+
+    from mxrs.launcher import mpi
+
+    top = mpi.session_top(str(tmp_path))
+    host = socket.gethostname().split(".")[0]
+    assert top == str(tmp_path / f"ompi.{host}.{os.getuid()}")
+    assert (os.stat(top).st_mode & 0o777) == 0o700
+    # Made already (by an earlier job): left as it is.
+    (Path(top) / "jf.1").mkdir()
+    assert mpi.session_top(str(tmp_path)) == top
+    assert (Path(top) / "jf.1").is_dir()
+    # Where it cannot be made, mpirun is left to say why.
+    assert mpi.session_top(str(tmp_path / "no" / "such")) is None

@@ -12,6 +12,7 @@ Settings (environment): ``MXRS_MPI_FLAVOR`` = ``openmpi`` or ``mpich`` overrides
 """
 
 import os
+import socket
 import subprocess
 import tempfile
 
@@ -88,6 +89,22 @@ def launches(job: Job, mpi, hostfile):
     return out
 
 
+def session_top(tmpdir=None):
+    """Makes Open MPI 4's session directory on this host (``$TMPDIR/ompi.HOST.UID``, private to
+    the user) if it is missing, and returns it. Each mpirun makes it when it starts, and one
+    that finds it made by another in between fails ("File exists", ``orte_session_dir
+    failed``): the servers' and the workers' mpiruns start together."""
+    host = socket.gethostname().split(".")[0]
+    top = os.path.join(tmpdir or tempfile.gettempdir(), f"ompi.{host}.{os.getuid()}")
+    try:
+        os.mkdir(top, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None  # mpirun says why, if it cannot either
+    return top
+
+
 def submit(job: Job, dry_run=False):
     """Run ``job``'s servers and workers with mpirun on ``job.hosts``; returns the exit status."""
     if not job.hosts:
@@ -95,6 +112,8 @@ def submit(job: Job, dry_run=False):
     batch.require("mpirun", "mpi", dry_run)
     mpi = flavor(dry_run)
     batch.advertise(job)
+    if mpi == "openmpi" and not dry_run:
+        session_top()
 
     def make(job):
         files = batch.JobFiles(tempfile.gettempdir(), "mxrs-mpi")
