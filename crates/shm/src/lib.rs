@@ -103,8 +103,8 @@ impl Arena {
         if got != TOKEN as isize {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: the mapping is `size` bytes (at least `ALIGN`, checked by the caller's
-        // arena size) and nobody else holds it yet.
+        // SAFETY: the mapping is `size` bytes, more than `ALIGN >= TOKEN` (checked above), and
+        // nobody else holds it yet.
         unsafe { std::ptr::copy_nonoverlapping(token.as_ptr(), map.ptr, TOKEN) };
         Ok(Arena {
             map,
