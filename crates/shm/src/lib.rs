@@ -45,8 +45,9 @@ pub enum ShmError {
 pub const ARENA_BYTES: usize = 1 << 30;
 /// Regions start at multiples of this.
 const ALIGN: usize = 64;
-/// Bytes of an arena's token.
+/// Bytes of an arena's token, in its first region.
 pub const TOKEN: usize = 16;
+const _: () = assert!(TOKEN <= ALIGN);
 
 /// The primary's side: the arena it writes its pieces' values into, and which regions of it
 /// its backup holds.
@@ -103,8 +104,8 @@ impl Arena {
         if got != TOKEN as isize {
             return Err(std::io::Error::last_os_error());
         }
-        // SAFETY: the mapping is `size` bytes, more than `ALIGN >= TOKEN` (checked above), and
-        // nobody else holds it yet.
+        // SAFETY: the mapping is `size` bytes, more than `ALIGN` (checked above), which holds
+        // `TOKEN` (checked at compile time), and nobody else holds it yet.
         unsafe { std::ptr::copy_nonoverlapping(token.as_ptr(), map.ptr, TOKEN) };
         Ok(Arena {
             map,
@@ -187,17 +188,28 @@ impl Arena {
 
 /// Where a piece's value lies in its primary's arena: the payload of a shared Replicate entry.
 pub fn region(start: usize, len: usize) -> Bytes {
-    let mut out = Vec::with_capacity(16);
-    out.put_u64_le(start as u64);
-    out.put_u64_le(len as u64);
-    out.into()
+    encode([start as u64, len as u64])
 }
 
 /// The regions a backup let go, as its answer reports them (`u64` starts).
 pub fn released(payload: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    decode(payload).map(|s| s as usize)
+}
+
+/// Little-endian `u64`s, the form of every number this crate puts in a payload.
+fn encode(values: impl IntoIterator<Item = u64>) -> Bytes {
+    let mut out = Vec::new();
+    for v in values {
+        out.put_u64_le(v);
+    }
+    out.into()
+}
+
+/// The `u64`s of `payload` (whole ones; a trailing part is ignored).
+fn decode(payload: &[u8]) -> impl Iterator<Item = u64> + '_ {
     payload
         .chunks_exact(8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
 
 /// The backup's side: the primary's arena, mapped read-only, and the regions let go since the
@@ -264,10 +276,11 @@ impl ArenaView {
     /// is let go when the last view of them is dropped.
     pub fn bytes(self: &Arc<Self>, payload: &[u8]) -> Result<Bytes, ShmError> {
         let bad = || ShmError::Region(format!("a shared region of {} bytes", payload.len()));
-        let [start, len]: [u64; 2] = match payload.len() {
-            16 => [0, 8].map(|at| u64::from_le_bytes(payload[at..at + 8].try_into().unwrap())),
-            _ => return Err(bad()),
-        };
+        if payload.len() != 16 {
+            return Err(bad());
+        }
+        let mut numbers = decode(payload);
+        let (start, len) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
         let end = start.checked_add(len).ok_or_else(|| {
             ShmError::Region(format!("a shared region of {len} bytes at {start}"))
         })?;
@@ -286,12 +299,7 @@ impl ArenaView {
 
     /// The starts of the regions let go since the last call, for the primary.
     pub fn take_let_go(&self) -> Bytes {
-        let starts = std::mem::take(&mut *self.let_go.lock());
-        let mut out = Vec::with_capacity(8 * starts.len());
-        for s in starts {
-            out.put_u64_le(s);
-        }
-        out.into()
+        encode(std::mem::take(&mut *self.let_go.lock()))
     }
 }
 
