@@ -10,7 +10,6 @@ use ps_core::protocol::frame::{Mode, Op};
 use ps_core::protocol::transport::{self, Credentials};
 use ps_core::server::{Limits, MAX_OUTSTANDING_ENTRIES, Waiting};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 
 /// Polls `servers`' server 0 until `f` holds for what it has waiting (under the hard limit).
 async fn until_waiting(servers: &Servers, f: impl Fn(Waiting) -> bool) -> Waiting {
@@ -195,14 +194,21 @@ async fn a_request_whose_reply_could_not_be_read_is_refused() {
     servers.stop().await;
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_connections_take_at_most_the_handshake_slots() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixStream};
+
     let servers = Servers::start(1, 1, Some(b"s")).await;
     let addr = servers.addrs[0].0;
-    // Fill every handshake slot with a peer that connects and says nothing.
+    // Fill every handshake slot with a peer that connects and says nothing, through the
+    // server's Unix socket (`mxrs-data/IP:PORT`), where the peer below connects too: the
+    // server takes them in the order they came.
+    let name = SocketAddr::from_abstract_name(format!("mxrs-data/{addr}")).unwrap();
     let mut silent = Vec::new();
     for _ in 0..transport::MAX_PENDING_HANDSHAKES {
-        silent.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        silent.push(UnixStream::connect_addr(&name).unwrap());
     }
     // One more peer that does the handshake waits: the server reads nothing from it yet.
     let late =
@@ -212,8 +218,8 @@ async fn silent_connections_take_at_most_the_handshake_slots() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!late.is_finished(), "a handshake ran beyond the cap");
     // A silent peer leaving frees its slot for the waiting one.
-    let mut gone = silent.pop().unwrap();
-    gone.shutdown().await.unwrap();
+    let gone = silent.pop().unwrap();
+    gone.shutdown(std::net::Shutdown::Both).unwrap();
     drop(gone);
     within(late).await.unwrap().unwrap();
     servers.stop().await;
