@@ -96,8 +96,12 @@ def test_data_in_another_layout_is_computed_by_the_direct_kernel():
     [
         ((8, 64, 28, 28), (64, 64, 3, 3), 1, True),
         ((8, 256, 14, 14), (256, 256, 3, 3), 1, True),
-        ((8, 512, 7, 7), (512, 512, 3, 3), 1, False),  # kernels too large to transform
+        ((8, 512, 7, 7), (512, 512, 3, 3), 1, True),
+        ((32, 512, 4, 4), (512, 512, 3, 3), 1, True),  # one tile an image, 32 images
+        ((8, 1024, 7, 7), (1024, 1024, 3, 3), 1, False),  # kernels too large to transform
         ((1, 64, 8, 8), (64, 64, 3, 3), 1, False),  # too few tiles
+        ((8, 512, 4, 4), (512, 512, 3, 3), 1, False),  # too few tiles for their kernels
+        ((32, 256, 2, 2), (256, 256, 3, 3), 1, False),  # a tile of 16 pixels for 4
         ((8, 3, 32, 32), (64, 3, 3, 3), 1, False),  # too few channels
         ((8, 64, 28, 28), (64, 64, 3, 3), 2, False),  # strided
         ((8, 64, 28, 28), (64, 64, 1, 1), 1, False),  # not 3×3

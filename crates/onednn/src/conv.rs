@@ -18,7 +18,7 @@ use crate::prim::{
     same_layout,
 };
 use crate::sampled::Sampled;
-use crate::winograd::{Tiling, Winograd};
+use crate::winograd::{Pass, Tiling, Winograd};
 use crate::{Dnnl, DnnlError};
 use parking_lot::Mutex;
 
@@ -52,19 +52,22 @@ pub struct ConvSpec {
 pub enum WinogradUse {
     /// Never.
     Off,
-    /// Where it is faster: channels between 16 and 256 (the transformed kernels stay in the
-    /// cache) and enough tiles to repay transforming the kernels on every call.
+    /// Where it is faster: 16 to 512 channels, enough tiles to repay transforming the kernels
+    /// on every call, and tiles that the output fills well enough to need at most half the
+    /// direct kernels' multiplications.
     #[default]
     Auto,
     /// For every convolution it can compute (tests use it on small shapes).
     Always,
 }
 
-/// Tiles below which [`WinogradUse::Auto`] keeps the direct kernels.
-const WINOGRAD_MIN_TILES: usize = 64;
+/// Tiles below which [`WinogradUse::Auto`] keeps the direct kernels (512 channels at 4×4,
+/// one tile an image: 8 images took 1.25 times the direct kernels' time, 32 images 0.6).
+const WINOGRAD_MIN_TILES: usize = 16;
 /// Products of input and output channels above which [`WinogradUse::Auto`] keeps the direct
-/// kernels (the transformed kernels, 144 bytes per pair, no longer stay in the cache).
-const WINOGRAD_MAX_CHANNEL_PAIRS: usize = 256 * 256;
+/// kernels: the transformed kernels take 144 bytes per pair of the process's scratch buffer
+/// (38 MB for 512 channels in and out).
+const WINOGRAD_MAX_CHANNEL_PAIRS: usize = 512 * 512;
 
 impl ConvSpec {
     /// The output shape `(N, F, *out)`, or an error naming what does not fit.
@@ -139,9 +142,13 @@ impl ConvSpec {
         let fwd = Tiling::new(n, c, f, (h, w), (ph, pw))?;
         let (oh, ow) = fwd.out_size();
         let bwd = Tiling::new(n, f, c, (oh, ow), (2 - ph, 2 - pw))?;
+        // 36 multiplications a tile where the direct kernels do 9 an output pixel (a 2×2
+        // output, one tile mostly empty, gains nothing)
+        let fewer = 36 * fwd.tiles() * 2 <= 9 * n * oh * ow;
         let faster = c.min(f) >= 16
             && c * f <= WINOGRAD_MAX_CHANNEL_PAIRS
-            && fwd.tiles() >= WINOGRAD_MIN_TILES;
+            && fwd.tiles() >= WINOGRAD_MIN_TILES
+            && fewer;
         (self.winograd == WinogradUse::Always || faster).then_some((fwd, bwd))
     }
 
@@ -422,11 +429,14 @@ impl Conv {
         };
         let winograd = match spec.winograd_tiling() {
             Some((fwd, bwd)) => {
-                let f = Winograd::new(d, fwd, spec.training)?;
+                let pass = Pass::Forward {
+                    weight_grad: spec.training,
+                };
+                let f = Winograd::new(d, fwd, pass)?;
                 implementation = f.implementation().to_string();
                 let b = spec
                     .training
-                    .then(|| Winograd::new(d, bwd, false))
+                    .then(|| Winograd::new(d, bwd, Pass::DataGrad))
                     .transpose()?;
                 Some((f, b))
             }
@@ -479,7 +489,7 @@ impl Conv {
             && channels_last(&self.spec.src, x.strides)
             && channels_last(&self.dst, y.strides)
         {
-            return wf.run(x.data, w, false, b, y.data);
+            return wf.run(x.data, w, b, y.data);
         }
         let xm = self.src.feed(x.data, x.strides)?;
         let wm = self.weights.feed(w, &self.wstrides)?;
@@ -563,7 +573,7 @@ impl Conv {
             if let Some(wb) = wb
                 && let Some(g) = gx.take_if(|g| channels_last(&self.spec.src, g.strides))
             {
-                wb.run(gy.data, w, true, None, g.data)?;
+                wb.run(gy.data, w, None, g.data)?;
             }
             if wf.has_weight_grad()
                 && channels_last(&self.spec.src, x.strides)

@@ -280,6 +280,20 @@ impl Tiling {
         point_stride(self.cin * self.cout)
     }
 
+    /// How far apart a point's transformed kernels lie from one input channel to the next and
+    /// from one output channel to the next. The points keep the channel order of the weights
+    /// they come from, so that the transforms read the weights and write the points (and the
+    /// weight gradient's the other way round) in order: MXNet's `(cout, cin)` for the forward
+    /// pass and the weight gradient, and for `flipped` kernels (a data gradient's) the forward
+    /// convolution's `(f, c)`, which is `(cin, cout)` here.
+    pub(crate) fn u_strides(&self, flipped: bool) -> (usize, usize) {
+        if flipped {
+            (self.cout, 1)
+        } else {
+            (1, self.cin)
+        }
+    }
+
     /// The image, first input row and first input column of tile `g`.
     fn origin(&self, g: usize) -> (usize, isize, isize) {
         let per_image = self.th * self.tw;
@@ -295,6 +309,18 @@ impl Tiling {
     /// The kernels `w` as the matmul's weights `u[point][cin][cout]`: `w` is MXNet's
     /// `(cout, cin, 3, 3)`, or with `flipped` a convolution's `(cin, cout, 3, 3)` weights
     /// turned by 180° (the kernels of its data gradient).
+    /// The weights' rows and the kernels in each: `(cout, cin)`, or flipped `(cin, cout)`.
+    fn weight_rows(&self, flipped: bool) -> (usize, usize) {
+        if flipped {
+            (self.cin, self.cout)
+        } else {
+            (self.cout, self.cin)
+        }
+    }
+
+    /// The transformed kernels `u[point]` of MXNet's `(cout, cin, 3, 3)` weights `w`, laid out
+    /// as [`Tiling::u_strides`] says; `flipped`, of `w` taken as the forward convolution's
+    /// `(cin, cout, 3, 3)` with each kernel turned by 180°.
     pub(crate) fn transform_weights(&self, w: &[f32], flipped: bool, u: &mut [f32]) {
         assert_eq!(
             w.len(),
@@ -307,11 +333,10 @@ impl Tiling {
             "transformed weights of another shape"
         );
         let out = SharedMut::new(u);
-        // by input channel: each point's row of output channels is written in order
-        let grain = ((1 << 12) / self.cout.max(1)).max(1);
-        for_parts(self.cin, grain, 1, |r| {
-            self.weights_range(w, flipped, r, out)
-        });
+        // by the weights' rows, each a run of kernels in `w` and in every point
+        let (rows, row) = self.weight_rows(flipped);
+        let grain = ((1 << 12) / row).max(1);
+        for_parts(rows, grain, 1, |r| self.weights_range(w, flipped, r, out));
     }
 
     /// The points of tiles `start..start + rows` of `x` into `v[point][tile][cin]`, the
@@ -381,7 +406,7 @@ impl Tiling {
     }
 
     /// The weights' gradient `gw` (MXNet's `(cout, cin, 3, 3)`) from the transformed kernels'
-    /// gradient `du[point][cin][cout]`.
+    /// gradient `du[point]`, laid out as the forward pass's kernels ([`Tiling::u_strides`]).
     pub(crate) fn weights_from_grad(&self, du: &[f32], gw: &mut [f32]) {
         assert_eq!(
             du.len(),
@@ -394,14 +419,13 @@ impl Tiling {
             "a weight gradient of another shape"
         );
         let out = SharedMut::new(gw);
-        for_parts(self.cout.div_ceil(LANES), 1, 1, |r| {
-            self.weights_grad_range(du, r, out)
-        });
+        let grain = ((1 << 12) / self.cin).max(1);
+        for_parts(self.cout, grain, 1, |r| self.weights_grad_range(du, r, out));
     }
 
     simd_variants! {
         fn weights_range / weights_body(
-            w: &[f32], flipped: bool, inputs: Range<usize>, out: SharedMut<'_, f32>
+            w: &[f32], flipped: bool, rows: Range<usize>, out: SharedMut<'_, f32>
         );
         fn input_range / input_body(
             x: &[f32], start: usize, ps: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
@@ -410,7 +434,7 @@ impl Tiling {
             gy: &[f32], start: usize, ps: usize, tiles: Range<usize>, out: SharedMut<'_, f32>
         );
         fn weights_grad_range / weights_grad_body(
-            du: &[f32], blocks: Range<usize>, out: SharedMut<'_, f32>
+            du: &[f32], outputs: Range<usize>, out: SharedMut<'_, f32>
         );
         fn output_range / output_body(
             m: &[f32], start: usize, ps: usize, bias: Option<&[f32]>, tiles: Range<usize>,
@@ -419,44 +443,28 @@ impl Tiling {
     }
 
     #[inline(always)]
-    fn weights_body(
-        &self,
-        w: &[f32],
-        flipped: bool,
-        inputs: Range<usize>,
-        out: SharedMut<'_, f32>,
-    ) {
-        let (cin, cout, us) = (self.cin, self.cout, self.u_stride());
-        for ci in inputs {
-            for cb in (0..cout).step_by(LANES) {
-                let lanes = LANES.min(cout - cb);
-                // the kernels of input channel `ci` and 16 output channels
+    fn weights_body(&self, w: &[f32], flipped: bool, rows: Range<usize>, out: SharedMut<'_, f32>) {
+        let ((_, row), us) = (self.weight_rows(flipped), self.u_stride());
+        for a in rows {
+            for b in (0..row).step_by(LANES) {
+                let lanes = LANES.min(row - b);
+                // 16 kernels of row `a`, one after another in `w`, to one per lane
+                let kernels = &w[(a * row + b) * 9..(a * row + b + lanes) * 9];
                 let mut g = [[ZERO; 3]; 3];
-                for (l, co) in (cb..cb + lanes).enumerate() {
-                    let base = if flipped {
-                        ci * cout + co
-                    } else {
-                        co * cin + ci
-                    } * 9;
-                    let k = &w[base..base + 9];
-                    for r in 0..3 {
-                        for c in 0..3 {
-                            g[r][c][l] = if flipped {
-                                k[8 - (r * 3 + c)]
-                            } else {
-                                k[r * 3 + c]
-                            };
-                        }
+                for l in 0..lanes {
+                    for (tap, v) in g.iter_mut().flatten().enumerate() {
+                        let from = if flipped { 8 - tap } else { tap };
+                        v[l] = kernels[l * 9 + from];
                     }
                 }
                 let mut u = [[ZERO; ALPHA]; ALPHA];
                 both_ways(&g, weights_1d, &mut u);
-                for k in 0..POINTS {
-                    let at = k * us + ci * cout + cb;
-                    // SAFETY: output channels `cb..cb + lanes` of one point and input channel;
-                    // each input channel is handed to one thread.
-                    let row = unsafe { out.range(at..at + lanes) };
-                    store(row, &u[k / ALPHA][k % ALPHA], lanes);
+                for (k, point) in u.iter().flatten().enumerate() {
+                    let at = k * us + a * row + b;
+                    // SAFETY: kernels `b..b + lanes` of row `a` of one point; each row is
+                    // handed to one thread.
+                    let dst = unsafe { out.range(at..at + lanes) };
+                    store(dst, point, lanes);
                 }
             }
         }
@@ -508,25 +516,24 @@ impl Tiling {
     }
 
     #[inline(always)]
-    fn weights_grad_body(&self, du: &[f32], blocks: Range<usize>, out: SharedMut<'_, f32>) {
-        let (cin, cout, us) = (self.cin, self.cout, self.u_stride());
+    fn weights_grad_body(&self, du: &[f32], outputs: Range<usize>, out: SharedMut<'_, f32>) {
+        let (cin, us) = (self.cin, self.u_stride());
         let (mut u, mut g) = ([[ZERO; ALPHA]; ALPHA], [[ZERO; 3]; 3]);
-        for cb in blocks.map(|b| b * LANES) {
-            let lanes = LANES.min(cout - cb);
-            // SAFETY: the gradients of output channels `cb..cb + lanes`, each a contiguous
-            // `(cin, 3, 3)`; each block of output channels is handed to one thread.
-            let dst = unsafe { out.range(cb * cin * 9..(cb + lanes) * cin * 9) };
-            for ci in 0..cin {
+        for co in outputs {
+            // SAFETY: the gradient of output channel `co`, a contiguous `(cin, 3, 3)`; each
+            // output channel is handed to one thread.
+            let dst = unsafe { out.range(co * cin * 9..(co + 1) * cin * 9) };
+            for cb in (0..cin).step_by(LANES) {
+                let lanes = LANES.min(cin - cb);
                 for (k, point) in u.iter_mut().flatten().enumerate() {
-                    *point = load(du, k * us + ci * cout + cb, lanes);
+                    *point = load(du, k * us + co * cin + cb, lanes);
                 }
                 both_ways(&u, weights_grad_1d, &mut g);
+                // one kernel per lane to 16 kernels one after another
+                let kernels = &mut dst[cb * 9..(cb + lanes) * 9];
                 for l in 0..lanes {
-                    let at = (l * cin + ci) * 9;
-                    for (r, row) in g.iter().enumerate() {
-                        for (c, v) in row.iter().enumerate() {
-                            dst[at + r * 3 + c] = v[l];
-                        }
+                    for (tap, v) in g.iter().flatten().enumerate() {
+                        kernels[l * 9 + tap] = v[l];
                     }
                 }
             }
@@ -650,25 +657,33 @@ struct Strides {
 }
 
 /// The forward products of a chunk of `rows` tiles: `m[point] = v[point] @ u[point]`, `v`
-/// `(rows, cin)` and `m` `(rows, cout)` row-major with points `ps` apart, `u` `(cin, cout)`.
+/// `(rows, cin)` and `m` `(rows, cout)` row-major with points `ps` apart, `u` `(cin, cout)`
+/// laid out as [`Tiling::u_strides`] says for `flipped` kernels or not.
 fn forward_products(
     d: &'static Dnnl,
     rows: usize,
     t: &Tiling,
     ps: Strides,
+    flipped: bool,
 ) -> Result<Matmul, DnnlError> {
     let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
+    let (ci_stride, co_stride) = t.u_strides(flipped);
     Matmul::new(
         d,
         MemDesc::strided(d, &[p, r, ci], &[ps.v as i64, ci, 1])?,
-        MemDesc::strided(d, &[p, ci, co], &[t.u_stride() as i64, co, 1])?,
+        MemDesc::strided(
+            d,
+            &[p, ci, co],
+            &[t.u_stride() as i64, ci_stride as i64, co_stride as i64],
+        )?,
         MemDesc::strided(d, &[p, r, co], &[ps.m as i64, co, 1])?,
         false,
     )
 }
 
 /// The weight gradient's products of a chunk of `rows` tiles, added to what `du` holds with
-/// `accumulate`: `du[point] (+)= v[point]^T @ dm[point]`, `v` read transposed.
+/// `accumulate`: `du[point] (+)= dm[point]^T @ v[point]`, `(cout, cin)` as the forward pass's
+/// kernels lie ([`Tiling::u_strides`]), `dm` read transposed.
 fn weight_grad_products(
     d: &'static Dnnl,
     rows: usize,
@@ -679,9 +694,9 @@ fn weight_grad_products(
     let (r, ci, co, p) = (rows as i64, t.cin as i64, t.cout as i64, POINTS as i64);
     Matmul::new(
         d,
-        MemDesc::strided(d, &[p, ci, r], &[ps.v as i64, 1, ci])?,
-        MemDesc::strided(d, &[p, r, co], &[ps.m as i64, co, 1])?,
-        MemDesc::strided(d, &[p, ci, co], &[t.u_stride() as i64, co, 1])?,
+        MemDesc::strided(d, &[p, co, r], &[ps.m as i64, 1, co])?,
+        MemDesc::strided(d, &[p, r, ci], &[ps.v as i64, ci, 1])?,
+        MemDesc::strided(d, &[p, co, ci], &[t.u_stride() as i64, ci, 1])?,
         accumulate,
     )
 }
@@ -699,6 +714,7 @@ struct GradProducts {
 /// buffers they share.
 pub(crate) struct Winograd {
     tiling: Tiling,
+    pass: Pass,
     chunk: usize,
     strides: Strides,
     full: Matmul,
@@ -707,28 +723,52 @@ pub(crate) struct Winograd {
     implementation: String,
 }
 
+/// What a [`Winograd`] kernel computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pass {
+    /// A convolution's forward pass, and for training its weight gradient.
+    Forward { weight_grad: bool },
+    /// A convolution's data gradient: the same computation on the output gradient, with the
+    /// forward pass's kernels flipped ([`Tiling::transform_weights`]).
+    DataGrad,
+}
+
 /// The buffer every kernel's transformed kernels (or their gradient), a chunk's input points
 /// and its products (or their gradient) lie in while it runs: one for the process, as large as
 /// the largest kernel's need (kernels run one at a time, as oneDNN's stream does).
 static SCRATCH: Mutex<Vec<f32>> = Mutex::new(Vec::new());
 
-/// [`SCRATCH`], held, with at least `len` elements.
-fn scratch(len: usize) -> parking_lot::MutexGuard<'static, Vec<f32>> {
-    let mut s = SCRATCH.lock();
-    if s.len() < len {
-        s.resize(len, 0.0);
+/// Elements of a cache line.
+const LINE: usize = 16;
+
+/// [`SCRATCH`], held, as `len` elements from a cache line's start: each 16-lane store of the
+/// transforms then fills one line, where astride two it took both lines from the cache's
+/// other holders (the transformed kernels of 512 channels took 2.5 times as long).
+struct Scratch {
+    held: parking_lot::MutexGuard<'static, Vec<f32>>,
+    start: usize,
+    len: usize,
+}
+
+impl Scratch {
+    fn new(len: usize) -> Scratch {
+        let mut held = SCRATCH.lock();
+        if held.len() < len + LINE {
+            held.resize(len + LINE, 0.0);
+        }
+        let start = (LINE - (held.as_ptr() as usize / 4) % LINE) % LINE;
+        Scratch { held, start, len }
     }
-    s
+
+    fn buf(&mut self) -> &mut [f32] {
+        &mut self.held[self.start..self.start + self.len]
+    }
 }
 
 impl Winograd {
-    /// The kernel for `tiling`, with the weight gradient's when `weight_grad`; an error where
-    /// oneDNN has no matmul for it.
-    pub(crate) fn new(
-        d: &'static Dnnl,
-        tiling: Tiling,
-        weight_grad: bool,
-    ) -> Result<Winograd, DnnlError> {
+    /// The kernel of `pass` for `tiling`; an error where oneDNN has no matmul for it.
+    pub(crate) fn new(d: &'static Dnnl, tiling: Tiling, pass: Pass) -> Result<Winograd, DnnlError> {
+        let flipped = pass == Pass::DataGrad;
         let per_tile = POINTS * (tiling.cin + tiling.cout) * 4;
         let kernel_bytes = POINTS * tiling.cin * tiling.cout * 4;
         let tiles = tiling.tiles();
@@ -740,11 +780,11 @@ impl Winograd {
             m: point_stride(chunk * tiling.cout),
         };
         let rest = tiles % chunk;
-        let full = forward_products(d, chunk, &tiling, ps)?;
+        let full = forward_products(d, chunk, &tiling, ps, flipped)?;
         let tail = (rest > 0)
-            .then(|| forward_products(d, rest, &tiling, ps))
+            .then(|| forward_products(d, rest, &tiling, ps, flipped))
             .transpose()?;
-        let grad = if weight_grad {
+        let grad = if pass == (Pass::Forward { weight_grad: true }) {
             Some(GradProducts {
                 first: weight_grad_products(d, chunk, &tiling, ps, false)?,
                 full: weight_grad_products(d, chunk, &tiling, ps, true)?,
@@ -756,6 +796,7 @@ impl Winograd {
             None
         };
         Ok(Winograd {
+            pass,
             implementation: format!("winograd_4x4_3x3+matmul:{}", full.implementation()),
             tiling,
             chunk,
@@ -796,8 +837,8 @@ impl Winograd {
             )));
         }
         let (chunk, ps) = (self.chunk, self.strides);
-        let mut scratch = scratch(u_len + POINTS * (ps.v + ps.m));
-        let (du, rest) = scratch.split_at_mut(u_len);
+        let mut scratch = Scratch::new(u_len + POINTS * (ps.v + ps.m));
+        let (du, rest) = scratch.buf().split_at_mut(u_len);
         let (v, dm) = rest.split_at_mut(POINTS * ps.v);
         let dm = &mut dm[..POINTS * ps.m];
         let tiles = t.tiles();
@@ -810,7 +851,7 @@ impl Winograd {
             };
             t.transform_input(x, start, rows, ps.v, v);
             t.transform_output_grad(gy, start, rows, ps.m, dm);
-            product.run(v, dm, du)?;
+            product.run(dm, v, du)?;
         }
         t.weights_from_grad(du, gw);
         Ok(())
@@ -821,13 +862,13 @@ impl Winograd {
         &self.implementation
     }
 
-    /// `y = conv(x, w) + bias` on channels-last `x` and `y`; `w` as
-    /// [`Tiling::transform_weights`] takes it.
+    /// `y = conv(x, w) + bias` on channels-last `x` and `y`, the weights `w` MXNet's
+    /// `(cout, cin, 3, 3)` of the forward pass (for [`Pass::DataGrad`] too: `x` is then the
+    /// output gradient and `y` the data gradient).
     pub(crate) fn run(
         &self,
         x: &[f32],
         w: &[f32],
-        flipped: bool,
         bias: Option<&[f32]>,
         y: &mut [f32],
     ) -> Result<(), DnnlError> {
@@ -845,11 +886,11 @@ impl Winograd {
             return Err(DnnlError::Input("a bias of another length".into()));
         }
         let (chunk, ps) = (self.chunk, self.strides);
-        let mut scratch = scratch(u_len + POINTS * (ps.v + ps.m));
-        let (u, rest) = scratch.split_at_mut(u_len);
+        let mut scratch = Scratch::new(u_len + POINTS * (ps.v + ps.m));
+        let (u, rest) = scratch.buf().split_at_mut(u_len);
         let (v, m) = rest.split_at_mut(POINTS * ps.v);
         let m = &mut m[..POINTS * ps.m];
-        t.transform_weights(w, flipped, u);
+        t.transform_weights(w, self.pass == Pass::DataGrad, u);
         let tiles = t.tiles();
         for start in (0..tiles).step_by(chunk) {
             let rows = chunk.min(tiles - start);
@@ -923,6 +964,7 @@ mod tests {
         let mut u = vec![0.0; t.lens().2];
         t.transform_weights(w, flipped, &mut u);
         let mut y = vec![f32::NAN; t.lens().1];
+        let (ci_stride, co_stride) = t.u_strides(flipped);
         let tiles = t.tiles();
         for start in (0..tiles).step_by(chunk) {
             let rows = chunk.min(tiles - start);
@@ -937,7 +979,7 @@ mod tests {
                         let s: f64 = (0..t.cin)
                             .map(|ci| {
                                 v[k * vs + r * t.cin + ci] as f64
-                                    * u[k * t.u_stride() + ci * t.cout + co] as f64
+                                    * u[k * t.u_stride() + ci * ci_stride + co * co_stride] as f64
                             })
                             .sum();
                         m[k * ms + r * t.cout + co] = s as f32;
@@ -1077,7 +1119,7 @@ mod tests {
                         for r in 0..rows {
                             for ci in 0..cin {
                                 for co in 0..cout {
-                                    du[k * t.u_stride() + ci * cout + co] +=
+                                    du[k * t.u_stride() + co * cin + ci] +=
                                         v[(k * rows + r) * cin + ci] as f64
                                             * dm[(k * rows + r) * cout + co] as f64;
                                 }
