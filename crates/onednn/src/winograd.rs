@@ -45,6 +45,13 @@ const ZERO: Lanes = [0.0; LANES];
 const CHUNK_BYTES: usize = 3 << 19;
 /// Tiles below which a thread of its own does not pay for waking it.
 const TILES_PER_THREAD: usize = 8;
+/// Kernels below which a thread of its own does not pay for waking it.
+const KERNELS_PER_THREAD: usize = 1 << 12;
+
+/// Rows of `row` kernels each a thread of the kernel transforms takes at least.
+fn kernel_rows_grain(row: usize) -> usize {
+    (KERNELS_PER_THREAD / row).max(1)
+}
 
 /// `lanes` values of `src` from `at`, the rest zero.
 #[inline(always)]
@@ -334,8 +341,9 @@ impl Tiling {
         let out = SharedMut::new(u);
         // by the weights' rows, each a run of kernels in `w` and in every point
         let (rows, row) = self.weight_rows(flipped);
-        let grain = ((1 << 12) / row).max(1);
-        for_parts(rows, grain, 1, |r| self.weights_range(w, flipped, r, out));
+        for_parts(rows, kernel_rows_grain(row), 1, |r| {
+            self.weights_range(w, flipped, r, out)
+        });
     }
 
     /// The points of tiles `start..start + rows` of `x` into `v[point][tile][cin]`, the
@@ -418,8 +426,9 @@ impl Tiling {
             "a weight gradient of another shape"
         );
         let out = SharedMut::new(gw);
-        let grain = ((1 << 12) / self.cin).max(1);
-        for_parts(self.cout, grain, 1, |r| self.weights_grad_range(du, r, out));
+        for_parts(self.cout, kernel_rows_grain(self.cin), 1, |r| {
+            self.weights_grad_range(du, r, out)
+        });
     }
 
     simd_variants! {
@@ -1101,6 +1110,7 @@ mod tests {
                     }
                 }
             }
+            let (ci_stride, co_stride) = t.u_strides(false);
             for chunk in [1, 5, t.tiles()] {
                 let mut du = vec![0.0f64; t.lens().2];
                 let tiles = t.tiles();
@@ -1114,7 +1124,7 @@ mod tests {
                         for r in 0..rows {
                             for ci in 0..cin {
                                 for co in 0..cout {
-                                    du[k * t.u_stride() + co * cin + ci] +=
+                                    du[k * t.u_stride() + ci * ci_stride + co * co_stride] +=
                                         v[(k * rows + r) * cin + ci] as f64
                                             * dm[(k * rows + r) * cout + co] as f64;
                                 }
