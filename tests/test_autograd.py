@@ -345,3 +345,59 @@ def test_a_long_gradient_stored_into_its_own_buffer():
     y.backward()
     x.backward(x.grad)
     np.testing.assert_array_equal(x.grad.asnumpy(), np.full((300, 300), 2, np.float32))
+
+
+class _Both(autograd.Function):
+    """``a + b``, whose backward gives one array as both inputs' gradient."""
+
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, dy):
+        return dy, dy
+
+
+def test_a_fresh_gradient_becomes_the_grad_buffer_and_the_old_one_is_freed():
+    """Nothing but ``.grad`` holds its buffer and nothing but the pass the new gradient: the new
+    buffer takes the old one's place (no copy), the ``.grad`` array stays the same object, and
+    the old buffer is freed."""
+    import weakref
+
+    x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x.attach_grad()
+    grad = x.grad
+    old = weakref.ref(grad._data)
+    with autograd.record():
+        y = (x * x * 3).sum()
+    y.backward()
+    assert x.grad is grad
+    assert old() is None
+    np.testing.assert_allclose(x.grad.asnumpy(), 6 * np.arange(6).reshape(2, 3))
+
+
+def test_a_grad_buffer_still_viewed_is_written_in_place():
+    """A view of ``.grad`` (an NDArray slice sharing its memory) sees the next gradient."""
+    x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x.attach_grad()
+    with autograd.record():
+        y = (x * x).sum()
+    y.backward()
+    row = x.grad[1:2]
+    with autograd.record():
+        y = (x * x * 3).sum()
+    y.backward()
+    np.testing.assert_allclose(row.asnumpy(), [[18, 24, 30]])
+    np.testing.assert_allclose(x.grad.asnumpy(), 6 * np.arange(6).reshape(2, 3))
+
+
+def test_one_gradient_array_given_to_two_variables_leaves_them_two_buffers():
+    a, b = nd.array([1.0, 2.0]), nd.array([3.0, 4.0])
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        y = _Both()(a, b)
+    y.backward(nd.array([5.0, 7.0]))
+    np.testing.assert_allclose(a.grad.asnumpy(), [5, 7])
+    np.testing.assert_allclose(b.grad.asnumpy(), [5, 7])
+    a.grad[:] = 0
+    np.testing.assert_allclose(b.grad.asnumpy(), [5, 7])

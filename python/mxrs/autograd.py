@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, cast
 from . import _threaded, timeline
 from ._failure import ComputeError, Failure, fail
 from ._grad_parts import defer, total
+from ._sole import hand_over
 from ._sparse_rows import SparseRows, add_grads, as_dense
 from .base import MXNetError
 
@@ -472,7 +473,8 @@ def _store(var: TapeArray, g: Any) -> None:
             grad._data[...] = 0
         g.add_into(grad._data)
     elif req == "write":
-        _threaded.copy(grad._data, g, var._ctx.backend.xp)
+        if not hand_over(grad, g):  # g's buffer becomes grad's when no one else holds either
+            _threaded.copy(grad._data, g, var._ctx.backend.xp)
     elif req == "add":
         grad._data += g
     var._fresh = True
