@@ -106,18 +106,56 @@ def test_convolution_runs_on_onednn():
     assert info["implementations"], info
 
 
-def test_a_one_pixel_convolution_computes_as_a_fully_connected_layer():
-    x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64, 1, 1) / 512
-    w = np.linspace(-1, 1, 32 * 64 * 9, dtype=np.float32).reshape(32, 64, 3, 3)
-    with kernels.use("onednn"):
+def _channels_last(x):
+    """``x`` as a convolution's output lies: channels-last in memory (a 1×1 convolution by the
+    identity, differentiable like any op)."""
+    c = x.shape[1]
+    eye = mx.nd.array(np.eye(c, dtype=np.float32).reshape(c, c, *(1,) * (x.ndim - 2)))
+    return mx.nd.Convolution(x, eye, kernel=(1,) * (x.ndim - 2), num_filter=c, no_bias=True)
+
+
+UNROLLED = [
+    # (data shape, weight shape, stride, pad, dilate): every output pixel meets every input
+    # pixel through one tap, and both images are small
+    ((4, 32, 1, 1), (16, 32, 3, 3), (1, 1), (1, 1), (1, 1)),  # one pixel: the centre tap
+    ((2, 8, 1, 1), (6, 8, 3, 2), (2, 2), (1, 1), (1, 1)),
+    ((3, 16, 2, 2), (24, 16, 3, 3), (1, 1), (1, 1), (1, 1)),  # 2×2 to 2×2: all nine taps
+    ((3, 16, 2, 2), (8, 16, 3, 3), (2, 2), (1, 1), (1, 1)),  # 2×2 to 1×1
+    ((2, 8, 1, 1), (8, 8, 3, 3), (1, 1), (2, 2), (2, 2)),  # dilated, one pixel
+    ((2, 4, 3), (5, 4, 5), (1,), (2,), (1,)),  # 1-D, 3 to 3
+    ((2, 4, 2, 2, 1), (6, 4, 3, 3, 1), (1, 1, 1), (1, 1, 0), (1, 1, 1)),  # 3-D
+]
+
+
+@pytest.mark.parametrize("xs, ws, stride, pad, dilate", UNROLLED)
+def test_a_small_image_convolution_computes_as_a_fully_connected_layer(xs, ws, stride, pad, dilate):
+    """The kernel unrolled over the pairs of pixels: output, every gradient and the bias'
+    equal NumPy's, with the data and gradients channels-last as between layers."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[0]).astype(np.float32)
+
+    def op(x, w, b):
         y = mx.nd.Convolution(
-            mx.nd.array(x), mx.nd.array(w), kernel=(3, 3), pad=(1, 1), num_filter=32, no_bias=True
-        ).asnumpy()
+            _channels_last(x),
+            w,
+            b,
+            kernel=ws[2:],
+            stride=stride,
+            pad=pad,
+            dilate=dilate,
+            num_filter=ws[0],
+        )
+        return _channels_last(y)
+
+    r = run_both(lambda: grads_of(op, (x, w, b)))
+    for got, want in zip(r["onednn"], r["numpy"], strict=True):
+        close(got, want)
+    with kernels.use("onednn"):
+        grads_of(op, (x, w, b))
         info = kernels.describe()
-    assert any(i.startswith("one_pixel+") for i in info["implementations"]), info
-    # only the centre tap meets the pixel
-    want = x[:, :, 0, 0] @ w[:, :, 1, 1].T
-    np.testing.assert_allclose(y[:, :, 0, 0], want, rtol=1e-5, atol=1e-5)
+    assert any(i.startswith("unrolled+") for i in info["implementations"]), info
 
 
 DECONV = [

@@ -11,13 +11,13 @@
 //! the data gradient of a strided 1×1 convolution by a stride-1 one ([`crate::sampled`]).
 
 use crate::ffi::{self, Dim};
-use crate::one_pixel::OnePixel;
 use crate::parallel::{MIN_PER_THREAD, for_parts};
 use crate::prim::{
     MemDesc, Port, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, plain_strides,
     same_layout,
 };
 use crate::sampled::Sampled;
+use crate::unrolled::{MAX_PIXEL_PAIRS, Pairs, Unrolled};
 use crate::winograd::{Pass, Tiling, Winograd};
 use crate::{Dnnl, DnnlError};
 use parking_lot::Mutex;
@@ -152,21 +152,50 @@ impl ConvSpec {
         (self.winograd == WinogradUse::Always || faster).then_some((fwd, bwd))
     }
 
-    /// Where a one-pixel input makes a one-pixel output, the taps of a kernel and the one that
-    /// meets the input (at the padding's offset; [`crate::one_pixel`]).
-    fn one_pixel(&self, dst: &[i64]) -> Option<(usize, usize)> {
-        let kernel = &self.weights[2..];
-        let fits = !self.transposed
-            && self.groups == 1
-            && self.dilate.iter().all(|&v| v == 1)
-            && self.src[2..].iter().chain(&dst[2..]).all(|&v| v == 1)
-            && self.pad.iter().zip(kernel).all(|(p, k)| p < k);
-        if !fits {
+    /// Where every output pixel meets every input pixel through one kernel tap and the two
+    /// images are small, the tap of each pair of pixels ([`crate::unrolled`]).
+    fn unrolled_pairs(&self, dst: &[i64]) -> Option<Pairs> {
+        let u = |v: i64| usize::try_from(v).ok();
+        let (ins, outs, kernel) = (&self.src[2..], &dst[2..], &self.weights[2..]);
+        let in_pixels = ins.iter().try_fold(1, |a, &v| Some(a * u(v)?))?;
+        let out_pixels = outs.iter().try_fold(1, |a, &v| Some(a * u(v)?))?;
+        if self.transposed || self.groups != 1 || in_pixels * out_pixels > MAX_PIXEL_PAIRS {
             return None;
         }
-        let taps = kernel.iter().product::<i64>();
-        let tap = self.pad.iter().zip(kernel).fold(0, |at, (p, k)| at * k + p);
-        Some((usize::try_from(taps).ok()?, usize::try_from(tap).ok()?))
+        // pixel `p`'s index on each axis, row-major
+        let coords = |mut p: i64, dims: &[i64]| {
+            let mut at = vec![0; dims.len()];
+            for (a, &d) in at.iter_mut().zip(dims).rev() {
+                *a = p % d;
+                p /= d;
+            }
+            at
+        };
+        let mut tap = Vec::with_capacity(in_pixels * out_pixels);
+        for o in 0..out_pixels as i64 {
+            let oc = coords(o, outs);
+            for i in 0..in_pixels as i64 {
+                let ic = coords(i, ins);
+                let mut t = 0;
+                for axis in 0..kernel.len() {
+                    let offset = ic[axis] + self.pad[axis] - oc[axis] * self.stride[axis];
+                    let k = offset / self.dilate[axis];
+                    if offset < 0 || offset % self.dilate[axis] != 0 || k >= kernel[axis] {
+                        return None;
+                    }
+                    t = t * kernel[axis] + k;
+                }
+                tap.push(u(t)?);
+            }
+        }
+        Some(Pairs {
+            c: u(self.src[1])?,
+            f: u(self.filters())?,
+            taps: kernel.iter().try_fold(1, |a, &v| Some(a * u(v)?))?,
+            in_pixels,
+            out_pixels,
+            tap,
+        })
     }
 
     /// Output channels.
@@ -253,8 +282,9 @@ pub struct Conv {
     bwd_weights: Option<BackwardWeights>,
     /// The strides of MXNet's row-major weights in oneDNN's weight dims.
     wstrides: Vec<i64>,
-    /// The fully connected products of a one-pixel convolution, where it is one.
-    one_pixel: Option<OnePixel>,
+    /// The fully connected product of an image small enough to unroll the kernel over its
+    /// pixels ([`crate::unrolled`]), where it is one.
+    unrolled: Option<Unrolled>,
     /// Winograd's kernels, where they apply: the forward one (which computes the weight
     /// gradient too) and the data gradient's. They take channels-last data, the primitives
     /// anything else.
@@ -417,17 +447,20 @@ impl Conv {
         }
         let _ = nd;
         let mut implementation = implementation;
-        let one_pixel = match spec.one_pixel(&dst) {
-            Some(taps) => {
-                let u = |v: i64| v as usize;
-                let (n, c, f) = (u(spec.src[0]), u(spec.src[1]), u(spec.filters()));
-                let op = OnePixel::new(d, (n, c, f), taps, spec.bias, spec.training)?;
-                implementation = op.implementation();
-                Some(op)
+        let unrolled = match spec.unrolled_pairs(&dst) {
+            Some(pairs) => {
+                let k = Unrolled::new(d, spec.src[0] as usize, pairs, spec.bias, spec.training)?;
+                implementation = k.implementation();
+                Some(k)
             }
             None => None,
         };
-        let winograd = match spec.winograd_tiling() {
+        let tiling = if unrolled.is_none() {
+            spec.winograd_tiling()
+        } else {
+            None
+        };
+        let winograd = match tiling {
             Some((fwd, bwd)) => {
                 let pass = Pass::Forward {
                     weight_grad: spec.training,
@@ -444,7 +477,7 @@ impl Conv {
         };
         let sampled = Sampled::for_spec(d, &spec, &dst)?;
         Ok(Conv {
-            one_pixel,
+            unrolled,
             winograd,
             sampled,
             spec,
@@ -479,11 +512,11 @@ impl Conv {
         b: Option<&[f32]>,
         y: TensorMut<'_>,
     ) -> Result<(), DnnlError> {
-        if let Some(op) = &self.one_pixel
-            && rows(&self.spec.src, x.strides)
-            && rows(&self.dst, y.strides)
+        if let Some(k) = &self.unrolled
+            && channels_last(&self.spec.src, x.strides)
+            && channels_last(&self.dst, y.strides)
         {
-            return op.forward(x.data, w, b, y.data);
+            return k.forward(x.data, w, b, y.data);
         }
         if let Some((wf, _)) = &self.winograd
             && channels_last(&self.spec.src, x.strides)
@@ -558,12 +591,14 @@ impl Conv {
             }
             bias_grad(gy.data, gy.strides[1] as usize, gb);
         }
-        if let Some(op) = &self.one_pixel
-            && rows(&self.spec.src, x.strides)
-            && rows(&self.dst, gy.strides)
-            && gx.as_ref().is_none_or(|g| rows(&self.spec.src, g.strides))
+        if let Some(k) = &self.unrolled
+            && channels_last(&self.spec.src, x.strides)
+            && channels_last(&self.dst, gy.strides)
+            && gx
+                .as_ref()
+                .is_none_or(|g| channels_last(&self.spec.src, g.strides))
         {
-            return op.backward(x.data, w, gy.data, gx.map(|g| g.data), gw);
+            return k.backward(x.data, w, gy.data, gx.map(|g| g.data), gw);
         }
         // Winograd's kernels take what is channels-last; the primitives the rest
         let (mut gx, mut gw) = (gx, gw);
@@ -625,11 +660,6 @@ impl Conv {
         ])?;
         sink.finish()
     }
-}
-
-/// True when `strides` lay out `(N, C, 1, ...)` dims `dims` as rows of channels.
-fn rows(dims: &[i64], strides: &[i64]) -> bool {
-    same_layout(dims, &plain_strides(dims), strides)
 }
 
 /// True when `strides` lay out `dims` channels-last.
@@ -710,5 +740,108 @@ mod tests {
         let mut one = [f32::NAN];
         bias_grad(&[1.0, 2.0, 3.5], 7, &mut one);
         assert_eq!(one, [6.5]);
+    }
+
+    fn spec(src: &[i64], weights: &[i64], stride: &[i64], pad: &[i64], dilate: &[i64]) -> ConvSpec {
+        ConvSpec {
+            src: src.to_vec(),
+            weights: weights.to_vec(),
+            groups: 1,
+            bias: false,
+            stride: stride.to_vec(),
+            dilate: dilate.to_vec(),
+            pad: pad.to_vec(),
+            training: true,
+            transposed: false,
+            adj: vec![0; src.len() - 2],
+            winograd: WinogradUse::Auto,
+        }
+    }
+
+    fn taps(s: &ConvSpec) -> Option<Vec<usize>> {
+        s.unrolled_pairs(&s.dst().unwrap()).map(|p| p.tap)
+    }
+
+    #[test]
+    fn small_images_whose_pixels_all_meet_are_unrolled() {
+        // one pixel: the centre tap
+        assert_eq!(
+            taps(&spec(
+                &[2, 8, 1, 1],
+                &[4, 8, 3, 3],
+                &[1, 1],
+                &[1, 1],
+                &[1, 1]
+            )),
+            Some(vec![4])
+        );
+        // 2×2 to 1×1 by stride 2: the lower right 2×2 of the kernel
+        let down = spec(&[2, 8, 2, 2], &[4, 8, 3, 3], &[2, 2], &[1, 1], &[1, 1]);
+        assert_eq!(taps(&down), Some(vec![4, 5, 7, 8]));
+        // 2×2 to 2×2: output pixel 0 meets input pixel i through tap 4 + offset, pixel 3
+        // through tap 4 - offset
+        let same = taps(&spec(
+            &[2, 8, 2, 2],
+            &[4, 8, 3, 3],
+            &[1, 1],
+            &[1, 1],
+            &[1, 1],
+        ))
+        .unwrap();
+        assert_eq!(&same[..4], &[4, 5, 7, 8]);
+        assert_eq!(&same[12..], &[0, 1, 3, 4]);
+        // dilated, one pixel
+        assert_eq!(
+            taps(&spec(
+                &[1, 2, 1, 1],
+                &[2, 2, 3, 3],
+                &[1, 1],
+                &[2, 2],
+                &[2, 2]
+            )),
+            Some(vec![4])
+        );
+    }
+
+    #[test]
+    fn a_pair_meeting_no_tap_or_a_larger_image_is_not_unrolled() {
+        // 3 to 3 by 3 taps: the first output pixel never meets the last input pixel
+        assert_eq!(taps(&spec(&[2, 4, 3], &[5, 4, 3], &[1], &[1], &[1])), None);
+        // dilation 2 on 2×2: neighbours never meet
+        assert_eq!(
+            taps(&spec(
+                &[2, 8, 2, 2],
+                &[8, 8, 3, 3],
+                &[1, 1],
+                &[2, 2],
+                &[2, 2]
+            )),
+            None
+        );
+        // a 1×1 kernel on 2×2: only a pixel and itself meet
+        assert_eq!(
+            taps(&spec(
+                &[2, 8, 2, 2],
+                &[8, 8, 1, 1],
+                &[1, 1],
+                &[0, 0],
+                &[1, 1]
+            )),
+            None
+        );
+        // 3×3 to 3×3 by 5×5: every pair meets, but 81 pairs unroll the kernel 81 times
+        assert_eq!(
+            taps(&spec(
+                &[2, 8, 3, 3],
+                &[8, 8, 5, 5],
+                &[1, 1],
+                &[2, 2],
+                &[1, 1]
+            )),
+            None
+        );
+        let mut grouped = spec(&[2, 8, 1, 1], &[8, 4, 3, 3], &[1, 1], &[1, 1], &[1, 1]);
+        grouped.groups = 2;
+        assert_eq!(taps(&grouped), None);
     }
 }

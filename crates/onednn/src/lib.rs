@@ -20,13 +20,13 @@ mod ffi;
 pub mod inner;
 pub mod lrn;
 mod matmul;
-mod one_pixel;
 pub mod parallel;
 pub mod pool;
 mod prim;
 pub mod relu;
 mod sampled;
 pub mod softmax;
+mod unrolled;
 mod winograd;
 
 use std::ffi::{CStr, c_int};
