@@ -667,6 +667,18 @@ fn channels_last(dims: &[i64], strides: &[i64]) -> bool {
     same_layout(dims, &channels_last_strides(dims), strides)
 }
 
+simd_dispatch! {
+    fn pixel_sums / pixel_sums_body(pixels: &[f32], acc: &mut [f32]);
+}
+
+/// Adds each of channels-last `pixels` (rows of `acc.len()` channels) to `acc`, in order.
+#[inline(always)]
+fn pixel_sums_body(pixels: &[f32], acc: &mut [f32]) {
+    for px in pixels.chunks_exact(acc.len()) {
+        acc.iter_mut().zip(px).for_each(|(a, v)| *a += v);
+    }
+}
+
 /// The bias gradient `gb[f]`: the sum of the dense output gradient `gy` over every axis but
 /// its channels', whose stride is `sf` (1 channels-last). In a dense layout the elements below
 /// the channel axis come in runs of `sf` of one channel, the runs cycling through the channels.
@@ -682,9 +694,7 @@ fn bias_grad(gy: &[f32], sf: usize, gb: &mut [f32]) {
     } else if sf == 1 {
         for_parts(gy.len() / f, (MIN_PER_THREAD / f).max(1), 1, |r| {
             let mut acc = vec![0.0f32; f];
-            for px in gy[r.start * f..r.end * f].chunks_exact(f) {
-                acc.iter_mut().zip(px).for_each(|(a, v)| *a += v);
-            }
+            pixel_sums(&gy[r.start * f..r.end * f], &mut acc);
             add(&acc);
         });
     } else {

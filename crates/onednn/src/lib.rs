@@ -12,6 +12,9 @@
 //! Every `unsafe` block is a call into oneDNN's C API; the wrappers here own its handles
 //! (destroyed on drop) and check every buffer's length before oneDNN sees it.
 
+#[macro_use]
+mod simd;
+
 pub mod bnorm;
 mod bnorm_rows;
 pub mod conv;
