@@ -1,5 +1,9 @@
-"""A job that cannot form says which nodes it waits for and gives up within its timeout
-(``MXRS_FORM_TIMEOUT``), with real scheduler, server and worker processes on 127.0.0.1."""
+"""A job never waits silently: one that cannot form says which nodes it waits for and gives up
+within its timeout (``MXRS_FORM_TIMEOUT``), and a worker whose request waits long for its reply
+names it on stderr (``MXRS_WAIT_NOTICE``); with real scheduler, server and worker processes on
+127.0.0.1."""
+
+import re
 
 from jobs import TIMEOUT, job_nodes, launch, start_worker
 
@@ -58,3 +62,30 @@ def test_a_bad_formation_timeout_is_named():
         out, err = w.communicate(timeout=TIMEOUT)
     assert w.returncode != 0
     assert "MXRS_FORM_TIMEOUT" in out + err, out + err
+
+
+def test_a_reply_long_in_coming_is_named_on_the_workers_stderr(tmp_path):
+    """Worker 1 pushes 4 s late: worker 0's synchronous round waits for it on an open
+    connection, which worker 0 names after 1 s and again at 2 s, and the job still ends well."""
+    script = """
+    import os, time
+    import mxrs as mx
+    kv = mx.kv.create('dist_sync')
+    kv.init('w', mx.nd.zeros((4,)))
+    if kv.rank == 1:
+        time.sleep(4)
+    out = mx.nd.zeros((4,))
+    kv.pushpull('w', mx.nd.ones((4,)), out=out)
+    assert (out.asnumpy() == 2).all(), out
+    print('done', kv.rank, flush=True)
+    """
+    result = launch(tmp_path, script, n=2, s=1, env=["MXRS_WAIT_NOTICE=1"], timeout=90)
+    both = result.stdout + result.stderr
+    assert result.returncode == 0, both
+    assert "done 0" in both and "done 1" in both, both
+    notices = [line for line in both.splitlines() if "no reply from server 0 on 127.0.0.1:" in line]
+    assert any("[worker 0]" in n for n in notices), both
+    first = next(n for n in notices if "[worker 0]" in n)
+    assert re.search(r"for \d+\.\d s to a (Push|Pull|PushPull) request \(id \d+;", first), first
+    assert "the connection is open" in first, first
+    assert any(" for 2." in n for n in notices), both  # named again when the wait doubled

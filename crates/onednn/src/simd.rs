@@ -35,4 +35,3 @@ macro_rules! simd_dispatch {
         )*
     };
 }
-

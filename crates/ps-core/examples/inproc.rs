@@ -59,6 +59,7 @@ fn main() {
             rejoined: false,
             local: None,
             replicas: 0,
+            wait_notice: None,
         })
         .await
         .unwrap();

@@ -45,6 +45,9 @@ pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_REJOIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default `MXRS_FORM_TIMEOUT`: how long the scheduler waits for every node to register.
 pub const DEFAULT_FORM_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default `MXRS_WAIT_NOTICE`: how long a worker's request waits for its reply on an open
+/// connection before the worker says so on stderr.
+pub const DEFAULT_WAIT_NOTICE: Duration = Duration::from_secs(60);
 /// Default `MXNET_KVSTORE_BIGARRAY_BOUND`: arrays above it are sliced over all servers.
 pub const DEFAULT_BIGARRAY_BOUND: u64 = 1_000_000;
 /// Default cap on one data-plane frame (never more than the in-flight budget).
@@ -90,6 +93,11 @@ pub struct Config {
     /// before it gives up naming the missing ones: `MXRS_FORM_TIMEOUT` seconds (default 300;
     /// 0: wait for ever).
     pub form_timeout: Option<Duration>,
+    /// How long a worker's request may wait for its reply on an open connection before the
+    /// worker names it on stderr (and again each time the wait doubles): `MXRS_WAIT_NOTICE`
+    /// seconds (default 60; 0: never). A synchronous round waits for the slowest worker, so a
+    /// long wait is not an error, but it is never a silent one.
+    pub wait_notice: Option<Duration>,
     /// `MXRS_REPLICAS`: backups of each server's keys on the servers after it (0: none; at
     /// most S - 1 count). Default 1 with two servers or more, else 0.
     pub replicas: u32,
@@ -131,6 +139,7 @@ impl std::fmt::Debug for Config {
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("rejoin_timeout", &self.rejoin_timeout)
             .field("form_timeout", &self.form_timeout)
+            .field("wait_notice", &self.wait_notice)
             .field("replicas", &self.replicas)
             .field("bigarray_bound", &self.bigarray_bound)
             .field("max_frame_bytes", &self.max_frame_bytes)
@@ -161,6 +170,7 @@ pub const VARIABLES: &[&str] = &[
     "MXRS_MAX_RESTARTS",
     "PS_REJOIN_TIMEOUT",
     "MXRS_FORM_TIMEOUT",
+    "MXRS_WAIT_NOTICE",
     "MXRS_REPLICAS",
     "MXNET_KVSTORE_BIGARRAY_BOUND",
     "MXRS_MAX_FRAME_BYTES",
@@ -237,6 +247,11 @@ impl Config {
                 Some(t) => Some(t),
                 None => Some(DEFAULT_FORM_TIMEOUT),
             },
+            wait_notice: match seconds(&get, "MXRS_WAIT_NOTICE")? {
+                Some(t) if t.is_zero() => None,
+                Some(t) => Some(t),
+                None => Some(DEFAULT_WAIT_NOTICE),
+            },
             replicas: match optional(&get, "MXRS_REPLICAS")? {
                 Some(n) if n > 1 => {
                     return Err(PsError::Config {
@@ -281,6 +296,7 @@ impl Config {
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
             rejoin_timeout: None,
             form_timeout: Some(DEFAULT_FORM_TIMEOUT),
+            wait_notice: Some(DEFAULT_WAIT_NOTICE),
             replicas: 0,
             bigarray_bound: DEFAULT_BIGARRAY_BOUND,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,

@@ -314,6 +314,8 @@ impl std::fmt::Debug for JobWorker {
 impl JobWorker {
     /// Joins the job `cfg` describes and connects to every server, in `mode`.
     pub async fn join(cfg: &Config, mode: Mode) -> Result<JobWorker> {
+        // the data plane's warnings (a server lost, a reply long in coming) reach stderr
+        init_logging(cfg.verbose);
         require_scheduler_port(cfg)?;
         let creds = Credentials::from_config(cfg)?;
         let ip = cfg.node_ip()?;
@@ -330,6 +332,7 @@ impl JobWorker {
             local: Some(ip),
             rejoined: m.rejoined,
             replicas: cfg.replicas,
+            wait_notice: cfg.wait_notice,
         };
         let worker = Arc::new(Worker::connect(plane).await?);
         let watcher = tokio::spawn(watch_health(control.health(), worker.clone()));

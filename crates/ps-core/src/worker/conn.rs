@@ -9,15 +9,22 @@
 //! In a job with backups (`keep`), a connection that breaks keeps its requests instead, the
 //! later ones too: its server's keys move to their backups, and the worker sends them again
 //! there ([`ServerConn::take_orphans`]).
+//!
+//! A request that waits long for its reply on an open connection is named on stderr (which
+//! server, what request, for how long), and again each time its wait doubles
+//! ([`Opening::wait_notice`]): a synchronous round waits for the slowest worker, so such a wait
+//! is not an error, but a worker never waits silently.
 
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::error::{PsError, Result};
 use crate::protocol::connection::{FrameReader, FrameWriter};
@@ -29,9 +36,29 @@ use super::outbox::Outbox;
 /// The reply to one request frame.
 pub(crate) type ReplyRx = oneshot::Receiver<Result<Frame>>;
 
-/// A request waiting for its reply: where the reply goes, and the request itself when the
-/// connection keeps requests to send them elsewhere.
-pub(crate) type Waiting = (oneshot::Sender<Result<Frame>>, Option<Frame>);
+/// What a worker opens each of its connections with.
+#[derive(Debug, Clone)]
+pub(crate) struct Opening {
+    /// The job's secret and TLS.
+    pub(crate) creds: Credentials,
+    /// Larger frames are refused.
+    pub(crate) max_frame: u64,
+    /// The worker's hello.
+    pub(crate) hello: Entry,
+    /// How long a request waits for its reply before the worker says so (`MXRS_WAIT_NOTICE`);
+    /// None: never.
+    pub(crate) wait_notice: Option<Duration>,
+}
+
+/// A request waiting for its reply.
+struct Waiting {
+    /// Where the reply goes.
+    tx: oneshot::Sender<Result<Frame>>,
+    /// The request itself, when the connection keeps requests to send them elsewhere.
+    kept: Option<Frame>,
+    op: Op,
+    since: Instant,
+}
 
 #[derive(Default)]
 struct Table {
@@ -75,8 +102,8 @@ impl State {
             std::mem::take(&mut t.pending)
         };
         let why = self.table().dead.clone().unwrap_or_default();
-        for (_, (tx, _)) in pending {
-            let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+        for (_, w) in pending {
+            let _ = w.tx.send(Err(PsError::NodeLost(why.clone())));
         }
     }
 
@@ -94,23 +121,72 @@ impl State {
     }
 }
 
+/// Names on stderr the request that has waited longest on `state`'s connection once its wait
+/// reaches `notice`, and again each time the wait doubles; ends with the connection.
+async fn watch_waits(state: Weak<State>, notice: Duration) {
+    let mut tick = tokio::time::interval((notice / 4).max(Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // the request last named, and the wait at which to name it again
+    let mut next: Option<(u64, Duration)> = None;
+    loop {
+        tick.tick().await;
+        let Some(st) = state.upgrade() else { return };
+        let t = st.table();
+        if t.dead.is_some() && !t.holding {
+            return;
+        }
+        let Some((&id, w)) = t.pending.iter().min_by_key(|(id, _)| **id) else {
+            next = None;
+            continue;
+        };
+        let waited = w.since.elapsed();
+        let at = match next {
+            Some((named, at)) if named == id => at,
+            _ => notice,
+        };
+        if waited < at {
+            continue;
+        }
+        let state = match &t.dead {
+            Some(why) => format!("held for the server that takes over its keys ({why})"),
+            None => "the connection is open".to_string(),
+        };
+        tracing::warn!(
+            "no reply from {} for {:.1} s to a {:?} request (id {id}; requests waiting there: {}; \
+             {state})",
+            st.name,
+            waited.as_secs_f64(),
+            w.op,
+            t.pending.len(),
+        );
+        next = Some((id, at * 2));
+    }
+}
+
 /// The connection to one server.
 pub(crate) struct ServerConn {
     state: Arc<State>,
     outbox: Arc<Outbox>,
     reader: JoinHandle<()>,
+    watcher: Option<JoinHandle<()>>,
 }
 
 impl ServerConn {
-    /// Connects to the server `name` at `addr`, authenticates and says hello.
+    /// Connects to the server `name` at `addr`, authenticates and says hello; `keep` keeps the
+    /// requests of a connection that breaks (a job with backups).
     pub(crate) async fn open(
         addr: SocketAddr,
         name: String,
-        creds: &Credentials,
-        max_frame: u64,
-        hello: Entry,
+        opening: &Opening,
         keep: bool,
     ) -> Result<ServerConn> {
+        let Opening {
+            creds,
+            max_frame,
+            hello,
+            wait_notice,
+        } = opening;
+        let (max_frame, hello) = (*max_frame, hello.clone());
         let stream = transport::connect(addr, creds).await.map_err(|e| match e {
             PsError::Io { source, .. } => {
                 PsError::NodeLost(format!("cannot connect to {name}: {source}"))
@@ -165,8 +241,8 @@ impl ServerConn {
                     }
                     Ok(Some(frame)) if frame.reply => {
                         let waiting = st.table().pending.remove(&frame.request_id);
-                        if let Some((tx, _)) = waiting {
-                            let _ = tx.send(Ok(frame));
+                        if let Some(w) = waiting {
+                            let _ = w.tx.send(Ok(frame));
                         }
                     }
                     Ok(Some(_)) => break format!("{} sent a request frame to a worker", st.name),
@@ -179,10 +255,12 @@ impl ServerConn {
             st.broken(why);
         });
 
+        let watcher = wait_notice.map(|n| tokio::spawn(watch_waits(Arc::downgrade(&state), n)));
         let conn = ServerConn {
             state,
             outbox,
             reader,
+            watcher,
         };
         let reply = conn.send(Op::Hello, vec![hello], 0).await.map_err(|_| {
             PsError::NodeLost(format!("{} went away during hello", conn.state.name))
@@ -210,6 +288,7 @@ impl ServerConn {
             }),
             outbox,
             reader: tokio::spawn(async {}),
+            watcher: None,
         }
     }
 
@@ -252,18 +331,23 @@ impl ServerConn {
         let id = self.state.next_id.fetch_add(1, Ordering::Relaxed);
         frame.request_id = id;
         let mut t = self.state.table();
-        let kept = self.state.keep.then(|| frame.clone());
+        let waiting = Waiting {
+            kept: self.state.keep.then(|| frame.clone()),
+            op: frame.op,
+            since: Instant::now(),
+            tx,
+        };
         match &t.dead {
             Some(_) if t.holding => {
-                t.pending.insert(id, (tx, kept));
+                t.pending.insert(id, waiting);
                 None
             }
             Some(why) => {
-                let _ = tx.send(Err(PsError::NodeLost(why.clone())));
+                let _ = waiting.tx.send(Err(PsError::NodeLost(why.clone())));
                 None
             }
             None => {
-                t.pending.insert(id, (tx, kept));
+                t.pending.insert(id, waiting);
                 Some(Unsent {
                     frame,
                     priority,
@@ -289,8 +373,8 @@ impl ServerConn {
         let mut pending = pending;
         ids.into_iter()
             .filter_map(|id| {
-                let (tx, frame) = pending.remove(&id)?;
-                Some((tx, frame?))
+                let w = pending.remove(&id)?;
+                Some((w.tx, w.kept?))
             })
             .collect()
     }
@@ -374,6 +458,9 @@ impl Drop for ServerConn {
     fn drop(&mut self) {
         self.outbox.close();
         self.reader.abort();
+        if let Some(w) = &self.watcher {
+            w.abort();
+        }
     }
 }
 
@@ -392,8 +479,71 @@ mod tests {
 
     fn waiting(st: &State, id: u64) -> oneshot::Receiver<Result<Frame>> {
         let (tx, rx) = oneshot::channel();
-        st.table().pending.insert(id, (tx, None));
+        let w = Waiting {
+            tx,
+            kept: None,
+            op: Op::Pull,
+            since: Instant::now(),
+        };
+        st.table().pending.insert(id, w);
         rx
+    }
+
+    /// What `tracing` writes while `f` runs on this thread (and the tasks it spawns on a
+    /// current-thread runtime).
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Log {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock()).into_owned()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_wait_is_named_and_named_again_as_it_doubles() {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let st = Arc::new(state(false));
+        let _rx = waiting(&st, 7);
+        let watch = tokio::spawn(watch_waits(Arc::downgrade(&st), Duration::from_secs(60)));
+        tokio::time::sleep(Duration::from_secs(59)).await;
+        assert_eq!(log.text(), "", "named before the notice");
+        tokio::time::sleep(Duration::from_secs(70)).await; // 129 s: named at 60 and 120
+        let text = log.text();
+        assert_eq!(text.matches("no reply from").count(), 2, "{text}");
+        assert!(
+            text.contains("no reply from server 1 on 127.0.0.1:4000 for 60.0 s to a Pull request (id 7; requests waiting there: 1; the connection is open)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("for 120.0 s to a Pull request (id 7"),
+            "{text}"
+        );
+        // the reply comes: nothing more is said, and the watch ends with the connection
+        st.table().pending.remove(&7);
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        assert_eq!(log.text().matches("no reply from").count(), 2);
+        drop(st);
+        tokio::time::timeout(Duration::from_secs(60), watch)
+            .await
+            .expect("the watch ends once the connection is gone")
+            .unwrap();
     }
 
     #[test]

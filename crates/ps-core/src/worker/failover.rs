@@ -84,9 +84,7 @@ impl Worker {
     /// connection goes, its requests to the servers that took its keys. A replacement that
     /// cannot be reached fails what is sent to it with an error naming it.
     async fn replace_conn(&self, rank: usize, (addr, name): &(SocketAddr, String)) {
-        let (hello, creds, max_frame) = &self.reconnect;
-        let conn =
-            ServerConn::open(*addr, name.clone(), creds, *max_frame, hello.clone(), true).await;
+        let conn = ServerConn::open(*addr, name.clone(), &self.reconnect, true).await;
         match conn {
             Ok(conn) => {
                 tracing::info!("connected to {name}, which replaces a lost server");

@@ -46,7 +46,7 @@ use crate::protocol::frame::{Entry, Mode, Op};
 use crate::protocol::transport::Credentials;
 use batch::Batch;
 use check::{check_init, check_push};
-use conn::{Conns, ServerConn};
+use conn::{Conns, Opening, ServerConn};
 use encode::{Encoder, check_compressible};
 use order::Access;
 pub use ticket::Ticket;
@@ -105,6 +105,9 @@ pub struct DataPlane {
     /// This worker's address: in dist_sync with backups, a range whose backup runs there and
     /// whose primary does not is pulled from the backup ([`nearby`]). None: from primaries.
     pub local: Option<IpAddr>,
+    /// How long a request waits for its reply before the worker names it on stderr
+    /// (`MXRS_WAIT_NOTICE`, [`crate::config::Config::wait_notice`]); None: never.
+    pub wait_notice: Option<std::time::Duration>,
 }
 
 /// A training process's handle on the parameter servers.
@@ -131,7 +134,9 @@ pub struct Worker {
     /// Keeps each key's writes behind its reads in flight, in a job with backups ([`order`]).
     order: order::Order,
     /// How to reach a replacement server: the Hello, the credentials and the frame bound.
-    reconnect: (Entry, Credentials, u64),
+    /// What a connection to a server that replaces a lost one opens with (a hello that is no
+    /// rejoin).
+    reconnect: Opening,
     /// Under `fp16`/`bf16` compression, pull weights in 16 bits too (the user asked).
     pull_weights: AtomicBool,
 }
@@ -157,17 +162,16 @@ impl Worker {
             offset: u64::from(plane.rejoined),
             ..Entry::new(0, DType::F32, &[], 0, 0)
         };
+        let opening = Opening {
+            creds: plane.creds.clone(),
+            max_frame: plane.max_frame_bytes,
+            hello,
+            wait_notice: plane.wait_notice,
+        };
         let mut conns = Vec::with_capacity(plane.servers.len());
         for (addr, name) in &plane.servers {
-            let conn = ServerConn::open(
-                *addr,
-                name.clone(),
-                &plane.creds,
-                plane.max_frame_bytes,
-                hello.clone(),
-                plane.replicas > 0 && plane.servers.len() > 1,
-            )
-            .await?;
+            let keep = plane.replicas > 0 && plane.servers.len() > 1;
+            let conn = ServerConn::open(*addr, name.clone(), &opening, keep).await?;
             conns.push(conn);
         }
         if conns.is_empty() {
@@ -199,11 +203,13 @@ impl Worker {
             lost: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
             topology: Mutex::new((0, addrs)),
-            reconnect: (
-                Entry { offset: 0, ..hello },
-                plane.creds.clone(),
-                plane.max_frame_bytes,
-            ),
+            reconnect: Opening {
+                hello: Entry {
+                    offset: 0,
+                    ..opening.hello
+                },
+                ..opening
+            },
             pull_weights: AtomicBool::new(false),
         })
     }

@@ -405,6 +405,7 @@ impl Servers {
             rejoined: false,
             local: None,
             replicas: 0,
+            wait_notice: None,
         }
     }
 

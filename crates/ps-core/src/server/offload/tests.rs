@@ -83,6 +83,7 @@ async fn job(workers: u32) -> (Arc<Server>, Vec<Worker>, oneshot::Sender<()>) {
             rejoined: false,
             local: None,
             replicas: 0,
+            wait_notice: None,
         };
         out.push(within(Worker::connect(plane)).await.unwrap());
     }
