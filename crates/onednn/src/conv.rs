@@ -815,41 +815,25 @@ mod tests {
 
     #[test]
     fn a_pair_meeting_no_tap_or_a_larger_image_is_not_unrolled() {
-        // 3 to 3 by 3 taps: the first output pixel never meets the last input pixel
-        assert_eq!(taps(&spec(&[2, 4, 3], &[5, 4, 3], &[1], &[1], &[1])), None);
-        // dilation 2 on 2×2: neighbours never meet
-        assert_eq!(
-            taps(&spec(
-                &[2, 8, 2, 2],
-                &[8, 8, 3, 3],
-                &[1, 1],
-                &[2, 2],
-                &[2, 2]
-            )),
-            None
-        );
-        // a 1×1 kernel on 2×2: only a pixel and itself meet
-        assert_eq!(
-            taps(&spec(
-                &[2, 8, 2, 2],
-                &[8, 8, 1, 1],
-                &[1, 1],
-                &[0, 0],
-                &[1, 1]
-            )),
-            None
-        );
-        // 3×3 to 3×3 by 5×5: every pair meets, but 81 pairs unroll the kernel 81 times
-        assert_eq!(
-            taps(&spec(
-                &[2, 8, 3, 3],
-                &[8, 8, 5, 5],
-                &[1, 1],
-                &[2, 2],
-                &[1, 1]
-            )),
-            None
-        );
+        // (input, weights, stride, pad, dilate)
+        type Case<'a> = (&'a [i64], &'a [i64], &'a [i64], &'a [i64], &'a [i64]);
+        let cases: [Case<'_>; 4] = [
+            // 3 to 3 by 3 taps: the first output pixel never meets the last input pixel
+            (&[2, 4, 3], &[5, 4, 3], &[1], &[1], &[1]),
+            // dilation 2 on 2×2: neighbours never meet
+            (&[2, 8, 2, 2], &[8, 8, 3, 3], &[1, 1], &[2, 2], &[2, 2]),
+            // a 1×1 kernel on 2×2: only a pixel and itself meet
+            (&[2, 8, 2, 2], &[8, 8, 1, 1], &[1, 1], &[0, 0], &[1, 1]),
+            // 3×3 to 3×3 by 5×5: every pair meets, but 81 pairs unroll the kernel 81 times
+            (&[2, 8, 3, 3], &[8, 8, 5, 5], &[1, 1], &[2, 2], &[1, 1]),
+        ];
+        for (src, w, stride, pad, dilate) in cases {
+            assert_eq!(
+                taps(&spec(src, w, stride, pad, dilate)),
+                None,
+                "{src:?} {w:?}"
+            );
+        }
         let mut grouped = spec(&[2, 8, 1, 1], &[8, 4, 3, 3], &[1, 1], &[1, 1], &[1, 1]);
         grouped.groups = 2;
         assert_eq!(taps(&grouped), None);
