@@ -363,6 +363,8 @@ def test_a_fresh_gradient_becomes_the_grad_buffer_and_the_old_one_is_freed():
     the old buffer is freed."""
     import weakref
 
+    from mxrs import _sole
+
     x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
     x.attach_grad()
     grad = x.grad
@@ -371,7 +373,10 @@ def test_a_fresh_gradient_becomes_the_grad_buffer_and_the_old_one_is_freed():
         y = (x * x * 3).sum()
     y.backward()
     assert x.grad is grad
-    assert old() is None
+    if _sole._SOLE is None:  # an interpreter whose counts cannot prove it: copied in
+        assert x.grad._data is old()
+    else:
+        assert old() is None
     np.testing.assert_allclose(x.grad.asnumpy(), 6 * np.arange(6).reshape(2, 3))
 
 

@@ -11,11 +11,15 @@ one can observe the difference except by timing.
 a reference. How many references the caller's own frames hold depends on the interpreter, so the
 counts are measured once, through the same call shape, on arrays known to be held once and
 twice; where an interpreter's counts do not tell the two apart, nothing is ever handed over.
+Only CPython before 3.14 with its global interpreter lock counts every reference a frame holds
+(3.14 borrows some without counting them, and free-threaded builds split their counts), so
+elsewhere nothing is handed over either.
 """
 
 from __future__ import annotations
 
 import sys
+import sysconfig
 from typing import Any, Protocol
 
 import numpy as np
@@ -70,7 +74,14 @@ def _store_shaped(var: Any, g: Any, grad: Holder) -> tuple[int, int] | None:
 def _calibrate() -> tuple[int, int] | None:
     """The counts :func:`_counts` sees for a gradient held only by the pass's entry for its
     variable and a buffer held only by its array; None when one more holder of either does not
-    show in them."""
+    show in them, or on an interpreter whose counts omit some holders."""
+    counts_every_holder = (
+        sys.implementation.name == "cpython"
+        and sys.version_info < (3, 14)
+        and not sysconfig.get_config_var("Py_GIL_DISABLED")
+    )
+    if not counts_every_holder:
+        return None
     alone = _store_shaped(*(None, np.empty(4, np.float32), _Probe()))
     shared_g = np.empty(4, np.float32)
     shared = _store_shaped(*(None, shared_g, _Probe()))
