@@ -7,8 +7,10 @@
 //! 3.2's fastest AVX-512 convolutions run: the output is written channels-last, so the next
 //! layer (another convolution, a batch norm, an activation, an addition) reads it without a
 //! reorder; data in another layout is reordered in and out. 3×3 convolutions of stride 1 with
-//! 16 to 512 channels compute by Winograd's F(4×4, 3×3) instead ([`crate::winograd`]), and
-//! the data gradient of a strided 1×1 convolution by a stride-1 one ([`crate::sampled`]).
+//! 16 to 512 channels compute by Winograd's F(4×4, 3×3) instead ([`crate::winograd`]), images
+//! so small that every output pixel meets every input pixel through one tap by one matrix
+//! product on the kernel unrolled over the pairs of pixels ([`crate::unrolled`]), and the data
+//! gradient of a strided 1×1 convolution by a stride-1 one ([`crate::sampled`]).
 
 use crate::ffi::{self, Dim};
 use crate::parallel::{MIN_PER_THREAD, for_parts};
