@@ -78,6 +78,9 @@ def _run_sh(prefix, out, *args):
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # with Ctrl-C's default action, as a terminal gives it, even where the tests run as a
+        # background job (whose SIGINT is ignored, which a shell script cannot trap again)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
