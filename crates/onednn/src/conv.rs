@@ -776,43 +776,21 @@ mod tests {
 
     #[test]
     fn small_images_whose_pixels_all_meet_are_unrolled() {
+        let (one, two) = (&[1, 1][..], &[2, 2][..]);
         // one pixel: the centre tap
-        assert_eq!(
-            taps(&spec(
-                &[2, 8, 1, 1],
-                &[4, 8, 3, 3],
-                &[1, 1],
-                &[1, 1],
-                &[1, 1]
-            )),
-            Some(vec![4])
-        );
+        let centre = spec(&[2, 8, 1, 1], &[4, 8, 3, 3], one, one, one);
+        assert_eq!(taps(&centre), Some(vec![4]));
         // 2×2 to 1×1 by stride 2: the lower right 2×2 of the kernel
-        let down = spec(&[2, 8, 2, 2], &[4, 8, 3, 3], &[2, 2], &[1, 1], &[1, 1]);
+        let down = spec(&[2, 8, 2, 2], &[4, 8, 3, 3], two, one, one);
         assert_eq!(taps(&down), Some(vec![4, 5, 7, 8]));
         // 2×2 to 2×2: output pixel 0 meets input pixel i through tap 4 + offset, pixel 3
         // through tap 4 - offset
-        let same = taps(&spec(
-            &[2, 8, 2, 2],
-            &[4, 8, 3, 3],
-            &[1, 1],
-            &[1, 1],
-            &[1, 1],
-        ))
-        .unwrap();
+        let same = taps(&spec(&[2, 8, 2, 2], &[4, 8, 3, 3], one, one, one)).unwrap();
         assert_eq!(&same[..4], &[4, 5, 7, 8]);
         assert_eq!(&same[12..], &[0, 1, 3, 4]);
         // dilated, one pixel
-        assert_eq!(
-            taps(&spec(
-                &[1, 2, 1, 1],
-                &[2, 2, 3, 3],
-                &[1, 1],
-                &[2, 2],
-                &[2, 2]
-            )),
-            Some(vec![4])
-        );
+        let dilated = spec(&[1, 2, 1, 1], &[2, 2, 3, 3], one, two, two);
+        assert_eq!(taps(&dilated), Some(vec![4]));
     }
 
     #[test]

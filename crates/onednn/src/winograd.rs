@@ -185,39 +185,6 @@ fn both_ways<const N: usize, const M: usize>(
     }
 }
 
-/// Runs `$body` (a method of [`Tiling`]) compiled for AVX-512 where the CPU has it, for AVX2
-/// and FMA where it has those, and for the target's baseline otherwise.
-macro_rules! simd_variants {
-    ($(fn $name:ident / $body:ident ( $($arg:ident : $ty:ty),* );)*) => {
-        $(
-            fn $name(&self, $($arg: $ty),*) {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    #[target_feature(enable = "avx512f,avx2,fma")]
-                    unsafe fn wide(t: &Tiling, $($arg: $ty),*) {
-                        t.$body($($arg),*)
-                    }
-                    #[target_feature(enable = "avx2,fma")]
-                    unsafe fn narrow(t: &Tiling, $($arg: $ty),*) {
-                        t.$body($($arg),*)
-                    }
-                    if std::arch::is_x86_feature_detected!("avx512f") {
-                        // SAFETY: the CPU has the features `wide` is compiled for.
-                        return unsafe { wide(self, $($arg),*) };
-                    }
-                    if std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("fma")
-                    {
-                        // SAFETY: the CPU has the features `narrow` is compiled for.
-                        return unsafe { narrow(self, $($arg),*) };
-                    }
-                }
-                self.$body($($arg),*)
-            }
-        )*
-    };
-}
-
 /// The geometry of one convolution's tiles and the transforms between it and the points.
 #[derive(Debug, Clone)]
 pub(crate) struct Tiling {
@@ -431,7 +398,8 @@ impl Tiling {
         });
     }
 
-    simd_variants! {
+    simd_dispatch! {
+        self: Tiling;
         fn weights_range / weights_body(
             w: &[f32], flipped: bool, rows: Range<usize>, out: SharedMut<'_, f32>
         );

@@ -131,15 +131,17 @@ async fn watch_waits(state: Weak<State>, notice: Duration) {
     loop {
         tick.tick().await;
         let Some(st) = state.upgrade() else { return };
-        let t = st.table();
-        if t.dead.is_some() && !t.holding {
-            return;
-        }
-        let Some((&id, w)) = t.pending.iter().min_by_key(|(id, _)| **id) else {
-            next = None;
-            continue;
+        let (id, waited, op, waiting, held) = {
+            let t = st.table();
+            if t.dead.is_some() && !t.holding {
+                return;
+            }
+            let Some((&id, w)) = t.pending.iter().min_by_key(|(id, _)| **id) else {
+                next = None;
+                continue;
+            };
+            (id, w.since.elapsed(), w.op, t.pending.len(), t.dead.clone())
         };
-        let waited = w.since.elapsed();
         let at = match next {
             Some((named, at)) if named == id => at,
             _ => notice,
@@ -147,17 +149,15 @@ async fn watch_waits(state: Weak<State>, notice: Duration) {
         if waited < at {
             continue;
         }
-        let state = match &t.dead {
+        let state = match held {
             Some(why) => format!("held for the server that takes over its keys ({why})"),
             None => "the connection is open".to_string(),
         };
         tracing::warn!(
-            "no reply from {} for {:.1} s to a {:?} request (id {id}; requests waiting there: {}; \
-             {state})",
+            "no reply from {} for {:.1} s to a {op:?} request (id {id}; requests waiting there: \
+             {waiting}; {state})",
             st.name,
             waited.as_secs_f64(),
-            w.op,
-            t.pending.len(),
         );
         next = Some((id, at * 2));
     }
