@@ -1,9 +1,10 @@
-//! ReLU's own loops, one pass over memory each, on OpenMP's threads ([`crate::parallel`]):
-//! the forward pass, the residual addition with its ReLU (`relu(a + b)`, as a ResNet block
-//! ends), and the gradient, also of an output whose gradient comes in two parts (the block's
-//! output feeds the next block's body and its shortcut), added in the same pass. oneDNN's ReLU turns NaN into 0; these keep MXNet's semantics: a
-//! NaN input gives a NaN output, whose gradient is NaN, and elsewhere the gradient is
-//! `g * (y > 0)` (so a NaN or infinite `g` where `y <= 0` stays NaN).
+//! ReLU's own loops, one pass over memory each, on OpenMP's threads ([`crate::parallel`]) and
+//! the CPU's widest vector instructions: the forward pass, the residual addition with its ReLU
+//! (`relu(a + b)`, as a ResNet block ends), and the gradient, also of an output whose gradient
+//! comes in two parts (the block's output feeds the next block's body and its shortcut), added
+//! in the same pass. oneDNN's ReLU turns NaN into 0; these keep MXNet's semantics: a NaN input
+//! gives a NaN output, whose gradient is NaN, and elsewhere the gradient is `g * (y > 0)` (so a
+//! NaN or infinite `g` where `y <= 0` stays NaN).
 
 use crate::DnnlError;
 use crate::parallel::{SharedMut, for_ranges};
@@ -25,6 +26,41 @@ pub(crate) fn relu(x: f32) -> f32 {
     if x <= 0.0 { 0.0 } else { x }
 }
 
+simd_dispatch! {
+    fn forward_run / forward_body(x: &[f32], y: &mut [f32]);
+    fn add_forward_run / add_forward_body(a: &[f32], b: &[f32], y: &mut [f32]);
+    fn backward_run / backward_body(y: &[f32], gy: &[f32], gx: &mut [f32]);
+    fn backward_sum_run / backward_sum_body(y: &[f32], g1: &[f32], g2: &[f32], gx: &mut [f32]);
+}
+
+#[inline(always)]
+fn forward_body(x: &[f32], y: &mut [f32]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = relu(x);
+    }
+}
+
+#[inline(always)]
+fn add_forward_body(a: &[f32], b: &[f32], y: &mut [f32]) {
+    for ((y, &a), &b) in y.iter_mut().zip(a).zip(b) {
+        *y = relu(a + b);
+    }
+}
+
+#[inline(always)]
+fn backward_body(y: &[f32], gy: &[f32], gx: &mut [f32]) {
+    for ((gx, &y), &g) in gx.iter_mut().zip(y).zip(gy) {
+        *gx = mask(y, g);
+    }
+}
+
+#[inline(always)]
+fn backward_sum_body(y: &[f32], g1: &[f32], g2: &[f32], gx: &mut [f32]) {
+    for ((gx, &y), (&a, &b)) in gx.iter_mut().zip(y).zip(g1.iter().zip(g2)) {
+        *gx = mask(y, a + b);
+    }
+}
+
 /// `y = relu(x)`.
 pub fn forward(x: &[f32], y: &mut [f32]) -> Result<(), DnnlError> {
     check(&[x.len(), y.len()], "relu")?;
@@ -32,9 +68,7 @@ pub fn forward(x: &[f32], y: &mut [f32]) -> Result<(), DnnlError> {
     for_ranges(x.len(), |r| {
         // SAFETY: for_ranges hands out each range once.
         let y = unsafe { out.range(r.clone()) };
-        for (y, &x) in y.iter_mut().zip(&x[r]) {
-            *y = relu(x);
-        }
+        forward_run(&x[r], y);
     });
     Ok(())
 }
@@ -46,9 +80,7 @@ pub fn add_forward(a: &[f32], b: &[f32], y: &mut [f32]) -> Result<(), DnnlError>
     for_ranges(a.len(), |r| {
         // SAFETY: for_ranges hands out each range once.
         let y = unsafe { out.range(r.clone()) };
-        for ((y, &a), &b) in y.iter_mut().zip(&a[r.clone()]).zip(&b[r]) {
-            *y = relu(a + b);
-        }
+        add_forward_run(&a[r.clone()], &b[r], y);
     });
     Ok(())
 }
@@ -68,9 +100,7 @@ pub fn backward(y: &[f32], gy: &[f32], gx: &mut [f32]) -> Result<(), DnnlError> 
     for_ranges(y.len(), |r| {
         // SAFETY: for_ranges hands out each range once.
         let gx = unsafe { out.range(r.clone()) };
-        for ((gx, &y), &g) in gx.iter_mut().zip(&y[r.clone()]).zip(&gy[r]) {
-            *gx = mask(y, g);
-        }
+        backward_run(&y[r.clone()], &gy[r], gx);
     });
     Ok(())
 }
@@ -85,10 +115,7 @@ pub fn backward_sum(y: &[f32], g1: &[f32], g2: &[f32], gx: &mut [f32]) -> Result
     for_ranges(y.len(), |r| {
         // SAFETY: for_ranges hands out each range once.
         let gx = unsafe { out.range(r.clone()) };
-        let gs = g1[r.clone()].iter().zip(&g2[r.clone()]);
-        for ((gx, &y), (&a, &b)) in gx.iter_mut().zip(&y[r]).zip(gs) {
-            *gx = mask(y, a + b);
-        }
+        backward_sum_run(&y[r.clone()], &g1[r.clone()], &g2[r], gx);
     });
     Ok(())
 }
