@@ -39,6 +39,9 @@ pub const F32: c_int = 3;
 pub const FORMAT_ANY: c_int = 1;
 /// `dnnl_a` .. `dnnl_abcdef`: the dense row-major tag of `n` dimensions is `PLAIN_TAG[n - 1]`.
 pub const PLAIN_TAG: [c_int; 6] = [2, 3, 4, 5, 6, 7];
+/// `dnnl_ABc16b16a`, `dnnl_ABcd16b16a`, `dnnl_ABcde16b16a`: the 16×16-blocked weights of 1, 2
+/// and 3 spatial dimensions are `BLOCKED_16B16A_TAG[n - 3]` for `n` dimensions.
+pub const BLOCKED_16B16A_TAG: [c_int; 3] = [57, 79, 122];
 
 // dnnl_prop_kind_t
 pub const FORWARD_TRAINING: c_int = 64;
@@ -222,6 +225,7 @@ api! {
     dnnl_memory_desc_get_size: fn(ConstHandle) -> usize;
     dnnl_memory_create: fn(*mut Handle, ConstHandle, Handle, Handle) -> Status;
     dnnl_memory_destroy: fn(Handle) -> Status;
+    dnnl_memory_get_data_handle: fn(ConstHandle, *mut *mut c_void) -> Status;
     dnnl_primitive_desc_destroy: fn(Handle) -> Status;
     dnnl_primitive_desc_query: fn(ConstHandle, c_int, c_int, *mut c_void) -> Status;
     dnnl_primitive_desc_query_md: fn(ConstHandle, c_int, c_int) -> ConstHandle;

@@ -29,6 +29,7 @@ mod prim;
 pub mod relu;
 mod sampled;
 pub mod softmax;
+mod unblock;
 mod unrolled;
 mod winograd;
 

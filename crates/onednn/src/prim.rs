@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::ffi::{self, Dim, Handle};
+use crate::unblock::Blocked16;
 use crate::{Dnnl, DnnlError};
 
 /// `dims` as oneDNN's fixed-size array, or an error for too many.
@@ -181,6 +182,15 @@ impl MemDesc {
     /// Channels-last `f32` data of `(N, C, *spatial)` dims (`nwc`, `nhwc`, `ndhwc`).
     pub(crate) fn channels_last(d: &'static Dnnl, dims: &[Dim]) -> Result<MemDesc, DnnlError> {
         MemDesc::strided(d, dims, &channels_last_strides(dims))
+    }
+
+    /// Weights of `dims` (`(a, b, *kernel)`, 1 to 3 kernel dimensions) in oneDNN's
+    /// `AB…16b16a` blocks ([`crate::unblock`]).
+    fn blocked_16b16a(d: &'static Dnnl, dims: &[Dim]) -> Result<MemDesc, DnnlError> {
+        let tag = *ffi::BLOCKED_16B16A_TAG
+            .get(dims.len().wrapping_sub(3))
+            .ok_or_else(|| DnnlError::Input(format!("{} dimensions", dims.len())))?;
+        MemDesc::with_tag(d, dims, tag)
     }
 
     /// `f32` data of `dims` in whatever layout the primitive prefers.
@@ -399,6 +409,8 @@ impl Drop for Attr {
 pub(crate) struct Memory<'a> {
     d: &'static Dnnl,
     raw: Handle,
+    /// Bytes oneDNN allocated for it ([`Memory::alloc`]); 0 for a lent buffer.
+    allocated: usize,
     /// A lent buffer stays borrowed while oneDNN may touch it.
     _buf: PhantomData<&'a mut [f32]>,
 }
@@ -451,7 +463,30 @@ impl<'a> Memory<'a> {
 
     /// A buffer of `md` that oneDNN allocates and frees with the object.
     pub(crate) fn alloc(md: &MemDesc) -> Result<Memory<'a>, DnnlError> {
-        Memory::create(md, ffi::MEMORY_ALLOCATE)
+        let mut m = Memory::create(md, ffi::MEMORY_ALLOCATE)?;
+        m.allocated = md.bytes();
+        Ok(m)
+    }
+
+    /// The first `len` values of a buffer oneDNN allocated ([`Memory::alloc`]).
+    fn allocated(&self, len: usize) -> Result<&[f32], DnnlError> {
+        if len * 4 > self.allocated {
+            return Err(DnnlError::Input(format!(
+                "{len} values read from a buffer oneDNN allocated {} bytes for",
+                self.allocated
+            )));
+        }
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the memory object is live; `ptr` receives its buffer's address.
+        let s = unsafe { (self.d.api.dnnl_memory_get_data_handle)(self.raw, &mut ptr) };
+        self.d.check("dnnl_memory_get_data_handle", s)?;
+        if ptr.is_null() || !(ptr as usize).is_multiple_of(align_of::<f32>()) {
+            return Err(DnnlError::Input("a memory object without a buffer".into()));
+        }
+        // SAFETY: oneDNN allocated at least `len` f32s (checked) for this object, which
+        // lives as long as the borrow of `self`; no primitive writes it while it is read
+        // (primitives run to completion on the calling thread's stream).
+        Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<f32>(), len) })
     }
 
     fn check_len(md: &MemDesc, len: usize) -> Result<(), DnnlError> {
@@ -474,6 +509,7 @@ impl<'a> Memory<'a> {
         Ok(Memory {
             d,
             raw,
+            allocated: 0,
             _buf: PhantomData,
         })
     }
@@ -508,7 +544,17 @@ fn reorder(d: &'static Dnnl, from: &MemDesc, to: &MemDesc) -> Result<Primitive, 
 struct Layout {
     strides: Vec<Dim>,
     user: MemDesc,
-    reorder: Option<Primitive>,
+    convert: Convert,
+}
+
+/// How data passes between a caller's layout and a primitive's.
+enum Convert {
+    /// The same layout: the primitive reads or writes the caller's buffer.
+    Same,
+    /// oneDNN's reorder.
+    Reorder(Primitive),
+    /// 16×16-blocked weights the primitive wrote, to row-major ([`crate::unblock`]).
+    Unblock(Blocked16),
 }
 
 /// Layouts a port remembers (a model passes one or two per argument).
@@ -525,6 +571,8 @@ pub(crate) struct Port {
     inner_strides: Option<Vec<Dim>>,
     /// True when the primitive writes this argument (reorders run inner -> caller).
     output: bool,
+    /// The shape of an output in `AB…16b16a` blocks, which mxrs's loops unblock.
+    blocked: Option<Blocked16>,
     layouts: Mutex<Vec<Arc<Layout>>>,
 }
 
@@ -538,12 +586,18 @@ impl Port {
         let inner_strides = [plain_strides(dims), channels_last_strides(dims)]
             .into_iter()
             .find(|st| MemDesc::strided(d, dims, st).is_ok_and(|md| md.same(&inner)));
+        let blocked = Blocked16::of(dims).filter(|b| {
+            output
+                && inner.bytes() == 4 * b.len()
+                && MemDesc::blocked_16b16a(d, dims).is_ok_and(|md| md.same(&inner))
+        });
         Ok(Port {
             d,
             dims: dims.to_vec(),
             inner,
             inner_strides,
             output,
+            blocked,
             layouts: Mutex::new(Vec::new()),
         })
     }
@@ -589,17 +643,20 @@ impl Port {
             return Ok(l.clone());
         }
         let user = MemDesc::strided(self.d, &self.dims, strides)?;
-        let reorder = if user.same(&self.inner) {
-            None
+        let plain = same_layout(&self.dims, &plain_strides(&self.dims), strides);
+        let convert = if user.same(&self.inner) {
+            Convert::Same
+        } else if let Some(b) = self.blocked.filter(|_| plain) {
+            Convert::Unblock(b)
         } else if self.output {
-            Some(reorder(self.d, &self.inner, &user)?)
+            Convert::Reorder(reorder(self.d, &self.inner, &user)?)
         } else {
-            Some(reorder(self.d, &user, &self.inner)?)
+            Convert::Reorder(reorder(self.d, &user, &self.inner)?)
         };
         let l = Arc::new(Layout {
             strides: strides.to_vec(),
             user,
-            reorder,
+            convert,
         });
         if layouts.len() == LAYOUTS {
             layouts.remove(0);
@@ -619,13 +676,16 @@ impl Port {
         }
         let l = self.layout(strides)?;
         let user = Memory::lend(&l.user, data)?;
-        match &l.reorder {
-            None => Ok(user),
-            Some(r) => {
+        match &l.convert {
+            Convert::Same => Ok(user),
+            Convert::Reorder(r) => {
                 let inner = Memory::alloc(&self.inner)?;
                 r.run(&[(ffi::ARG_FROM, &user), (ffi::ARG_TO, &inner)])?;
                 Ok(inner)
             }
+            Convert::Unblock(_) => Err(DnnlError::Input(
+                "blocked weights are unblocked on output only".into(),
+            )),
         }
     }
 
@@ -639,20 +699,26 @@ impl Port {
         if self.direct(strides)? {
             return Ok(Sink {
                 mem: Memory::lend_mut(&self.inner, data)?,
-                out: None,
+                out: Landing::Direct,
             });
         }
         let l = self.layout(strides)?;
-        let user = Memory::lend_mut(&l.user, data)?;
-        Ok(match &l.reorder {
-            None => Sink {
-                mem: user,
-                out: None,
+        Ok(match &l.convert {
+            Convert::Same => Sink {
+                mem: Memory::lend_mut(&l.user, data)?,
+                out: Landing::Direct,
             },
-            Some(_) => Sink {
+            Convert::Reorder(_) => Sink {
                 mem: Memory::alloc(&self.inner)?,
-                out: Some((user, l)),
+                out: Landing::Reorder(Memory::lend_mut(&l.user, data)?, l.clone()),
             },
+            &Convert::Unblock(b) => {
+                Memory::check_len(&l.user, data.len())?;
+                Sink {
+                    mem: Memory::alloc(&self.inner)?,
+                    out: Landing::Unblock(data, b),
+                }
+            }
         })
     }
 }
@@ -660,18 +726,33 @@ impl Port {
 /// Where a primitive writes one output (see [`Port::sink`]).
 pub(crate) struct Sink<'a> {
     pub(crate) mem: Memory<'a>,
-    out: Option<(Memory<'a>, Arc<Layout>)>,
+    out: Landing<'a>,
+}
+
+/// How a result reaches the caller's buffer.
+enum Landing<'a> {
+    /// The primitive wrote it there.
+    Direct,
+    /// By this layout's reorder.
+    Reorder(Memory<'a>, Arc<Layout>),
+    /// Unblocked by mxrs's loops from the primitive's buffer.
+    Unblock(&'a mut [f32], Blocked16),
 }
 
 impl Sink<'_> {
-    /// Reorders the result into the caller's buffer when the primitive wrote elsewhere.
+    /// Lands the result in the caller's buffer when the primitive wrote elsewhere.
     pub(crate) fn finish(self) -> Result<(), DnnlError> {
-        if let Some((user, l)) = &self.out
-            && let Some(r) = &l.reorder
-        {
-            r.run(&[(ffi::ARG_FROM, &self.mem), (ffi::ARG_TO, user)])?;
+        match self.out {
+            Landing::Direct => Ok(()),
+            Landing::Reorder(user, l) => match &l.convert {
+                Convert::Reorder(r) => r.run(&[(ffi::ARG_FROM, &self.mem), (ffi::ARG_TO, &user)]),
+                _ => Ok(()),
+            },
+            Landing::Unblock(user, b) => {
+                b.unblock(self.mem.allocated(b.len())?, user);
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
