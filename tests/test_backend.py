@@ -53,7 +53,7 @@ for n in (8 << 20, 40 << 20, 64 << 20):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
-@pytest.mark.parametrize("allocator", ["pooled", "default"])
+@pytest.mark.parametrize("allocator", ["staggered", "pooled", "default"])
 def test_a_freed_large_block_is_reused_without_page_faults(allocator):
     """A step's large temporaries come back from the heap already mapped: touching a block of
     the size just freed faults no page in (glibc's default maps large blocks afresh)."""
@@ -63,10 +63,46 @@ def test_a_freed_large_block_is_reused_without_page_faults(allocator):
     )
     assert out.returncode == 0, out.stderr
     faults = {int(mib): int(n) for mib, n in (line.split() for line in out.stdout.splitlines())}
-    if allocator == "pooled":
+    if allocator != "default":
         assert all(n < 8 for n in faults.values()), faults
     else:  # 64 MiB mapped afresh: at least one fault per 2 MiB page
         assert faults[64] >= 32, faults
+
+
+STAGGER = """
+import numpy as np, mxrs as mx
+mx.nd.ones(1)  # the first CPU array tunes the allocator
+print(np._core.multiarray.get_handler_name())
+blocks = [np.empty(1 << 18, np.float32) for _ in range(16)]
+print(*[b.ctypes.data % 4096 for b in blocks])
+z = np.zeros(1 << 20)
+r = np.arange(70000.0)
+r.resize(140000, refcheck=False)  # a realloc keeps the values
+print(int(z.any()), r[69999], r[70000], np._core.multiarray.get_handler_name(r))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+@pytest.mark.parametrize("allocator", ["staggered", "pooled", "default"])
+def test_large_arrays_start_one_cache_line_apart_in_their_pages(allocator):
+    """Whole-page arrays allocated one after another start on different cache lines of their
+    pages (glibc's heap alone puts them 16 bytes apart), and behave as arrays do."""
+    env = dict(os.environ, MXRS_HOST_ALLOCATOR=allocator)
+    out = subprocess.run(
+        [sys.executable, "-c", STAGGER], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    name, offsets, rest = out.stdout.splitlines()
+    offsets = [int(o) for o in offsets.split()]
+    if allocator == "staggered":
+        assert name == "mxrs_staggered"
+        assert all(o % 64 == 0 for o in offsets), offsets
+        assert len({o // 64 for o in offsets}) == 16, offsets
+        assert rest.split() == ["0", "69999.0", "0.0", "mxrs_staggered"]
+    else:
+        assert name == "default_allocator"
+        assert len({o // 64 for o in offsets}) < 8, offsets  # what staggering mends
+        assert rest.split()[-1] == "default_allocator"
 
 
 def test_numpy_backend_helpers():

@@ -25,6 +25,7 @@ mod arrays;
 mod codec;
 mod errors;
 mod exit;
+mod host_arrays;
 mod items;
 mod kvstore;
 mod main_thread;
@@ -52,6 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(updates::copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(updates::add_into, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_load, m)?)?;
+    m.add_function(wrap_pyfunction!(host_arrays::stagger_host_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::onednn_set_threads, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::relu_forward, m)?)?;
     m.add_function(wrap_pyfunction!(onednn::relu_add_forward, m)?)?;
