@@ -209,6 +209,30 @@ class OnednnBatchNorm:
         ws: np.ndarray | None = None,
         shift: np.ndarray | None = None,
     ) -> None: ...
+    def forward_residual(
+        self,
+        x: np.ndarray,
+        residual: np.ndarray,
+        scale: np.ndarray,
+        shift: np.ndarray,
+        mean: np.ndarray,
+        var: np.ndarray,
+        y: np.ndarray,
+    ) -> None: ...
+    def backward_residual(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        gy: np.ndarray,
+        gy2: np.ndarray | None,
+        scale: np.ndarray,
+        mean: np.ndarray,
+        var: np.ndarray,
+        gx: np.ndarray,
+        gr: np.ndarray,
+        gscale: np.ndarray,
+        gshift: np.ndarray,
+    ) -> None: ...
 
 class OnednnActivation:
     def __init__(self, kind: str, len: int, training: bool, slope: float = 0.0) -> None: ...

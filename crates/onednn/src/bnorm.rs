@@ -3,8 +3,10 @@
 //! on the output can be fused in (`relu`). Channels-last data runs on mxrs's own two-pass
 //! loops ([`crate::bnorm_rows`]); other layouts on oneDNN's primitives, whose training pass
 //! with a fused ReLU keeps a workspace (which outputs were positive) for the backward pass.
+//! A residual unit's end, `relu(bn(x) + r)`, is one kernel on channels-last data
+//! ([`BatchNorm::forward_residual`]).
 
-use crate::bnorm_rows::{self, Rows};
+use crate::bnorm_rows::{self, Parts, Rows};
 use crate::ffi;
 use crate::prim::{
     MemDesc, Memory, PrimDesc, Primitive, Tensor, TensorMut, channels_last_strides, check_layouts,
@@ -140,7 +142,7 @@ impl BatchNorm {
                     mean: s.mean,
                     var: s.var,
                 };
-                return rows.forward(x.data, y.data, f, self.eps, self.global, self.relu);
+                return rows.forward(x.data, None, y.data, f, self.eps, self.global, self.relu);
             }
             Engine::Onednn(p) => p,
         };
@@ -234,6 +236,105 @@ impl BatchNorm {
             args.push((ffi::ARG_WORKSPACE, w));
         }
         bwd.run(&args)
+    }
+
+    /// The loops of a kernel built with `relu` for channels-last data, which alone compute a
+    /// residual unit's end.
+    fn residual_rows(&self) -> Result<&Rows, DnnlError> {
+        match &self.engine {
+            Engine::Rows(rows) if self.relu => Ok(rows),
+            _ => Err(DnnlError::Input(format!(
+                "the residual sum of a batch norm runs on channels-last data with a fused ReLU; \
+                 this one is {}{}",
+                self.implementation,
+                if self.relu { "" } else { " without a ReLU" }
+            ))),
+        }
+    }
+
+    /// A residual unit's end: `y = relu(bn(x) + residual)` in one pass after the statistics
+    /// (every data argument channels-last, as the kernel was built, with `relu`).
+    pub fn forward_residual(
+        &self,
+        x: Tensor<'_>,
+        residual: Tensor<'_>,
+        y: TensorMut<'_>,
+        s: Stats<'_>,
+    ) -> Result<(), DnnlError> {
+        self.check(&[x.strides, residual.strides, y.strides])?;
+        let rows = self.residual_rows()?;
+        let f = bnorm_rows::Forward {
+            scale: s.scale,
+            shift: s.shift,
+            mean: s.mean,
+            var: s.var,
+        };
+        rows.forward(
+            x.data,
+            Some(residual.data),
+            y.data,
+            f,
+            self.eps,
+            self.global,
+            true,
+        )
+    }
+
+    /// The gradients of [`BatchNorm::forward_residual`] for the output `y`'s gradient `gy`
+    /// (one or two parts, added here): the residual's (`gr`, which is also the normalised
+    /// data's), the data's (`gx`), the scale's and the shift's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward_residual(
+        &self,
+        x: Tensor<'_>,
+        y: Tensor<'_>,
+        gy: &[Tensor<'_>],
+        s: Stats<'_>,
+        gx: TensorMut<'_>,
+        gr: TensorMut<'_>,
+        gscale: &mut [f32],
+        gshift: &mut [f32],
+    ) -> Result<(), DnnlError> {
+        let (first, second) = match gy {
+            [g] => (g, None),
+            [g1, g2] => (g1, Some(g2)),
+            _ => {
+                return Err(DnnlError::Input(format!(
+                    "the gradient of a residual unit's end comes in one or two parts, not {}",
+                    gy.len()
+                )));
+            }
+        };
+        let mut layouts = vec![x.strides, y.strides, first.strides, gx.strides, gr.strides];
+        layouts.extend(second.map(|g| g.strides));
+        self.check(&layouts)?;
+        let rows = self.residual_rows()?;
+        if !rows.training {
+            return Err(DnnlError::Input(
+                "the gradient of a batch norm built for inference".into(),
+            ));
+        }
+        let b = bnorm_rows::Backward {
+            scale: s.scale,
+            mean: s.mean,
+            var: s.var,
+            gscale,
+            gshift,
+        };
+        let g = Parts {
+            first: first.data,
+            second: second.map(|g| g.data),
+        };
+        rows.backward_residual(
+            x.data,
+            y.data,
+            g,
+            b,
+            gx.data,
+            gr.data,
+            self.eps,
+            self.global,
+        )
     }
 }
 

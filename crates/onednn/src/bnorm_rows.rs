@@ -8,7 +8,10 @@
 //! the two passes: forward, the statistics and then the normalised output; backward, the two
 //! per-channel sums of the gradient and then the data gradient. A fused ReLU costs no
 //! workspace: the backward pass recomputes each output's sign from the input it reads anyway,
-//! with the same arithmetic as the forward pass.
+//! with the same arithmetic as the forward pass. A residual unit's end, `relu(bn(x) + r)`,
+//! is one pass forward too; backward, the ReLU's mask of the output's gradient (in two parts
+//! where the unit's output feeds two layers, added there) is the residual's gradient and the
+//! normalisation's.
 //!
 //! Sums run in `f32` over blocks of [`BLOCK`] rows and in `f64` across blocks and threads; the
 //! statistics sum `x - k` for `k` the first row (any value near the mean keeps the variance's
@@ -20,7 +23,7 @@ use parking_lot::Mutex;
 
 use crate::DnnlError;
 use crate::parallel::{MIN_PER_THREAD, SharedMut, for_parts};
-use crate::relu::{mask, relu};
+use crate::relu::{self as relu_loops, mask, relu};
 
 /// Rows summed in `f32` before their sums are added to the `f64` ones.
 const BLOCK: usize = 64;
@@ -58,6 +61,22 @@ simd_dispatch! {
     fn grad_sums / grad_sums_body(x: &[f32], gy: &[f32], c: &Coefs<'_>, sums: &mut [f64]);
     fn normalize / normalize_body(x: &[f32], c: &Coefs<'_>, y: &mut [f32]);
     fn grad_apply / grad_apply_body(x: &[f32], gy: &[f32], c: &Coefs<'_>, gx: &mut [f32]);
+    fn normalize_add / normalize_add_body(x: &[f32], r: &[f32], c: &Coefs<'_>, y: &mut [f32]);
+}
+
+/// An output's gradient, whole or in two parts to add (the output fed two layers).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parts<'a> {
+    pub(crate) first: &'a [f32],
+    pub(crate) second: Option<&'a [f32]>,
+}
+
+impl<'a> Parts<'a> {
+    fn lens(&self) -> Vec<usize> {
+        std::iter::once(self.first.len())
+            .chain(self.second.map(<[f32]>::len))
+            .collect()
+    }
 }
 
 /// Per-channel coefficients of a pass: the output is `(x - mean) * a + b` (ReLU'd when
@@ -146,6 +165,23 @@ fn normalize_body(x: &[f32], c: &Coefs<'_>, y: &mut [f32]) {
             for (y, (((&x, &a), &b), &m)) in yr.iter_mut().zip(it) {
                 *y = (x - m) * a + b;
             }
+        }
+    }
+}
+
+/// `y = relu((x - mean) * a + b + r)` row by row: a residual unit's end (the same arithmetic,
+/// to the bit, as the normalisation and then the ReLU of the sum).
+#[inline(always)]
+fn normalize_add_body(x: &[f32], r: &[f32], c: &Coefs<'_>, y: &mut [f32]) {
+    let ch = c.a.len();
+    let rows = y
+        .chunks_exact_mut(ch)
+        .zip(x.chunks_exact(ch))
+        .zip(r.chunks_exact(ch));
+    for ((yr, xr), rr) in rows {
+        let it = xr.iter().zip(rr).zip(c.a).zip(c.b).zip(c.mean);
+        for (y, ((((&x, &r), &a), &b), &m)) in yr.iter_mut().zip(it) {
+            *y = relu((x - m) * a + b + r);
         }
     }
 }
@@ -256,16 +292,22 @@ impl Rows {
     }
 
     /// Normalises `x` into `y`: by the batch's statistics, written to `s.mean` and `s.var`
-    /// (biased), or by those `s` holds (`global`).
+    /// (biased), or by those `s` holds (`global`); then a ReLU (`relu`), or the addition of
+    /// `residual` and a ReLU.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn forward(
         &self,
         x: &[f32],
+        residual: Option<&[f32]>,
         y: &mut [f32],
         s: Forward<'_>,
         eps: f32,
         global: bool,
         relu: bool,
     ) -> Result<(), DnnlError> {
+        if let Some(r) = residual {
+            self.check(&[(r.len(), "the residual")])?;
+        }
         self.check(&[
             (x.len(), "the data"),
             (y.len(), "the output"),
@@ -297,7 +339,11 @@ impl Rows {
             relu,
         };
         self.map(y, |r, out| {
-            normalize(&x[r.start * ch..r.end * ch], &coefs, out)
+            let span = r.start * ch..r.end * ch;
+            match residual {
+                Some(res) => normalize_add(&x[span.clone()], &res[span], &coefs, out),
+                None => normalize(&x[span], &coefs, out),
+            }
         });
         Ok(())
     }
@@ -317,6 +363,7 @@ impl Rows {
         global: bool,
         relu: bool,
     ) -> Result<(), DnnlError> {
+        let mut s = s;
         self.check(&[
             (x.len(), "the data"),
             (gy.len(), "the gradient"),
@@ -351,17 +398,7 @@ impl Rows {
                 grad_sums(&x[span.clone()], &gy[span], &coefs, sums);
             })
         };
-        let m = self.rows as f64;
-        for i in 0..ch {
-            let (sg, sgx) = (sums[i], sums[ch + i]);
-            s.gshift[i] = sg as f32;
-            s.gscale[i] = (sgx * inv[i]) as f32;
-            if !global {
-                let ai = f64::from(a[i]);
-                k2[i] = (-ai * inv[i] * inv[i] * sgx / m) as f32;
-                k3[i] = (-ai * sg / m) as f32;
-            }
-        }
+        self.gradient_coefs(&sums, &inv, &a, &mut s, global, (&mut k2, &mut k3));
         let coefs = Coefs {
             a: &a,
             b,
@@ -375,6 +412,58 @@ impl Rows {
             grad_apply(&x[span.clone()], &gy[span], &coefs, out);
         });
         Ok(())
+    }
+
+    /// The scale's and shift's gradients from the sums `[Σ g; C]` then `[Σ g (x - mean); C]`,
+    /// and (`k2`, `k3`) of the data gradient unless the statistics were given (`global`).
+    fn gradient_coefs(
+        &self,
+        sums: &[f64],
+        inv: &[f64],
+        a: &[f32],
+        s: &mut Backward<'_>,
+        global: bool,
+        (k2, k3): (&mut [f32], &mut [f32]),
+    ) {
+        let ch = self.channels;
+        let m = self.rows as f64;
+        for i in 0..ch {
+            let (sg, sgx) = (sums[i], sums[ch + i]);
+            s.gshift[i] = sg as f32;
+            s.gscale[i] = (sgx * inv[i]) as f32;
+            if !global {
+                let ai = f64::from(a[i]);
+                k2[i] = (-ai * inv[i] * inv[i] * sgx / m) as f32;
+                k3[i] = (-ai * sg / m) as f32;
+            }
+        }
+    }
+
+    /// The gradients of a residual unit's end, `y = relu(bn(x) + r)` ([`Rows::forward`] with
+    /// a residual), for the output's gradient `g`: the residual's (the masked gradient, `gz`),
+    /// the data's (`gx`), the scale's and the shift's; `global` as in [`Rows::backward`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn backward_residual(
+        &self,
+        x: &[f32],
+        y: &[f32],
+        g: Parts<'_>,
+        s: Backward<'_>,
+        gx: &mut [f32],
+        gz: &mut [f32],
+        eps: f32,
+        global: bool,
+    ) -> Result<(), DnnlError> {
+        let parts: Vec<(usize, &str)> = g.lens().into_iter().map(|n| (n, "the gradient")).collect();
+        self.check(&parts)?;
+        self.check(&[(y.len(), "the output"), (gz.len(), "the residual gradient")])?;
+        // the mask first, in a pass of its own: folded into the sums' pass, five streams at
+        // once ran slower than the two passes
+        match g.second {
+            Some(g2) => relu_loops::backward_sum(y, g.first, g2, gz)?,
+            None => relu_loops::backward(y, g.first, gz)?,
+        }
+        self.backward(x, gz, &[], s, gx, eps, global, false)
     }
 }
 
@@ -407,7 +496,8 @@ mod tests {
             mean: &mut mean,
             var: &mut var,
         };
-        ROWS.forward(&x, &mut y, f, 0.0, false, false).unwrap();
+        ROWS.forward(&x, None, &mut y, f, 0.0, false, false)
+            .unwrap();
         assert_eq!(mean, [3.0, -1.0, 1000.02]);
         let want_var = [2.0, 0.5, 2e-4];
         for (v, w) in var.iter().zip(want_var) {
@@ -445,6 +535,119 @@ mod tests {
         assert_eq!(gs, [3.0, 10.0, 15.0]);
     }
 
+    /// `(x, r)` for a residual unit's end: 40 rows of 3 channels, some outputs negative.
+    fn residual_data() -> (Vec<f32>, Vec<f32>) {
+        let x = (0..120)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.3)
+            .collect();
+        let r = (0..120)
+            .map(|i| ((i * 13 % 17) as f32 - 8.0) * 0.2)
+            .collect();
+        (x, r)
+    }
+
+    #[test]
+    fn a_residual_end_equals_the_normalisation_then_the_relu_of_the_sum() {
+        let rows = Rows {
+            rows: 40,
+            channels: 3,
+            training: true,
+        };
+        let (x, r) = residual_data();
+        let (scale, shift) = ([1.5, 0.5, -1.0], [0.25, -0.5, 0.0]);
+        let run = |residual: Option<&[f32]>| {
+            let (mut mean, mut var, mut y) = ([0.0; 3], [0.0; 3], vec![0.0; 120]);
+            let f = Forward {
+                scale: &scale,
+                shift: &shift,
+                mean: &mut mean,
+                var: &mut var,
+            };
+            rows.forward(&x, residual, &mut y, f, 1e-3, false, residual.is_some())
+                .unwrap();
+            (y, mean, var)
+        };
+        let (z, mean, var) = run(None);
+        let (y, mean2, var2) = run(Some(&r));
+        assert_eq!((mean, var), (mean2, var2));
+        let want: Vec<f32> = z.iter().zip(&r).map(|(&z, &r)| relu(z + r)).collect();
+        assert_eq!(y, want);
+        assert!(y.contains(&0.0) && y.iter().any(|&v| v > 0.0));
+
+        // backward: the masked gradient, then the normalisation's gradient of it
+        let g1: Vec<f32> = (0..120).map(|i| (i % 7) as f32 - 3.0).collect();
+        let g2: Vec<f32> = (0..120).map(|i| (i % 5) as f32 * 0.5).collect();
+        let grads = |g: Parts<'_>| {
+            let (mut gx, mut gz, mut gs, mut gb) =
+                (vec![0.0; 120], vec![0.0; 120], [0.0; 3], [0.0; 3]);
+            let b = Backward {
+                scale: &scale,
+                mean: &mean,
+                var: &var,
+                gscale: &mut gs,
+                gshift: &mut gb,
+            };
+            rows.backward_residual(&x, &y, g, b, &mut gx, &mut gz, 1e-3, false)
+                .unwrap();
+            (gx, gz, gs, gb)
+        };
+        let sum: Vec<f32> = g1.iter().zip(&g2).map(|(a, b)| a + b).collect();
+        let whole = grads(Parts {
+            first: &sum,
+            second: None,
+        });
+        let split = grads(Parts {
+            first: &g1,
+            second: Some(&g2),
+        });
+        assert_eq!(whole, split);
+        let (gx, gz, gs, gb) = whole;
+        let masked: Vec<f32> = y.iter().zip(&sum).map(|(&y, &g)| mask(y, g)).collect();
+        assert_eq!(gz, masked);
+        let (mut gx2, mut gs2, mut gb2) = (vec![0.0; 120], [0.0; 3], [0.0; 3]);
+        let b = Backward {
+            scale: &scale,
+            mean: &mean,
+            var: &var,
+            gscale: &mut gs2,
+            gshift: &mut gb2,
+        };
+        rows.backward(&x, &masked, &shift, b, &mut gx2, 1e-3, false, false)
+            .unwrap();
+        assert_eq!((gx, gs, gb), (gx2, gs2, gb2));
+    }
+
+    #[test]
+    fn a_residual_gradient_in_three_parts_is_refused() {
+        let (x, _) = residual_data();
+        let rows = Rows {
+            rows: 40,
+            channels: 3,
+            training: true,
+        };
+        let short = vec![0.0; 119];
+        let (mut gx, mut gz, mut gs, mut gb) = (vec![0.0; 120], vec![0.0; 120], [0.0; 3], [0.0; 3]);
+        let b = Backward {
+            scale: &[1.0; 3],
+            mean: &[0.0; 3],
+            var: &[1.0; 3],
+            gscale: &mut gs,
+            gshift: &mut gb,
+        };
+        let g = Parts {
+            first: &x,
+            second: Some(&short),
+        };
+        let err = rows
+            .backward_residual(&x, &x, g, b, &mut gx, &mut gz, 1e-3, false)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the gradient holds 119 values, not 120"),
+            "{err}"
+        );
+    }
+
     #[test]
     fn wrong_lengths_are_named() {
         let x = vec![0.0; 15];
@@ -455,7 +658,9 @@ mod tests {
             mean: &mut mean,
             var: &mut var,
         };
-        let err = ROWS.forward(&x, &mut y, f, 1e-5, false, false).unwrap_err();
+        let err = ROWS
+            .forward(&x, None, &mut y, f, 1e-5, false, false)
+            .unwrap_err();
         assert!(
             err.to_string()
                 .contains("the output holds 14 values, not 15"),

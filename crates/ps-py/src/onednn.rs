@@ -482,6 +482,77 @@ impl OnednnBatchNorm {
         })
         .map_err(to_py)
     }
+
+    /// A residual unit's end, `y = relu(bn(x) + residual)`, in one pass after the statistics
+    /// (a kernel built with `relu` for channels-last data; statistics as `forward`).
+    #[allow(clippy::too_many_arguments)]
+    fn forward_residual(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        residual: PyReadonlyArrayDyn<'_, f32>,
+        scale: PyReadonlyArrayDyn<'_, f32>,
+        shift: PyReadonlyArrayDyn<'_, f32>,
+        mut mean: PyReadwriteArrayDyn<'_, f32>,
+        mut var: PyReadwriteArrayDyn<'_, f32>,
+        mut y: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let (x, r) = (dense(&x, "data")?, dense(&residual, "residual")?);
+        let s = Stats {
+            scale: view(&scale, "gamma")?,
+            shift: view(&shift, "beta")?,
+            mean: view_mut(&mut mean, "mean")?,
+            var: view_mut(&mut var, "variance")?,
+        };
+        let mut y = dense_mut(&mut y, "output")?;
+        py.detach(|| self.norm.forward_residual(x.t(), r.t(), y.t(), s))
+            .map_err(to_py)
+    }
+
+    /// The gradients of `forward_residual` for the output `y`'s gradient `gy` (and `gy2`, its
+    /// second part, added here): the residual's `gr` (also the normalised data's), the data's
+    /// `gx`, the scale's and the shift's.
+    #[pyo3(signature = (x, y, gy, gy2, scale, mean, var, gx, gr, gscale, gshift))]
+    #[allow(clippy::too_many_arguments)]
+    fn backward_residual(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArrayDyn<'_, f32>,
+        y: PyReadonlyArrayDyn<'_, f32>,
+        gy: PyReadonlyArrayDyn<'_, f32>,
+        gy2: Option<PyReadonlyArrayDyn<'_, f32>>,
+        scale: PyReadonlyArrayDyn<'_, f32>,
+        mut mean: PyReadwriteArrayDyn<'_, f32>,
+        mut var: PyReadwriteArrayDyn<'_, f32>,
+        mut gx: PyReadwriteArrayDyn<'_, f32>,
+        mut gr: PyReadwriteArrayDyn<'_, f32>,
+        mut gscale: PyReadwriteArrayDyn<'_, f32>,
+        mut gshift: PyReadwriteArrayDyn<'_, f32>,
+    ) -> PyResult<()> {
+        let (x, y, g1) = (
+            dense(&x, "data")?,
+            dense(&y, "output")?,
+            dense(&gy, "gradient")?,
+        );
+        let g2 = gy2.as_ref().map(|g| dense(g, "gradient")).transpose()?;
+        let s = Stats {
+            scale: view(&scale, "gamma")?,
+            shift: &[],
+            mean: view_mut(&mut mean, "mean")?,
+            var: view_mut(&mut var, "variance")?,
+        };
+        let mut gx = dense_mut(&mut gx, "data gradient")?;
+        let mut gr = dense_mut(&mut gr, "residual gradient")?;
+        let gscale = view_mut(&mut gscale, "gamma gradient")?;
+        let gshift = view_mut(&mut gshift, "beta gradient")?;
+        py.detach(|| {
+            let mut parts = vec![g1.t()];
+            parts.extend(g2.as_ref().map(|g| g.t()));
+            self.norm
+                .backward_residual(x.t(), y.t(), &parts, s, gx.t(), gr.t(), gscale, gshift)
+        })
+        .map_err(to_py)
+    }
 }
 
 /// An error unless every array (of one shape) lays its elements out in the same order: an

@@ -98,6 +98,22 @@ class NormKernels(Protocol):
         a ReLU with ``relu``, NaN kept); ``grad`` gives ``(gx, ggamma, gbeta)``."""
         ...
 
+    def batch_norm_add_relu(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        residual: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        train: bool,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """A residual unit's end, ``relu(batch_norm(x) + residual)`` over axis 1, for
+        ``residual`` of ``x``'s shape and dtype: ``(y, mean, var, grad)`` as
+        :meth:`batch_norm`, ``grad`` giving ``(gx, ggamma, gbeta, gresidual)``. The closure
+        also takes the output's gradient in parts (a ``mxrs._grad_parts.GradParts``)."""
+        ...
+
     def moving_average(self, avg: Any, stat: Any, momentum: float) -> None:
         """``avg = momentum * avg + (1 - momentum) * stat`` in place (the running
         statistics)."""

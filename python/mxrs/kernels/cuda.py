@@ -33,6 +33,7 @@ import numpy
 from .._cuda_float import FloatKernel
 from ..base import KernelError, KernelUnsupportedError
 from . import portable
+from ._residual import composed
 from ._types import ConvGeometry, Grad, PoolGeometry
 
 __all__ = [
@@ -568,6 +569,20 @@ class CudaKernels:
             return kernels[1]((y, self._like(g, y)))
 
         return y, grad
+
+    def batch_norm_add_relu(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        residual: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        train: bool,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """A residual unit's end: this provider's batch norm, then its ``add_relu``; see
+        :class:`mxrs.kernels.NormKernels`."""
+        return composed(self, x, gamma, beta, residual, stats, eps, train)
 
     def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
         """``relu(a + b)`` in one kernel (float32 arithmetic), and ReLU's gradient kernel

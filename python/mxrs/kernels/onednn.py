@@ -31,6 +31,7 @@ from .._grad_parts import GradParts, total
 from ..base import KernelError, KernelUnsupportedError
 from . import portable
 from ._layout import channels_last, dense, in_layout_of, is_channels_last, strides_of
+from ._residual import composed
 from ._types import ConvGeometry, Grad, PoolGeometry
 
 __all__ = ["OnednnKernels", "CACHE_SIZE", "library_candidates"]
@@ -459,6 +460,58 @@ class OnednnKernels:
             m, v = mean.copy(), var.copy()
             k.backward(x, in_layout_of(x, gy), gamma, m, v, gx, ggamma, gbeta, ws, beta)
             return (gx if needs[0] else None), ggamma, gbeta
+
+        return y, mean, var, grad
+
+    def batch_norm_add_relu(
+        self,
+        x: Any,
+        gamma: Any,
+        beta: Any,
+        residual: Any,
+        stats: tuple[Any, Any] | None,
+        eps: float,
+        train: bool,
+    ) -> tuple[Any, Any, Any, Grad]:
+        """A residual unit's end in one pass after the statistics (backward, the ReLU's mask,
+        the output's gradient parts and the normalisation's sums in one pass, then the data
+        gradient), on the channels-last loops of :meth:`batch_norm`; other layouts compose
+        the two kernels. See :class:`mxrs.kernels.NormKernels`."""
+        x = dense(x)
+        if not is_channels_last(x) or x.size == 0 or residual.shape != x.shape:
+            return composed(self, x, gamma, beta, residual, stats, eps, train)
+        glob = stats is not None
+        strides = strides_of(x)
+        key = ("bnorm", x.shape, tuple(strides), float(eps), glob, train, True)
+        k = self._kernel(
+            key,
+            lambda: _native.OnednnBatchNorm(list(x.shape), strides, float(eps), glob, train, True),
+        )
+        if k is None or k.implementation != "mxrs:channels_last":
+            return composed(self, x, gamma, beta, residual, stats, eps, train)
+        f32 = numpy.float32
+        gamma = numpy.ascontiguousarray(gamma, f32)
+        beta = numpy.ascontiguousarray(beta, f32)
+        if stats is not None:
+            mean = numpy.array(stats[0], f32)
+            var = numpy.array(stats[1], f32)
+        else:
+            mean = numpy.empty(x.shape[1], f32)
+            var = numpy.empty(x.shape[1], f32)
+        y = numpy.empty_like(x)
+        k.forward_residual(x, in_layout_of(x, residual), gamma, beta, mean, var, y)
+        if not train:
+            return y, mean, var, _inference_only("batch norm")
+
+        def grad(g, needs):
+            parts = g if type(g) is GradParts else (g,)
+            first = in_layout_of(x, parts[0])
+            second = in_layout_of(x, total(GradParts(parts[1:]))) if len(parts) > 1 else None
+            gx, gr = numpy.empty_like(x), numpy.empty_like(x)
+            ggamma, gbeta = numpy.empty_like(gamma), numpy.empty_like(gamma)
+            m, v = mean.copy(), var.copy()
+            k.backward_residual(x, y, first, second, gamma, m, v, gx, gr, ggamma, gbeta)
+            return (gx if needs[0] else None), ggamma, gbeta, gr
 
         return y, mean, var, grad
 

@@ -52,6 +52,7 @@ class _BatchNorm(Op):
         x,
         gamma,
         beta,
+        *residual,
         axis,
         eps,
         momentum,
@@ -70,7 +71,12 @@ class _BatchNorm(Op):
         k = kernels.select("BatchNorm", self.be, x.dtype)
         stats = (mm._data, mv._data) if use_global else None
         train = True in self.needs
-        y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, train, relu)
+        if residual:  # _BatchNormAddRelu
+            y, mean, var, self.grad = k.batch_norm_add_relu(
+                x, g, beta, residual[0], stats, eps, train
+            )
+        else:
+            y, mean, var, self.grad = k.batch_norm(x, g, beta, stats, eps, axis, train, relu)
         self.provider = k  # its kernels move the running statistics in backward
         if not use_global and momentum is not None:
             self.update = (momentum, ((mm, mean), (mv, var)))
@@ -85,11 +91,20 @@ class _BatchNorm(Op):
             for aux, stat in pairs:
                 self.provider.moving_average(aux._data, stat, momentum)
         if gy is None:
-            return None, None, None
-        gx, ggamma, gbeta = self.grad(gy, self.needs)
+            return (None,) * len(self.needs)
+        gx, ggamma, gbeta, *gresidual = self.grad(gy, self.needs)
         if self.fix:
             ggamma = self.xp.zeros_like(ggamma)
-        return gx, ggamma, gbeta
+        return gx, ggamma, gbeta, *gresidual
+
+
+class _BatchNormAddRelu(_BatchNorm):
+    """``relu(BatchNorm(x) + residual)``, a residual unit's end, as one operator: its fourth
+    input is the residual, which gets the ReLU's gradient (so does the normalisation). The
+    kernel adds the output's gradient parts (the output feeds the next unit's body and
+    shortcut) in its first backward pass."""
+
+    sums_gradients = True
 
 
 def BatchNorm(
@@ -175,6 +190,7 @@ def _batch_norm(
     output_mean_var: bool,
     axis: int,
     relu: bool,
+    residual: ArrayT | None = None,
 ) -> ArrayT | list[ArrayT]:
     for aux in (moving_mean, moving_var):
         if aux._ctx != data._ctx:
@@ -182,9 +198,13 @@ def _batch_norm(
                 f"BatchNorm: running statistics on {aux._ctx} for data on {data._ctx}"
             )
     use_global = bool(use_global_stats) or not _state.training
+    op: type[_BatchNorm] = _BatchNorm
+    inputs: tuple[ArrayT, ...] = (data, gamma, beta)
+    if residual is not None:
+        op, inputs = _BatchNormAddRelu, (*inputs, residual)
     return apply(
-        _BatchNorm,
-        (data, gamma, beta),
+        op,
+        inputs,
         axis=axis_index(axis, data.ndim),
         eps=float(eps),
         momentum=None if use_global else float(momentum),
@@ -195,6 +215,41 @@ def _batch_norm(
         output_mean_var=output_mean_var,
         relu=relu,
     )
+
+
+def _batch_norm_add_relu(
+    data: ArrayT,
+    gamma: ArrayT,
+    beta: ArrayT,
+    moving_mean: ArrayT,
+    moving_var: ArrayT,
+    residual: ArrayT,
+    eps: float = 1e-3,
+    momentum: float = 0.9,
+    fix_gamma: bool = True,
+    use_global_stats: bool = False,
+    axis: int = 1,
+    **kwargs: Any,
+) -> ArrayT:
+    """``relu(BatchNorm(data, ...) + residual)`` in one operator, for a ``residual`` of
+    ``data``'s shape and dtype and the channel axis 1: the same numbers as the three
+    operators (the running statistics too), with one pass over the data after the statistics
+    (on oneDNN's CPU provider, channels-last data). A hybridized residual unit of the model zoo
+    ends this way."""
+    if axis_index(axis, data.ndim) != 1:
+        raise MXNetError(f"BatchNorm with a residual sum normalises over axis 1, not {axis}")
+    if residual.shape != data.shape or residual.dtype != data.dtype:
+        raise MXNetError(
+            f"BatchNorm with a residual sum: the residual {residual.shape} "
+            f"{np.dtype(residual.dtype).name} is not the data's {data.shape} "
+            f"{np.dtype(data.dtype).name}"
+        )
+    y = _batch_norm(
+        data, gamma, beta, moving_mean, moving_var, eps, momentum, fix_gamma,
+        use_global_stats, False, 1, relu=True, residual=residual,
+    )  # fmt: skip
+    assert not isinstance(y, list)  # one output without output_mean_var
+    return y
 
 
 class _LayerNorm(Op):

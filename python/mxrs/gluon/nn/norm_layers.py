@@ -160,10 +160,23 @@ class BatchNorm(HybridBlock):
         running_mean: NDArray,
         running_var: NDArray,
         relu: bool = False,
+        residual: NDArray | None = None,
     ) -> NDArray:
         """Normalize ``x`` (and update the running statistics in training mode); with ``relu``
         (a hybridized HybridSequential passes it when an ``Activation('relu')`` follows), or in
-        a BatchNormReLU, apply a ReLU in the same operator."""
+        a BatchNormReLU, apply a ReLU in the same operator; with ``residual`` (a hybridized
+        residual unit of the model zoo passes it), ``relu(normalized + residual)`` in one
+        operator where it can be (the residual of ``x``'s shape and dtype, axis 1)."""
+        if residual is not None:
+            fits = residual.shape == x.shape and residual.dtype == x.dtype
+            if F is nd and fits and self._kwargs["axis"] == 1 and not self._fuse_relu:
+                return nd.normalization._batch_norm_add_relu(
+                    x, gamma, beta, running_mean, running_var, residual, **self._kwargs
+                )
+            y = F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
+            if self._fuse_relu:
+                y = F.Activation(y, act_type="relu")
+            return F.Activation(residual + y, act_type="relu")
         if not (relu or self._fuse_relu):
             return F.BatchNorm(x, gamma, beta, running_mean, running_var, **self._kwargs)
         if F is nd:

@@ -18,6 +18,7 @@ from ....base import MXNetError
 from ....context import Context, cpu
 from ... import nn
 from ...block import HybridBlock
+from ...nn._fusion import residual_end
 from ..model_store import get_model_file
 
 if TYPE_CHECKING:
@@ -60,6 +61,21 @@ def _residual_relu(F: Any, a: Any, b: Any) -> Any:
     if F is nd and a.shape == b.shape and a.dtype == b.dtype:
         return nd.unary._add_relu(a, b)
     return F.Activation(a + b, act_type="relu")
+
+
+def _unit_end(
+    unit: HybridBlock, F: Any, body: HybridBlock, x: Any, residual: Any, body_first: bool
+) -> Any:
+    """``relu(body(x) + residual)``, a V1 unit's end, the addends in MXNet's zoo's order
+    (``body_first`` or not) in a graph; hybridized, on NDArrays, the sum and the ReLU run in the
+    pass of the body's last BatchNorm (:func:`mxrs.gluon.nn._fusion.residual_end`, the same
+    numbers)."""
+    if unit._active and F is nd:
+        y = residual_end(body, x, residual)
+        if y is not None:
+            return y
+    y = body(x)
+    return _residual_relu(F, y, residual) if body_first else _residual_relu(F, residual, y)
 
 
 def _shortcut(channels: int, stride: int, in_channels: int, with_bn: bool) -> HybridBlock:
@@ -112,7 +128,7 @@ class BasicBlockV1(HybridBlock):
     def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Add the (projected) input to the body's output and apply ReLU."""
         residual = x if self.downsample is None else self.downsample(x)
-        return _residual_relu(F, residual, self.body(x))
+        return _unit_end(self, F, self.body, x, residual, body_first=False)
 
 
 class BottleneckV1(HybridBlock):
@@ -149,7 +165,7 @@ class BottleneckV1(HybridBlock):
     def hybrid_forward(self, F: Any, x: NDArray) -> NDArray:
         """Add the (projected) input to the body's output and apply ReLU."""
         residual = x if self.downsample is None else self.downsample(x)
-        return _residual_relu(F, self.body(x), residual)
+        return _unit_end(self, F, self.body, x, residual, body_first=True)
 
 
 class BasicBlockV2(HybridBlock):
