@@ -7,6 +7,8 @@ the other: output, every gradient (also of an output read twice, whose gradient 
 kernel adds) and the running statistics.
 """
 
+import weakref
+
 import mxrs as mx
 import numpy as np
 import pytest
@@ -136,6 +138,33 @@ def test_the_operator_equals_the_three_operators(provider, readers):
     for g, w in zip(got, want, strict=True):
         close(g, w)
     assert not np.allclose(got[-2], 0)  # the running mean moved
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_tape_lets_go_of_a_residual_nothing_else_holds(provider):
+    """The gradient needs the data and the output, not the residual: a projected shortcut
+    that only this operator reads is freed as the forward pass moves on."""
+    x0, _, gamma, beta = data((2, 8, 4, 4), 5)
+    results = []
+    with kernels.use(provider):
+        for fused in (True, False):
+            x = mx.nd.array(x0)
+            x.attach_grad()
+            p = [mx.nd.array(a) for a in (gamma, beta)] + [mx.nd.zeros(8), mx.nd.ones(8)]
+            with autograd.record():
+                r = x * 0.5
+                gone = weakref.ref(r._data)
+                if fused:
+                    y = mx.nd.normalization._batch_norm_add_relu(x, *p, r, fix_gamma=False)
+                else:
+                    y = mx.nd.relu(mx.nd.BatchNorm(x, *p, fix_gamma=False) + r)
+                del r
+                if fused:
+                    assert gone() is None
+            y.backward()
+            results.append((y.asnumpy(), x.grad.asnumpy()))
+    for got, want in zip(*results, strict=True):
+        close(got, want)
 
 
 def test_the_operator_names_a_residual_or_axis_it_cannot_take():

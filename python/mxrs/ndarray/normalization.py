@@ -105,6 +105,9 @@ class _BatchNormAddRelu(_BatchNorm):
     shortcut) in its first backward pass."""
 
     sums_gradients = True
+    # the kernel's gradient keeps the data it needs (the input and the output), so the tape
+    # lets go of a residual that nothing else holds (a projected shortcut)
+    keeps_inputs = False
 
 
 def BatchNorm(
