@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 
 use crate::DnnlError;
 use crate::parallel::{MIN_PER_THREAD, SharedMut, for_parts};
-use crate::relu::{self as relu_loops, mask, relu};
+use crate::relu::{mask, relu};
 
 /// Rows summed in `f32` before their sums are added to the `f64` ones.
 const BLOCK: usize = 64;
@@ -363,7 +363,6 @@ impl Rows {
         global: bool,
         relu: bool,
     ) -> Result<(), DnnlError> {
-        let mut s = s;
         self.check(&[
             (x.len(), "the data"),
             (gy.len(), "the gradient"),
@@ -398,7 +397,17 @@ impl Rows {
                 grad_sums(&x[span.clone()], &gy[span], &coefs, sums);
             })
         };
-        self.gradient_coefs(&sums, &inv, &a, &mut s, global, (&mut k2, &mut k3));
+        let m = self.rows as f64;
+        for i in 0..ch {
+            let (sg, sgx) = (sums[i], sums[ch + i]);
+            s.gshift[i] = sg as f32;
+            s.gscale[i] = (sgx * inv[i]) as f32;
+            if !global {
+                let ai = f64::from(a[i]);
+                k2[i] = (-ai * inv[i] * inv[i] * sgx / m) as f32;
+                k3[i] = (-ai * sg / m) as f32;
+            }
+        }
         let coefs = Coefs {
             a: &a,
             b,
@@ -412,31 +421,6 @@ impl Rows {
             grad_apply(&x[span.clone()], &gy[span], &coefs, out);
         });
         Ok(())
-    }
-
-    /// The scale's and shift's gradients from the sums `[Σ g; C]` then `[Σ g (x - mean); C]`,
-    /// and (`k2`, `k3`) of the data gradient unless the statistics were given (`global`).
-    fn gradient_coefs(
-        &self,
-        sums: &[f64],
-        inv: &[f64],
-        a: &[f32],
-        s: &mut Backward<'_>,
-        global: bool,
-        (k2, k3): (&mut [f32], &mut [f32]),
-    ) {
-        let ch = self.channels;
-        let m = self.rows as f64;
-        for i in 0..ch {
-            let (sg, sgx) = (sums[i], sums[ch + i]);
-            s.gshift[i] = sg as f32;
-            s.gscale[i] = (sgx * inv[i]) as f32;
-            if !global {
-                let ai = f64::from(a[i]);
-                k2[i] = (-ai * inv[i] * inv[i] * sgx / m) as f32;
-                k3[i] = (-ai * sg / m) as f32;
-            }
-        }
     }
 
     /// The gradients of a residual unit's end, `y = relu(bn(x) + r)` ([`Rows::forward`] with
@@ -460,8 +444,8 @@ impl Rows {
         // the mask first, in a pass of its own: folded into the sums' pass, five streams at
         // once ran slower than the two passes
         match g.second {
-            Some(g2) => relu_loops::backward_sum(y, g.first, g2, gz)?,
-            None => relu_loops::backward(y, g.first, gz)?,
+            Some(g2) => crate::relu::backward_sum(y, g.first, g2, gz)?,
+            None => crate::relu::backward(y, g.first, gz)?,
         }
         self.backward(x, gz, &[], s, gx, eps, global, false)
     }

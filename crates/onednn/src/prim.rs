@@ -746,7 +746,7 @@ impl Sink<'_> {
             Landing::Direct => Ok(()),
             Landing::Reorder(user, l) => match &l.convert {
                 Convert::Reorder(r) => r.run(&[(ffi::ARG_FROM, &self.mem), (ffi::ARG_TO, &user)]),
-                _ => Ok(()),
+                _ => Err(DnnlError::Input("a layout without its reorder".into())),
             },
             Landing::Unblock(user, b) => {
                 b.unblock(self.mem.allocated(b.len())?, user);
