@@ -7,27 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ._types import Grad
+from ._types import ActKernels, Grad, NormKernels
 
 __all__ = ["composed"]
 
 
-class _Parts(Protocol):
-    """The two kernels the composition calls."""
-
-    def batch_norm(
-        self,
-        x: Any,
-        gamma: Any,
-        beta: Any,
-        stats: tuple[Any, Any] | None,
-        eps: float,
-        axis: int,
-        train: bool,
-        relu: bool = False,
-    ) -> tuple[Any, Any, Any, Grad]: ...
-
-    def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]: ...
+class _Parts(NormKernels, ActKernels, Protocol):
+    """A provider of the two kernels the composition calls."""
 
 
 def composed(

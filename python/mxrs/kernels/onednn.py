@@ -174,6 +174,19 @@ def _relu_grad(y: Any, inputs: int = 1) -> Grad:
     return grad
 
 
+def _channel_arrays(
+    gamma: Any, beta: Any, stats: tuple[Any, Any] | None, channels: int
+) -> tuple[Any, Any, Any, Any]:
+    """A batch norm kernel's per-channel float32 arrays: gamma and beta, and the mean and
+    variance it reads (copies of ``stats``) or writes (the batch's)."""
+    f32 = numpy.float32
+    gamma = numpy.ascontiguousarray(gamma, f32)
+    beta = numpy.ascontiguousarray(beta, f32)
+    if stats is not None:
+        return gamma, beta, numpy.array(stats[0], f32), numpy.array(stats[1], f32)
+    return gamma, beta, numpy.empty(channels, f32), numpy.empty(channels, f32)
+
+
 class OnednnKernels:
     """oneDNN's convolution, deconvolution, pooling, batch norm, activations, softmax and
     LRN on dense float32 NumPy arrays (any axis order: see :mod:`mxrs.kernels._layout`)."""
@@ -438,15 +451,7 @@ class OnednnKernels:
         )
         if k is None:
             return self._fallback.batch_norm(x, gamma, beta, stats, eps, axis, train, relu)
-        f32 = numpy.float32
-        gamma = numpy.ascontiguousarray(gamma, f32)
-        beta = numpy.ascontiguousarray(beta, f32)
-        if stats is not None:
-            mean = numpy.array(stats[0], f32)
-            var = numpy.array(stats[1], f32)
-        else:
-            mean = numpy.empty(x.shape[1], f32)
-            var = numpy.empty(x.shape[1], f32)
+        gamma, beta, mean, var = _channel_arrays(gamma, beta, stats, x.shape[1])
         y = numpy.empty_like(x)
         ws = numpy.empty(k.workspace_bytes, numpy.uint8) if k.workspace_bytes else None
         k.forward(x, gamma, beta, mean, var, y, ws)
@@ -489,15 +494,7 @@ class OnednnKernels:
         )
         if k is None or k.implementation != "mxrs:channels_last":
             return composed(self, x, gamma, beta, residual, stats, eps, train)
-        f32 = numpy.float32
-        gamma = numpy.ascontiguousarray(gamma, f32)
-        beta = numpy.ascontiguousarray(beta, f32)
-        if stats is not None:
-            mean = numpy.array(stats[0], f32)
-            var = numpy.array(stats[1], f32)
-        else:
-            mean = numpy.empty(x.shape[1], f32)
-            var = numpy.empty(x.shape[1], f32)
+        gamma, beta, mean, var = _channel_arrays(gamma, beta, stats, x.shape[1])
         y = numpy.empty_like(x)
         k.forward_residual(x, in_layout_of(x, residual), gamma, beta, mean, var, y)
         if not train:

@@ -403,19 +403,8 @@ class Portable:
             raise ValueError(f"unknown activation {kind!r}")
         return y, grad
 
-    def batch_norm_add_relu(
-        self,
-        x: Any,
-        gamma: Any,
-        beta: Any,
-        residual: Any,
-        stats: tuple[Any, Any] | None,
-        eps: float,
-        train: bool,
-    ) -> tuple[Any, Any, Any, Grad]:
-        """A residual unit's end: this provider's batch norm, then its ``add_relu``; see
-        :class:`mxrs.kernels.NormKernels`."""
-        return composed(self, x, gamma, beta, residual, stats, eps, train)
+    #: A residual unit's end: this provider's batch norm, then its ``add_relu``.
+    batch_norm_add_relu = composed
 
     def add_relu(self, a: Any, b: Any, train: bool) -> tuple[Any, Grad]:
         """``relu(a + b)`` for addends of one shape; both get the ReLU's gradient."""
