@@ -373,6 +373,22 @@ impl OnednnPool {
     }
 }
 
+/// A batch norm call's per-channel arrays (`shift` absent: an empty slice, which only a
+/// kernel that never reads it is given).
+fn stats<'a>(
+    scale: &'a PyReadonlyArrayDyn<'_, f32>,
+    shift: Option<&'a PyReadonlyArrayDyn<'_, f32>>,
+    mean: &'a mut PyReadwriteArrayDyn<'_, f32>,
+    var: &'a mut PyReadwriteArrayDyn<'_, f32>,
+) -> PyResult<Stats<'a>> {
+    Ok(Stats {
+        scale: view(scale, "gamma")?,
+        shift: shift.map(|b| view(b, "beta")).transpose()?.unwrap_or(&[]),
+        mean: view_mut(mean, "mean")?,
+        var: view_mut(var, "variance")?,
+    })
+}
+
 /// One batch normalisation over axis 1: `OnednnBatchNorm(shape, strides, eps, use_global,
 /// training, relu=False)` for data of `shape` laid out by `strides` (elements); `relu` fuses a
 /// ReLU on the output, whose training pass keeps a workspace of `workspace_bytes`.
@@ -430,12 +446,7 @@ impl OnednnBatchNorm {
         mut ws: Option<PyReadwriteArrayDyn<'_, u8>>,
     ) -> PyResult<()> {
         let x = dense(&x, "data")?;
-        let s = Stats {
-            scale: view(&scale, "gamma")?,
-            shift: view(&shift, "beta")?,
-            mean: view_mut(&mut mean, "mean")?,
-            var: view_mut(&mut var, "variance")?,
-        };
+        let s = stats(&scale, Some(&shift), &mut mean, &mut var)?;
         let mut y = dense_mut(&mut y, "output")?;
         let ws = ws.as_mut().map(view_bytes).transpose()?;
         py.detach(|| self.norm.forward(x.t(), y.t(), s, ws))
@@ -462,16 +473,7 @@ impl OnednnBatchNorm {
         shift: Option<PyReadonlyArrayDyn<'_, f32>>,
     ) -> PyResult<()> {
         let (x, gy) = (dense(&x, "data")?, dense(&gy, "gradient")?);
-        let s = Stats {
-            scale: view(&scale, "gamma")?,
-            shift: shift
-                .as_ref()
-                .map(|b| view(b, "beta"))
-                .transpose()?
-                .unwrap_or(&[]),
-            mean: view_mut(&mut mean, "mean")?,
-            var: view_mut(&mut var, "variance")?,
-        };
+        let s = stats(&scale, shift.as_ref(), &mut mean, &mut var)?;
         let mut gx = dense_mut(&mut gx, "data gradient")?;
         let gscale = view_mut(&mut gscale, "gamma gradient")?;
         let gshift = view_mut(&mut gshift, "beta gradient")?;
@@ -498,12 +500,7 @@ impl OnednnBatchNorm {
         mut y: PyReadwriteArrayDyn<'_, f32>,
     ) -> PyResult<()> {
         let (x, r) = (dense(&x, "data")?, dense(&residual, "residual")?);
-        let s = Stats {
-            scale: view(&scale, "gamma")?,
-            shift: view(&shift, "beta")?,
-            mean: view_mut(&mut mean, "mean")?,
-            var: view_mut(&mut var, "variance")?,
-        };
+        let s = stats(&scale, Some(&shift), &mut mean, &mut var)?;
         let mut y = dense_mut(&mut y, "output")?;
         py.detach(|| self.norm.forward_residual(x.t(), r.t(), y.t(), s))
             .map_err(to_py)
@@ -535,12 +532,7 @@ impl OnednnBatchNorm {
             dense(&gy, "gradient")?,
         );
         let g2 = gy2.as_ref().map(|g| dense(g, "gradient")).transpose()?;
-        let s = Stats {
-            scale: view(&scale, "gamma")?,
-            shift: &[],
-            mean: view_mut(&mut mean, "mean")?,
-            var: view_mut(&mut var, "variance")?,
-        };
+        let s = stats(&scale, None, &mut mean, &mut var)?;
         let mut gx = dense_mut(&mut gx, "data gradient")?;
         let mut gr = dense_mut(&mut gr, "residual gradient")?;
         let gscale = view_mut(&mut gscale, "gamma gradient")?;
