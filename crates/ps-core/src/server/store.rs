@@ -30,6 +30,8 @@ enum Slot {
 /// All pieces of all keys on one server.
 pub(crate) struct Store {
     shards: Box<[Mutex<FxHashMap<PieceId, Slot>>]>,
+    #[cfg(test)]
+    hooks: tests::Hooks,
 }
 
 impl Store {
@@ -38,6 +40,8 @@ impl Store {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(FxHashMap::default()))
                 .collect(),
+            #[cfg(test)]
+            hooks: Default::default(),
         }
     }
 
@@ -102,18 +106,23 @@ impl Store {
                     if let Some(r) = ctx.replica {
                         state.set_range(r.range_of(e));
                     }
-                    let waiters = match shard.insert(id, Slot::Ready(Arc::new(Mutex::new(state)))) {
+                    // Published before any other request can find the key: another worker's
+                    // init that finds it not yet durable is answered when a round or the
+                    // backup's answer makes it so. Without a backup nothing would (the round
+                    // needs that worker's pushes, which wait for its init: jobs hung so at
+                    // start), so the key is durable before it is in the shard. A backup's
+                    // answer (`Store::acked`) takes this shard's lock, so it finds the key.
+                    state.publish(ctx);
+                    let k = Arc::new(Mutex::new(state));
+                    let waiters = match shard.insert(id, Slot::Ready(k.clone())) {
                         Some(Slot::Waiting(w)) => w,
                         _ => Vec::new(),
                     };
-                    let Some(Slot::Ready(k)) = shard.get(&id) else {
-                        unreachable!("inserted above")
-                    };
-                    let k = k.clone();
                     drop(shard);
+                    #[cfg(test)]
+                    self.hooks.created(self);
                     let mut k = k.lock();
                     // Answered once the creation is durable (at once without a backup).
-                    k.publish(ctx);
                     k.ack_when(ctx, 0, e, slot);
                     for (req, slot) in waiters {
                         match k.check(&req, Access::Init) {
@@ -306,3 +315,6 @@ fn header(e: &Entry) -> Entry {
     h.payload = Default::default();
     h
 }
+
+#[cfg(test)]
+mod tests;
