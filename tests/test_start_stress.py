@@ -3,9 +3,9 @@ with and without backups, 4×4, and a job whose worker is lost right after it jo
 restarted. Two busy processes the test starts keep both cores loaded; each job has a hard
 timeout, so a job that hangs at the start fails the test with its output instead of waiting.
 
-Each job makes many pieces while the other workers' inits of them come in, each a chance of the
-race that hung jobs without backups (an init that found a piece rank 0 had just made, before it
-was durable, waited for a round; `server::store::tests` holds it deterministically)."""
+The start-up hang that was found (an init that found a piece rank 0 had just made, before it was
+durable, in a job without backups) has a window too narrow for this test (ten runs against the
+unfixed server, 300 more keys a job: none hung); `server::store::tests` holds it for certain."""
 
 import os
 import subprocess
@@ -27,7 +27,6 @@ r, n = kv.rank, kv.num_workers
 # a row-sparse table of many pieces per server, each its own init frame, then dense keys
 kv.init("table", mx.nd.zeros((200_000, 16)).tostype("row_sparse"))
 kv.init(["a", "b"], [mx.nd.ones((1000,)), mx.nd.ones((10,))])
-kv.init([f"w{i}" for i in range(300)], [mx.nd.ones((4,))] * 300)  # many small pieces
 if os.environ.get("LOSE_WORKER") == str(r) and not os.path.exists("lost"):
     open("lost", "w").close()
     os.kill(os.getpid(), signal.SIGKILL)  # lost after joining; the launcher restarts it
