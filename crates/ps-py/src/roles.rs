@@ -2,6 +2,8 @@
 //! whose `DMLC_ROLE` is `scheduler` or `server`, and the `ps-scheduler` / `ps-server` console
 //! scripts.
 
+use std::io::Write;
+
 use clap::Parser;
 use ps_core::Role;
 use ps_core::cli::Settings;
@@ -15,6 +17,12 @@ use crate::{main_thread, python_optimizer};
 struct Args {
     #[command(flatten)]
     settings: Settings,
+}
+
+/// Writes `line` on stderr in one write: a launcher that tags each chunk of a process's
+/// output (`mpirun --tag-output`) shows it as one line.
+fn say(line: &str) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 fn role_of(name: &str) -> PyResult<Role> {
@@ -47,7 +55,7 @@ pub(crate) fn run_role(py: Python<'_>, role: &str) -> PyResult<i32> {
     let role = role_of(role)?;
     let (code, why) = run(py, role, Settings::default());
     if let Some(why) = why {
-        eprintln!("mxrs {role}: {why}");
+        say(&format!("mxrs {role}: {why}"));
     }
     Ok(code)
 }
@@ -66,7 +74,7 @@ pub(crate) fn node_main(py: Python<'_>, role: &str, argv: Vec<String>) -> PyResu
     };
     let (code, why) = run(py, role, args.settings);
     if let Some(why) = why {
-        eprintln!("ps-{role}: {why}");
+        say(&format!("ps-{role}: {why}"));
     }
     Ok(code)
 }
