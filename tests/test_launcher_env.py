@@ -134,6 +134,15 @@ def test_batch_launchers_pass_no_metrics_port_to_workers(monkeypatch):
         assert _metrics(la.env for la in launches) == ["0", None]
 
 
+def test_a_command_that_starts_a_whole_role_counts_its_processes():
+    # They fail together: the launcher ends the job when such a command fails, even with
+    # backups of the servers' keys (tests/test_launcher_mpi.py runs it).
+    _, job, _ = parse(["slurm", "-n", "3", "-s", "2", "py"])
+    for launches in (slurm.step_launches(job), mpi.launches(job, "openmpi", "hostfile")):
+        assert [(la.role, la.count) for la in launches] == [("server", 2), ("worker", 3)]
+    assert all(la.count == 1 for la in local.launches(job))
+
+
 def test_per_node_variables_are_never_inherited(monkeypatch):
     for name, value in (
         ("DMLC_ROLE", "worker"),

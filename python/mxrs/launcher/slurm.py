@@ -40,7 +40,8 @@ def step_launches(job: Job):
     out = []
     for role in ("server", "worker"):
         env = {**clashes.inherited(), **batch.role_env(job, role)}
-        out.append(tracker.Launch(f"{role}s", role, srun(job, role), env))
+        count = job.num_servers if role == "server" else job.num_workers
+        out.append(tracker.Launch(f"{role}s", role, srun(job, role), env, count=count))
     return out
 
 

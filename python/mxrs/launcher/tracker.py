@@ -28,7 +28,9 @@ class Launch:
 
     ``stdin`` is written to the process and the pipe is kept open while the job runs (ssh uses
     it to hand over the environment without a command line, and its closing stops the remote
-    side). ``role`` is 'worker' when the process's success means a worker finished.
+    side). ``role`` is 'worker' when the process's success means a worker finished. ``count``
+    is how many of the job's processes it starts (one mpirun, srun or YARN client starts all
+    of a role's): they fail together.
     """
 
     label: str
@@ -37,6 +39,7 @@ class Launch:
     env: dict = field(default_factory=dict)
     stdin: bytes | None = None
     host: str = "localhost"
+    count: int = 1
 
 
 def scheduler_launch(job: Job):
@@ -98,7 +101,7 @@ def run(job: Job, plan, dry_run=False, out=None):
             )
         for launch in plan(job):
             with signals.held():
-                expendable = launch.role == "server" and job.replicas > 0
+                expendable = launch.role == "server" and _survivable(job, launch.count)
                 restarts = job.max_restarts if launch.role == "worker" or expendable else 0
                 sup.start(
                     launch.label,
@@ -124,6 +127,14 @@ def run(job: Job, plan, dry_run=False, out=None):
     finally:
         signals.restore()
         timeline.merge(parts)
+
+
+def _survivable(job: Job, lost):
+    """Whether the job keeps every key when ``lost`` of its servers fail together: each key
+    has ``job.replicas`` backups on the servers after its own, so any ``replicas`` of them
+    may go. A launch that starts every server at once (``count`` of :class:`Launch`) is never
+    one: when it fails, the job cannot go on (nor form, when it fails at start)."""
+    return 0 < lost <= job.replicas
 
 
 def _start_scheduler(sup, sched, signals):

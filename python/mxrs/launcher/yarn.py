@@ -108,7 +108,11 @@ def submit(job: Job, dry_run=False):
             path = files.add(f"{role}.sh", role_script(job, role))
             todo.append(
                 tracker.Launch(
-                    f"yarn {role}s", role, client(job, tool, jar, role, path), dict(os.environ)
+                    f"yarn {role}s",
+                    role,
+                    client(job, tool, jar, role, path),
+                    dict(os.environ),
+                    count=job.num_servers if role == "server" else job.num_workers,
                 )
             )
         return files, todo
