@@ -84,6 +84,25 @@ def test_a_failing_worker_fails_the_job_and_no_process_is_left(tmp_path):
     assert tagged_processes(tag) == {}
 
 
+def test_servers_that_fail_as_they_start_end_the_job_though_keys_have_backups(tmp_path):
+    # One mpirun starts every server: when it fails, no server is left to serve a backup (the
+    # job could not even form), so the job ends at once with its status.
+    tag = uuid.uuid4().hex
+    (tmp_path / "worker.py").write_text("import mxrs as mx\nmx.kv.create('dist_sync')\n")
+    r = _run(
+        tmp_path,
+        ["-n", "2", "-s", "2", "--replicas", "1", "--interface", "lo"]
+        + ["--env", f"MXRS_TEST_TAG={tag}", "--env-server", "PS_HEARTBEAT_TIMEOUT=soon"],
+        [sys.executable, "worker.py"],
+    )
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "mxrs-launch: servers failed with exit status 2; stopping the job" in r.stderr
+    assert "served by their backups" not in r.stderr
+    # the server's reason, as one line of each server's tagged output
+    assert "<stderr>:mxrs server: PS_HEARTBEAT_TIMEOUT: 'soon' is not a valid number" in r.stdout
+    assert tagged_processes(tag) == {}
+
+
 def _dry(tmp_path, flavor):
     r = _run(
         tmp_path,
@@ -191,20 +210,38 @@ def test_the_rank_shim_shares_the_cores_among_the_local_processes():
     assert mpi_rank.thread_env({}, 16) == {}
 
 
-def test_open_mpis_session_directory_is_made_before_the_two_mpiruns_race_to_make_it(tmp_path):
-    """Open MPI 4's mpirun fails with "File exists" when another makes its session directory
-    between its own check and mkdir; the launcher makes it first, private to the user."""
+def test_open_mpis_session_directory_is_kept_while_the_two_mpiruns_start(tmp_path):
+    """Each Open MPI 4 mpirun, as it starts, deletes the files in its session directory and
+    removes it if that leaves it empty; the other mpirun, starting meanwhile, then fails to
+    make its own in it. A folder of the launcher's in it keeps it, and goes with the job."""
     import socket
 
     from mxrs.launcher import mpi
 
-    top = mpi.session_top(str(tmp_path))
     host = socket.gethostname().split(".")[0]
-    assert top == str(tmp_path / f"ompi.{host}.{os.getuid()}")
-    assert (os.stat(top).st_mode & 0o777) == 0o700
-    # Made already (by an earlier job): left as it is.
-    (Path(top) / "jf.1").mkdir()
-    assert mpi.session_top(str(tmp_path)) == top
-    assert (Path(top) / "jf.1").is_dir()
+    top = tmp_path / f"ompi.{host}.{os.getuid()}"
+    (top / "pid.1").mkdir(parents=True)  # another job's: left as it is
+    (top / "mxrs-launch.1").mkdir()  # a running launcher's (pid 1 is alive): left as it is
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (top / f"mxrs-launch.{gone.pid}").mkdir()  # a killed launcher's: removed
+    with mpi.session_kept(str(tmp_path)) as keeper:
+        assert keeper == str(top / f"mxrs-launch.{os.getpid()}")
+        assert (os.stat(keeper).st_mode & 0o777) == 0o700
+        # What an mpirun does as it starts, when nothing else keeps the directory:
+        subprocess.run(
+            ["mpirun", "--allow-run-as-root", "-n", "1", "true"],
+            check=True,
+            timeout=TIMEOUT,
+            env={**os.environ, "TMPDIR": str(tmp_path)},
+        )
+        assert os.path.isdir(keeper)
+    assert sorted(p.name for p in top.iterdir()) == ["mxrs-launch.1", "pid.1"]
+    # Made here when missing, private to the user.
+    with mpi.session_kept(str(tmp_path / "fresh")) as keeper:
+        made = tmp_path / "fresh" / f"ompi.{host}.{os.getuid()}"
+        assert keeper is not None and (os.stat(made).st_mode & 0o777) == 0o700
     # Where it cannot be made, mpirun is left to say why.
-    assert mpi.session_top(str(tmp_path / "no" / "such")) is None
+    (tmp_path / "a-file").write_text("")
+    with mpi.session_kept(str(tmp_path / "a-file")) as keeper:
+        assert keeper is None

@@ -11,6 +11,7 @@ Settings (environment): ``MXRS_MPI_FLAVOR`` = ``openmpi`` or ``mpich`` overrides
 ``--allow-run-as-root --oversubscribe``).
 """
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -85,24 +86,66 @@ def launches(job: Job, mpi, hostfile):
         env = {**batch.pass_through(), **batch.role_env(job, role)}
         names = sorted(env)
         cmd = mpirun(mpi, count, hostfile, names, argv)
-        out.append(tracker.Launch(f"{role}s", role, cmd, {**clashes.inherited(), **env}))
+        out.append(
+            tracker.Launch(f"{role}s", role, cmd, {**clashes.inherited(), **env}, count=count)
+        )
     return out
 
 
-def session_top(tmpdir=None):
-    """Makes Open MPI 4's session directory on this host (``$TMPDIR/ompi.HOST.UID``, private to
-    the user) if it is missing, and returns it. Each mpirun makes it when it starts, and one
-    that finds it made by another in between fails ("File exists", ``orte_session_dir
-    failed``): the servers' and the workers' mpiruns start together."""
+@contextlib.contextmanager
+def session_kept(tmpdir=None):
+    """Keeps Open MPI 4's session directory on this host (``$TMPDIR/ompi.HOST.UID``, private
+    to the user) while the job runs; yields the folder of this launcher's that keeps it (None
+    where it cannot be made: mpirun then says why).
+
+    Each mpirun, as it starts, deletes the files in that directory and removes it when that
+    leaves it empty (what a finished job left); the servers' and the workers' mpiruns start
+    together, and one that makes its own session directory in it meanwhile fails ("No such
+    file or directory", ``orte_session_dir failed``). A folder of its own in it keeps it: mpirun
+    leaves folders that are not its own alone.
+    """
     host = socket.gethostname().split(".")[0]
     top = os.path.join(tmpdir or tempfile.gettempdir(), f"ompi.{host}.{os.getuid()}")
+    keeper = os.path.join(top, f"mxrs-launch.{os.getpid()}")
+    made = None
+    for _ in range(10):  # another job's mpirun may remove `top` between the two mkdirs
+        try:
+            os.makedirs(top, 0o700, exist_ok=True)
+            os.mkdir(keeper, 0o700)
+        except FileNotFoundError:
+            continue
+        except FileExistsError:
+            made = keeper  # this process's own, from an earlier job: kept the same
+        except OSError:
+            pass
+        else:
+            made = keeper
+        break
+    if made is not None:
+        _remove_orphans(top)
     try:
-        os.mkdir(top, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
-        return None  # mpirun says why, if it cannot either
-    return top
+        yield made
+    finally:
+        if made is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(made)
+
+
+def _remove_orphans(top):
+    """Removes the folders of launchers that were killed before they removed their own (by
+    SIGKILL): each would keep ``top`` for ever."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(top):
+            pid = name.removeprefix("mxrs-launch.")
+            if pid == name or not pid.isdigit():
+                continue
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(top, name))
+            except OSError:
+                pass  # alive (another user's, were the directory shared)
 
 
 def submit(job: Job, dry_run=False):
@@ -112,12 +155,13 @@ def submit(job: Job, dry_run=False):
     batch.require("mpirun", "mpi", dry_run)
     mpi = flavor(dry_run)
     batch.advertise(job)
-    if mpi == "openmpi" and not dry_run:
-        session_top()
 
     def make(job):
         files = batch.JobFiles(tempfile.gettempdir(), "mxrs-mpi")
         hostfile = files.add("hostfile", hostfile_text(job.hosts, mpi))
         return files, launches(job, mpi, hostfile)
 
-    return batch.run_with_files(job, make, dry_run, show_envs=True)
+    if mpi != "openmpi" or dry_run:
+        return batch.run_with_files(job, make, dry_run, show_envs=True)
+    with session_kept():
+        return batch.run_with_files(job, make, dry_run, show_envs=True)
