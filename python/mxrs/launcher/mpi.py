@@ -108,12 +108,15 @@ def session_kept(tmpdir=None):
     top = os.path.join(tmpdir or tempfile.gettempdir(), f"ompi.{host}.{os.getuid()}")
     keeper = os.path.join(top, f"mxrs-launch.{os.getpid()}")
     made = None
-    for _ in range(10):  # another job's mpirun may remove `top` between the two mkdirs
+    for _ in range(10):
         try:
             os.makedirs(top, 0o700, exist_ok=True)
+        except OSError:
+            break
+        try:
             os.mkdir(keeper, 0o700)
         except FileNotFoundError:
-            continue
+            continue  # another job's mpirun removed `top` meanwhile
         except FileExistsError:
             made = keeper  # this process's own, from an earlier job: kept the same
         except OSError:
