@@ -3,9 +3,12 @@ within its timeout (``MXRS_FORM_TIMEOUT``), and a worker whose request waits lon
 names it on stderr (``MXRS_WAIT_NOTICE``); with real scheduler, server and worker processes on
 127.0.0.1."""
 
+import os
 import re
+import subprocess
+import sys
 
-from jobs import TIMEOUT, job_nodes, launch, start_worker
+from jobs import TIMEOUT, job_nodes, launch, node_env, start_worker
 
 WAIT_FOR_STORE = """
 import mxrs as mx
@@ -47,6 +50,25 @@ def test_the_launcher_reports_a_job_that_did_not_form(tmp_path):
     assert result.returncode != 0
     both = result.stdout + result.stderr
     assert "the job did not form within 3s" in both and "missing: worker 1" in both, both
+
+
+def test_a_node_whose_stderr_is_gone_still_gives_up(tmp_path):
+    # Its launcher was killed: the pipe that was its stderr has no reader. Writing the log line
+    # fails, and the node must go on regardless (it used to panic in the task that logged it,
+    # which here is the one that ends a job that did not form: the scheduler stayed for ever).
+    read_end, write_end = os.pipe()
+    env = node_env("scheduler", 0, MXRS_FORM_TIMEOUT=2)
+    env["MXRS_ANNOUNCE"] = str(tmp_path / "port")
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import mxrs"], stdout=write_end, stderr=write_end, env=env
+    )
+    os.close(write_end)
+    os.close(read_end)
+    try:
+        assert p.wait(timeout=TIMEOUT) == 1
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_a_job_forms_when_its_last_node_comes_late_within_the_timeout():

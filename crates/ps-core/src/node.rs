@@ -18,9 +18,19 @@ use crate::server::{Copying, Farewell, Limits, ReplicaConfig, Server};
 use crate::task::AbortOnDrop;
 use crate::worker::{DataPlane, Worker};
 
+/// Writes `line` and a line break on stderr in one write, and goes on when stderr is gone (a
+/// launcher that exited, a closed pipe): a node's work never depends on being heard. (One
+/// write: a launcher that tags each chunk of a process's output, `mpirun --tag-output`, shows it
+/// as one line.)
+pub fn say(line: &str) {
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// Sets up logging to stderr: `PS_VERBOSE` 0 shows warnings, 1 connection events, 2 every
 /// message; `RUST_LOG` overrides. Colours only on a terminal (a log file or a pipe gets plain
-/// text) and never with `NO_COLOR` set. Safe to call more than once.
+/// text) and never with `NO_COLOR` set. A log line that cannot be written is dropped (by
+/// default the subscriber would report that on stderr too, and panic when that fails as well,
+/// ending whichever task logged). Safe to call more than once.
 pub fn init_logging(verbose: u8) {
     let level = match verbose {
         0 => "warn",
@@ -35,6 +45,7 @@ pub fn init_logging(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_ansi(colour)
         .with_target(false)
+        .log_internal_errors(false)
         .try_init();
 }
 
@@ -68,7 +79,7 @@ pub fn run(role: Role, settings: &crate::cli::Settings) -> (i32, Option<String>)
 pub fn main(role: Role, settings: &crate::cli::Settings) -> ! {
     let (code, why) = run(role, settings);
     if let Some(why) = why {
-        eprintln!("ps-{role}: {why}");
+        say(&format!("ps-{role}: {why}"));
     }
     std::process::exit(code)
 }
@@ -275,10 +286,10 @@ fn report_server(server: &Server, rank: u32) {
         return;
     }
     let (received, sent) = server.traffic();
-    eprintln!(
+    say(&format!(
         "mxrs-report: {{\"role\": \"server\", \"rank\": {rank}, \"bytes_in\": {received}, \
          \"bytes_out\": {sent}}}"
-    );
+    ));
 }
 
 /// Tells the scheduler once the copy `c` to a new backup is stored.

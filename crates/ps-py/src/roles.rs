@@ -2,11 +2,10 @@
 //! whose `DMLC_ROLE` is `scheduler` or `server`, and the `ps-scheduler` / `ps-server` console
 //! scripts.
 
-use std::io::Write;
-
 use clap::Parser;
 use ps_core::Role;
 use ps_core::cli::Settings;
+use ps_core::node::say;
 use pyo3::prelude::*;
 
 use crate::errors::KVStoreError;
@@ -17,12 +16,6 @@ use crate::{main_thread, python_optimizer};
 struct Args {
     #[command(flatten)]
     settings: Settings,
-}
-
-/// Writes `line` on stderr in one write: a launcher that tags each chunk of a process's
-/// output (`mpirun --tag-output`) shows it as one line.
-fn say(line: &str) {
-    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 fn role_of(name: &str) -> PyResult<Role> {

@@ -133,7 +133,7 @@ pub async fn bind(
             reason: format!("cannot serve metrics on {ip}:{port}: {e}"),
         })?;
     if let Ok(addr) = listener.local_addr() {
-        eprintln!("mxrs: metrics of {who} at http://{addr}/metrics");
+        crate::node::say(&format!("mxrs: metrics of {who} at http://{addr}/metrics"));
     }
     Ok(listener)
 }
