@@ -22,13 +22,18 @@ def launch(tmp_path, script, n=2, s=2, env=(), timeout=TIMEOUT, args=(), launche
     for kv in env:
         cmd += ["--env", kv]
     cmd += [*launcher_args, sys.executable, str(path), *args]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path
-    )
+    return run_launcher(cmd, timeout=timeout, cwd=tmp_path)
+
+
+def run_launcher(cmd, timeout=TIMEOUT, **popen):
+    """Run an ``mxrs-launch`` command line to its end, output captured as text; past
+    ``timeout`` it gets SIGTERM, on which it stops every process it started before it exits
+    (SIGKILL, as ``subprocess.run`` sends, would leave them running), and the timeout is
+    raised."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        # SIGTERM: the launcher stops every process it started before it exits.
         proc.terminate()
         try:
             proc.communicate(timeout=30)

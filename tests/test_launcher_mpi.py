@@ -10,7 +10,7 @@ from pathlib import Path
 
 import mxrs
 import pytest
-from jobs import TIMEOUT, tagged_processes
+from jobs import TIMEOUT, run_launcher, tagged_processes
 from mxrs.launcher import mpi_rank
 
 PYTHON_DIR = str(Path(mxrs.__file__).resolve().parents[1])
@@ -25,9 +25,7 @@ def _run(tmp_path, args, command, **env):
         **env,
     }
     cmd = [sys.executable, "-m", "mxrs.launcher", "mpi", "-H", "hosts", *args, "--", *command]
-    return subprocess.run(
-        cmd, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path, env=full
-    )
+    return run_launcher(cmd, cwd=tmp_path, env=full)
 
 
 def test_a_dist_sync_job_runs_under_open_mpi_with_mpi_ranks_as_worker_ids(tmp_path):
