@@ -142,6 +142,10 @@ class Job:
         python = self.command[0] if _is_python(self.command[0]) else sys.executable
         return [python, "-c", "import mxrs"]
 
+    def count(self, role):
+        """int: how many processes of ``role`` ('server' or 'worker') the job runs."""
+        return self.num_servers if role == "server" else self.num_workers
+
     def workers_on(self, host):
         """int: how many workers are placed on ``host``."""
         hosts = list(self.hosts or ["127.0.0.1"])

@@ -164,7 +164,6 @@ def submit(job: Job, dry_run=False):
         hostfile = files.add("hostfile", hostfile_text(job.hosts, mpi))
         return files, launches(job, mpi, hostfile)
 
-    if mpi != "openmpi" or dry_run:
-        return batch.run_with_files(job, make, dry_run, show_envs=True)
-    with session_kept():
+    kept = session_kept() if mpi == "openmpi" and not dry_run else contextlib.nullcontext()
+    with kept:
         return batch.run_with_files(job, make, dry_run, show_envs=True)

@@ -22,7 +22,7 @@ from .job import Job
 
 def srun(job: Job, role):
     """The ``srun`` command line of ``role``'s step."""
-    count = job.num_servers if role == "server" else job.num_workers
+    count = job.count(role)
     argv = batch.server_command(job) if role == "server" else batch.rank_shim(job, job.command)
     return [
         "srun",
@@ -40,8 +40,7 @@ def step_launches(job: Job):
     out = []
     for role in ("server", "worker"):
         env = {**clashes.inherited(), **batch.role_env(job, role)}
-        count = job.num_servers if role == "server" else job.num_workers
-        out.append(tracker.Launch(f"{role}s", role, srun(job, role), env, count=count))
+        out.append(tracker.Launch(f"{role}s", role, srun(job, role), env, count=job.count(role)))
     return out
 
 

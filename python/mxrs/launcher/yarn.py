@@ -70,7 +70,7 @@ def role_script(job: Job, role):
 
 def client(job: Job, tool, jar, role, script):
     """The distributed-shell Client command line for ``role``'s containers."""
-    count = job.num_servers if role == "server" else job.num_workers
+    count = job.count(role)
     return [
         tool,
         "jar",
@@ -112,7 +112,7 @@ def submit(job: Job, dry_run=False):
                     role,
                     client(job, tool, jar, role, path),
                     dict(os.environ),
-                    count=job.num_servers if role == "server" else job.num_workers,
+                    count=job.count(role),
                 )
             )
         return files, todo
